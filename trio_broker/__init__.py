@@ -1,0 +1,1 @@
+"""trio-broker: a Kafka-compatible broker on Trio."""
