@@ -1,0 +1,41 @@
+# Two commands on a fresh machine: `make serve` runs the broker, `make test` passes the tests.
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+PIP := $(VENV)/bin/pip
+PYTEST_ARGS ?=
+
+.PHONY: serve test lint typecheck bench soak clean
+
+$(VENV)/.base-installed: pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PIP) install -q --upgrade pip
+	$(PIP) install -q -e .
+	touch $@
+
+$(VENV)/.dev-installed: pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PIP) install -q --upgrade pip
+	$(PIP) install -q -e '.[dev]'
+	touch $(VENV)/.base-installed $@
+
+## Run the broker on 127.0.0.1:9092 with data under ./data (Ctrl-C stops it cleanly).
+serve: $(VENV)/.base-installed
+	$(VENV)/bin/trio-broker serve --override listeners=PLAINTEXT://127.0.0.1:9092 --override log.dirs=./data
+
+## Run the whole test suite.
+test: $(VENV)/.dev-installed
+	$(PY) -m pytest -q -p no:cacheprovider $(PYTEST_ARGS)
+
+lint: $(VENV)/.dev-installed
+	$(VENV)/bin/ruff check trio_broker tests bench
+
+typecheck: $(VENV)/.dev-installed
+	$(VENV)/bin/mypy trio_broker
+
+## Benchmarks (not part of `make test`); figures go to docs/benchmarks.md.
+bench: $(VENV)/.dev-installed
+	$(PY) bench/bench_pipeline.py
+
+clean:
+	rm -rf $(VENV) build *.egg-info .pytest_cache

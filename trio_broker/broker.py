@@ -1,0 +1,218 @@
+"""The broker's lifecycle: start every part in one nursery, stop them in Kafka's order.
+
+Why this shape: ``serve`` is a Trio task in the style of ``trio.serve_tcp``: it binds, reports
+what it bound through ``task_status.started(broker)``, and runs until cancelled, so an app embeds
+it with ``await nursery.start(trio_broker.serve, config)`` and a test binds port 0 and connects to
+the returned address. The parts run inside a shielded scope so that cancelling the caller's
+nursery starts a *graceful* shutdown (stop accepting, finish in-flight requests within
+``shutdown.timeout.ms``, flush logs, close sockets) instead of tearing everything down mid-write.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import time
+from collections.abc import AsyncIterator
+from typing import Any
+
+import attrs
+import trio
+
+from .broker_state import BrokerState
+from .config import BrokerConfig, ConfigError, build_config, parse_listeners
+from .metrics import BrokerMetrics
+from .network.request_handler import RequestHandlerPool
+from .network.socket_server import SocketServer
+
+LOGGER = logging.getLogger(__name__)
+
+
+@attrs.define(eq=False)
+class Broker:
+    """A running broker: its bound addresses, state and a way to stop it."""
+
+    config: BrokerConfig
+    state: BrokerState
+    #: (listener name, host, port) actually bound, in listener order
+    listeners: list[tuple[str, str, int]]
+    metrics_address: tuple[str, int] | None = None
+    _stop: trio.Event = attrs.field(factory=trio.Event)
+
+    @property
+    def host(self) -> str:
+        return self.state.advertised_host
+
+    @property
+    def port(self) -> int:
+        return self.state.advertised_port
+
+    @property
+    def bootstrap_servers(self) -> str:
+        """``host:port`` for clients (the advertised address of the first listener)."""
+        return f"{self.host}:{self.port}"
+
+    def stop(self) -> None:
+        """Ask ``serve`` to shut down gracefully and return."""
+        self._stop.set()
+
+
+def log_config_from(config: BrokerConfig) -> Any:
+    """The default topic config (``LogConfig``) implied by the broker's log.* keys."""
+    from .log import LogConfig
+
+    return LogConfig(
+        segment_bytes=config.log_segment_bytes,
+        segment_ms=config.log_roll_effective_ms,
+        retention_ms=config.log_retention_effective_ms,
+        retention_bytes=config.log_retention_bytes,
+        index_interval_bytes=config.log_index_interval_bytes,
+        flush_interval_messages=config.log_flush_interval_messages,
+        flush_interval_ms=config.log_flush_interval_ms,
+        max_message_bytes=config.message_max_bytes,
+        message_timestamp_type=config.log_message_timestamp_type,
+        cleanup_policy=config.log_cleanup_policy,
+    )
+
+
+def _as_config(config: BrokerConfig | dict[str, Any] | None, overrides: dict[str, Any]) -> BrokerConfig:
+    if config is None:
+        base: dict[str, Any] = {}
+        cfg = build_config(base)
+    elif isinstance(config, BrokerConfig):
+        cfg = config
+    else:
+        cfg = BrokerConfig().evolve(**config)
+    return cfg.evolve(**overrides) if overrides else cfg
+
+
+async def serve(config: BrokerConfig | dict[str, Any] | None = None, *,
+                task_status: Any = trio.TASK_STATUS_IGNORED, **overrides: Any) -> None:
+    """Run a broker until cancelled (or ``Broker.stop()``); ``task_status.started(Broker)``."""
+    started_at = time.perf_counter()
+    cfg = _as_config(config, overrides)
+    metrics = BrokerMetrics()
+    state = BrokerState(config=cfg, metrics=metrics, cluster_id=cfg.cluster_id)
+    server = SocketServer(cfg, metrics)
+    parts_scope = trio.CancelScope(shield=True)
+    broker_box: list[Broker] = []
+
+    async def run_parts(*, task_status: Any = trio.TASK_STATUS_IGNORED) -> None:
+        with parts_scope:
+            async with trio.open_nursery() as nursery:
+                state.nursery = nursery
+                await _load_storage(state)
+                await _start_coordinators(state, nursery)
+                bound = await server.start(nursery)
+                _advertise(state, cfg, bound)
+                await nursery.start(RequestHandlerPool(state, server, cfg.num_io_threads).run)
+                metrics_addr = None
+                if cfg.metrics_listener:
+                    from .metrics_http import serve_metrics
+
+                    metrics_addr = await nursery.start(serve_metrics, cfg.metrics_listener, metrics)
+                _start_background(state, nursery)
+                broker = Broker(cfg, state, bound, metrics_addr)
+                broker_box.append(broker)
+                task_status.started(broker)
+                await trio.sleep_forever()
+
+    async with trio.open_nursery() as root:
+        broker = await root.start(run_parts)
+        for name, host, port in broker.listeners:
+            LOGGER.info("listening on %s://%s:%d (advertised %s)", name, host, port,
+                        broker.bootstrap_servers)
+        LOGGER.info("broker %d started in %.0f ms", cfg.node_id,
+                    (time.perf_counter() - started_at) * 1000)
+        task_status.started(broker)
+        try:
+            await broker._stop.wait()
+        finally:
+            with trio.CancelScope(shield=True):
+                await _shutdown(state, server, cfg)
+            parts_scope.cancel()
+
+
+async def _shutdown(state: BrokerState, server: SocketServer, cfg: BrokerConfig) -> None:
+    LOGGER.info("shutting down: stop accepting, finish in-flight requests")
+    await server.stop(cfg.shutdown_timeout_ms / 1000)
+    if state.groups is not None:
+        try:
+            state.groups.close()
+        except Exception:
+            LOGGER.exception("closing the group coordinator failed")
+    if state.logs is not None:
+        try:
+            await trio.to_thread.run_sync(state.logs.close)
+        except Exception:
+            LOGGER.exception("closing the logs failed")
+    LOGGER.info("shutdown complete")
+
+
+async def _load_storage(state: BrokerState) -> None:
+    cfg = state.config
+    try:
+        from .log import LogManager
+    except ImportError:  # storage not available in this build
+        return
+    for d in cfg.log_dir_list:
+        d.mkdir(parents=True, exist_ok=True)
+    manager = LogManager(cfg.log_dir_list, log_config_from(cfg))
+    await trio.to_thread.run_sync(manager.load)
+    state.logs = manager
+    try:
+        from .log.producer_ids import ProducerIdManager
+    except ImportError:
+        return
+    state.producer_ids = ProducerIdManager(cfg.log_dir_list[0])
+
+
+async def _start_coordinators(state: BrokerState, nursery: trio.Nursery) -> None:
+    try:
+        from .coordinator import GroupCoordinator  # type: ignore[attr-defined]
+    except ImportError:
+        return
+    coordinator = GroupCoordinator(state.config, state.config.log_dir_list[0])
+    await nursery.start(coordinator.run)
+    state.groups = coordinator
+
+
+def _start_background(state: BrokerState, nursery: trio.Nursery) -> None:
+    hook = state.extras.get("start_background")
+    if hook is not None:
+        hook(state, nursery)
+
+
+def _advertise(state: BrokerState, cfg: BrokerConfig, bound: list[tuple[str, str, int]]) -> None:
+    if cfg.advertised_listeners:
+        first = parse_listeners(cfg.advertised_listeners, "advertised.listeners")[0]
+        state.advertised_host, state.advertised_port = first.host, first.port
+        return
+    name, host, port = bound[0]
+    if host in ("0.0.0.0", "::"):
+        raise ConfigError(f"listeners binds {host}, which clients cannot connect to: set "
+                          "advertised.listeners")
+    state.advertised_host, state.advertised_port = host, port
+
+
+@contextlib.asynccontextmanager
+async def open_broker(config: BrokerConfig | dict[str, Any] | None = None,
+                      **overrides: Any) -> AsyncIterator[Broker]:
+    """``async with open_broker(log_dirs=..., listeners="PLAINTEXT://127.0.0.1:0") as b:``.
+
+    Defaults differ from ``serve`` in one way: the listener binds port 0 unless given.
+    """
+    if config is None and "listeners" not in overrides:
+        overrides = {"listeners": "PLAINTEXT://127.0.0.1:0", **overrides}
+    async with trio.open_nursery() as nursery:
+        cfg = _as_config(config, _kw(overrides))
+        broker: Broker = await nursery.start(serve, cfg)
+        try:
+            yield broker
+        finally:
+            broker.stop()
+
+
+def _kw(overrides: dict[str, Any]) -> dict[str, Any]:
+    # Kafka dotted names are accepted too: {"log.dirs": ...} -> log_dirs
+    return {k.replace(".", "_"): v for k, v in overrides.items()}

@@ -1,0 +1,111 @@
+"""The request channel: one bounded queue of requests, one response queue per processor.
+
+Why (Kafka's ``RequestChannel``): the bounded request queue is the broker's backpressure: when
+handlers fall behind, connections block on ``send`` and stop reading their sockets. Responses go
+back to the processor that owns the connection, so a connection's bytes are only ever touched by
+its own processor. Responses are a closed family: send bytes, no-op (acks=0 produce), or close.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from typing import TYPE_CHECKING, Any
+
+import trio
+
+from ..protocol.messages import RequestHeader
+
+if TYPE_CHECKING:
+    from .socket_server import Connection
+
+
+class Request:
+    """A decoded-header request on its way through the pipeline, with Kafka's timestamps."""
+
+    __slots__ = ("api_local_done_ns", "api_remote_done_ns", "connection", "dequeued_ns", "frame",
+                 "header", "processor", "received_ns", "response_dequeued_ns")
+
+    def __init__(self, processor: int, connection: Connection, header: RequestHeader,
+                 frame: bytes) -> None:
+        self.processor = processor
+        self.connection = connection
+        self.header = header
+        self.frame = frame
+        self.received_ns = time.monotonic_ns()
+        self.dequeued_ns = 0
+        self.api_local_done_ns = 0
+        self.api_remote_done_ns = 0
+        self.response_dequeued_ns = 0
+
+
+class Response:
+    """Base of the response family."""
+
+    __slots__ = ("request",)
+
+    def __init__(self, request: Request) -> None:
+        self.request = request
+
+
+class SendResponse(Response):
+    __slots__ = ("data", "error_counts")
+
+    def __init__(self, request: Request, data: bytes, error_counts: Any = None) -> None:
+        super().__init__(request)
+        self.data = data
+        self.error_counts = error_counts
+
+
+class NoOpResponse(Response):
+    """No bytes go back (Produce with acks=0); the connection simply unmutes."""
+
+    __slots__ = ()
+
+
+class CloseConnectionResponse(Response):
+    """The request could not be served; close its connection (Kafka's behaviour)."""
+
+    __slots__ = ("reason",)
+
+    def __init__(self, request: Request, reason: str) -> None:
+        super().__init__(request)
+        self.reason = reason
+
+
+class RequestChannel:
+    """One bounded request queue shared by all processors; one response queue per processor."""
+
+    def __init__(self, queued_max_requests: int, num_processors: int) -> None:
+        self._req_send, self._req_recv = trio.open_memory_channel[Request](queued_max_requests)
+        # A connection has at most one request in flight (it is muted until answered), so the
+        # response queues are bounded by the number of connections; they never block a handler.
+        self._resp = [trio.open_memory_channel[Response](math.inf) for _ in range(num_processors)]
+
+    async def send_request(self, request: Request) -> None:
+        await self._req_send.send(request)
+
+    @property
+    def request_receiver(self) -> trio.MemoryReceiveChannel[Request]:
+        return self._req_recv
+
+    def request_queue_size(self) -> int:
+        return self._req_send.statistics().current_buffer_used
+
+    def response_queue_size(self) -> int:
+        return sum(s.statistics().current_buffer_used for s, _ in self._resp)
+
+    def send_response(self, response: Response) -> None:
+        """Hand a response to the processor owning the request's connection (never blocks)."""
+        try:
+            self._resp[response.request.processor][0].send_nowait(response)
+        except (trio.ClosedResourceError, trio.BrokenResourceError):
+            pass  # shutting down: the connection is gone
+
+    def response_receiver(self, processor: int) -> trio.MemoryReceiveChannel[Response]:
+        return self._resp[processor][1]
+
+    def close(self) -> None:
+        self._req_send.close()
+        for s, _ in self._resp:
+            s.close()

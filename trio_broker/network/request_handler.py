@@ -1,0 +1,152 @@
+"""The request handler pool (Kafka's ``KafkaRequestHandlerPool`` + ``KafkaApis`` dispatch).
+
+Why a fixed pool: M handler tasks drain the bounded request channel, so the number of requests
+being worked on at once is bounded no matter how many connections there are. Work that waits
+(long-poll fetch, held group joins) is parked in a purgatory and answered later through
+``RequestContext.respond``; it never holds a handler task.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import Any
+
+import trio
+from kafka.protocol.api_message import ApiMessage
+
+from ..apis.context import Deferred, RequestContext
+from ..apis.registry import HANDLERS, advertised_versions
+from ..protocol.api_keys import ApiKey
+from ..protocol.errors import ErrorCode, RemoteProtocolError
+from ..protocol.messages import decode_request_body, encode_response, make_response
+from .request_channel import CloseConnectionResponse, NoOpResponse, Request, SendResponse
+
+LOGGER = logging.getLogger(__name__)
+
+
+class RequestHandlerPool:
+    def __init__(self, broker: Any, socket_server: Any, num_handlers: int) -> None:
+        self.broker = broker
+        self.server = socket_server
+        self.num_handlers = num_handlers
+        self.channel = socket_server.request_channel
+        self.metrics = broker.metrics
+        self.metrics.handler_idle.workers = num_handlers
+        advertised_versions()  # import handler modules now, not on the first request
+
+    async def run(self, *, task_status: Any = trio.TASK_STATUS_IGNORED) -> None:
+        async with trio.open_nursery() as nursery:
+            for _ in range(self.num_handlers):
+                nursery.start_soon(self._handler_loop)
+            task_status.started()
+
+    async def _handler_loop(self) -> None:
+        receiver = self.channel.request_receiver
+        idle = self.metrics.handler_idle
+        while True:
+            t0 = time.monotonic_ns()
+            try:
+                request = await receiver.receive()
+            except trio.EndOfChannel:
+                return
+            now = time.monotonic_ns()
+            idle.add_idle(now - t0)
+            request.dequeued_ns = now
+            await self.handle(request)
+
+    async def handle(self, request: Request) -> None:
+        """Dispatch one request; every failure is confined to this request's connection."""
+        header = request.header
+        answered = False
+
+        def respond(body: ApiMessage | None) -> None:
+            nonlocal answered
+            if answered:
+                LOGGER.error("%r answered twice; second answer dropped", header)
+                return
+            answered = True
+            now = time.monotonic_ns()
+            if request.api_local_done_ns:
+                request.api_remote_done_ns = now
+            else:
+                request.api_local_done_ns = now
+            if body is None:
+                self.channel.send_response(NoOpResponse(request))
+                return
+            try:
+                data = encode_response(header, body)
+            except Exception:
+                LOGGER.exception("failed to encode the response to %r", header)
+                self.channel.send_response(CloseConnectionResponse(request, "encode_error"))
+                return
+            self._count_errors(header.api_key, body)
+            self.channel.send_response(SendResponse(request, data))
+
+        if header.api_key == ApiKey.ApiVersions and header.api_version > 4:
+            respond_api_versions_unsupported(request, self.channel)
+            return
+        try:
+            body = decode_request_body(header, request.frame)
+        except RemoteProtocolError as exc:
+            LOGGER.info("closing connection %s: %s", request.connection.id, exc)
+            self.channel.send_response(CloseConnectionResponse(request, exc.reason))
+            return
+        request.frame = b""  # the body is decoded; do not keep the bytes alive while parked
+        handler = HANDLERS.get(header.api_key)
+        if handler is None:
+            self.channel.send_response(CloseConnectionResponse(request, "unsupported_version"))
+            return
+        conn = request.connection
+        ctx = RequestContext(header, self.broker, client_host=conn.client_host,
+                             connection_id=conn.id, respond=respond)
+        try:
+            result = await handler(ctx, body)
+        except Exception:
+            LOGGER.exception("handler for %r failed; closing connection %s", header, conn.id)
+            if not answered:
+                answered = True
+                self.channel.send_response(CloseConnectionResponse(request, "handler_error"))
+            return
+        if isinstance(result, Deferred):
+            request.api_local_done_ns = time.monotonic_ns()
+            return
+        respond(result)
+
+    def _count_errors(self, api_key: int, body: ApiMessage) -> None:
+        for code in _error_codes(body, 3):
+            if code:
+                self.metrics.count_error(api_key, code)
+
+
+def _error_codes(obj: Any, depth: int) -> list[int]:
+    """Error codes in a response body: top level and nested arrays (topics, partitions)."""
+    out: list[int] = []
+    struct = getattr(obj, "_struct", None)
+    if struct is None:
+        return out
+    for name, field in struct.fields.items():
+        value = getattr(obj, name, None)
+        if name == "error_code" and isinstance(value, int):
+            out.append(value)
+        elif depth and isinstance(value, list) and value and hasattr(value[0], "_struct"):
+            for item in value:
+                out.extend(_error_codes(item, depth - 1))
+    return out
+
+
+def respond_api_versions_unsupported(request: Request, channel: Any) -> None:
+    """Answer an ApiVersions version we do not know in the v0 layout, listing our ranges.
+
+    The client then retries with a version from the list (reference trap 2).
+    """
+    header = request.header
+    versions = advertised_versions()
+    cls = make_response(ApiKey.ApiVersions, 0, error_code=0, api_keys=[])
+    body = make_response(
+        ApiKey.ApiVersions, 0, error_code=ErrorCode.UNSUPPORTED_VERSION,
+        api_keys=[type(cls).ApiVersion(api_key=int(k), min_version=v.min, max_version=v.max)
+                  for k, v in sorted(versions.items())])
+    data = encode_response(header, body, version=0)
+    request.api_local_done_ns = time.monotonic_ns()
+    channel.send_response(SendResponse(request, data))

@@ -1,0 +1,317 @@
+"""Kafka's SocketServer, in Trio's structured concurrency.
+
+Threading model, Trio edition. One nursery owns, per listener, an ``Acceptor`` task; N
+``Processor``s, each owning a nursery of connection tasks, a new-connection channel and a response
+channel; one bounded ``RequestChannel``; and a pool of M request handler tasks
+(``request_handler.py``). A connection task reads one frame, decodes its header, hands a
+``Request`` to the request channel and is then *muted*: it reads nothing more until its response
+is written, so responses keep request order and later frames wait in its buffer (Kafka's staged
+receives). Each connection lives in a cancel scope whose deadline moves on every request and
+response (``connections.max.idle.ms``); expiry closes that connection only. Anything a peer does
+wrong closes that peer's connection with one log line and a counted reason.
+
+Shutdown order (``SocketServer.stop``): acceptors, then processors stop reading new requests and
+finish what is in flight within the grace period, then everything is cancelled and closed.
+"""
+
+from __future__ import annotations
+
+import errno
+import itertools
+import logging
+import time
+from typing import Any
+
+import trio
+
+from ..metrics import BrokerMetrics, api_name
+from ..protocol.errors import RemoteProtocolError, UnsupportedVersionError
+from ..protocol.framing import NEED_DATA, FrameDecoder
+from ..protocol.messages import decode_request_header, peek_correlation_id
+from .quotas import ConnectionQuotas
+from .request_channel import (
+    CloseConnectionResponse,
+    NoOpResponse,
+    Request,
+    RequestChannel,
+    Response,
+    SendResponse,
+)
+
+LOGGER = logging.getLogger(__name__)
+
+# Accept errors that mean "overloaded, try again shortly" (as trio's serve_listeners).
+ACCEPT_CAPACITY_ERRNOS = frozenset(
+    e for e in (getattr(errno, n, None) for n in ("EMFILE", "ENFILE", "ENOMEM", "ENOBUFS"))
+    if e is not None
+)
+_RECEIVE_SIZE = 65536
+_connection_ids = itertools.count(1)
+
+
+class Connection:
+    """One client connection: its stream, frame buffer, idle scope and the slot for its response."""
+
+    __slots__ = ("_response", "_response_ready", "client_host", "client_port", "closed", "decoder",
+                 "id", "idle_scope", "in_flight", "listener_name", "processor", "stream")
+
+    def __init__(self, stream: trio.abc.Stream, processor: int, listener_name: str,
+                 client_host: str, client_port: int, max_frame_bytes: int) -> None:
+        self.id = f"{client_host}:{client_port}-{next(_connection_ids)}"
+        self.stream = stream
+        self.processor = processor
+        self.listener_name = listener_name
+        self.client_host = client_host
+        self.client_port = client_port
+        self.decoder = FrameDecoder(max_frame_bytes)
+        self.idle_scope: trio.CancelScope | None = None
+        self.in_flight: Request | None = None
+        self.closed = False
+        self._response: Response | None = None
+        self._response_ready = trio.Event()
+
+    def deliver(self, response: Response) -> None:
+        self._response = response
+        self._response_ready.set()
+
+    async def wait_response(self) -> Response:
+        await self._response_ready.wait()
+        response = self._response
+        assert response is not None
+        self._response = None
+        self._response_ready = trio.Event()
+        return response
+
+
+class Processor:
+    """Owns a set of connections: reads their requests, writes their responses."""
+
+    def __init__(self, index: int, server: SocketServer) -> None:
+        self.index = index
+        self.server = server
+        self._new_send, self._new_recv = trio.open_memory_channel[tuple[trio.SocketStream, str]](20)
+        self.connections: dict[str, Connection] = {}
+        self.draining = False
+
+    async def accept(self, stream: trio.SocketStream, listener_name: str) -> None:
+        await self._new_send.send((stream, listener_name))
+
+    async def run(self, *, task_status: Any = trio.TASK_STATUS_IGNORED) -> None:
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(self._process_new_responses)
+            task_status.started()
+            async for stream, listener_name in self._new_recv:
+                nursery.start_soon(self._serve_connection, stream, listener_name)
+
+    # -- step: processNewResponses ---------------------------------------------------------
+    async def _process_new_responses(self) -> None:
+        receiver = self.server.request_channel.response_receiver(self.index)
+        metrics = self.server.metrics
+        idle = metrics.processor_idle
+        async for response in receiver:
+            while True:
+                req = response.request
+                req.response_dequeued_ns = time.monotonic_ns()
+                conn = req.connection
+                if conn.closed:
+                    # The client left before its answer: still record the request's timings.
+                    self.server.record_timings(req, send_done_ns=req.response_dequeued_ns)
+                else:
+                    conn.deliver(response)
+                try:
+                    response = receiver.receive_nowait()
+                except trio.WouldBlock:
+                    break
+            t0 = time.monotonic_ns()
+            await trio.lowlevel.checkpoint()
+            idle.add_idle(time.monotonic_ns() - t0)
+
+    # -- one task per connection: processCompletedReceives / processCompletedSends -----------
+    async def _serve_connection(self, stream: trio.SocketStream, listener_name: str) -> None:
+        server = self.server
+        try:
+            host, port = stream.socket.getpeername()[:2]
+        except OSError:
+            host, port = "unknown", 0
+        if not server.quotas.try_acquire(host):
+            server.metrics.connections_refused.labels("per_ip").inc()
+            LOGGER.info("closing connection from %s: max.connections.per.ip (%d) reached",
+                        host, server.quotas.limit_for(host))
+            with trio.CancelScope(shield=True):
+                await stream.aclose()
+            return
+        conn = Connection(stream, self.index, listener_name, host, port,
+                          server.config.socket_request_max_bytes)
+        self.connections[conn.id] = conn
+        server.metrics.connections.inc()
+        reason = "client_closed"
+        try:
+            reason = await self._connection_loop(conn)
+        except RemoteProtocolError as exc:
+            reason = exc.reason
+            LOGGER.info("closing connection %s: %s", conn.id, exc)
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            reason = "client_closed"
+        except OSError as exc:
+            reason = "socket_error"
+            LOGGER.info("closing connection %s: %s", conn.id, exc)
+        finally:
+            conn.closed = True
+            del self.connections[conn.id]
+            server.quotas.release(host)
+            server.metrics.connections.dec()
+            server.metrics.connections_closed.labels(reason).inc()
+            with trio.CancelScope(shield=True):
+                await stream.aclose()
+
+    async def _connection_loop(self, conn: Connection) -> str:
+        server = self.server
+        idle_s = server.config.connections_max_idle_ms / 1000
+        bytes_in = server.metrics.bytes_in
+        bytes_out = server.metrics.bytes_out
+        channel = server.request_channel
+        decoder = conn.decoder
+        eof = False
+        with trio.CancelScope(deadline=trio.current_time() + idle_s) as idle:
+            conn.idle_scope = idle
+            while True:
+                frame = decoder.next_frame()
+                if frame is NEED_DATA:
+                    if eof or self.draining:
+                        return "client_closed" if eof else "shutdown"
+                    data = await conn.stream.receive_some(_RECEIVE_SIZE)
+                    if not data:
+                        # Half-closed: still answer whatever whole frames are buffered.
+                        eof = True
+                        continue
+                    bytes_in.inc(len(data))
+                    idle.deadline = trio.current_time() + idle_s
+                    decoder.receive_data(data)
+                    continue
+                if self.draining:
+                    return "shutdown"
+                request = self._parse(conn, frame)
+                if request is None:
+                    continue
+                conn.in_flight = request
+                await channel.send_request(request)
+                response = await conn.wait_response()
+                conn.in_flight = None
+                if isinstance(response, SendResponse):
+                    await conn.stream.send_all(response.data)
+                    bytes_out.inc(len(response.data))
+                    server.record_timings(request, send_done_ns=time.monotonic_ns())
+                elif isinstance(response, NoOpResponse):
+                    server.record_timings(request, send_done_ns=time.monotonic_ns())
+                else:
+                    assert isinstance(response, CloseConnectionResponse)
+                    server.record_timings(request, send_done_ns=time.monotonic_ns())
+                    return response.reason
+                idle.deadline = trio.current_time() + idle_s
+        return "idle_timeout"
+
+    def _parse(self, conn: Connection, frame: bytes) -> Request | None:
+        try:
+            header = decode_request_header(frame)
+        except UnsupportedVersionError as exc:
+            # Kafka cannot parse such a body and closes the connection.
+            raise RemoteProtocolError(
+                f"{exc} (correlation id {peek_correlation_id(frame)})",
+                reason="unsupported_version") from exc
+        return Request(self.index, conn, header, frame)
+
+
+class Acceptor:
+    """Accepts connections on one listener and deals them round-robin to the processors."""
+
+    def __init__(self, server: SocketServer, listener: trio.SocketListener, name: str) -> None:
+        self.server = server
+        self.listener = listener
+        self.name = name
+
+    async def run(self) -> None:
+        server = self.server
+        processors = server.processors
+        rr = itertools.cycle(processors)
+        async with self.listener:
+            while True:
+                await server.quotas.wait_for_slot()
+                try:
+                    stream = await self.listener.accept()
+                except OSError as exc:
+                    if exc.errno in ACCEPT_CAPACITY_ERRNOS:
+                        LOGGER.error("accept returned %s (%s); retrying in 100 ms",
+                                     errno.errorcode.get(exc.errno or 0, "?"), exc)
+                        await trio.sleep(0.1)
+                        continue
+                    raise
+                await next(rr).accept(stream, self.name)
+
+
+class SocketServer:
+    """Listeners, acceptors, processors and the request channel of one broker."""
+
+    def __init__(self, config: Any, metrics: BrokerMetrics) -> None:
+        self.config = config
+        self.metrics = metrics
+        n = config.num_network_threads
+        self.request_channel = RequestChannel(config.queued_max_requests, n)
+        self.quotas = ConnectionQuotas(config.max_connections, config.max_connections_per_ip,
+                                       config.per_ip_overrides)
+        self.processors = [Processor(i, self) for i in range(n)]
+        self.bound: list[tuple[str, str, int]] = []  # (listener name, host, port)
+        self._acceptor_scope = trio.CancelScope()
+        metrics.processor_idle.workers = n
+
+    async def start(self, nursery: trio.Nursery) -> list[tuple[str, str, int]]:
+        """Bind every listener, start processors and acceptors; return what was bound."""
+        acceptors = []
+        for listener in self.config.listener_list:
+            sockets = await trio.open_tcp_listeners(listener.port, host=listener.host or None)
+            for sock_listener in sockets:
+                host, port = sock_listener.socket.getsockname()[:2]
+                self.bound.append((listener.name, host, port))
+                acceptors.append(Acceptor(self, sock_listener, listener.name))
+        for processor in self.processors:
+            await nursery.start(processor.run)
+        nursery.start_soon(self._run_acceptors, acceptors)
+        return self.bound
+
+    async def _run_acceptors(self, acceptors: list[Acceptor]) -> None:
+        with self._acceptor_scope:
+            async with trio.open_nursery() as nursery:
+                for acceptor in acceptors:
+                    nursery.start_soon(acceptor.run)
+
+    def in_flight(self) -> int:
+        return sum(1 for p in self.processors for c in p.connections.values() if c.in_flight)
+
+    async def stop(self, grace_s: float) -> None:
+        """Stop accepting, stop reading new requests, wait for in-flight ones up to ``grace_s``."""
+        self._acceptor_scope.cancel()
+        for p in self.processors:
+            p.draining = True
+        with trio.move_on_after(grace_s):
+            while self.in_flight():
+                await trio.sleep(0.005)
+        if self.in_flight():
+            LOGGER.warning("shutdown: %d requests still in flight after %.1fs grace",
+                           self.in_flight(), grace_s)
+
+    def record_timings(self, req: Request, *, send_done_ns: int) -> None:
+        """Kafka's per-request times, in ms, by API (recorded even if the client left)."""
+        counter, hist = self.metrics.for_api(req.header.api_key)
+        counter.inc()
+        dq = req.dequeued_ns or send_done_ns
+        local = req.api_local_done_ns or dq
+        remote = req.api_remote_done_ns or local
+        resp_dq = req.response_dequeued_ns or remote
+        hist["RequestQueueTimeMs"].observe((dq - req.received_ns) / 1e6)
+        hist["LocalTimeMs"].observe((local - dq) / 1e6)
+        hist["RemoteTimeMs"].observe((remote - local) / 1e6)
+        hist["ResponseQueueTimeMs"].observe((resp_dq - remote) / 1e6)
+        hist["ResponseSendTimeMs"].observe((send_done_ns - resp_dq) / 1e6)
+        hist["TotalTimeMs"].observe((send_done_ns - req.received_ns) / 1e6)
+
+
+__all__ = ["Acceptor", "Connection", "Processor", "SocketServer", "api_name"]

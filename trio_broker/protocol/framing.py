@@ -1,0 +1,88 @@
+"""Kafka's framing: every message is a 4-byte signed big-endian size, then that many bytes.
+
+Why sans-IO: the connection feeds whatever the socket returned (``receive_data``) and pulls whole
+frames out (``next_frame``), so partial frames across reads and many frames in one read are the
+same code path, testable without sockets. The size prefix is checked before anything is buffered
+for the frame, so a 2 GB size claim costs nothing but a closed connection.
+"""
+
+from __future__ import annotations
+
+import enum
+import struct
+
+from .errors import RemoteProtocolError
+
+_SIZE = struct.Struct(">i")
+
+#: Kafka's default ``socket.request.max.bytes``
+DEFAULT_MAX_FRAME_BYTES = 104_857_600
+
+
+class _Sentinel(enum.Enum):
+    NEED_DATA = enum.auto()
+
+
+NEED_DATA = _Sentinel.NEED_DATA
+
+
+class FrameDecoder:
+    """Splits a byte stream into frames, refusing sizes outside ``[0, max_frame_bytes]``."""
+
+    __slots__ = ("_buf", "_pos", "max_frame_bytes")
+
+    def __init__(self, max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES) -> None:
+        self.max_frame_bytes = max_frame_bytes
+        self._buf = bytearray()
+        self._pos = 0
+
+    def receive_data(self, data: bytes | bytearray | memoryview) -> None:
+        """Append bytes read from the peer."""
+        if self._pos:
+            # Drop consumed bytes lazily, once, rather than on every frame.
+            del self._buf[: self._pos]
+            self._pos = 0
+        self._buf += data
+
+    @property
+    def buffered(self) -> int:
+        """Bytes received but not yet returned as frames."""
+        return len(self._buf) - self._pos
+
+    def next_frame(self) -> bytes | _Sentinel:
+        """Return the next whole frame's payload (without its size), or ``NEED_DATA``.
+
+        Raises ``RemoteProtocolError`` as soon as a size prefix is out of bounds.
+        """
+        buf, pos = self._buf, self._pos
+        if len(buf) - pos < 4:
+            return NEED_DATA
+        (size,) = _SIZE.unpack_from(buf, pos)
+        if size < 0 or size > self.max_frame_bytes:
+            raise RemoteProtocolError(
+                f"frame of {size} bytes is outside 0..{self.max_frame_bytes} "
+                "(socket.request.max.bytes)",
+                reason="frame_size",
+            )
+        end = pos + 4 + size
+        if len(buf) < end:
+            return NEED_DATA
+        frame = bytes(buf[pos + 4 : end])
+        self._pos = end
+        if end == len(buf):
+            buf.clear()
+            self._pos = 0
+        return frame
+
+    def missing_bytes(self) -> int:
+        """How many more bytes the current partial frame needs (4 if even the size is missing)."""
+        avail = len(self._buf) - self._pos
+        if avail < 4:
+            return 4 - avail
+        (size,) = _SIZE.unpack_from(self._buf, self._pos)
+        return max(0, 4 + size - avail)
+
+
+def frame(payload: bytes | bytearray) -> bytes:
+    """Prefix ``payload`` with its size."""
+    return _SIZE.pack(len(payload)) + payload

@@ -1,0 +1,152 @@
+"""pytest plugin: a fresh broker per test, in milliseconds, with no JVM and no Docker.
+
+Fixtures:
+- ``trio_broker``: for Trio tests (pytest-trio). A broker in the test's own event loop, on port 0,
+  with its data in ``tmp_path``; yields the ``Broker`` handle (``.bootstrap_servers``).
+- ``kafka_broker``: for synchronous clients (confluent-kafka, kafka-python) or asyncio ones. The
+  broker runs in a background thread with its own Trio loop, shared by the whole session unless a
+  test asks for its own config with ``@pytest.mark.broker_config(...)``. ``unique_topic`` gives
+  each test fresh topic names so a shared broker never leaks state between tests.
+
+Both apply ``@pytest.mark.broker_config(num_partitions=3, ...)`` (Kafka key names with
+underscores, or dotted names as a dict: ``broker_config(**{"num.partitions": 3})``). Test brokers
+default to ``group.initial.rebalance.delay.ms=0`` so consumer groups form at once.
+"""
+
+from __future__ import annotations
+
+import itertools
+import threading
+import uuid
+from collections.abc import AsyncIterator, Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import trio
+
+from .broker import Broker, open_broker
+
+TEST_DEFAULTS: dict[str, Any] = {
+    "listeners": "PLAINTEXT://127.0.0.1:0",
+    "group_initial_rebalance_delay_ms": 0,
+    "shutdown_timeout_ms": 1000,
+}
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers", "broker_config(**overrides): config overrides for the broker fixtures")
+
+
+def _overrides(request: pytest.FixtureRequest) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for marker in reversed(list(request.node.iter_markers("broker_config"))):
+        out.update({k.replace(".", "_"): v for k, v in marker.kwargs.items()})
+    return out
+
+
+@pytest.fixture
+async def trio_broker(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Broker]:
+    """A broker running in this test's Trio loop, stopped (gracefully) after the test."""
+    settings = {**TEST_DEFAULTS, "log_dirs": str(tmp_path / "broker-data"), **_overrides(request)}
+    async with open_broker(**settings) as broker:
+        yield broker
+
+
+class ThreadedBroker:
+    """A broker in a background thread with its own Trio loop, for synchronous test code."""
+
+    def __init__(self, **settings: Any) -> None:
+        self.settings = settings
+        self.broker: Broker | None = None
+        self._token: trio.lowlevel.TrioToken | None = None
+        self._ready = threading.Event()
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, name="trio-broker", daemon=True)
+
+    @property
+    def bootstrap_servers(self) -> str:
+        assert self.broker is not None
+        return self.broker.bootstrap_servers
+
+    def start(self, timeout_s: float = 30) -> ThreadedBroker:
+        self._thread.start()
+        if not self._ready.wait(timeout_s):
+            raise RuntimeError("broker thread did not start in time")
+        if self._error is not None:
+            raise RuntimeError(f"broker failed to start: {self._error!r}") from self._error
+        return self
+
+    def _run(self) -> None:
+        async def main() -> None:
+            self._token = trio.lowlevel.current_trio_token()
+            async with open_broker(**self.settings) as broker:
+                self.broker = broker
+                self._ready.set()
+                await broker._stop.wait()
+
+        try:
+            trio.run(main)
+        except BaseException as exc:  # reported to the starting thread
+            self._error = exc
+        finally:
+            self._ready.set()
+
+    def call(self, fn: Callable[..., Any], *args: Any) -> Any:
+        """Run ``fn(*args)`` in the broker's thread (for direct access to its state)."""
+        return trio.from_thread.run_sync(fn, *args, trio_token=self._token)
+
+    def create_topic(self, name: str, partitions: int = 1,
+                     configs: dict[str, str] | None = None) -> str:
+        """Create ``name`` directly in the broker's logs (no client needed)."""
+        assert self.broker is not None
+        logs = self.broker.state.logs
+        self.call(logs.create_topic, name, partitions, dict(configs or {}))
+        return name
+
+    def stop(self, timeout_s: float = 30) -> None:
+        if self.broker is not None and self._token is not None:
+            try:
+                trio.from_thread.run_sync(self.broker.stop, trio_token=self._token)
+            except trio.RunFinishedError:
+                pass
+        self._thread.join(timeout_s)
+
+
+@pytest.fixture(scope="session")
+def _kafka_broker_session(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ThreadedBroker]:
+    data = tmp_path_factory.mktemp("kafka-broker")
+    broker = ThreadedBroker(**{**TEST_DEFAULTS, "log_dirs": str(data)}).start()
+    yield broker
+    broker.stop()
+
+
+@pytest.fixture
+def kafka_broker(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[ThreadedBroker]:
+    """A broker in a background thread: the session's, or a fresh one for ``broker_config``."""
+    overrides = _overrides(request)
+    if not overrides:
+        yield request.getfixturevalue("_kafka_broker_session")
+        return
+    broker = ThreadedBroker(**{**TEST_DEFAULTS, "log_dirs": str(tmp_path / "broker-data"),
+                               **overrides}).start()
+    try:
+        yield broker
+    finally:
+        broker.stop()
+
+
+_topic_counter = itertools.count()
+
+
+@pytest.fixture
+def unique_topic(request: pytest.FixtureRequest) -> Callable[[str], str]:
+    """``unique_topic("orders")`` -> a topic name no other test uses."""
+    run = uuid.uuid4().hex[:6]
+
+    def make(prefix: str = "t") -> str:
+        base = "".join(c if c.isalnum() or c in "._-" else "-" for c in request.node.name)
+        return f"{prefix}-{base[:60]}-{run}-{next(_topic_counter)}"
+
+    return make
