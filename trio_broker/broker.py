@@ -19,6 +19,7 @@ from typing import Any
 import attrs
 import trio
 
+from .apis.purgatory import Purgatory
 from .broker_state import BrokerState
 from .config import BrokerConfig, ConfigError, build_config, parse_listeners
 from .metrics import BrokerMetrics
@@ -75,7 +76,8 @@ def log_config_from(config: BrokerConfig) -> Any:
     )
 
 
-def _as_config(config: BrokerConfig | dict[str, Any] | None, overrides: dict[str, Any]) -> BrokerConfig:
+def _as_config(config: BrokerConfig | dict[str, Any] | None,
+               overrides: dict[str, Any]) -> BrokerConfig:
     if config is None:
         base: dict[str, Any] = {}
         cfg = build_config(base)
@@ -101,6 +103,7 @@ async def serve(config: BrokerConfig | dict[str, Any] | None = None, *,
         with parts_scope:
             async with trio.open_nursery() as nursery:
                 state.nursery = nursery
+                state.fetch_purgatory = Purgatory(nursery)
                 await _load_storage(state)
                 await _start_coordinators(state, nursery)
                 bound = await server.start(nursery)
@@ -135,6 +138,8 @@ async def serve(config: BrokerConfig | dict[str, Any] | None = None, *,
 
 async def _shutdown(state: BrokerState, server: SocketServer, cfg: BrokerConfig) -> None:
     LOGGER.info("shutting down: stop accepting, finish in-flight requests")
+    if state.fetch_purgatory is not None:
+        state.fetch_purgatory.complete_all()  # parked fetches answer now with what they have
     await server.stop(cfg.shutdown_timeout_ms / 1000)
     if state.groups is not None:
         try:
@@ -157,7 +162,8 @@ async def _load_storage(state: BrokerState) -> None:
         return
     for d in cfg.log_dir_list:
         d.mkdir(parents=True, exist_ok=True)
-    manager = LogManager(cfg.log_dir_list, log_config_from(cfg))
+    manager = LogManager(cfg.log_dir_list, log_config_from(cfg),
+                         producer_id_expiration_ms=cfg.producer_id_expiration_ms)
     await trio.to_thread.run_sync(manager.load)
     state.logs = manager
     try:
@@ -178,9 +184,40 @@ async def _start_coordinators(state: BrokerState, nursery: trio.Nursery) -> None
 
 
 def _start_background(state: BrokerState, nursery: trio.Nursery) -> None:
-    hook = state.extras.get("start_background")
-    if hook is not None:
-        hook(state, nursery)
+    if state.logs is not None:
+        nursery.start_soon(_retention_loop, state)
+        nursery.start_soon(_flush_loop, state)
+
+
+async def _retention_loop(state: BrokerState) -> None:
+    """Kafka's log retention task: every log.retention.check.interval.ms, off the loop."""
+    interval = state.config.log_retention_check_interval_ms / 1000
+    while True:
+        await trio.sleep(interval)
+        try:
+            deleted = await trio.to_thread.run_sync(state.logs.run_retention, state.now_ms())
+        except Exception:
+            LOGGER.exception("log retention pass failed")
+            continue
+        if deleted:
+            LOGGER.info("retention deleted %d segment(s)", deleted)
+
+
+async def _flush_loop(state: BrokerState) -> None:
+    """Kafka's log flusher: flush.ms-due partitions and recovery-point checkpoints."""
+    interval = state.config.log_flush_scheduler_interval_ms / 1000
+    checkpoint_every = max(1, round(60 / interval))
+    ticks = 0
+    while True:
+        await trio.sleep(interval)
+        ticks += 1
+        try:
+            if state.logs.logs_needing_flush():
+                await trio.to_thread.run_sync(state.logs.flush_dirty)
+            if ticks % checkpoint_every == 0:
+                await trio.to_thread.run_sync(state.logs.checkpoint_recovery_points)
+        except Exception:
+            LOGGER.exception("log flush pass failed")
 
 
 def _advertise(state: BrokerState, cfg: BrokerConfig, bound: list[tuple[str, str, int]]) -> None:
@@ -188,7 +225,7 @@ def _advertise(state: BrokerState, cfg: BrokerConfig, bound: list[tuple[str, str
         first = parse_listeners(cfg.advertised_listeners, "advertised.listeners")[0]
         state.advertised_host, state.advertised_port = first.host, first.port
         return
-    name, host, port = bound[0]
+    _name, host, port = bound[0]
     if host in ("0.0.0.0", "::"):
         raise ConfigError(f"listeners binds {host}, which clients cannot connect to: set "
                           "advertised.listeners")

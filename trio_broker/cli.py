@@ -55,8 +55,8 @@ def build_parser() -> argparse.ArgumentParser:
             continue
         p = sub.add_parser(name, help=help_text,
                            formatter_class=argparse.RawDescriptionHelpFormatter)
-        adder = getattr(loaded, f"add_{name.replace('-', '_')}_arguments", None) or getattr(
-            loaded, "add_arguments")
+        suffix = name.replace("-", "_")
+        adder = getattr(loaded, f"add_{suffix}_arguments", None) or loaded.add_arguments
         adder(p)
         runner = getattr(loaded, f"main_{name.replace('-', '_')}", None) or loaded.main
         p.set_defaults(func=runner)

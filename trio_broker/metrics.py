@@ -60,8 +60,9 @@ class BrokerMetrics:
         self.errors = Counter("kafka_network_errors", "Response error codes by API.",
                               ["request", "error"], registry=r)
         self.timings = {
-            name: Histogram(f"kafka_network_request_{_snake(name)}", f"Kafka {name} by API.",
-                            ["request"], buckets=_MS_BUCKETS, registry=r)
+            name: Histogram(f"kafka_network_request_metrics_{_snake(name)}",
+                            f"Kafka {name} by API.", ["request"], buckets=_MS_BUCKETS,
+                            registry=r)
             for name in TIMINGS
         }
         self.connections = Gauge("kafka_server_connections", "Open connections.", registry=r)

@@ -53,8 +53,9 @@ async def _handle(stream: trio.SocketStream, metrics: BrokerMetrics) -> None:
         else:
             status, body = b"200 OK", metrics.expose()
             ctype = b"text/plain; version=0.0.4; charset=utf-8"
-        head = (b"HTTP/1.1 " + status + b"\r\nContent-Type: " + ctype +
-                b"\r\nContent-Length: " + str(len(body)).encode() + b"\r\nConnection: close\r\n\r\n")
+        head = (b"HTTP/1.1 " + status + b"\r\nContent-Type: " + ctype
+                + b"\r\nContent-Length: " + str(len(body)).encode()
+                + b"\r\nConnection: close\r\n\r\n")
         try:
             await stream.send_all(head + body)
         except (trio.BrokenResourceError, trio.ClosedResourceError):

@@ -40,11 +40,15 @@ def ensure_topic(broker: Any, topic: str, *, allow_auto_create: bool) -> tuple[E
     if not (allow_auto_create and broker.config.auto_create_topics_enable) or broker.logs is None:
         return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, 0
     n = broker.config.num_partitions
+    from ..log import StorageError, TopicAlreadyExistsError
+
     try:
         broker.logs.create_topic(topic, n, {})
-    except OSError as exc:
+    except TopicAlreadyExistsError:
+        return ErrorCode.NONE, broker.logs.topics()[topic]
+    except StorageError as exc:
         LOGGER.error("auto-creating topic %r failed: %s", topic, exc)
-        return ErrorCode.KAFKA_STORAGE_ERROR, 0
+        return ErrorCode(exc.error_code), 0
     LOGGER.info("auto-created topic %r with %d partition(s)", topic, n)
     on_topics_changed(broker)
     return ErrorCode.NONE, n

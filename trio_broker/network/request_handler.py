@@ -125,7 +125,7 @@ def _error_codes(obj: Any, depth: int) -> list[int]:
     struct = getattr(obj, "_struct", None)
     if struct is None:
         return out
-    for name, field in struct.fields.items():
+    for name in struct.fields:
         value = getattr(obj, name, None)
         if name == "error_code" and isinstance(value, int):
             out.append(value)

@@ -128,18 +128,9 @@ class Processor:
 
     # -- one task per connection: processCompletedReceives / processCompletedSends -----------
     async def _serve_connection(self, stream: trio.SocketStream, listener_name: str) -> None:
+        """Serve one accepted connection; its quota slot was taken by the acceptor."""
         server = self.server
-        try:
-            host, port = stream.socket.getpeername()[:2]
-        except OSError:
-            host, port = "unknown", 0
-        if not server.quotas.try_acquire(host):
-            server.metrics.connections_refused.labels("per_ip").inc()
-            LOGGER.info("closing connection from %s: max.connections.per.ip (%d) reached",
-                        host, server.quotas.limit_for(host))
-            with trio.CancelScope(shield=True):
-                await stream.aclose()
-            return
+        host, port = _peer(stream)
         conn = Connection(stream, self.index, listener_name, host, port,
                           server.config.socket_request_max_bytes)
         self.connections[conn.id] = conn
@@ -158,6 +149,8 @@ class Processor:
         finally:
             conn.closed = True
             del self.connections[conn.id]
+            if self.draining:
+                server.request_finished()
             server.quotas.release(host)
             server.metrics.connections.dec()
             server.metrics.connections_closed.labels(reason).inc()
@@ -197,6 +190,8 @@ class Processor:
                 await channel.send_request(request)
                 response = await conn.wait_response()
                 conn.in_flight = None
+                if self.draining:
+                    server.request_finished()
                 if isinstance(response, SendResponse):
                     await conn.stream.send_all(response.data)
                     bytes_out.inc(len(response.data))
@@ -219,6 +214,14 @@ class Processor:
                 f"{exc} (correlation id {peek_correlation_id(frame)})",
                 reason="unsupported_version") from exc
         return Request(self.index, conn, header, frame)
+
+
+def _peer(stream: trio.SocketStream) -> tuple[str, int]:
+    try:
+        host, port = stream.socket.getpeername()[:2]
+    except OSError:
+        return "unknown", 0
+    return str(host), int(port)
 
 
 class Acceptor:
@@ -245,6 +248,13 @@ class Acceptor:
                         await trio.sleep(0.1)
                         continue
                     raise
+                host, _ = _peer(stream)
+                if not server.quotas.try_acquire(host):
+                    server.metrics.connections_refused.labels("per_ip").inc()
+                    LOGGER.info("closing connection from %s: max.connections.per.ip (%d) "
+                                "reached", host, server.quotas.limit_for(host))
+                    await stream.aclose()
+                    continue
                 await next(rr).accept(stream, self.name)
 
 
@@ -261,6 +271,7 @@ class SocketServer:
         self.processors = [Processor(i, self) for i in range(n)]
         self.bound: list[tuple[str, str, int]] = []  # (listener name, host, port)
         self._acceptor_scope = trio.CancelScope()
+        self._drained: trio.Event | None = None
         metrics.processor_idle.workers = n
 
     async def start(self, nursery: trio.Nursery) -> list[tuple[str, str, int]]:
@@ -283,6 +294,11 @@ class SocketServer:
                 for acceptor in acceptors:
                     nursery.start_soon(acceptor.run)
 
+    def request_finished(self) -> None:
+        """While draining, wake ``stop`` to re-check the in-flight count."""
+        if self._drained is not None:
+            self._drained.set()
+
     def in_flight(self) -> int:
         return sum(1 for p in self.processors for c in p.connections.values() if c.in_flight)
 
@@ -293,7 +309,8 @@ class SocketServer:
             p.draining = True
         with trio.move_on_after(grace_s):
             while self.in_flight():
-                await trio.sleep(0.005)
+                self._drained = trio.Event()
+                await self._drained.wait()
         if self.in_flight():
             LOGGER.warning("shutdown: %d requests still in flight after %.1fs grace",
                            self.in_flight(), grace_s)

@@ -153,7 +153,8 @@ def response_header_bytes(api_key: int, api_version: int, correlation_id: int) -
     return _I32.pack(correlation_id)
 
 
-def encode_response(header: RequestHeader, body: ApiMessage, *, version: int | None = None) -> bytes:
+def encode_response(header: RequestHeader, body: ApiMessage, *,
+                    version: int | None = None) -> bytes:
     """A whole response frame (size prefix, header, body) for ``header``'s request.
 
     ``version`` overrides the body's version (the ApiVersions error reply is always v0).
@@ -217,7 +218,7 @@ def decode_response(api_key: int, api_version: int, frame: bytes) -> tuple[int, 
     if cls is None:
         raise RemoteProtocolError(f"no response schema for API key {api_key}")
     version = api_version
-    if api_key == ApiKey.ApiVersions and len(frame) >= pos + 2:
-        if _I16.unpack_from(frame, pos)[0] != 0:
-            version = 0
+    if (api_key == ApiKey.ApiVersions and len(frame) >= pos + 2
+            and _I16.unpack_from(frame, pos)[0] != 0):
+        version = 0
     return correlation_id, _decode(cls, version, frame, pos, "response")

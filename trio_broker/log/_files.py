@@ -1,0 +1,47 @@
+"""Small file helpers shared by the storage modules.
+
+Why: metadata files (topic configs, checkpoints, producer-id blocks) must never be seen half
+written after a crash, which on POSIX means write a temp file, fsync it, rename it over the old
+one, and fsync the directory so the rename itself survives a power loss.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+
+def fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def write_all(fd: int, data: bytes | bytearray | memoryview, position: int) -> None:
+    """pwrite until everything is written; a short write is retried, an error propagates."""
+    written = os.pwrite(fd, data, position)
+    if written == len(data):
+        return
+    view = memoryview(data)[written:]
+    position += written
+    while view:
+        written = os.pwrite(fd, view, position)
+        view = view[written:]
+        position += written
+
+
+def atomic_write(path: Path, data: bytes, *, durable: bool = True) -> None:
+    """Replace ``path`` with ``data`` so a crash leaves either the old or the new content."""
+    tmp = path.with_name(path.name + ".tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    try:
+        write_all(fd, data, 0)
+        if durable:
+            os.fsync(fd)
+    finally:
+        os.close(fd)
+    os.replace(tmp, path)
+    if durable:
+        fsync_dir(path.parent)

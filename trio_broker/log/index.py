@@ -1,0 +1,216 @@
+"""Sparse offset and time indexes of one segment (Kafka's ``OffsetIndex`` and ``TimeIndex``).
+
+Why sparse: a fetch needs the file position of an offset, and a ListOffsets request the offset of
+a timestamp. One entry every ``index.interval.bytes`` bounds the header scan that finishes the
+lookup to a few KiB, while the index stays small enough to keep entirely in memory.
+
+File formats (big-endian, append-only, no preallocation, so the file length is the entry count):
+
+    <base>.index      8 bytes per entry: relative offset i32 (offset - segment base), position i32
+    <base>.timeindex 12 bytes per entry: timestamp i64, relative offset i32
+
+An offset entry points at the first byte of a batch whose base offset is the entry's offset.
+A time entry (T, O) says: every record before the batch starting at offset O has a timestamp <= T
+(T is the largest timestamp seen so far, O the base offset of the batch that carried it), so
+entries are appended only when T grows.
+
+Index files are derived data: when one looks wrong (length not a multiple of the entry size,
+entries not increasing, a position beyond the log file), the segment rebuilds it from the log.
+"""
+
+from __future__ import annotations
+
+import os
+import struct
+import sys
+from array import array
+from bisect import bisect_left, bisect_right
+from pathlib import Path
+
+from ._files import write_all
+
+_OFFSET_ENTRY = struct.Struct(">ii")
+_TIME_ENTRY = struct.Struct(">qi")
+
+
+class IndexCorruptError(Exception):
+    """An index file cannot be trusted; the caller rebuilds it from the log."""
+
+
+class OffsetIndex:
+    entry_size = _OFFSET_ENTRY.size
+
+    def __init__(self, path: Path, base_offset: int, max_index_bytes: int) -> None:
+        self.path = path
+        self.base_offset = base_offset
+        self.max_entries = max(1, max_index_bytes // self.entry_size)
+        self.relative_offsets = array("i")
+        self.positions = array("i")
+        self.fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+
+    def __len__(self) -> int:
+        return len(self.positions)
+
+    @property
+    def is_full(self) -> bool:
+        return len(self.positions) >= self.max_entries
+
+    def load(self, log_size: int) -> None:
+        """Read the file into memory, raising IndexCorruptError if it cannot be trusted."""
+        data = _read_whole(self.fd)
+        if len(data) % self.entry_size:
+            raise IndexCorruptError(f"{self.path.name}: length {len(data)} is not a multiple of 8")
+        pairs = array("i", data)
+        if sys.byteorder == "little":
+            pairs.byteswap()
+        offsets, positions = pairs[0::2], pairs[1::2]
+        for previous, current in ((offsets, offsets[1:]), (positions, positions[1:])):
+            if any(b <= a for a, b in zip(previous, current)):
+                raise IndexCorruptError(f"{self.path.name}: entries are not increasing")
+        if offsets and (offsets[0] < 0 or positions[0] < 0 or positions[-1] >= log_size):
+            raise IndexCorruptError(
+                f"{self.path.name}: entries point outside the {log_size}-byte log file"
+            )
+        self.relative_offsets, self.positions = offsets, positions
+
+    def append(self, offset: int, position: int, *, persist: bool = True) -> None:
+        if persist:
+            write_all(
+                self.fd,
+                _OFFSET_ENTRY.pack(offset - self.base_offset, position),
+                len(self.positions) * self.entry_size,
+            )
+        self.relative_offsets.append(offset - self.base_offset)
+        self.positions.append(position)
+
+    def lookup(self, offset: int) -> int:
+        """File position of the last indexed batch starting at or before ``offset`` (else 0)."""
+        i = bisect_right(self.relative_offsets, offset - self.base_offset) - 1
+        return self.positions[i] if i >= 0 else 0
+
+    def last_position_at_or_before(self, position: int) -> int:
+        """The last indexed batch start at or before ``position`` (else 0)."""
+        i = bisect_right(self.positions, position) - 1
+        return self.positions[i] if i >= 0 else 0
+
+    @property
+    def last_position(self) -> int:
+        return self.positions[-1] if self.positions else 0
+
+    def truncate_entries(self, count: int) -> None:
+        os.ftruncate(self.fd, count * self.entry_size)
+        del self.relative_offsets[count:]
+        del self.positions[count:]
+
+    def reset(self) -> None:
+        self.relative_offsets = array("i")
+        self.positions = array("i")
+
+    def persist_all(self) -> None:
+        """Rewrite the file from memory in one write (after a rebuild)."""
+        pairs = array("i")
+        for rel, pos in zip(self.relative_offsets, self.positions):
+            pairs.append(rel)
+            pairs.append(pos)
+        if sys.byteorder == "little":
+            pairs.byteswap()
+        os.ftruncate(self.fd, 0)
+        write_all(self.fd, pairs.tobytes(), 0)
+
+    def close(self) -> None:
+        os.close(self.fd)
+
+
+class TimeIndex:
+    entry_size = _TIME_ENTRY.size
+
+    def __init__(self, path: Path, base_offset: int, max_index_bytes: int) -> None:
+        self.path = path
+        self.base_offset = base_offset
+        self.max_entries = max(1, max_index_bytes // self.entry_size)
+        self.timestamps = array("q")
+        self.relative_offsets = array("i")
+        self.fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+
+    def __len__(self) -> int:
+        return len(self.timestamps)
+
+    @property
+    def is_full(self) -> bool:
+        return len(self.timestamps) >= self.max_entries
+
+    @property
+    def last_timestamp(self) -> int:
+        return self.timestamps[-1] if self.timestamps else -1
+
+    def load(self, next_relative_offset: int | None = None) -> None:
+        data = _read_whole(self.fd)
+        if len(data) % self.entry_size:
+            raise IndexCorruptError(f"{self.path.name}: length {len(data)} is not a multiple of 12")
+        timestamps = array("q")
+        offsets = array("i")
+        for ts, rel in _TIME_ENTRY.iter_unpack(data):
+            if timestamps and (ts <= timestamps[-1] or rel < offsets[-1]):
+                raise IndexCorruptError(f"{self.path.name}: entries are not increasing")
+            timestamps.append(ts)
+            offsets.append(rel)
+        if offsets and (
+            offsets[0] < 0
+            or (next_relative_offset is not None and offsets[-1] >= next_relative_offset)
+        ):
+            raise IndexCorruptError(f"{self.path.name}: entries point outside the segment")
+        self.timestamps, self.relative_offsets = timestamps, offsets
+
+    def maybe_append(self, timestamp: int, offset: int, *, persist: bool = True) -> bool:
+        if self.timestamps and timestamp <= self.timestamps[-1]:
+            return False
+        if persist:
+            write_all(
+                self.fd,
+                _TIME_ENTRY.pack(timestamp, offset - self.base_offset),
+                len(self.timestamps) * self.entry_size,
+            )
+        self.timestamps.append(timestamp)
+        self.relative_offsets.append(offset - self.base_offset)
+        return True
+
+    def lookup_before(self, timestamp: int) -> int:
+        """Offset of the last entry with a timestamp strictly below ``timestamp`` (else base).
+
+        Every record before that entry's batch is older than ``timestamp``, so a scan for the
+        first record at or after it can start there.
+        """
+        i = bisect_left(self.timestamps, timestamp) - 1
+        return self.base_offset + (self.relative_offsets[i] if i >= 0 else 0)
+
+    def truncate_entries(self, count: int) -> None:
+        os.ftruncate(self.fd, count * self.entry_size)
+        del self.timestamps[count:]
+        del self.relative_offsets[count:]
+
+    def reset(self) -> None:
+        self.timestamps = array("q")
+        self.relative_offsets = array("i")
+
+    def persist_all(self) -> None:
+        data = b"".join(
+            _TIME_ENTRY.pack(ts, rel) for ts, rel in zip(self.timestamps, self.relative_offsets)
+        )
+        os.ftruncate(self.fd, 0)
+        write_all(self.fd, data, 0)
+
+    def close(self) -> None:
+        os.close(self.fd)
+
+
+def _read_whole(fd: int) -> bytes:
+    size = os.fstat(fd).st_size
+    chunks = []
+    position = 0
+    while position < size:
+        chunk = os.pread(fd, size - position, position)
+        if not chunk:
+            break
+        chunks.append(chunk)
+        position += len(chunk)
+    return b"".join(chunks)

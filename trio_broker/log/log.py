@@ -1,0 +1,599 @@
+"""A partition log (Kafka's ``UnifiedLog`` on one broker): ordered segments in one directory.
+
+Why it is built this way:
+
+- Append never decodes records. The caller has run ``validate_batch``; the log checks producer
+  state, writes the next offset into the batch header, optionally stamps LogAppendTime, and
+  writes the batch with one positional write. A failed write is rolled back before the error is
+  raised, so the end offset only moves when the whole batch is in the file.
+- Durability is the caller's decision: the log says when its flush policy wants an fsync
+  (``needs_flush``) and ``flush`` can run in a worker thread while the event loop keeps
+  appending. One ``threading.Lock`` guards the segment list and every fd; ``flush`` fsyncs
+  *duplicates* of the fds taken under the lock, so a concurrent roll, retention delete or close
+  can never leave it syncing a closed (or reused) descriptor, and the slow fsync itself runs
+  without holding the lock.
+- Recovery trusts nothing it does not have to. After a clean shutdown the indexes are loaded
+  (and sanity-checked); otherwise every segment from the last flushed offset (the recovery point)
+  on is re-read batch by batch, CRC-checked, and cut back to the last whole batch.
+
+Offsets: ``log_start_offset`` is the first offset still stored, ``log_end_offset`` the next offset
+to assign (also the high watermark on a single broker).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+import threading
+import time
+from bisect import bisect_right
+from collections.abc import Iterator
+from pathlib import Path
+
+import attrs
+
+from ..protocol.records import (
+    BatchHeader,
+    CorruptRecordError,
+    set_base_offset,
+    set_log_append_time,
+    set_partition_leader_epoch,
+)
+from .config import LogConfig
+from .errors import KafkaStorageError, OffsetOutOfRangeError
+from .index import IndexCorruptError
+from .producer_state import DEFAULT_PRODUCER_ID_EXPIRATION_MS, ProducerStateManager
+from .segment import LOG_SUFFIX, LogSegment
+
+LOGGER = logging.getLogger(__name__)
+
+_PARTITION_DIR = re.compile(r"^(.+)-(\d+)$")
+_SEGMENT_FILE = re.compile(r"^(\d{20})\.(log|index|timeindex)$")
+
+
+def parse_partition_dir(name: str) -> tuple[str, int] | None:
+    """``orders-3`` -> ("orders", 3); None for anything that is not a partition directory."""
+    match = _PARTITION_DIR.match(name)
+    if match is None:
+        return None
+    return match.group(1), int(match.group(2))
+
+
+@attrs.frozen(slots=True)
+class LogAppendInfo:
+    first_offset: int
+    last_offset: int
+    #: the broker time written into the batch under LogAppendTime, else -1
+    log_append_time_ms: int
+    log_start_offset: int
+    #: bytes written (0 for a duplicate)
+    size: int
+    #: an idempotent retry of a batch already in the log; the offsets are the original ones
+    duplicate: bool = False
+
+
+@attrs.frozen(slots=True)
+class FetchDataInfo:
+    #: whole batches, starting with the one that contains the requested offset
+    records: bytes
+    #: base offset of the first returned batch (the requested offset when nothing is returned)
+    first_offset: int
+    high_watermark: int
+    log_start_offset: int
+    #: no transactions, so everything below the high watermark is stable
+    last_stable_offset: int
+
+
+class Log:
+    def __init__(
+        self,
+        directory: Path,
+        config: LogConfig,
+        *,
+        recovery_point: int = 0,
+        clean_shutdown: bool = False,
+        producer_id_expiration_ms: int = DEFAULT_PRODUCER_ID_EXPIRATION_MS,
+        now_ms: int | None = None,
+    ) -> None:
+        parsed = parse_partition_dir(directory.name)
+        if parsed is None:
+            raise ValueError(f"{directory.name!r} is not a <topic>-<partition> directory name")
+        self.topic, self.partition = parsed
+        self.directory = directory
+        self.config = config
+        self._lock = threading.Lock()
+        self._segments: list[LogSegment] = []
+        self._base_offsets: list[int] = []
+        self._closed = False
+        self._dir_generation = 0
+        self._dir_synced_generation = 0
+        self._last_flush_monotonic = time.monotonic()
+        self._producer_state = ProducerStateManager(
+            directory, producer_id_expiration_ms=producer_id_expiration_ms
+        )
+        directory.mkdir(parents=True, exist_ok=True)
+        try:
+            self._load(recovery_point, clean_shutdown)
+            self._load_producer_state(_wall_ms() if now_ms is None else now_ms)
+        except BaseException:
+            for segment in self._segments:
+                segment.close()
+            raise
+
+    def __repr__(self) -> str:
+        return (
+            f"Log({self.name}, start={self._log_start_offset}, end={self._next_offset}, "
+            f"segments={len(self._segments)})"
+        )
+
+    @property
+    def name(self) -> str:
+        return f"{self.topic}-{self.partition}"
+
+    # --- loading ------------------------------------------------------------------------
+
+    def _load(self, recovery_point: int, clean_shutdown: bool) -> None:
+        base_offsets = self._scan_directory()
+        if not base_offsets:
+            base_offsets = [0]
+            self._dir_generation += 1
+        for base in base_offsets:
+            self._add_segment(LogSegment(self.directory, base, self.config))
+        if clean_shutdown:
+            first_to_recover = len(self._segments)
+        else:
+            first_to_recover = max(0, bisect_right(self._base_offsets, recovery_point) - 1)
+        truncated_early = False
+        for i, segment in enumerate(self._segments[:first_to_recover]):
+            try:
+                segment.load_trusted()
+            except IndexCorruptError as exc:
+                LOGGER.warning("Rebuilding the indexes of %s: %s", segment.log_path, exc)
+                truncated, reason = segment.recover()
+                if reason is not None:
+                    self._truncated_at(i, truncated, reason)
+                    truncated_early = True
+                    break
+            except CorruptRecordError as exc:
+                LOGGER.warning("Recovering %s and later segments: %s", segment.log_path, exc)
+                first_to_recover = i
+                break
+        if not truncated_early:
+            self._recover_segments(first_to_recover)
+        active = self._segments[-1]
+        self._next_offset = active.next_offset
+        self._log_start_offset = self._segments[0].base_offset
+        self._recovery_point = (
+            self._next_offset if clean_shutdown else min(recovery_point, self._next_offset)
+        )
+
+    def _scan_directory(self) -> list[int]:
+        """Base offsets of the segments on disk; removes leftovers of interrupted operations."""
+        logs: set[int] = set()
+        indexes: dict[int, list[Path]] = {}
+        for path in self.directory.iterdir():
+            if path.name.endswith((".tmp", ".deleted", ".cleaned", ".swap")):
+                path.unlink()
+                continue
+            match = _SEGMENT_FILE.match(path.name)
+            if match is None:
+                continue
+            base = int(match.group(1))
+            if match.group(2) == "log":
+                logs.add(base)
+            else:
+                indexes.setdefault(base, []).append(path)
+        for base, paths in indexes.items():
+            if base not in logs:
+                for path in paths:
+                    LOGGER.warning("Deleting index %s, which has no log segment", path)
+                    path.unlink()
+        return sorted(logs)
+
+    def _recover_segments(self, first: int) -> None:
+        for i in range(first, len(self._segments)):
+            truncated, reason = self._segments[i].recover()
+            if reason is not None:
+                self._truncated_at(i, truncated, reason)
+                return
+
+    def _truncated_at(self, i: int, truncated: int, reason: str) -> None:
+        """Report a truncation of segment ``i`` and drop the segments after it."""
+        segment = self._segments[i]
+        LOGGER.warning(
+            "Truncated %d bytes of torn or corrupt data from %s at position %d (%s); "
+            "kept offsets %d..%d",
+            truncated,
+            segment.log_path,
+            segment.size,
+            reason,
+            segment.base_offset,
+            segment.next_offset - 1,
+        )
+        for later in self._segments[i + 1 :]:
+            LOGGER.warning(
+                "Deleting %s (%d bytes, from offset %d): it follows corrupt data",
+                later.log_path,
+                later.size,
+                later.base_offset,
+            )
+            later.delete()
+        del self._segments[i + 1 :]
+        del self._base_offsets[i + 1 :]
+
+    def _load_producer_state(self, now_ms: int) -> None:
+        state = self._producer_state
+        snapshot = state.load_latest_snapshot(self._next_offset)
+        start = self._log_start_offset
+        if snapshot is not None:
+            start = max(snapshot, start)
+        for _, header in self._iter_headers_from(start):
+            if header.producer_id >= 0:
+                state.update(
+                    header,
+                    header.base_offset,
+                    header.last_offset,
+                    header.max_timestamp,
+                    header.max_timestamp,
+                )
+        state.truncate_head(self._log_start_offset)
+        state.remove_expired(now_ms)
+
+    def _iter_headers_from(self, offset: int) -> Iterator[tuple[LogSegment, BatchHeader]]:
+        first = max(0, bisect_right(self._base_offsets, offset) - 1)
+        for segment in self._segments[first:]:
+            start = 0
+            if segment.base_offset < offset:
+                found = segment.find_batch(offset)
+                if found is None:
+                    continue
+                start = found[0]
+            for _, header in segment.scan(start):
+                yield segment, header
+
+    def _add_segment(self, segment: LogSegment) -> None:
+        self._segments.append(segment)
+        self._base_offsets.append(segment.base_offset)
+
+    # --- state --------------------------------------------------------------------------
+
+    @property
+    def log_start_offset(self) -> int:
+        return self._log_start_offset
+
+    @property
+    def log_end_offset(self) -> int:
+        return self._next_offset
+
+    @property
+    def high_watermark(self) -> int:
+        return self._next_offset
+
+    @property
+    def recovery_point(self) -> int:
+        """Every offset below this is known to be on stable storage (fsynced)."""
+        return self._recovery_point
+
+    @property
+    def size_bytes(self) -> int:
+        with self._lock:
+            return sum(segment.size for segment in self._segments)
+
+    @property
+    def num_segments(self) -> int:
+        return len(self._segments)
+
+    @property
+    def producer_state(self) -> ProducerStateManager:
+        return self._producer_state
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    def segment_base_offsets(self) -> list[int]:
+        with self._lock:
+            return list(self._base_offsets)
+
+    def update_config(self, config: LogConfig) -> None:
+        with self._lock:
+            self.config = config
+            for segment in self._segments:
+                segment.index_interval_bytes = config.index_interval_bytes
+
+    def _ensure_open(self) -> None:
+        if self._closed:
+            raise KafkaStorageError(f"log {self.name} is closed")
+
+    # --- append -------------------------------------------------------------------------
+
+    def append(
+        self, batch: bytearray, header: BatchHeader, *, now_ms: int, leader_epoch: int = -1
+    ) -> LogAppendInfo:
+        """Append one validated batch, assigning its offsets in place.
+
+        Raises InvalidRecordError / InvalidProducerEpochError / OutOfOrderSequenceError for
+        producer-state violations (nothing written) and KafkaStorageError if the disk fails
+        (nothing written, end offset unchanged).
+        """
+        size = len(batch)
+        with self._lock:
+            self._ensure_open()
+            config = self.config
+            if header.producer_id >= 0:
+                duplicate = self._producer_state.check(header)
+                if duplicate is not None:
+                    return LogAppendInfo(
+                        duplicate.first_offset,
+                        duplicate.last_offset,
+                        duplicate.timestamp if config.log_append_time else -1,
+                        self._log_start_offset,
+                        0,
+                        duplicate=True,
+                    )
+            first = self._next_offset
+            last = first + header.last_offset_delta
+            set_base_offset(batch, 0, first)
+            set_partition_leader_epoch(batch, 0, leader_epoch)
+            if config.log_append_time:
+                set_log_append_time(batch, 0, now_ms)
+                append_time = max_timestamp = now_ms
+            else:
+                append_time = -1
+                max_timestamp = header.max_timestamp
+            try:
+                segment = self._maybe_roll(size, last, now_ms)
+                segment.append(batch, first, last + 1, max_timestamp, now_ms)
+            except OSError as exc:
+                raise KafkaStorageError(
+                    f"appending {size} bytes to {self.name} failed: {exc}"
+                ) from exc
+            self._next_offset = last + 1
+            self._producer_state.update(header, first, last, max_timestamp, now_ms)
+            return LogAppendInfo(first, last, append_time, self._log_start_offset, size)
+
+    def _maybe_roll(self, size: int, last_offset: int, now_ms: int) -> LogSegment:
+        segment = self._segments[-1]
+        if segment.size == 0:
+            return segment
+        config = self.config
+        if (
+            segment.size + size > config.segment_bytes
+            or (
+                segment.rolling_base_timestamp is not None
+                and now_ms - segment.rolling_base_timestamp > config.segment_ms
+            )
+            or segment.indexes_full
+            or not segment.can_hold_offsets(last_offset)
+        ):
+            return self._roll()
+        return segment
+
+    def _roll(self) -> LogSegment:
+        old = self._segments[-1]
+        old.on_become_inactive()
+        segment = LogSegment(self.directory, self._next_offset, self.config)
+        self._add_segment(segment)
+        self._dir_generation += 1
+        try:
+            self._producer_state.take_snapshot(self._next_offset, durable=False)
+        except OSError as exc:  # only an optimisation for the next load
+            LOGGER.warning("Could not write a producer snapshot for %s: %s", self.name, exc)
+        LOGGER.debug("Rolled %s: new segment at offset %d", self.name, self._next_offset)
+        return segment
+
+    # --- read ---------------------------------------------------------------------------
+
+    def read(self, offset: int, max_bytes: int, *, min_one_batch: bool = True) -> FetchDataInfo:
+        """Whole batches from the one containing ``offset``, within ``max_bytes``.
+
+        With ``min_one_batch`` (KIP-74) the first batch is returned even when it is larger than
+        ``max_bytes``, so a consumer can always make progress. Data comes from one segment.
+        """
+        with self._lock:
+            self._ensure_open()
+            start = self._log_start_offset
+            end = self._next_offset
+            if offset < start or offset > end:
+                raise OffsetOutOfRangeError(
+                    f"offset {offset} is outside [{start}, {end}] for {self.name}"
+                )
+            first = max(0, bisect_right(self._base_offsets, offset) - 1)
+            try:
+                if offset < end:
+                    for segment in self._segments[first:]:
+                        result = segment.read(offset, max_bytes, min_one_batch)
+                        if result is not None:
+                            return FetchDataInfo(result[0], result[1], end, start, end)
+            except (OSError, CorruptRecordError) as exc:
+                raise KafkaStorageError(f"reading {self.name} at {offset} failed: {exc}") from exc
+            return FetchDataInfo(b"", offset, end, start, end)
+
+    def offset_for_timestamp(self, timestamp: int) -> tuple[int, int] | None:
+        """(offset, timestamp) of the first record with a timestamp >= ``timestamp``, if any."""
+        with self._lock:
+            self._ensure_open()
+            try:
+                for segment in self._segments:
+                    if segment.max_timestamp >= timestamp:
+                        found = segment.find_offset_by_timestamp(timestamp)
+                        if found is not None:
+                            return found
+            except (OSError, CorruptRecordError) as exc:
+                raise KafkaStorageError(f"timestamp lookup in {self.name} failed: {exc}") from exc
+            return None
+
+    # --- flush --------------------------------------------------------------------------
+
+    def needs_flush(self) -> bool:
+        """True when flush.messages / flush.ms or a rolled segment calls for an fsync."""
+        if self._closed:
+            return False
+        unflushed = self._next_offset - self._recovery_point
+        if unflushed <= 0:
+            return False
+        config = self.config
+        if unflushed >= config.flush_interval_messages:
+            return True
+        segments = self._segments  # may be replaced concurrently; take one snapshot
+        if len(segments) > 1 and segments[-2].size > segments[-2].synced_size:
+            return True  # Kafka flushes a segment once it is rolled
+        if config.flush_interval_ms is not None:
+            elapsed_ms = (time.monotonic() - self._last_flush_monotonic) * 1000
+            return elapsed_ms >= config.flush_interval_ms
+        return False
+
+    def flush(self, up_to_offset: int | None = None) -> None:
+        """fsync data below ``up_to_offset`` (default: everything) and advance the recovery point.
+
+        Safe to call from a worker thread while another thread appends, rolls or deletes.
+        """
+        synced: list[tuple[LogSegment, int]] = []
+        fds: list[int] = []
+        with self._lock:
+            if self._closed:
+                return
+            target = (
+                self._next_offset if up_to_offset is None else min(up_to_offset, self._next_offset)
+            )
+            dir_generation = self._dir_generation
+            try:
+                for segment in self._segments:
+                    if segment.base_offset < target and segment.size > segment.synced_size:
+                        fds.extend(segment.sync_fds())
+                        synced.append((segment, segment.size))
+                if dir_generation != self._dir_synced_generation:
+                    fds.append(os.open(self.directory, os.O_RDONLY | os.O_DIRECTORY))
+            except OSError as exc:
+                _close_all(fds)
+                raise KafkaStorageError(f"flushing {self.name} failed: {exc}") from exc
+        try:
+            for fd in fds:
+                os.fsync(fd)
+        except OSError as exc:
+            raise KafkaStorageError(f"fsync of {self.name} failed: {exc}") from exc
+        finally:
+            _close_all(fds)
+        with self._lock:
+            for segment, size in synced:
+                segment.synced_size = max(segment.synced_size, size)
+            self._dir_synced_generation = max(self._dir_synced_generation, dir_generation)
+            self._recovery_point = max(self._recovery_point, target)
+            self._last_flush_monotonic = time.monotonic()
+
+    # --- retention ----------------------------------------------------------------------
+
+    def delete_old_segments(self, now_ms: int) -> int:
+        """Apply retention.ms and retention.bytes; return the number of segments deleted.
+
+        A segment goes when its newest record is older than retention.ms, or while the log
+        would still be at least retention.bytes without it. Deletion is oldest-first, so the
+        log start offset only moves forward. If the active segment qualifies it is rolled first.
+        """
+        with self._lock:
+            self._ensure_open()
+            config = self.config
+            if "delete" not in config.cleanup_policy.split(","):
+                return 0
+            doomed: list[LogSegment] = []
+            if config.retention_ms >= 0:
+                for segment in self._segments:
+                    if (
+                        segment.size == 0
+                        or now_ms - segment.largest_timestamp() <= config.retention_ms
+                    ):
+                        break
+                    doomed.append(segment)
+            if config.retention_bytes >= 0:
+                excess = sum(s.size for s in self._segments) - config.retention_bytes
+                excess -= sum(s.size for s in doomed)
+                for segment in self._segments[len(doomed) :]:
+                    if segment.size == 0 or excess - segment.size < 0:
+                        break
+                    doomed.append(segment)
+                    excess -= segment.size
+            if not doomed:
+                return 0
+            try:
+                if doomed[-1] is self._segments[-1]:
+                    self._roll()
+            except OSError as exc:
+                raise KafkaStorageError(f"retention on {self.name} failed: {exc}") from exc
+            gone: list[LogSegment] = []
+            try:
+                for segment in doomed:
+                    gone.append(segment)  # closed even if unlinking fails below
+                    segment.delete()
+            except OSError as exc:
+                raise KafkaStorageError(f"retention on {self.name} failed: {exc}") from exc
+            finally:
+                self._segments = [s for s in self._segments if s not in gone]
+                self._base_offsets = [s.base_offset for s in self._segments]
+                self._log_start_offset = max(self._log_start_offset, self._segments[0].base_offset)
+                self._producer_state.truncate_head(self._log_start_offset)
+            LOGGER.info(
+                "Deleted %d segment(s) of %s by retention; log start offset is now %d",
+                len(doomed),
+                self.name,
+                self._log_start_offset,
+            )
+            return len(doomed)
+
+    def remove_expired_producers(self, now_ms: int) -> int:
+        with self._lock:
+            return self._producer_state.remove_expired(now_ms)
+
+    # --- lifecycle ----------------------------------------------------------------------
+
+    def close(self, *, flush: bool = True) -> None:
+        """Close the files; with ``flush`` first make everything durable for a clean restart.
+
+        Raises KafkaStorageError if that could not be done (the files are closed regardless),
+        in which case the directory must not be marked as cleanly shut down.
+        """
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            error: OSError | None = None
+            try:
+                if flush:
+                    self._segments[-1].on_become_inactive()
+                    self._producer_state.take_snapshot(self._next_offset, durable=True)
+                    for segment in self._segments:
+                        if segment.size > segment.synced_size:
+                            for fd in (segment.fd, segment.offset_index.fd, segment.time_index.fd):
+                                os.fsync(fd)
+                            segment.synced_size = segment.size
+                    dir_fd = os.open(self.directory, os.O_RDONLY | os.O_DIRECTORY)
+                    try:
+                        os.fsync(dir_fd)
+                    finally:
+                        os.close(dir_fd)
+                    self._recovery_point = self._next_offset
+            except OSError as exc:
+                error = exc
+            finally:
+                for segment in self._segments:
+                    try:
+                        segment.close()
+                    except OSError as exc:
+                        error = error or exc
+            if error is not None:
+                raise KafkaStorageError(f"closing {self.name} failed: {error}") from error
+
+
+def _close_all(fds: list[int]) -> None:
+    for fd in fds:
+        try:
+            os.close(fd)
+        except OSError:
+            LOGGER.exception("Closing a duplicated fd failed")
+
+
+def _wall_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+__all__ = ["LOG_SUFFIX", "FetchDataInfo", "Log", "LogAppendInfo", "parse_partition_dir"]

@@ -1,0 +1,574 @@
+"""All partition logs of the broker (Kafka's ``LogManager``): topics, placement, lifecycle.
+
+Why it owns so little: each ``Log`` is self-sufficient on disk. The manager adds what spans
+partitions: which topics exist and their config overrides, which log dir holds each partition,
+the per-dir files that tell the next start how to load (clean-shutdown marker, recovery points),
+and isolation of failures, so one unreadable partition directory leaves the rest serving.
+
+On-disk layout, under each entry of ``log.dirs``::
+
+    <topic>-<partition>/                    one directory per partition (see log.py)
+    <topic>-<partition>.<id>-delete/        a deleted partition, removed on the next load
+    recovery-point-offset-checkpoint        "0", count, then "<topic> <partition> <offset>" lines
+    .clean_shutdown                         present only between a clean close and the next load
+
+and in the first log dir only::
+
+    topic-configs/<topic>.json              {"version": 1, "topic", "partitions", "configs"}
+
+Metadata files are replaced atomically (temp file, fsync, rename, fsync dir).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+import shutil
+import threading
+import uuid
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+import attrs
+
+from ..protocol.records import CorruptRecordError
+from ._files import atomic_write, fsync_dir
+from .config import LogConfig
+from .errors import (
+    InvalidPartitionsError,
+    InvalidTopicError,
+    KafkaStorageError,
+    StorageError,
+    TopicAlreadyExistsError,
+    UnknownTopicOrPartitionError,
+)
+from .log import Log, parse_partition_dir
+from .producer_state import DEFAULT_PRODUCER_ID_EXPIRATION_MS
+
+LOGGER = logging.getLogger(__name__)
+
+CLEAN_SHUTDOWN_FILE = ".clean_shutdown"
+RECOVERY_POINT_CHECKPOINT = "recovery-point-offset-checkpoint"
+TOPIC_CONFIG_DIR = "topic-configs"
+_DELETE_SUFFIX = "-delete"
+_LEGAL_TOPIC = re.compile(r"^[a-zA-Z0-9._-]+$")
+MAX_TOPIC_NAME_LENGTH = 249
+_LOAD_ERRORS = (OSError, StorageError, CorruptRecordError, ValueError)
+
+
+def validate_topic_name(name: str) -> str | None:
+    """Kafka's topic name rule; returns the error message, or None for a legal name."""
+    if not name:
+        return "Topic name is illegal, it can't be empty"
+    if name in (".", ".."):
+        return 'Topic name cannot be "." or ".."'
+    if len(name) > MAX_TOPIC_NAME_LENGTH:
+        return (
+            f"Topic name is illegal, it can't be longer than {MAX_TOPIC_NAME_LENGTH} "
+            f"characters, topic name: {name}"
+        )
+    if not _LEGAL_TOPIC.match(name):
+        return (
+            f'Topic name "{name}" is illegal, it contains a character other than ASCII '
+            "alphanumerics, '.', '_' and '-'"
+        )
+    return None
+
+
+@attrs.define
+class _Topic:
+    partitions: int
+    overrides: dict[str, str]
+    config: LogConfig
+    #: its metadata file could not be read: partitions stay offline, config unknown
+    broken: bool = False
+    #: found on disk without a metadata file (written during load)
+    adopted: bool = False
+
+
+class LogManager:
+    def __init__(
+        self,
+        log_dirs: Sequence[Path | str],
+        default_config: LogConfig,
+        *,
+        producer_id_expiration_ms: int = DEFAULT_PRODUCER_ID_EXPIRATION_MS,
+    ) -> None:
+        if not log_dirs:
+            raise ValueError("log.dirs must name at least one directory")
+        self.log_dirs = [Path(d) for d in log_dirs]
+        self.default_config = default_config
+        self.producer_id_expiration_ms = producer_id_expiration_ms
+        #: (topic, partition) -> why it could not be loaded
+        self.offline_partitions: dict[tuple[str, int], str] = {}
+        #: log dir -> why it could not be used
+        self.offline_dirs: dict[Path, str] = {}
+        self._topics: dict[str, _Topic] = {}
+        self._logs: dict[tuple[str, int], Log] = {}
+        self._dir_of: dict[tuple[str, int], Path] = {}
+        self._checkpointed: dict[Path, dict[tuple[str, int], int]] = {}
+        # guards the maps above against a flusher or retention thread iterating them
+        self._lock = threading.Lock()
+        # serialises writers of the per-dir checkpoint files (flusher thread vs close)
+        self._checkpoint_lock = threading.Lock()
+
+    @property
+    def _meta_dir(self) -> Path:
+        return self.log_dirs[0] / TOPIC_CONFIG_DIR
+
+    # --- loading ------------------------------------------------------------------------
+
+    def load(self) -> None:
+        """Open every partition, recovering those not cleanly shut down."""
+        clean: dict[Path, bool] = {}
+        recovery_points: dict[Path, dict[tuple[str, int], int]] = {}
+        for log_dir in self.log_dirs:
+            try:
+                log_dir.mkdir(parents=True, exist_ok=True)
+                marker = log_dir / CLEAN_SHUTDOWN_FILE
+                clean[log_dir] = marker.exists()
+                if clean[log_dir]:
+                    # From here on a crash must count as unclean.
+                    marker.unlink()
+                    fsync_dir(log_dir)
+            except OSError as exc:
+                self._dir_failed(log_dir, f"cannot use log dir: {exc}")
+                continue
+            try:
+                recovery_points[log_dir] = _read_checkpoint(log_dir / RECOVERY_POINT_CHECKPOINT)
+            except (OSError, ValueError) as exc:
+                LOGGER.warning("Ignoring a bad recovery checkpoint in %s: %s", log_dir, exc)
+        self._checkpointed = {d: dict(points) for d, points in recovery_points.items()}
+        self._load_topic_metadata()
+        found: dict[tuple[str, int], Path] = {}
+        for log_dir in self.log_dirs:
+            if log_dir in self.offline_dirs:
+                continue
+            try:
+                entries = sorted(log_dir.iterdir())
+            except OSError as exc:
+                self._dir_failed(log_dir, f"cannot list log dir: {exc}")
+                continue
+            for path in entries:
+                if path.name.endswith(_DELETE_SUFFIX):
+                    LOGGER.info("Removing %s, left by a topic deletion", path)
+                    shutil.rmtree(path, ignore_errors=True)
+                    continue
+                parsed = parse_partition_dir(path.name)
+                if parsed is None or path.name == TOPIC_CONFIG_DIR:
+                    continue
+                if parsed in found:
+                    self._partition_failed(parsed, f"present in both {found[parsed]} and {log_dir}")
+                    continue
+                found[parsed] = log_dir
+        for topic, partition in sorted(found):
+            if validate_topic_name(topic) is not None:
+                continue
+            if topic not in self._topics:
+                LOGGER.warning("Topic %s has no config file; adopting it with defaults", topic)
+                self._topics[topic] = _Topic(0, {}, self.default_config, adopted=True)
+            adopted = self._topics[topic]
+            if adopted.adopted or adopted.broken:
+                adopted.partitions = max(adopted.partitions, partition + 1)
+        for (topic, partition), log_dir in sorted(found.items()):
+            meta = self._topics.get(topic)
+            if meta is None:
+                LOGGER.warning("Ignoring %s: not a legal topic name", log_dir / topic)
+                continue
+            if meta.broken:
+                self._partition_failed((topic, partition), "its topic config is unreadable")
+                continue
+            if partition >= meta.partitions:
+                LOGGER.warning(
+                    "Ignoring %s-%d in %s: the topic has only %d partitions",
+                    topic,
+                    partition,
+                    log_dir,
+                    meta.partitions,
+                )
+                continue
+            if (topic, partition) in self.offline_partitions:
+                continue
+            self._open_log(
+                topic,
+                partition,
+                log_dir,
+                recovery_point=recovery_points.get(log_dir, {}).get((topic, partition), 0),
+                clean_shutdown=clean.get(log_dir, False),
+            )
+        for topic, meta in sorted(self._topics.items()):
+            if meta.broken:
+                continue
+            missing = [
+                p
+                for p in range(meta.partitions)
+                if (topic, p) not in self._logs and (topic, p) not in self.offline_partitions
+            ]
+            for partition in missing:
+                if self.offline_dirs:
+                    self._partition_failed((topic, partition), "its log dir is offline")
+                    continue
+                LOGGER.warning(
+                    "Partition %s-%d has no directory; creating it empty", topic, partition
+                )
+                self._open_log(topic, partition, self._choose_dir(), create=True)
+            if not (self._meta_dir / f"{topic}.json").exists():
+                self._write_topic_metadata(topic, meta)
+        LOGGER.info(
+            "Loaded %d partition(s) of %d topic(s) from %d log dir(s); %d offline",
+            len(self._logs),
+            len(self._topics),
+            len(self.log_dirs),
+            len(self.offline_partitions),
+        )
+
+    def _load_topic_metadata(self) -> None:
+        try:
+            paths = sorted(self._meta_dir.glob("*.json")) if self._meta_dir.is_dir() else []
+        except OSError as exc:
+            LOGGER.error("Cannot list topic configs in %s: %s", self._meta_dir, exc)
+            return
+        for path in paths:
+            topic = path.name[: -len(".json")]
+            try:
+                doc = json.loads(path.read_text())
+                partitions = int(doc["partitions"])
+                overrides = {str(k): str(v) for k, v in doc.get("configs", {}).items()}
+                if doc.get("topic", topic) != topic or partitions < 1:
+                    raise ValueError("inconsistent topic or partition count")
+                config = self.default_config.with_overrides(overrides)
+            except (OSError, ValueError, KeyError, TypeError, StorageError) as exc:
+                LOGGER.error(
+                    "Topic config %s is unreadable (%s); the topic's partitions stay offline",
+                    path,
+                    exc,
+                )
+                self._topics[topic] = _Topic(0, {}, self.default_config, broken=True)
+                continue
+            self._topics[topic] = _Topic(partitions, overrides, config)
+
+    def _open_log(
+        self,
+        topic: str,
+        partition: int,
+        log_dir: Path,
+        *,
+        recovery_point: int = 0,
+        clean_shutdown: bool = False,
+        create: bool = False,
+    ) -> Log | None:
+        path = log_dir / f"{topic}-{partition}"
+        try:
+            if create:
+                path.mkdir(parents=True, exist_ok=False)
+            log = Log(
+                path,
+                self._topics[topic].config,
+                recovery_point=recovery_point,
+                clean_shutdown=clean_shutdown,
+                producer_id_expiration_ms=self.producer_id_expiration_ms,
+            )
+        except _LOAD_ERRORS as exc:
+            if create:
+                raise KafkaStorageError(f"creating {path} failed: {exc}") from exc
+            self._partition_failed((topic, partition), f"cannot load {path}: {exc}")
+            return None
+        with self._lock:
+            self._logs[(topic, partition)] = log
+            self._dir_of[(topic, partition)] = log_dir
+        return log
+
+    def _partition_failed(self, key: tuple[str, int], reason: str) -> None:
+        LOGGER.error("Partition %s-%d is offline: %s", key[0], key[1], reason)
+        self.offline_partitions[key] = reason
+
+    def _dir_failed(self, log_dir: Path, reason: str) -> None:
+        LOGGER.error("Log dir %s is offline: %s", log_dir, reason)
+        self.offline_dirs[log_dir] = reason
+
+    def _choose_dir(self) -> Path:
+        """The online log dir holding the fewest partitions (Kafka's placement rule)."""
+        online = [d for d in self.log_dirs if d not in self.offline_dirs]
+        if not online:
+            raise KafkaStorageError("no log dir is online")
+        counts = {d: 0 for d in online}
+        for log_dir in self._dir_of.values():
+            if log_dir in counts:
+                counts[log_dir] += 1
+        return min(online, key=lambda d: counts[d])
+
+    def _write_topic_metadata(self, topic: str, meta: _Topic) -> None:
+        doc = {
+            "version": 1,
+            "topic": topic,
+            "partitions": meta.partitions,
+            "configs": meta.overrides,
+        }
+        try:
+            self._meta_dir.mkdir(parents=True, exist_ok=True)
+            atomic_write(self._meta_dir / f"{topic}.json", json.dumps(doc, sort_keys=True).encode())
+        except OSError as exc:
+            raise KafkaStorageError(f"writing the config of topic {topic} failed: {exc}") from exc
+
+    # --- topics -------------------------------------------------------------------------
+
+    def topics(self) -> dict[str, int]:
+        """Topic name -> partition count."""
+        return {name: meta.partitions for name, meta in self._topics.items()}
+
+    def get_log(self, topic: str, partition: int) -> Log | None:
+        return self._logs.get((topic, partition))
+
+    def all_logs(self) -> list[Log]:
+        with self._lock:
+            return list(self._logs.values())
+
+    def log_dir_of(self, topic: str, partition: int) -> Path | None:
+        return self._dir_of.get((topic, partition))
+
+    def topic_config(self, name: str) -> LogConfig:
+        return self._topic(name).config
+
+    def topic_overrides(self, name: str) -> dict[str, str]:
+        return dict(self._topic(name).overrides)
+
+    def _topic(self, name: str) -> _Topic:
+        meta = self._topics.get(name)
+        if meta is None:
+            raise UnknownTopicOrPartitionError(f"topic {name!r} does not exist")
+        return meta
+
+    def create_topic(
+        self,
+        name: str,
+        num_partitions: int,
+        configs: Mapping[str, str],
+        *,
+        validate_only: bool = False,
+    ) -> None:
+        """Create a topic; raises InvalidTopicError, TopicAlreadyExistsError,
+        InvalidPartitionsError, InvalidConfigError or KafkaStorageError."""
+        error = validate_topic_name(name)
+        if error is not None:
+            raise InvalidTopicError(error)
+        if name in self._topics:
+            raise TopicAlreadyExistsError(f"Topic '{name}' already exists.")
+        collision = name.replace(".", "_")
+        for existing in self._topics:
+            if existing.replace(".", "_") == collision:
+                raise InvalidTopicError(f"Topic '{name}' collides with existing topic: {existing}")
+        if num_partitions < 1:
+            raise InvalidPartitionsError("Number of partitions must be larger than 0.")
+        overrides = {str(k): str(v) for k, v in configs.items()}
+        config = self.default_config.with_overrides(overrides)
+        if validate_only:
+            return
+        meta = _Topic(num_partitions, overrides, config)
+        self._write_topic_metadata(name, meta)
+        self._topics[name] = meta
+        try:
+            self._create_partitions(name, range(num_partitions))
+        except KafkaStorageError:
+            self.delete_topic(name)
+            raise
+        LOGGER.info("Created topic %s with %d partition(s)", name, num_partitions)
+
+    def _create_partitions(self, topic: str, partitions: range) -> None:
+        touched: set[Path] = set()
+        for partition in partitions:
+            log_dir = self._choose_dir()
+            self._open_log(topic, partition, log_dir, create=True)
+            touched.add(log_dir)
+        for log_dir in touched:
+            try:
+                fsync_dir(log_dir)
+            except OSError as exc:
+                raise KafkaStorageError(f"fsync of {log_dir} failed: {exc}") from exc
+
+    def add_partitions(self, name: str, new_total: int, *, validate_only: bool = False) -> None:
+        meta = self._topic(name)
+        if new_total <= meta.partitions:
+            raise InvalidPartitionsError(
+                f"Topic currently has {meta.partitions} partitions, which is higher than "
+                f"the requested {new_total}."
+            )
+        if validate_only:
+            return
+        old_total = meta.partitions
+        self._write_topic_metadata(name, attrs.evolve(meta, partitions=new_total))
+        meta.partitions = new_total
+        self._create_partitions(name, range(old_total, new_total))
+        LOGGER.info("Topic %s now has %d partitions (was %d)", name, new_total, old_total)
+
+    def alter_topic_config(
+        self,
+        name: str,
+        overrides: Mapping[str, str | None],
+        *,
+        incremental: bool = False,
+        validate_only: bool = False,
+    ) -> LogConfig:
+        """Replace (AlterConfigs) or patch (IncrementalAlterConfigs; None deletes a key) the
+        topic's overrides; returns the resulting config. Raises InvalidConfigError."""
+        meta = self._topic(name)
+        if incremental:
+            merged = dict(meta.overrides)
+            for key, value in overrides.items():
+                if value is None:
+                    merged.pop(key, None)
+                else:
+                    merged[key] = str(value)
+        else:
+            merged = {k: str(v) for k, v in overrides.items() if v is not None}
+        config = self.default_config.with_overrides(merged)
+        if validate_only:
+            return config
+        self._write_topic_metadata(name, attrs.evolve(meta, overrides=merged, config=config))
+        meta.overrides, meta.config, meta.broken = merged, config, False
+        for (topic, _), log in list(self._logs.items()):
+            if topic == name:
+                log.update_config(config)
+        LOGGER.info("Altered config of topic %s: %s", name, merged)
+        return config
+
+    def delete_topic(self, name: str) -> None:
+        """Forget the topic and remove its data (renamed away first, so a crash mid-way
+        only leaves ``-delete`` directories for the next load to finish removing)."""
+        meta = self._topic(name)
+        keys = [(name, p) for p in range(meta.partitions)]
+        with self._lock:
+            logs = [(key, self._logs.pop(key, None), self._dir_of.pop(key, None)) for key in keys]
+            del self._topics[name]
+        for key in keys:
+            self.offline_partitions.pop(key, None)
+        try:
+            (self._meta_dir / f"{name}.json").unlink()
+            fsync_dir(self._meta_dir)
+        except FileNotFoundError:
+            pass
+        except OSError as exc:
+            LOGGER.error("Could not remove the config file of topic %s: %s", name, exc)
+        for _, log, _ in logs:
+            if log is None:
+                continue
+            try:
+                log.close(flush=False)
+            except KafkaStorageError as exc:
+                LOGGER.warning("Closing %s for deletion: %s", log.name, exc)
+            doomed = log.directory.with_name(
+                f"{log.directory.name}.{uuid.uuid4().hex}{_DELETE_SUFFIX}"
+            )
+            try:
+                log.directory.rename(doomed)
+                shutil.rmtree(doomed)
+            except OSError as exc:
+                LOGGER.error("Could not remove %s: %s", log.directory, exc)
+        LOGGER.info("Deleted topic %s", name)
+
+    # --- background duties --------------------------------------------------------------
+
+    def logs_needing_flush(self) -> list[Log]:
+        return [log for log in self.all_logs() if log.needs_flush()]
+
+    def flush_dirty(self) -> int:
+        """fsync every log whose flush policy asks for it, then checkpoint recovery points.
+
+        Meant for a worker thread; returns the number of logs flushed.
+        """
+        flushed = 0
+        for log in self.logs_needing_flush():
+            try:
+                log.flush()
+                flushed += 1
+            except KafkaStorageError as exc:
+                LOGGER.error("Flushing %s failed: %s", log.name, exc)
+        self.checkpoint_recovery_points()
+        return flushed
+
+    def checkpoint_recovery_points(self) -> None:
+        """Persist each partition's recovery point, so an unclean restart re-checks only the
+        data written since (Kafka's recovery-point-offset-checkpoint)."""
+        by_dir: dict[Path, dict[tuple[str, int], int]] = {}
+        with self._lock:
+            for key, log in self._logs.items():
+                if not log.closed:
+                    by_dir.setdefault(self._dir_of[key], {})[key] = log.recovery_point
+        for log_dir, points in by_dir.items():
+            if self._checkpointed.get(log_dir) == points:
+                continue
+            lines = ["0", str(len(points))]
+            lines += [
+                f"{topic} {partition} {offset}" for (topic, partition), offset in points.items()
+            ]
+            try:
+                atomic_write(
+                    log_dir / RECOVERY_POINT_CHECKPOINT, ("\n".join(lines) + "\n").encode()
+                )
+            except OSError as exc:
+                LOGGER.error("Writing the recovery point checkpoint in %s failed: %s", log_dir, exc)
+                continue
+            self._checkpointed[log_dir] = points
+
+    def run_retention(self, now_ms: int) -> int:
+        """Apply retention to every log and expire idle producer ids; returns segments deleted."""
+        deleted = 0
+        for log in self.all_logs():
+            try:
+                deleted += log.delete_old_segments(now_ms)
+                log.remove_expired_producers(now_ms)
+            except KafkaStorageError as exc:
+                LOGGER.error("Retention on %s failed: %s", log.name, exc)
+        return deleted
+
+    def close(self) -> None:
+        """Flush and close every log, then mark each log dir whose logs all closed cleanly."""
+        with self._lock:
+            logs = list(self._logs.items())
+        failed_dirs: set[Path] = set()
+        points: dict[Path, dict[tuple[str, int], int]] = {}
+        for key, log in logs:
+            log_dir = self._dir_of[key]
+            try:
+                log.close()
+            except KafkaStorageError as exc:
+                LOGGER.error("Closing %s failed: %s", log.name, exc)
+                failed_dirs.add(log_dir)
+            points.setdefault(log_dir, {})[key] = log.recovery_point
+        for log_dir in self.log_dirs:
+            if log_dir in self.offline_dirs or log_dir in failed_dirs:
+                continue
+            try:
+                entries = points.get(log_dir, {})
+                lines = ["0", str(len(entries))]
+                lines += [f"{t} {p} {offset}" for (t, p), offset in entries.items()]
+                atomic_write(
+                    log_dir / RECOVERY_POINT_CHECKPOINT, ("\n".join(lines) + "\n").encode()
+                )
+                atomic_write(log_dir / CLEAN_SHUTDOWN_FILE, b"")
+            except OSError as exc:
+                LOGGER.error("Could not mark %s as cleanly shut down: %s", log_dir, exc)
+
+
+def _write_checkpoint(log_dir: Path, points: Mapping[tuple[str, int], int]) -> None:
+    lines = ["0", str(len(points))]
+    lines += [f"{topic} {partition} {offset}" for (topic, partition), offset in points.items()]
+    atomic_write(log_dir / RECOVERY_POINT_CHECKPOINT, ("\n".join(lines) + "\n").encode())
+
+
+def _read_checkpoint(path: Path) -> dict[tuple[str, int], int]:
+    try:
+        text = path.read_text()
+    except FileNotFoundError:
+        return {}
+    lines = text.split("\n")
+    if len(lines) < 2 or lines[0].strip() != "0":
+        raise ValueError(f"{path}: unknown checkpoint version")
+    count = int(lines[1])
+    points: dict[tuple[str, int], int] = {}
+    for line in lines[2 : 2 + count]:
+        topic, partition, offset = line.split()
+        points[(topic, int(partition))] = int(offset)
+    if len(points) != count:
+        raise ValueError(f"{path}: expected {count} entries, found {len(points)}")
+    return points

@@ -1,0 +1,264 @@
+"""Idempotent-producer state of one partition (Kafka's ``ProducerStateManager``).
+
+Why: an idempotent producer retries a batch when it does not hear back, so the same batch can
+arrive twice. For each producer id the log keeps the current epoch and the sequence/offset
+metadata of the last five batches (the most a producer has in flight), which is enough to answer
+a retry with the original offsets instead of appending it again, and to refuse gaps and zombie
+producers. The state is derived from the log itself (every batch header carries producer id,
+epoch and sequences), so it survives any restart by re-reading headers; snapshots only make that
+fast.
+
+Snapshot file ``<offset>.snapshot`` in the partition directory holds the state as of log offset
+``<offset>`` (everything before it applied), big-endian::
+
+    magic b"TBPS" | version i16 (1) | crc u32 (CRC-32C of everything after it) | count i32
+    per producer: producer_id i64 | epoch i16 | last_update_ms i64 | batches i8
+    per batch:    first_seq i32 | last_seq i32 | first_offset i64 | last_offset i64 | timestamp i64
+
+A snapshot whose CRC does not match is ignored and the state is rebuilt from the log instead.
+"""
+
+from __future__ import annotations
+
+import logging
+import struct
+from collections import deque
+from pathlib import Path
+
+import attrs
+from crc32c import crc32c
+
+from ..protocol.records import BatchHeader, InvalidRecordError
+from ._files import atomic_write
+from .errors import InvalidProducerEpochError, OutOfOrderSequenceError
+
+LOGGER = logging.getLogger(__name__)
+
+NUM_BATCHES_TO_RETAIN = 5
+DEFAULT_PRODUCER_ID_EXPIRATION_MS = 86_400_000
+SNAPSHOT_SUFFIX = ".snapshot"
+_SNAPSHOTS_TO_KEEP = 2
+_MAX_SEQUENCE = 2**31 - 1
+
+_MAGIC = b"TBPS"
+_PREFIX = struct.Struct(">4shI")
+_COUNT = struct.Struct(">i")
+_ENTRY = struct.Struct(">qhqb")
+_BATCH = struct.Struct(">iiqqq")
+
+
+@attrs.frozen(slots=True)
+class BatchMetadata:
+    first_seq: int
+    last_seq: int
+    first_offset: int
+    last_offset: int
+    #: the batch's maxTimestamp as stored (the log-append time under LogAppendTime)
+    timestamp: int
+
+
+@attrs.define(slots=True)
+class ProducerStateEntry:
+    producer_id: int
+    producer_epoch: int
+    batches: deque[BatchMetadata] = attrs.field(factory=lambda: deque(maxlen=NUM_BATCHES_TO_RETAIN))
+    #: when this producer last appended; drives producer.id.expiration.ms
+    last_update_ms: int = -1
+
+    @property
+    def last_seq(self) -> int:
+        return self.batches[-1].last_seq if self.batches else -1
+
+    def find_duplicate(self, first_seq: int, last_seq: int) -> BatchMetadata | None:
+        for batch in self.batches:
+            if batch.first_seq == first_seq and batch.last_seq == last_seq:
+                return batch
+        return None
+
+
+def _in_sequence(last_seq: int, next_seq: int) -> bool:
+    return next_seq == last_seq + 1 or (last_seq == _MAX_SEQUENCE and next_seq == 0)
+
+
+def snapshot_file_name(offset: int) -> str:
+    return f"{offset:020d}{SNAPSHOT_SUFFIX}"
+
+
+class ProducerStateManager:
+    def __init__(
+        self,
+        directory: Path,
+        *,
+        producer_id_expiration_ms: int = DEFAULT_PRODUCER_ID_EXPIRATION_MS,
+    ) -> None:
+        self.directory = directory
+        self.producer_id_expiration_ms = producer_id_expiration_ms
+        self.producers: dict[int, ProducerStateEntry] = {}
+
+    # --- checks and updates -------------------------------------------------------------
+
+    def check(self, header: BatchHeader) -> BatchMetadata | None:
+        """Validate an incoming batch before it gets offsets (kafka-protocol.md §7).
+
+        Returns the retained metadata when the batch is a duplicate of one already in the log,
+        None when it may be appended; raises for everything Kafka refuses.
+        """
+        producer_id = header.producer_id
+        if producer_id < 0:
+            return None
+        if header.base_sequence < 0:
+            raise InvalidRecordError(
+                f"producer id {producer_id} sent a batch without a base sequence"
+            )
+        entry = self.producers.get(producer_id)
+        if entry is None:
+            return None  # new or expired producer: any sequence is accepted, as in Kafka
+        epoch = header.producer_epoch
+        if epoch < entry.producer_epoch:
+            raise InvalidProducerEpochError(
+                f"producer {producer_id} has epoch {epoch}, older than the current "
+                f"epoch {entry.producer_epoch}"
+            )
+        if epoch == entry.producer_epoch:
+            duplicate = entry.find_duplicate(header.base_sequence, header.last_sequence)
+            if duplicate is not None:
+                return duplicate
+            if not _in_sequence(entry.last_seq, header.base_sequence):
+                raise OutOfOrderSequenceError(
+                    f"producer {producer_id} epoch {epoch}: expected sequence "
+                    f"{_next_sequence(entry.last_seq)}, got {header.base_sequence}"
+                )
+        elif header.base_sequence != 0:
+            raise OutOfOrderSequenceError(
+                f"producer {producer_id} started epoch {epoch} at sequence "
+                f"{header.base_sequence}; a new epoch starts at 0"
+            )
+        return None
+
+    def update(
+        self,
+        header: BatchHeader,
+        first_offset: int,
+        last_offset: int,
+        timestamp: int,
+        now_ms: int,
+    ) -> None:
+        """Record an appended (or, on load, re-read) batch."""
+        producer_id = header.producer_id
+        if producer_id < 0:
+            return
+        entry = self.producers.get(producer_id)
+        if entry is None or entry.producer_epoch != header.producer_epoch:
+            entry = ProducerStateEntry(producer_id, header.producer_epoch)
+            self.producers[producer_id] = entry
+        entry.batches.append(
+            BatchMetadata(
+                header.base_sequence, header.last_sequence, first_offset, last_offset, timestamp
+            )
+        )
+        entry.last_update_ms = now_ms
+
+    def remove_expired(self, now_ms: int) -> int:
+        """Forget producers idle for producer.id.expiration.ms; returns how many."""
+        expired = [
+            pid
+            for pid, entry in self.producers.items()
+            if now_ms - entry.last_update_ms >= self.producer_id_expiration_ms
+        ]
+        for pid in expired:
+            del self.producers[pid]
+        return len(expired)
+
+    def truncate_head(self, log_start_offset: int) -> None:
+        """Drop producers whose last batch was removed by retention."""
+        gone = [
+            pid
+            for pid, entry in self.producers.items()
+            if entry.batches and entry.batches[-1].last_offset < log_start_offset
+        ]
+        for pid in gone:
+            del self.producers[pid]
+
+    # --- snapshots ----------------------------------------------------------------------
+
+    def snapshot_offsets(self) -> list[int]:
+        offsets = []
+        for path in self.directory.glob("*" + SNAPSHOT_SUFFIX):
+            stem = path.name[: -len(SNAPSHOT_SUFFIX)]
+            if stem.isdigit():
+                offsets.append(int(stem))
+        return sorted(offsets)
+
+    def take_snapshot(self, offset: int, *, durable: bool) -> None:
+        """Write the state as of ``offset`` and keep only the newest few snapshots."""
+        body = bytearray(_COUNT.pack(len(self.producers)))
+        for entry in self.producers.values():
+            body += _ENTRY.pack(
+                entry.producer_id, entry.producer_epoch, entry.last_update_ms, len(entry.batches)
+            )
+            for batch in entry.batches:
+                body += _BATCH.pack(
+                    batch.first_seq,
+                    batch.last_seq,
+                    batch.first_offset,
+                    batch.last_offset,
+                    batch.timestamp,
+                )
+        data = _PREFIX.pack(_MAGIC, 1, crc32c(body)) + body
+        atomic_write(self.directory / snapshot_file_name(offset), data, durable=durable)
+        for old in self.snapshot_offsets()[:-_SNAPSHOTS_TO_KEEP]:
+            self._delete_snapshot(old)
+
+    def load_latest_snapshot(self, log_end_offset: int) -> int | None:
+        """Load the newest valid snapshot at or below ``log_end_offset``; return its offset.
+
+        Snapshots beyond the log end (the log was truncated by recovery) describe batches that
+        no longer exist and are deleted.
+        """
+        for offset in reversed(self.snapshot_offsets()):
+            if offset > log_end_offset:
+                self._delete_snapshot(offset)
+                continue
+            path = self.directory / snapshot_file_name(offset)
+            try:
+                self.producers = _parse_snapshot(path.read_bytes())
+            except (OSError, ValueError, struct.error) as exc:
+                LOGGER.warning("Ignoring unreadable producer state snapshot %s: %s", path, exc)
+                self._delete_snapshot(offset)
+                continue
+            return offset
+        self.producers = {}
+        return None
+
+    def _delete_snapshot(self, offset: int) -> None:
+        try:
+            (self.directory / snapshot_file_name(offset)).unlink()
+        except FileNotFoundError:
+            pass
+
+
+def _next_sequence(last_seq: int) -> int:
+    return 0 if last_seq == _MAX_SEQUENCE else last_seq + 1
+
+
+def _parse_snapshot(data: bytes) -> dict[int, ProducerStateEntry]:
+    magic, version, crc = _PREFIX.unpack_from(data, 0)
+    if magic != _MAGIC or version != 1:
+        raise ValueError(f"not a version-1 producer snapshot (magic {magic!r}, v{version})")
+    body = memoryview(data)[_PREFIX.size :]
+    if crc32c(body) != crc:
+        raise ValueError("CRC mismatch")
+    (count,) = _COUNT.unpack_from(body, 0)
+    pos = _COUNT.size
+    producers: dict[int, ProducerStateEntry] = {}
+    for _ in range(count):
+        producer_id, epoch, last_update_ms, batches = _ENTRY.unpack_from(body, pos)
+        pos += _ENTRY.size
+        entry = ProducerStateEntry(producer_id, epoch, last_update_ms=last_update_ms)
+        for _ in range(batches):
+            entry.batches.append(BatchMetadata(*_BATCH.unpack_from(body, pos)))
+            pos += _BATCH.size
+        producers[producer_id] = entry
+    if pos != len(body):
+        raise ValueError(f"{len(body) - pos} unexpected trailing bytes")
+    return producers

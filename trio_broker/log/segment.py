@@ -1,0 +1,358 @@
+"""One segment of a partition log (Kafka's ``LogSegment``): a ``.log`` file plus its indexes.
+
+Why this shape: a segment file is nothing but magic-v2 batches back to back, exactly as clients
+sent them (with the broker's base offset written in). Fetches can therefore hand out byte ranges
+of the file untouched, and recovery needs nothing but the batch headers and CRCs to find where
+valid data ends. The file name is the base offset, 20 digits, so a directory listing sorts
+segments in offset order.
+
+Writes are positional (``pwrite`` at the segment's known size, never ``O_APPEND``) so that a failed
+write can be rolled back by truncating to that size and the next write lands in the right place
+even if the truncation could not be done.
+
+Not thread safe on its own: ``Log`` serialises access with its lock.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+from ..protocol.records import (
+    BATCH_HEADER_SIZE,
+    BatchHeader,
+    CorruptRecordError,
+    decode_records,
+    read_batch_header,
+    verify_crc,
+)
+from ._files import write_all
+from .config import LogConfig
+from .index import OffsetIndex, TimeIndex
+
+LOGGER = logging.getLogger(__name__)
+
+LOG_SUFFIX = ".log"
+INDEX_SUFFIX = ".index"
+TIME_INDEX_SUFFIX = ".timeindex"
+_HEADER_SCAN_CHUNK = 8 * 1024
+_VERIFY_SCAN_CHUNK = 1024 * 1024
+_MAX_RELATIVE_OFFSET = 2**31 - 1
+
+
+def segment_file_name(base_offset: int, suffix: str) -> str:
+    return f"{base_offset:020d}{suffix}"
+
+
+class LogSegment:
+    def __init__(self, directory: Path, base_offset: int, config: LogConfig) -> None:
+        self.base_offset = base_offset
+        self.log_path = directory / segment_file_name(base_offset, LOG_SUFFIX)
+        self.fd = os.open(self.log_path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            self.size = os.fstat(self.fd).st_size
+            self.offset_index = OffsetIndex(
+                directory / segment_file_name(base_offset, INDEX_SUFFIX),
+                base_offset,
+                config.segment_index_bytes,
+            )
+            self.time_index = TimeIndex(
+                directory / segment_file_name(base_offset, TIME_INDEX_SUFFIX),
+                base_offset,
+                config.segment_index_bytes,
+            )
+        except BaseException:
+            os.close(self.fd)
+            raise
+        self.next_offset = base_offset
+        #: largest batch maxTimestamp in the segment, and the base offset of that batch
+        self.max_timestamp = -1
+        self.offset_of_max_timestamp = base_offset
+        #: the first batch's maxTimestamp: segment.ms counts from it, as in Kafka
+        self.rolling_base_timestamp: int | None = None
+        self.bytes_since_last_index_entry = 0
+        self.index_interval_bytes = config.index_interval_bytes
+        #: bytes known to be on stable storage
+        self.synced_size = 0
+
+    def __repr__(self) -> str:
+        return f"LogSegment({self.log_path}, next_offset={self.next_offset}, size={self.size})"
+
+    # --- writing ------------------------------------------------------------------------
+
+    def can_hold_offsets(self, last_offset: int) -> bool:
+        return last_offset - self.base_offset <= _MAX_RELATIVE_OFFSET
+
+    def append(
+        self,
+        batch: bytes | bytearray,
+        base_offset: int,
+        next_offset: int,
+        max_timestamp: int,
+        now_ms: int,
+    ) -> None:
+        """Write one batch at the end; on OSError nothing of it remains and OSError propagates."""
+        position = self.size
+        offset_entries = len(self.offset_index)
+        time_entries = len(self.time_index)
+        saved = self.max_timestamp, self.offset_of_max_timestamp
+        saved_bytes_since_entry = self.bytes_since_last_index_entry
+        try:
+            write_all(self.fd, batch, position)
+            self._index_batch(position, base_offset, max_timestamp, len(batch), persist=True)
+        except OSError:
+            self.max_timestamp, self.offset_of_max_timestamp = saved
+            self.bytes_since_last_index_entry = saved_bytes_since_entry
+            self._undo_append(position, offset_entries, time_entries)
+            raise
+        self.size = position + len(batch)
+        self.next_offset = next_offset
+        if self.rolling_base_timestamp is None:
+            self.rolling_base_timestamp = max_timestamp if max_timestamp >= 0 else now_ms
+
+    def _undo_append(self, position: int, offset_entries: int, time_entries: int) -> None:
+        try:
+            os.ftruncate(self.fd, position)
+            if len(self.offset_index) > offset_entries:
+                self.offset_index.truncate_entries(offset_entries)
+            if len(self.time_index) > time_entries:
+                self.time_index.truncate_entries(time_entries)
+        except OSError:
+            LOGGER.exception(
+                "Could not truncate %s back to %d bytes after a failed write",
+                self.log_path,
+                position,
+            )
+            raise
+
+    def _index_batch(
+        self, position: int, base_offset: int, max_timestamp: int, size: int, *, persist: bool
+    ) -> None:
+        # Kafka's rule: index the batch that follows more than index.interval.bytes of data.
+        if max_timestamp > self.max_timestamp:
+            self.max_timestamp = max_timestamp
+            self.offset_of_max_timestamp = base_offset
+        if self.bytes_since_last_index_entry > self.index_interval_bytes:
+            self.offset_index.append(base_offset, position, persist=persist)
+            self.time_index.maybe_append(
+                self.max_timestamp, self.offset_of_max_timestamp, persist=persist
+            )
+            self.bytes_since_last_index_entry = 0
+        self.bytes_since_last_index_entry += size
+
+    @property
+    def indexes_full(self) -> bool:
+        return self.offset_index.is_full or self.time_index.is_full
+
+    def largest_timestamp(self) -> int:
+        """Newest record time, for retention; the file's mtime if batches carry none (Kafka)."""
+        if self.max_timestamp >= 0:
+            return self.max_timestamp
+        return self._mtime_ms()
+
+    def _mtime_ms(self) -> int:
+        return os.fstat(self.fd).st_mtime_ns // 1_000_000
+
+    def on_become_inactive(self) -> None:
+        """Record the final max timestamp so reloads need not scan for it (Kafka does this too)."""
+        if self.max_timestamp >= 0:
+            self.time_index.maybe_append(self.max_timestamp, self.offset_of_max_timestamp)
+
+    # --- scanning -----------------------------------------------------------------------
+
+    def scan(
+        self,
+        start: int = 0,
+        end: int | None = None,
+        *,
+        verify: bool = False,
+        strict: bool = True,
+    ) -> Iterator[tuple[int, BatchHeader]]:
+        """Yield (position, header) of batches in [start, end).
+
+        ``strict``: a batch or header cut off by ``end`` raises CorruptRecordError (recovery);
+        otherwise iteration just stops there (finding a read boundary). ``verify`` also checks
+        each batch's CRC-32C.
+        """
+        end = self.size if end is None else end
+        chunk = _VERIFY_SCAN_CHUNK if verify else _HEADER_SCAN_CHUNK
+        buf = b""
+        buf_start = start
+        pos = start
+        while pos < end:
+            rel = pos - buf_start
+            if rel + BATCH_HEADER_SIZE > len(buf):
+                buf = os.pread(self.fd, min(chunk, end - pos), pos)
+                buf_start, rel = pos, 0
+                if len(buf) < BATCH_HEADER_SIZE:
+                    if strict:
+                        raise CorruptRecordError(
+                            f"torn batch header: {end - pos} bytes at position {pos}"
+                        )
+                    return
+            header = read_batch_header(buf, rel)
+            batch_end = pos + header.size
+            if batch_end > end:
+                if strict:
+                    raise CorruptRecordError(
+                        f"torn batch at position {pos}: {header.size} bytes declared, "
+                        f"{end - pos} present"
+                    )
+                return
+            if verify:
+                if rel + header.size > len(buf):
+                    buf = os.pread(self.fd, min(max(chunk, header.size), end - pos), pos)
+                    buf_start, rel = pos, 0
+                verify_crc(buf, rel, header)
+            yield pos, header
+            pos = batch_end
+
+    def find_batch(self, offset: int) -> tuple[int, BatchHeader] | None:
+        """Position and header of the batch holding ``offset`` (or the first one after it)."""
+        start = self.offset_index.lookup(offset)
+        for pos, header in self.scan(start):
+            if header.last_offset >= offset:
+                return pos, header
+        return None
+
+    def read(self, offset: int, max_bytes: int, min_one_batch: bool) -> tuple[bytes, int] | None:
+        """Whole batches from the one holding ``offset``; None if the segment ends before it."""
+        found = self.find_batch(offset)
+        if found is None:
+            return None
+        pos, header = found
+        window = max(max_bytes, header.size) if min_one_batch else max_bytes
+        if window < header.size:
+            return b"", header.base_offset
+        stop = min(self.size, pos + window)
+        end = pos + header.size
+        # Batches start at every index position, so everything before the last indexed position
+        # within ``stop`` is whole; walk headers from there to find the last whole batch.
+        end = max(end, self.offset_index.last_position_at_or_before(stop))
+        for batch_pos, batch in self.scan(end, stop, strict=False):
+            end = batch_pos + batch.size
+        return os.pread(self.fd, end - pos, pos), header.base_offset
+
+    def find_offset_by_timestamp(self, timestamp: int) -> tuple[int, int] | None:
+        """First (offset, timestamp) with a record timestamp >= ``timestamp`` in this segment."""
+        start_offset = self.time_index.lookup_before(timestamp)
+        for pos, header in self.scan(self.offset_index.lookup(start_offset)):
+            if header.max_timestamp < timestamp:
+                continue
+            if header.timestamp_type == 1:  # LogAppendTime: every record has maxTimestamp
+                return header.base_offset, header.max_timestamp
+            # The one place storage decodes records: ListOffsets wants the exact record.
+            try:
+                records = decode_records(os.pread(self.fd, header.size, pos))
+            except CorruptRecordError:
+                return header.base_offset, header.max_timestamp
+            for record in records:
+                if record.timestamp >= timestamp:
+                    return record.offset, record.timestamp
+            return header.base_offset, header.max_timestamp
+        return None
+
+    # --- loading and recovery -----------------------------------------------------------
+
+    def load_trusted(self) -> None:
+        """Open an existing segment after a clean shutdown: trust the indexes, scan the tail.
+
+        Raises IndexCorruptError if an index cannot be trusted and CorruptRecordError if the
+        tail after the last index entry does not parse; the caller then rebuilds or recovers.
+        """
+        self.offset_index.load(self.size)
+        tail = self.offset_index.last_position
+        next_offset = self.base_offset
+        if self.offset_index.positions:
+            next_offset = self.base_offset + self.offset_index.relative_offsets[-1]
+        last_pos = tail
+        for pos, header in self.scan(tail):
+            next_offset = header.next_offset
+            last_pos = pos
+            if header.max_timestamp > self.max_timestamp:
+                self.max_timestamp = header.max_timestamp
+                self.offset_of_max_timestamp = header.base_offset
+        self.next_offset = next_offset
+        self.time_index.load(next_offset - self.base_offset)
+        if self.time_index.last_timestamp > self.max_timestamp:
+            self.max_timestamp = self.time_index.last_timestamp
+            self.offset_of_max_timestamp = self.base_offset + self.time_index.relative_offsets[-1]
+        self.bytes_since_last_index_entry = self.size - last_pos
+        self.rolling_base_timestamp = self._first_batch_max_timestamp()
+        self.synced_size = self.size
+
+    def _first_batch_max_timestamp(self) -> int | None:
+        if self.size < BATCH_HEADER_SIZE:
+            return None
+        timestamp = read_batch_header(os.pread(self.fd, BATCH_HEADER_SIZE, 0)).max_timestamp
+        return timestamp if timestamp >= 0 else self._mtime_ms()
+
+    def recover(self, *, verify: bool = True) -> tuple[int, str | None]:
+        """Rebuild the indexes from the log, truncating at the first torn or corrupt batch.
+
+        Returns (bytes truncated, reason). With ``verify`` every CRC is checked (unclean
+        shutdown); without it only headers are read (an index file was bad).
+        """
+        file_size = os.fstat(self.fd).st_size
+        self.offset_index.reset()
+        self.time_index.reset()
+        self.max_timestamp = -1
+        self.offset_of_max_timestamp = self.base_offset
+        self.bytes_since_last_index_entry = 0
+        self.rolling_base_timestamp = None
+        next_offset = self.base_offset
+        valid_end = 0
+        reason = None
+        try:
+            for pos, header in self.scan(0, file_size, verify=verify):
+                if header.base_offset < next_offset or header.last_offset_delta < 0:
+                    raise CorruptRecordError(
+                        f"batch at position {pos} has offsets {header.base_offset}.."
+                        f"{header.last_offset}, expected {next_offset} or later"
+                    )
+                if not self.can_hold_offsets(header.last_offset):
+                    raise CorruptRecordError(f"batch at position {pos} overflows the index")
+                self._index_batch(
+                    pos, header.base_offset, header.max_timestamp, header.size, persist=False
+                )
+                if self.rolling_base_timestamp is None:
+                    self.rolling_base_timestamp = (
+                        header.max_timestamp if header.max_timestamp >= 0 else self._mtime_ms()
+                    )
+                next_offset = header.next_offset
+                valid_end = pos + header.size
+        except CorruptRecordError as exc:
+            reason = str(exc)
+        truncated = file_size - valid_end
+        if truncated:
+            os.ftruncate(self.fd, valid_end)
+        self.offset_index.persist_all()
+        self.time_index.persist_all()
+        self.size = valid_end
+        self.next_offset = next_offset
+        self.synced_size = 0
+        return truncated, reason
+
+    # --- lifecycle ----------------------------------------------------------------------
+
+    def sync_fds(self) -> list[int]:
+        """Duplicates of the fds to fsync, owned by the caller (see ``Log.flush``)."""
+        return [os.dup(self.fd), os.dup(self.offset_index.fd), os.dup(self.time_index.fd)]
+
+    def close(self) -> None:
+        for close in (self.offset_index.close, self.time_index.close):
+            try:
+                close()
+            except OSError:
+                LOGGER.exception("Closing an index of %s failed", self.log_path)
+        os.close(self.fd)
+
+    def delete(self) -> None:
+        self.close()
+        for path in (self.log_path, self.offset_index.path, self.time_index.path):
+            try:
+                path.unlink()
+            except FileNotFoundError:
+                pass
