@@ -120,7 +120,8 @@ def decode_request_header(frame: bytes) -> RequestHeader:
             f"(supported {supported.min}-{supported.max})",
             api_key=api_key, api_version=api_version)
     flexible = is_flexible(api_key, api_version)
-    if flexible:
+    if flexible and api_version in supported:
+        # (an unknown ApiVersions version is answered without reading further: KIP-511)
         pos = _skip_tagged_fields(frame, pos)
     return RequestHeader(api_key, api_version, correlation_id, client_id, flexible, pos)
 
@@ -161,8 +162,18 @@ def encode_response(header: RequestHeader, body: ApiMessage, *,
     """
     v = header.api_version if version is None else version
     payload = response_header_bytes(header.api_key, header.api_version, header.correlation_id)
-    payload += body.encode(version=v)
+    payload += _body_bytes(body, v)
     return _I32.pack(len(payload)) + payload
+
+
+def _body_bytes(body: ApiMessage, version: int) -> bytes:
+    # Messages produced by the decoder skip __init__ and lack the header slot that encode()
+    # touches; give them one so a decoded message can be re-encoded (proxies, tests).
+    try:
+        body._header  # noqa: B018
+    except AttributeError:
+        body._header = None
+    return body.encode(version=version)
 
 
 def make_response(api_key: int, api_version: int, **fields: Any) -> ApiMessage:
@@ -192,7 +203,7 @@ def encode_request(api_key: int, api_version: int, correlation_id: int, client_i
         header = _HEADER_FIXED.pack(api_key, api_version, correlation_id, len(raw)) + raw
     if flexible:
         header += b"\x00"
-    payload = header + body.encode(version=api_version)
+    payload = header + _body_bytes(body, api_version)
     return _I32.pack(len(payload)) + payload
 
 
