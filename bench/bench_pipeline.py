@@ -1,0 +1,210 @@
+"""Pipeline benchmark: Metadata requests/s through the broker's full request path, next to a
+bare Trio echo server answering the same bytes, plus start-up times.
+
+Run: ``.venv/bin/python bench/bench_pipeline.py [--seconds 5]``. The load generator is a separate
+process using blocking sockets, so it never shares a core's event loop with the server.
+"""
+
+from __future__ import annotations
+
+import argparse
+import multiprocessing as mp
+import os
+import socket
+import statistics
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from trio_broker.protocol.api_keys import ApiKey  # noqa: E402
+from trio_broker.protocol.messages import encode_request, make_request  # noqa: E402
+
+REQUEST = encode_request(ApiKey.Metadata, 1, 1, "bench", make_request(ApiKey.Metadata, 1,
+                                                                    topics=[]))
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _read_frames(sock: socket.socket, buf: bytearray, n: int) -> bytes:
+    """Read until ``n`` whole frames arrived; return the last one."""
+    last = b""
+    while n:
+        while len(buf) >= 4:
+            (size,) = struct.unpack_from(">i", buf)
+            if len(buf) < 4 + size:
+                break
+            last = bytes(buf[4:4 + size])
+            del buf[:4 + size]
+            n -= 1
+            if not n:
+                return last
+        chunk = sock.recv(1 << 20)
+        if not chunk:
+            raise ConnectionError("server closed")
+        buf += chunk
+    return last
+
+
+def _load(port: int, depth: int, seconds: float, out: mp.Queue) -> None:
+    sock = socket.create_connection(("127.0.0.1", port))
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    buf = bytearray()
+    batch = REQUEST * depth
+    done = 0
+    end = time.perf_counter() + seconds
+    while time.perf_counter() < end:
+        sock.sendall(batch)
+        _read_frames(sock, buf, depth)
+        done += depth
+    sock.close()
+    out.put(done)
+
+
+def measure(port: int, *, connections: int, depth: int, seconds: float) -> float:
+    out: mp.Queue = mp.Queue()
+    procs = [mp.Process(target=_load, args=(port, depth, seconds, out))
+             for _ in range(connections)]
+    t0 = time.perf_counter()
+    for p in procs:
+        p.start()
+    total = sum(out.get() for _ in procs)
+    for p in procs:
+        p.join()
+    return total / (time.perf_counter() - t0)
+
+
+ECHO_SERVER = r'''
+import struct, sys, trio
+RESPONSE = bytes.fromhex(sys.argv[2])
+async def handle(stream):
+    buf = bytearray()
+    try:
+        while True:
+            data = await stream.receive_some(65536)
+            if not data:
+                return
+            buf += data
+            out = bytearray()
+            while len(buf) >= 4:
+                (size,) = struct.unpack_from(">i", buf)
+                if len(buf) < 4 + size:
+                    break
+                del buf[:4 + size]
+                out += RESPONSE
+            if out:
+                await stream.send_all(out)
+    except trio.BrokenResourceError:
+        pass
+async def main():
+    async with trio.open_nursery() as n:
+        await n.start(trio.serve_tcp, handle, int(sys.argv[1]))
+        print("ready", flush=True)
+trio.run(main)
+'''
+
+
+def _broker_response(port: int) -> bytes:
+    sock = socket.create_connection(("127.0.0.1", port))
+    sock.sendall(REQUEST)
+    frame = _read_frames(sock, bytearray(), 1)
+    sock.close()
+    return struct.pack(">i", len(frame)) + frame
+
+
+def _wait_line(proc: subprocess.Popen, needle: str) -> float:
+    assert proc.stdout is not None
+    for line in proc.stdout:
+        if needle in line:
+            return time.perf_counter()
+    raise RuntimeError(f"process exited before printing {needle!r}")
+
+
+def start_broker(data: str, port: int) -> tuple[subprocess.Popen, float]:
+    t0 = time.perf_counter()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "trio_broker", "serve", "--override",
+         f"listeners=PLAINTEXT://127.0.0.1:{port}", "--override", f"log.dirs={data}",
+         "--override", "log.level=WARNING"],
+        stdout=subprocess.PIPE, text=True)
+    ready = _wait_line(proc, "listening on")
+    return proc, ready - t0
+
+
+def embedded_start_ms(repeats: int) -> list[float]:
+    import trio
+
+    from trio_broker import BrokerConfig, serve
+
+    times: list[float] = []
+
+    async def main() -> None:
+        for _ in range(repeats):
+            with tempfile.TemporaryDirectory() as d:
+                async with trio.open_nursery() as n:
+                    t0 = time.perf_counter()
+                    config = BrokerConfig().evolve(listeners="PLAINTEXT://127.0.0.1:0",
+                                                   log_dirs=d)
+                    broker = await n.start(serve, config)
+                    times.append((time.perf_counter() - t0) * 1000)
+                    broker.stop()
+
+    trio.run(main)
+    return times
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--seconds", type=float, default=5.0)
+    args = parser.parse_args()
+    print(f"machine: {os.cpu_count()} cores, Python {sys.version.split()[0]}")
+
+    starts = []
+    with tempfile.TemporaryDirectory() as data:
+        for _ in range(5):
+            proc, took = start_broker(data, _free_port())
+            starts.append(took * 1000)
+            proc.terminate()
+            proc.wait()
+    emb = embedded_start_ms(20)
+    print(f"process start -> listening: median {statistics.median(starts):.0f} ms "
+          f"(min {min(starts):.0f}, max {max(starts):.0f}, n=5)")
+    print(f"embedded nursery.start(serve): median {statistics.median(emb):.1f} ms "
+          f"(min {min(emb):.1f}, n=20)")
+
+    scenarios = [("1 connection, 1 in flight", 1, 1), ("1 connection, 16 pipelined", 1, 16),
+                 ("4 connections, 16 pipelined each", 4, 16)]
+    rows = []
+    with tempfile.TemporaryDirectory() as data:
+        bport = _free_port()
+        broker, _ = start_broker(data, bport)
+        response = _broker_response(bport)
+        eport = _free_port()
+        echo = subprocess.Popen([sys.executable, "-c", ECHO_SERVER, str(eport), response.hex()],
+                                stdout=subprocess.PIPE, text=True)
+        _wait_line(echo, "ready")
+        try:
+            for name, conns, depth in scenarios:
+                b = measure(bport, connections=conns, depth=depth, seconds=args.seconds)
+                e = measure(eport, connections=conns, depth=depth, seconds=args.seconds)
+                rows.append((name, b, e))
+        finally:
+            broker.terminate()
+            echo.terminate()
+            broker.wait()
+            echo.wait()
+    print(f"\n{'Metadata v1 (no topics)':36} {'broker req/s':>14} {'echo req/s':>12} {'ratio':>7}")
+    for name, b, e in rows:
+        print(f"{name:36} {b:14,.0f} {e:12,.0f} {b / e:7.2f}")
+
+
+if __name__ == "__main__":
+    main()
