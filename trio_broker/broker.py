@@ -140,6 +140,8 @@ async def _shutdown(state: BrokerState, server: SocketServer, cfg: BrokerConfig)
     LOGGER.info("shutting down: stop accepting, finish in-flight requests")
     if state.fetch_purgatory is not None:
         state.fetch_purgatory.complete_all()  # parked fetches answer now with what they have
+    if state.groups is not None:
+        state.groups.begin_shutdown()  # held joins and syncs answer now
     await server.stop(cfg.shutdown_timeout_ms / 1000)
     if state.groups is not None:
         try:
@@ -175,7 +177,7 @@ async def _load_storage(state: BrokerState) -> None:
 
 async def _start_coordinators(state: BrokerState, nursery: trio.Nursery) -> None:
     try:
-        from .coordinator import GroupCoordinator  # type: ignore[attr-defined]
+        from .coordinator import GroupCoordinator
     except ImportError:
         return
     coordinator = GroupCoordinator(state.config, state.config.log_dir_list[0])

@@ -42,7 +42,20 @@ async def offset_commit(ctx: RequestContext, request: Any) -> HandlerResult:
     if coord is None:
         return build({(e.topic, e.partition): ErrorCode.COORDINATOR_NOT_AVAILABLE
                       for e in entries})
-    reply: Reply[dict[TopicPartition, ErrorCode]] = Reply(ctx, build)
+    # Like Kafka, refuse offsets for partitions that do not exist (they could never be read).
+    unknown: dict[TopicPartition, ErrorCode] = {}
+    if ctx.broker.logs is not None:
+        counts = ctx.broker.logs.topics()
+        unknown = {(e.topic, e.partition): ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+                   for e in entries if not 0 <= e.partition < counts.get(e.topic, 0)}
+        entries = [e for e in entries if (e.topic, e.partition) not in unknown]
+    if not entries:
+        return build(unknown)
+
+    def merged(results: dict[TopicPartition, ErrorCode]) -> ApiMessage:
+        return build({**results, **unknown})
+
+    reply: Reply[dict[TopicPartition, ErrorCode]] = Reply(ctx, merged)
     coord.commit_offsets(group_id=request.group_id,
                          generation_id=request.generation_id_or_member_epoch,
                          member_id=request.member_id,

@@ -1,0 +1,1 @@
+"""Group coordinator and committed offsets tests."""

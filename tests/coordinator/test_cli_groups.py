@@ -1,0 +1,87 @@
+"""``trio-broker groups``: the parts that need no broker."""
+
+from __future__ import annotations
+
+import argparse
+import socket
+import time
+import uuid
+
+import pytest
+
+from trio_broker import cli_groups
+from trio_broker.coordinator._wire import parse_address
+
+
+def _args(*argv: str) -> argparse.Namespace:
+    parser = argparse.ArgumentParser()
+    cli_groups.add_arguments(parser)
+    return parser.parse_args(argv)
+
+
+def _closed_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.mark.parametrize("action", [["list"], ["describe", "g"]])
+def test_unreachable_broker_is_one_line(capsys, action):
+    port = _closed_port()
+    code = cli_groups.main(_args(*action, "--bootstrap-server", f"127.0.0.1:{port}"))
+    out, err = capsys.readouterr()
+    assert code == 1
+    assert out == ""
+    assert err.count("\n") == 1
+    assert f"cannot connect to 127.0.0.1:{port}" in err
+
+
+def test_parse_address():
+    assert parse_address("localhost:9093") == ("localhost", 9093)
+    assert parse_address("[::1]:9094,other:1") == ("::1", 9094)
+    assert parse_address("host") == ("host", 9092)
+    with pytest.raises(ValueError, match="host:port"):
+        parse_address("host:port")
+
+
+def test_list_and_describe_a_live_group(kafka_broker, unique_topic, capsys, monkeypatch):
+    import confluent_kafka
+
+    monkeypatch.setenv("COLUMNS", "250")
+    bootstrap = kafka_broker.bootstrap_servers
+    topic = kafka_broker.create_topic(unique_topic("cli"), 3)
+    group = f"cli-{uuid.uuid4().hex[:8]}"
+    producer = confluent_kafka.Producer({"bootstrap.servers": bootstrap})
+    for i in range(30):
+        producer.produce(topic, value=b"x", partition=i % 3)
+    assert producer.flush(10) == 0
+    consumer = confluent_kafka.Consumer({
+        "bootstrap.servers": bootstrap, "group.id": group, "client.id": "cli-member",
+        "enable.auto.commit": False, "auto.offset.reset": "earliest"})
+    consumer.subscribe([topic])
+    try:
+        deadline = time.monotonic() + 30
+        while len(consumer.assignment()) < 3:
+            assert time.monotonic() < deadline, "no assignment"
+            consumer.poll(0.1)
+        consumer.commit(offsets=[confluent_kafka.TopicPartition(topic, 0, 4),
+                                 confluent_kafka.TopicPartition(topic, 1, 10)],
+                        asynchronous=False)
+        assert cli_groups.main(_args("describe", group, "--bootstrap-server", bootstrap)) == 0
+        described = capsys.readouterr().out
+        assert cli_groups.main(_args("list", "--bootstrap-server", bootstrap)) == 0
+        listed = capsys.readouterr().out
+    finally:
+        consumer.close()
+    assert f"group {group}: state Stable, protocol consumer/range, 1 members" in described
+    member_row = next(line for line in described.splitlines() if "cli-member" in line)
+    assert f"{topic}: 0,1,2" in member_row
+    assert "/127.0.0.1" in member_row
+    rows = {tuple(cell.strip() for cell in line.strip("│ ").split("│")[:5])
+            for line in described.splitlines() if line.startswith("│") and topic in line
+            and "cli-member" in line.split("│")[-2]}
+    assert rows == {(topic, "0", "4", "10", "6"), (topic, "1", "10", "10", "0"),
+                    (topic, "2", "-", "10", "-")}
+    group_row = next(line for line in listed.splitlines() if group in line)
+    assert [c.strip() for c in group_row.strip("│ ").split("│")] == [
+        group, "consumer", "Stable", "1"]

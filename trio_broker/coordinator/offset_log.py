@@ -1,0 +1,346 @@
+"""Committed offsets on disk: an append-only, checksummed, fsynced commit log.
+
+Why this format and not a partition log of ``__consumer_offsets``: committed offsets are tiny,
+keyed state (group, topic, partition) -> offset. Kafka keeps them in a compacted topic because it
+replicates them; a single broker only needs them durable and quick to reload. An append-only file
+gives durability with one sequential write and one fsync per batch of commits (commits that
+arrive together share the fsync), and a periodic rewrite of the live state keeps the file, and
+so the reload time, proportional to the number of committed partitions rather than to the number
+of commits ever made.
+
+Durability rule: a commit is acknowledged only after its record is written and fsynced. A crash
+can leave at most the record being written half on disk (a torn tail); recovery keeps every
+record up to the first one whose length runs past the end of the file or whose CRC-32C does not
+match, and truncates the rest. Nothing after that point was ever acknowledged.
+
+Compaction: when the file grows past ``compact_bytes`` (and past twice the size it had after the
+last compaction, so a large live state does not rewrite itself on every commit), the live state
+is written to ``commits.log.tmp``, fsynced, renamed over ``commits.log`` and the directory is
+fsynced. A crash at any point leaves either the old complete file or the new one.
+
+Layout (big-endian)::
+
+    file header   8 bytes   b"TBOFFLG" + format version 0x01
+    record        u32 length     bytes after this field (crc + payload)
+                  u32 crc        CRC-32C (Castagnoli) of payload
+                  payload:
+                    u8  kind         0 = offsets, 1 = delete group (no entries)
+                    u16 + utf-8      group id
+                    u32 count        entries that follow
+                    entry:
+                      u16 + utf-8    topic
+                      i32 partition
+                      u8  flags      bit 0: tombstone (the partition's offset is removed)
+                      i64 offset
+                      i64 commit timestamp (ms since the epoch)
+                      i64 expire timestamp (ms since the epoch, -1 = by group retention)
+                      i32 + utf-8    metadata (-1 = null)
+
+One OffsetCommit request becomes exactly one record.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import struct
+import threading
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import BinaryIO
+
+import attrs
+import crc32c
+
+LOGGER = logging.getLogger(__name__)
+
+MAGIC = b"TBOFFLG\x01"
+FILE_NAME = "commits.log"
+TMP_NAME = "commits.log.tmp"
+DEFAULT_COMPACT_BYTES = 4 * 1024 * 1024
+#: a record longer than this is treated as garbage, not allocated
+MAX_RECORD_BYTES = 256 * 1024 * 1024
+#: entries per record when compaction writes the live state
+_ENTRIES_PER_RECORD = 2000
+
+KIND_OFFSETS = 0
+KIND_DELETE_GROUP = 1
+_FLAG_TOMBSTONE = 1
+
+_HEAD = struct.Struct(">II")  # length, crc
+_KIND_GROUP = struct.Struct(">BH")  # kind, group id length
+_U32 = struct.Struct(">I")
+_U16 = struct.Struct(">H")
+_ENTRY = struct.Struct(">iBqqqi")  # partition, flags, offset, commit ts, expire ts, metadata len
+
+TopicPartition = tuple[str, int]
+
+
+class OffsetLogError(Exception):
+    """The offsets file cannot be used (not ours, or unreadable); never a torn tail."""
+
+
+@attrs.frozen
+class OffsetAndMetadata:
+    """One committed offset, as OffsetFetch returns it and retention judges it."""
+
+    offset: int
+    metadata: str | None
+    commit_timestamp_ms: int
+    #: absolute expiry from an explicit retention time in the commit; -1 = group retention rule
+    expire_timestamp_ms: int = -1
+
+
+#: group id -> partition -> committed offset
+OffsetState = dict[str, dict[TopicPartition, OffsetAndMetadata]]
+
+
+def encode_record(group_id: str,
+                  entries: Iterable[tuple[TopicPartition, OffsetAndMetadata | None]],
+                  *, kind: int = KIND_OFFSETS) -> bytes:
+    """One record: ``entries`` maps partitions to offsets, ``None`` removing the partition."""
+    group_raw = group_id.encode("utf-8")
+    parts: list[bytes] = []
+    count = 0
+    for (topic, partition), om in entries:
+        topic_raw = topic.encode("utf-8")
+        if om is None:
+            parts += (_U16.pack(len(topic_raw)), topic_raw,
+                      _ENTRY.pack(partition, _FLAG_TOMBSTONE, -1, -1, -1, -1))
+        else:
+            meta = None if om.metadata is None else om.metadata.encode("utf-8")
+            parts += (_U16.pack(len(topic_raw)), topic_raw,
+                      _ENTRY.pack(partition, 0, om.offset, om.commit_timestamp_ms,
+                                  om.expire_timestamp_ms, -1 if meta is None else len(meta)))
+            if meta is not None:
+                parts.append(meta)
+        count += 1
+    payload = b"".join([_KIND_GROUP.pack(kind, len(group_raw)), group_raw, _U32.pack(count),
+                        *parts])
+    return _HEAD.pack(len(payload) + 4, crc32c.crc32c(payload)) + payload
+
+
+def _decode_payload(payload: memoryview, state: OffsetState) -> None:
+    """Apply one record's payload to ``state`` (raises on a malformed payload)."""
+    kind, glen = _KIND_GROUP.unpack_from(payload, 0)
+    pos = _KIND_GROUP.size
+    group_id = bytes(payload[pos:pos + glen]).decode("utf-8")
+    pos += glen
+    (count,) = _U32.unpack_from(payload, pos)
+    pos += 4
+    if kind == KIND_DELETE_GROUP:
+        state.pop(group_id, None)
+        return
+    if kind != KIND_OFFSETS:
+        raise ValueError(f"unknown record kind {kind}")
+    offsets = state.setdefault(group_id, {})
+    for _ in range(count):
+        (tlen,) = _U16.unpack_from(payload, pos)
+        pos += 2
+        topic = bytes(payload[pos:pos + tlen]).decode("utf-8")
+        pos += tlen
+        partition, flags, offset, commit_ts, expire_ts, mlen = _ENTRY.unpack_from(payload, pos)
+        pos += _ENTRY.size
+        metadata = None
+        if mlen >= 0:
+            metadata = bytes(payload[pos:pos + mlen]).decode("utf-8")
+            pos += mlen
+        if flags & _FLAG_TOMBSTONE:
+            offsets.pop((topic, partition), None)
+        else:
+            offsets[(topic, partition)] = OffsetAndMetadata(offset, metadata, commit_ts,
+                                                            expire_ts)
+    if pos != len(payload):
+        raise ValueError(f"{len(payload) - pos} trailing bytes in record")
+    if not offsets:
+        del state[group_id]
+
+
+def replay(data: bytes) -> tuple[OffsetState, int]:
+    """Decode a whole file: the state and the length of its valid prefix.
+
+    Stops at the first record that is cut short or fails its CRC (a torn tail).
+    """
+    if not data.startswith(MAGIC):
+        raise OffsetLogError("not a trio-broker offsets file (bad magic)")
+    state: OffsetState = {}
+    view = memoryview(data)
+    pos = len(MAGIC)
+    end = len(data)
+    while pos < end:
+        if end - pos < _HEAD.size:
+            break
+        length, crc = _HEAD.unpack_from(view, pos)
+        if length < 4 or length > MAX_RECORD_BYTES or pos + 4 + length > end:
+            break
+        payload = view[pos + _HEAD.size:pos + 4 + length]
+        if crc32c.crc32c(payload) != crc:
+            break
+        try:
+            _decode_payload(payload, state)
+        except (struct.error, ValueError, UnicodeDecodeError) as exc:
+            # The CRC matched, so these bytes were written this way: a format bug, not a tear.
+            raise OffsetLogError(f"record at byte {pos} is malformed: {exc}") from exc
+        pos += 4 + length
+    return state, pos
+
+
+class OffsetLog:
+    """The commit log file of one broker: recover, append (fsynced), compact, close.
+
+    Plain synchronous code: the coordinator runs calls in a worker thread, and its ``close()``
+    may come from the event loop while a write is running, so every call holds one lock.
+    """
+
+    def __init__(self, directory: Path, *, compact_bytes: int = DEFAULT_COMPACT_BYTES) -> None:
+        self.directory = Path(directory)
+        self.path = self.directory / FILE_NAME
+        self.compact_bytes = compact_bytes
+        self._lock = threading.Lock()
+        self._file: BinaryIO | None = None
+        self._opened = False
+        self._size = 0
+        self._size_after_compaction = 0
+        #: bytes cut off a torn tail by the last ``open`` (for logs and tests)
+        self.truncated_bytes = 0
+
+    @property
+    def is_open(self) -> bool:
+        return self._opened
+
+    @property
+    def size_bytes(self) -> int:
+        return self._size
+
+    def open(self) -> OffsetState:
+        """Recover the file (truncating a torn tail) and return the committed offsets."""
+        with self._lock:
+            return self._open()
+
+    def _open(self) -> OffsetState:
+        self.directory.mkdir(parents=True, exist_ok=True)
+        tmp = self.directory / TMP_NAME
+        if tmp.exists():  # a compaction that did not reach its rename: the old file is whole
+            tmp.unlink()
+        state: OffsetState = {}
+        if not self.path.exists() or self.path.stat().st_size < len(MAGIC):
+            with open(self.path, "wb") as f:
+                f.write(MAGIC)
+                f.flush()
+                os.fsync(f.fileno())
+            _fsync_dir(self.directory)
+            valid = len(MAGIC)
+        else:
+            data = self.path.read_bytes()
+            state, valid = replay(data)
+            self.truncated_bytes = len(data) - valid
+            if self.truncated_bytes:
+                LOGGER.warning("offsets file %s: truncating a torn tail of %d bytes at byte %d",
+                               self.path, self.truncated_bytes, valid)
+                with open(self.path, "r+b") as f:
+                    f.truncate(valid)
+                    os.fsync(f.fileno())
+        self._file = open(self.path, "ab")  # noqa: SIM115 - held open until close()
+        self._opened = True
+        self._size = valid
+        self._size_after_compaction = valid
+        LOGGER.info("offsets file %s: %d bytes, %d groups, %d committed partitions", self.path,
+                    valid, len(state), sum(len(o) for o in state.values()))
+        return state
+
+    def append(self, records: Sequence[bytes]) -> None:
+        """Write ``records`` and fsync: when this returns they survive a crash."""
+        with self._lock:
+            self._append(records)
+
+    def _append(self, records: Sequence[bytes]) -> None:
+        f = self._require_open()
+        data = b"".join(records)
+        try:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        except OSError:
+            # Unacknowledged bytes must not stay in front of later records: cut them off.
+            self._truncate_to_known_size()
+            raise
+        self._size += len(data)
+
+    def _truncate_to_known_size(self) -> None:
+        if self._file is not None:
+            try:
+                self._file.close()
+            except OSError:
+                pass  # the failed flush may fail again on close; the buffer is dropped anyway
+        self._file = None
+        with open(self.path, "r+b") as f:
+            f.truncate(self._size)
+            os.fsync(f.fileno())
+        self._file = open(self.path, "ab")  # noqa: SIM115
+
+    def should_compact(self) -> bool:
+        return self._size > max(self.compact_bytes, 2 * self._size_after_compaction)
+
+    def compact(self, state: Mapping[str, Mapping[TopicPartition, OffsetAndMetadata]]) -> None:
+        """Replace the file by one holding only ``state`` (temp file, fsync, rename)."""
+        with self._lock:
+            self._compact(state)
+
+    def _compact(self, state: Mapping[str, Mapping[TopicPartition, OffsetAndMetadata]]) -> None:
+        f = self._require_open()
+        tmp = self.directory / TMP_NAME
+        size = len(MAGIC)
+        with open(tmp, "wb") as out:
+            out.write(MAGIC)
+            for group_id, offsets in state.items():
+                items = list(offsets.items())
+                for i in range(0, len(items), _ENTRIES_PER_RECORD):
+                    rec = encode_record(group_id, items[i:i + _ENTRIES_PER_RECORD])
+                    out.write(rec)
+                    size += len(rec)
+            out.flush()
+            os.fsync(out.fileno())
+        os.replace(tmp, self.path)
+        _fsync_dir(self.directory)
+        f.close()
+        self._file = open(self.path, "ab")  # noqa: SIM115
+        LOGGER.info("offsets file %s compacted from %d to %d bytes", self.path, self._size, size)
+        self._size = size
+        self._size_after_compaction = size
+
+    def close(self, final_records: Sequence[bytes] = ()) -> None:
+        """Append ``final_records`` (if any), fsync and close; idempotent."""
+        with self._lock:
+            try:
+                if final_records and self._opened:
+                    self._append(final_records)
+            finally:
+                if self._file is not None:
+                    self._file.flush()
+                    os.fsync(self._file.fileno())
+                    self._file.close()
+                    self._file = None
+                self._opened = False
+
+    def _require_open(self) -> BinaryIO:
+        if self._file is None:
+            if not self._opened:
+                raise OffsetLogError(f"offsets file {self.path} is not open")
+            # A failed write could not even be cut off last time: try again before appending.
+            self._truncate_to_known_size()
+        assert self._file is not None
+        return self._file
+
+
+def _fsync_dir(directory: Path) -> None:
+    """Make a create or rename in ``directory`` durable (skipped where dirs cannot be opened)."""
+    try:
+        fd = os.open(directory, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
