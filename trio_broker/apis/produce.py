@@ -74,8 +74,10 @@ async def handle_produce(ctx: RequestContext, request: Any) -> HandlerResult:
                                info.log_start_offset))
             if not info.duplicate:
                 broker.fetch_purgatory.notify((topic.name, pd.index), info.size)
-                if log.needs_flush():
-                    to_flush.append((log, parts, len(parts) - 1))
+            # A duplicate too: its original may still be waiting for its fsync on another
+            # connection, and the retry must not be acknowledged before the original would be.
+            if log.needs_flush():
+                to_flush.append((log, parts, len(parts) - 1))
         results.append(_TopicResp(name=topic.name, partition_responses=parts))
     for log, parts, i in to_flush:
         try:
