@@ -1,0 +1,45 @@
+"""A Trio-native Kafka client: producer, consumer and admin for any Kafka-compatible broker.
+
+``open_producer``, ``open_consumer`` and ``open_admin`` are async context managers: every
+background task of a client lives in the nursery they own and stops when the block is left.
+"""
+
+from . import errors as errors
+from .admin import Admin as Admin
+from .admin import NewTopic as NewTopic
+from .admin import open_admin as open_admin
+from .consumer import Consumer as Consumer
+from .consumer import ConsumerRebalanceListener as ConsumerRebalanceListener
+from .consumer import OffsetAndMetadata as OffsetAndMetadata
+from .consumer import open_consumer as open_consumer
+from .errors import KafkaError as KafkaError
+from .fetcher import ConsumerRecord as ConsumerRecord
+from .metadata import TopicPartition as TopicPartition
+from .offsets import OffsetAndTimestamp as OffsetAndTimestamp
+from .partitioner import murmur2 as murmur2
+from .partitioner import partition_for_key as partition_for_key
+from .producer import Producer as Producer
+from .producer import RecordFuture as RecordFuture
+from .producer import RecordMetadata as RecordMetadata
+from .producer import open_producer as open_producer
+
+__all__ = [
+    "Admin",
+    "Consumer",
+    "ConsumerRebalanceListener",
+    "ConsumerRecord",
+    "KafkaError",
+    "NewTopic",
+    "OffsetAndMetadata",
+    "OffsetAndTimestamp",
+    "Producer",
+    "RecordFuture",
+    "RecordMetadata",
+    "TopicPartition",
+    "errors",
+    "murmur2",
+    "open_admin",
+    "open_consumer",
+    "open_producer",
+    "partition_for_key",
+]

@@ -1,0 +1,481 @@
+"""Classic consumer-group membership: find the coordinator, join, sync, heartbeat, leave.
+
+Why two tasks: a JoinGroup may legitimately wait minutes (until every member rejoins), while
+heartbeats must keep flowing on schedule whenever the group is stable. So the *group task* runs
+the join/sync protocol whenever a rejoin is needed and otherwise sleeps, and the *heartbeat
+task* sends a Heartbeat every ``heartbeat.interval.ms`` while the member is stable, turning the
+coordinator's answers into "rejoin needed" for the group task.
+
+Member states (eager rebalancing, as Kafka's classic protocol)::
+
+    UNJOINED --JoinGroup--> (MEMBER_ID_REQUIRED: JoinGroup again with the given id)
+             --JoinGroup ok--> leader assigns --SyncGroup--> STABLE
+    STABLE --(REBALANCE_IN_PROGRESS / ILLEGAL_GENERATION / UNKNOWN_MEMBER_ID / subscription or
+              partition count changed)--> revoke everything --> UNJOINED
+
+Before every rejoin the member revokes its whole assignment (committing its positions first when
+``enable.auto.commit`` is on), so no two members ever fetch the same partition in one generation.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections.abc import Awaitable, Callable, Iterable, Mapping
+from typing import Any
+
+import trio
+
+from ..protocol.api_keys import ApiKey, request_class
+from ..protocol.errors import ErrorCode
+from .assignors import (
+    ASSIGNORS,
+    ProtocolPayloadError,
+    decode_assignment,
+    decode_subscription,
+    encode_assignment,
+    encode_subscription,
+)
+from .errors import ConfigError, KafkaConnectionError, KafkaError, describe_code, error_for
+from .metadata import TopicPartition
+from .network import NetworkClient, Wakeup
+
+LOGGER = logging.getLogger(__name__)
+
+_COORDINATOR_ERRORS = frozenset({
+    ErrorCode.COORDINATOR_NOT_AVAILABLE,
+    ErrorCode.NOT_COORDINATOR,
+})
+_FATAL_JOIN_ERRORS = frozenset({
+    ErrorCode.INVALID_GROUP_ID,
+    ErrorCode.INCONSISTENT_GROUP_PROTOCOL,
+    ErrorCode.GROUP_AUTHORIZATION_FAILED,
+    ErrorCode.INVALID_SESSION_TIMEOUT,
+    ErrorCode.GROUP_MAX_SIZE_REACHED,
+    ErrorCode.FENCED_INSTANCE_ID,
+    ErrorCode.UNSUPPORTED_VERSION,
+})
+
+OffsetMap = Mapping[TopicPartition, tuple[int, str | None]]
+
+
+class CoordinatorLookup:
+    """Finds and remembers a group's coordinator node (FindCoordinator, key type 0)."""
+
+    def __init__(self, client: NetworkClient, group_id: str) -> None:
+        self._client = client
+        self.group_id = group_id
+        self.node_id: int | None = None
+
+    def mark_unknown(self) -> None:
+        if self.node_id is not None:
+            LOGGER.info("group %s: coordinator node %s marked unknown", self.group_id,
+                        self.node_id)
+        self.node_id = None
+
+    async def find(self) -> int:
+        """The coordinator's node id, asking the least loaded broker until one answers."""
+        attempts = 0
+        while self.node_id is None:
+            try:
+                response = await self._client.request_any(
+                    ApiKey.FindCoordinator, {"key": self.group_id, "key_type": 0})
+                code = response.error_code
+                if code == ErrorCode.NONE:
+                    self.node_id = self._client.coordinator_node(response.node_id, response.host,
+                                                                 response.port)
+                    break
+                error = error_for(code, f"FindCoordinator for group {self.group_id!r}: "
+                                  f"{describe_code(code)}")
+                if not error.retriable:
+                    raise error
+            except KafkaError as exc:
+                if not exc.retriable:
+                    raise
+                error = exc
+            LOGGER.debug("group %s: FindCoordinator failed: %r", self.group_id, error)
+            await trio.sleep(self._client.retry_backoff.backoff_ms(attempts) / 1000)
+            attempts += 1
+        return self.node_id
+
+    async def request(self, api_key: int, body: Any, *, timeout_s: float | None = None) -> Any:
+        """A request to the coordinator; a broken connection marks the coordinator unknown."""
+        node_id = await self.find()
+        try:
+            return await self._client.request(node_id, api_key, body, timeout_s=timeout_s)
+        except KafkaConnectionError:
+            self.mark_unknown()
+            raise
+        except KafkaError as exc:
+            if exc.retriable:
+                self.mark_unknown()
+            raise
+
+
+class GroupMember:
+    """This consumer's membership in a classic group (the group and heartbeat tasks)."""
+
+    def __init__(self, client: NetworkClient, config: dict[str, Any], coordinator:
+                 CoordinatorLookup, *,
+                 on_revoke: Callable[[set[TopicPartition]], Awaitable[None]],
+                 on_assign: Callable[[set[TopicPartition]], Awaitable[None]],
+                 on_fatal: Callable[[], None] = lambda: None) -> None:
+        self._client = client
+        self._coordinator = coordinator
+        self.group_id = coordinator.group_id
+        self._session_timeout_ms = config["session.timeout.ms"]
+        self._rebalance_timeout_ms = config["max.poll.interval.ms"]
+        self._heartbeat_interval_s = config["heartbeat.interval.ms"] / 1000
+        self._request_timeout_s = config["request.timeout.ms"] / 1000
+        names = config["partition.assignment.strategy"]
+        if isinstance(names, str):
+            names = [n.strip() for n in names.split(",") if n.strip()]
+        unknown = [n for n in names if n not in ASSIGNORS]
+        if unknown or not names:
+            raise ConfigError(f"partition.assignment.strategy {unknown or names!r}: supported "
+                              f"assignors are {', '.join(ASSIGNORS)}")
+        self._assignors = [ASSIGNORS[n] for n in names]
+        self._on_revoke = on_revoke
+        self._on_assign = on_assign
+        self._on_fatal = on_fatal
+        self.member_id = ""
+        self.generation = -1
+        self.protocol: str | None = None
+        self.leader_id: str | None = None
+        self.stable = False
+        self.topics: set[str] = set()
+        self.assignment: set[TopicPartition] = set()
+        self.fatal_error: KafkaError | None = None
+        self._rejoin_needed = True
+        self._rejoin = Wakeup()
+        self._stable_event = trio.Event()
+        self._partition_counts: dict[str, int] = {}
+        self._last_heartbeat_ok = -math.inf
+        self.joined = trio.Event()  # set after the first successful assignment
+
+    # --- requests from the consumer ---------------------------------------------------------
+
+    def subscribe(self, topics: Iterable[str]) -> None:
+        topics = set(topics)
+        if topics != self.topics:
+            self.topics = topics
+            self.request_rejoin("subscription changed")
+
+    def request_rejoin(self, reason: str) -> None:
+        if not self._rejoin_needed:
+            LOGGER.info("group %s: rejoin needed (%s)", self.group_id, reason)
+        self._rejoin_needed = True
+        self.stable = False
+        self._stable_event = trio.Event()
+        self._rejoin.set()
+
+    @property
+    def commit_identity(self) -> tuple[int, str]:
+        """(generation, member id) to put in an OffsetCommit."""
+        return self.generation, self.member_id
+
+    # --- the group task ----------------------------------------------------------------------
+
+    async def run(self) -> None:
+        attempts = 0
+        while True:
+            if self._rejoin_needed and self.topics:
+                try:
+                    await self._rebalance()
+                except KafkaError as exc:
+                    if not exc.retriable:
+                        LOGGER.error("group %s: %r", self.group_id, exc)
+                        self.fatal_error = exc
+                        self.joined.set()
+                        self._on_fatal()
+                        return
+                    LOGGER.info("group %s: rebalance failed (%r); retrying", self.group_id, exc)
+                    self._rejoin_needed = True
+                    await trio.sleep(self._client.retry_backoff.backoff_ms(attempts) / 1000)
+                    attempts += 1
+                else:
+                    attempts = 0
+            else:
+                await self._rejoin.wait()
+
+    async def _rebalance(self) -> None:
+        if self.assignment:
+            revoked, self.assignment = self.assignment, set()
+            await self._on_revoke(revoked)
+        attempts = 0
+        while True:
+            self._rejoin_needed = False
+            self._rejoin.clear()
+            try:
+                assignment = await self._join_and_sync()
+            except KafkaError as exc:
+                if not exc.retriable:
+                    raise
+                LOGGER.info("group %s: join failed (%r); retrying", self.group_id, exc)
+                await trio.sleep(self._client.retry_backoff.backoff_ms(attempts) / 1000)
+                attempts += 1
+                continue
+            if assignment is None or self._rejoin_needed:
+                continue
+            break
+        self.assignment = {TopicPartition(topic, p) for topic, parts in assignment.items()
+                           for p in parts}
+        self.stable = True
+        self._last_heartbeat_ok = trio.current_time()
+        self._stable_event.set()
+        LOGGER.info("group %s generation %s: member %s assigned %s", self.group_id,
+                    self.generation, self.member_id, sorted(self.assignment))
+        await self._on_assign(set(self.assignment))
+        self.joined.set()
+
+    async def _join_and_sync(self) -> dict[str, list[int]] | None:
+        """One JoinGroup + SyncGroup round; None when the protocol says to join again."""
+        topics = sorted(self.topics)
+        self._client.add_topics(topics)
+        metadata = encode_subscription(topics)
+        join_cls = request_class(ApiKey.JoinGroup)
+        assert join_cls is not None
+        response = await self._coordinator.request(ApiKey.JoinGroup, {
+            "group_id": self.group_id,
+            "session_timeout_ms": self._session_timeout_ms,
+            "rebalance_timeout_ms": self._rebalance_timeout_ms,
+            "member_id": self.member_id,
+            "group_instance_id": None,
+            "protocol_type": "consumer",
+            "protocols": [join_cls.JoinGroupRequestProtocol(name=a.name, metadata=metadata)
+                          for a in self._assignors],
+        }, timeout_s=self._rebalance_timeout_ms / 1000 + 5 + self._request_timeout_s)
+        code = response.error_code
+        if code == ErrorCode.MEMBER_ID_REQUIRED:
+            self.member_id = response.member_id
+            return None
+        if code != ErrorCode.NONE:
+            self._handle_group_error(code, "JoinGroup")
+            return None
+        self.member_id = response.member_id
+        self.generation = response.generation_id
+        self.protocol = response.protocol_name
+        self.leader_id = response.leader
+        if response.leader == response.member_id:
+            assignments = await self._assign(response.protocol_name, response.members)
+        else:
+            assignments = {}
+        sync_cls = request_class(ApiKey.SyncGroup)
+        assert sync_cls is not None
+        response = await self._coordinator.request(ApiKey.SyncGroup, {
+            "group_id": self.group_id,
+            "generation_id": self.generation,
+            "member_id": self.member_id,
+            "group_instance_id": None,
+            "protocol_type": "consumer",
+            "protocol_name": self.protocol,
+            "assignments": [sync_cls.SyncGroupRequestAssignment(member_id=m, assignment=a)
+                            for m, a in assignments.items()],
+        })
+        code = response.error_code
+        if code != ErrorCode.NONE:
+            self._handle_group_error(code, "SyncGroup")
+            return None
+        try:
+            return decode_assignment(bytes(response.assignment or b""))
+        except ProtocolPayloadError as exc:
+            raise error_for(ErrorCode.INCONSISTENT_GROUP_PROTOCOL,
+                            f"group {self.group_id!r}: unreadable assignment: {exc}") from None
+
+    def _handle_group_error(self, code: int, what: str) -> None:
+        error = error_for(code, f"{what} for group {self.group_id!r}: {describe_code(code)}")
+        if code in _FATAL_JOIN_ERRORS:
+            raise error
+        if code == ErrorCode.UNKNOWN_MEMBER_ID:
+            self.member_id = ""
+            self.generation = -1
+        elif code in _COORDINATOR_ERRORS:
+            self._coordinator.mark_unknown()
+        if code in (ErrorCode.REBALANCE_IN_PROGRESS, ErrorCode.UNKNOWN_MEMBER_ID,
+                    ErrorCode.ILLEGAL_GENERATION):
+            LOGGER.debug("group %s: %s answered %s; joining again", self.group_id, what, code)
+            return
+        raise error
+
+    async def _assign(self, protocol: str, members: Any) -> dict[str, bytes]:
+        """As the leader: run the chosen assignor over every member's subscription."""
+        assignor = ASSIGNORS.get(protocol)
+        if assignor is None:
+            raise error_for(ErrorCode.INCONSISTENT_GROUP_PROTOCOL,
+                            f"the group chose assignor {protocol!r}, which this client lacks")
+        subscriptions: dict[str, list[str]] = {}
+        for member in members:
+            try:
+                subscriptions[member.member_id] = decode_subscription(
+                    bytes(member.metadata)).topics
+            except ProtocolPayloadError as exc:
+                LOGGER.warning("group %s: member %s sent an unreadable subscription (%s)",
+                               self.group_id, member.member_id, exc)
+                subscriptions[member.member_id] = []
+        all_topics = {t for topics in subscriptions.values() for t in topics}
+        self._client.add_topics(all_topics)
+        with trio.move_on_after(self._request_timeout_s):
+            await self._client.refresh_metadata()
+        counts = {t: info.num_partitions for t, info in self._client.metadata.topics.items()
+                  if t in all_topics and info.error == ErrorCode.NONE}
+        self._partition_counts = counts
+        result = assignor.assign(subscriptions, counts)
+        LOGGER.debug("group %s: leader assigned %s", self.group_id, result)
+        return {member: encode_assignment(parts) for member, parts in result.items()}
+
+    # --- the heartbeat task ------------------------------------------------------------------
+
+    async def heartbeat_loop(self) -> None:
+        while True:
+            await self._stable_event.wait()
+            await trio.sleep(self._heartbeat_interval_s)
+            if not self.stable:
+                continue
+            self._check_partition_counts()
+            generation, member_id = self.generation, self.member_id
+            try:
+                response = await self._coordinator.request(ApiKey.Heartbeat, {
+                    "group_id": self.group_id, "generation_id": generation,
+                    "member_id": member_id, "group_instance_id": None})
+                code = response.error_code
+            except KafkaError as exc:
+                LOGGER.info("group %s: heartbeat failed: %r", self.group_id, exc)
+                code = -2
+            now = trio.current_time()
+            if code == ErrorCode.NONE:
+                self._last_heartbeat_ok = now
+                continue
+            if generation != self.generation:
+                continue  # the answer is about a generation already left behind
+            if code in (ErrorCode.REBALANCE_IN_PROGRESS, ErrorCode.ILLEGAL_GENERATION):
+                self.request_rejoin(f"heartbeat answered {ErrorCode(code).name}")
+            elif code == ErrorCode.UNKNOWN_MEMBER_ID:
+                self.member_id = ""
+                self.generation = -1
+                self.request_rejoin("heartbeat answered UNKNOWN_MEMBER_ID")
+            elif code in _COORDINATOR_ERRORS:
+                self._coordinator.mark_unknown()
+            if (self.stable and now - self._last_heartbeat_ok
+                    > self._session_timeout_ms / 1000):
+                self.request_rejoin("no successful heartbeat within session.timeout.ms")
+
+    def _check_partition_counts(self) -> None:
+        """As the leader: a subscribed topic that appeared or grew needs a new assignment."""
+        if self.leader_id != self.member_id or not self.leader_id:
+            return
+        for topic in self.topics:
+            info = self._client.metadata.topics.get(topic)
+            count = info.num_partitions if info is not None and info.error == 0 else 0
+            if count != self._partition_counts.get(topic, 0):
+                self.request_rejoin(f"topic {topic} now has {count} partitions")
+                return
+
+    # --- leaving -----------------------------------------------------------------------------
+
+    async def leave(self) -> None:
+        """LeaveGroup (best effort) so the group rebalances now rather than after a timeout."""
+        if not self.member_id or self._coordinator.node_id is None:
+            return
+        member_id, self.member_id = self.member_id, ""
+        self.generation = -1
+        self.stable = False
+        with trio.move_on_after(self._request_timeout_s):
+            try:
+                await self._coordinator.request(ApiKey.LeaveGroup, {
+                    "group_id": self.group_id, "member_id": member_id})
+                LOGGER.info("group %s: member %s left", self.group_id, member_id)
+            except KafkaError as exc:
+                LOGGER.info("group %s: LeaveGroup failed: %r", self.group_id, exc)
+
+
+async def commit_offsets(coordinator: CoordinatorLookup, client: NetworkClient,
+                         offsets: OffsetMap, *, generation: int, member_id: str,
+                         timeout_s: float) -> None:
+    """OffsetCommit, retrying retriable errors until ``timeout_s``; raises the rest."""
+    if not offsets:
+        await trio.lowlevel.checkpoint()
+        return
+    commit_cls = request_class(ApiKey.OffsetCommit)
+    assert commit_cls is not None
+    topic_cls = commit_cls.OffsetCommitRequestTopic
+    part_cls = topic_cls.OffsetCommitRequestPartition
+    by_topic: dict[str, list[Any]] = {}
+    for tp, (offset, metadata) in offsets.items():
+        by_topic.setdefault(tp.topic, []).append(part_cls(
+            partition_index=tp.partition, committed_offset=offset, committed_leader_epoch=-1,
+            commit_timestamp=-1, committed_metadata=metadata))
+    body = {
+        "group_id": coordinator.group_id,
+        "generation_id_or_member_epoch": generation,
+        "member_id": member_id,
+        "group_instance_id": None,
+        "retention_time_ms": -1,
+        "topics": [topic_cls(name=t, partitions=parts) for t, parts in by_topic.items()],
+    }
+    attempts = 0
+    with trio.fail_after(timeout_s):
+        while True:
+            try:
+                response = await coordinator.request(ApiKey.OffsetCommit, body)
+                error: KafkaError | None = None
+                for topic in response.topics:
+                    for part in topic.partitions:
+                        if part.error_code and error is None:
+                            error = error_for(part.error_code,
+                                              f"committing {topic.name}-{part.partition_index}:"
+                                              f" {describe_code(part.error_code)}")
+                if error is None:
+                    return
+                if error.code in _COORDINATOR_ERRORS:
+                    coordinator.mark_unknown()
+                raise error
+            except KafkaError as exc:
+                if not exc.retriable:
+                    raise
+                LOGGER.debug("commit failed (%r); retrying", exc)
+            await trio.sleep(client.retry_backoff.backoff_ms(attempts) / 1000)
+            attempts += 1
+
+
+async def fetch_committed(coordinator: CoordinatorLookup, client: NetworkClient,
+                          partitions: Iterable[TopicPartition] | None, *,
+                          timeout_s: float) -> dict[TopicPartition, tuple[int, str | None]]:
+    """OffsetFetch: committed (offset, metadata) per partition; partitions never committed are
+    absent. ``partitions=None`` asks for every partition the group committed."""
+    fetch_cls = request_class(ApiKey.OffsetFetch)
+    assert fetch_cls is not None
+    topic_cls = fetch_cls.OffsetFetchRequestTopic
+    by_topic: dict[str, list[int]] = {}
+    for tp in partitions or ():
+        by_topic.setdefault(tp.topic, []).append(tp.partition)
+    body = {
+        "group_id": coordinator.group_id,
+        "topics": None if partitions is None else [
+            topic_cls(name=t, partition_indexes=p) for t, p in by_topic.items()],
+        "require_stable": False,
+    }
+    attempts = 0
+    with trio.fail_after(timeout_s):
+        while True:
+            try:
+                response = await coordinator.request(ApiKey.OffsetFetch, body)
+                code = getattr(response, "error_code", 0) or 0
+                result: dict[TopicPartition, tuple[int, str | None]] = {}
+                for topic in response.topics or ():
+                    for part in topic.partitions or ():
+                        code = code or part.error_code
+                        if part.committed_offset >= 0:
+                            result[TopicPartition(topic.name, part.partition_index)] = (
+                                part.committed_offset, part.metadata)
+                if code == ErrorCode.NONE:
+                    return result
+                if code in _COORDINATOR_ERRORS:
+                    coordinator.mark_unknown()
+                raise error_for(code, f"OffsetFetch for group {coordinator.group_id!r}: "
+                                f"{describe_code(code)}")
+            except KafkaError as exc:
+                if not exc.retriable:
+                    raise
+                LOGGER.debug("offset fetch failed (%r); retrying", exc)
+            await trio.sleep(client.retry_backoff.backoff_ms(attempts) / 1000)
+            attempts += 1
