@@ -66,3 +66,18 @@ async def test_trio_broker_fixture_is_fresh_per_test(trio_broker):
     assert trio_broker.state.logs.topics() == {}
     assert trio_broker.port != 0
     await trio.sleep(0)
+
+
+async def test_docs_testing_trio_client_example(trio_broker):
+    """The Trio example in docs/testing.md, verbatim in spirit."""
+    from trio_broker.client import open_consumer, open_producer
+
+    async with open_producer(bootstrap_servers=trio_broker.bootstrap_servers) as producer:
+        meta = await producer.send("greetings", b"hello")
+    async with open_consumer(bootstrap_servers=trio_broker.bootstrap_servers,
+                             group_id="docs", auto_offset_reset="earliest") as consumer:
+        consumer.subscribe(["greetings"])
+        with trio.fail_after(30):
+            async for record in consumer:
+                assert (record.offset, record.value) == (meta.offset, b"hello")
+                break
