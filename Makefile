@@ -36,6 +36,8 @@ typecheck: $(VENV)/.dev-installed
 ## Benchmarks (not part of `make test`); figures go to docs/benchmarks.md.
 bench: $(VENV)/.dev-installed
 	$(PY) bench/bench_pipeline.py
+	$(PY) bench/bench_produce_consume.py
+	$(PY) bench/bench_clients.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache

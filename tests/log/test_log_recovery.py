@@ -7,7 +7,7 @@ from log_helpers import SMALL, append, make_batch, open_log
 
 from trio_broker.log import LogManager
 from trio_broker.log.segment import LogSegment
-from trio_broker.protocol.records import decode_batches, read_batch_header
+from trio_broker.protocol.records import CorruptRecordError, decode_batches, read_batch_header
 
 
 def _fill(path: Path, batches: int = 60) -> list[int]:
@@ -92,18 +92,21 @@ def test_garbage_after_a_clean_shutdown_is_still_truncated(
     log.close()
 
 
-def test_torn_index_rebuild_in_an_old_segment_drops_what_follows(tmp_path: Path) -> None:
+def test_torn_old_segment_below_the_recovery_point_is_refused_not_truncated(
+    tmp_path: Path,
+) -> None:
     path = tmp_path / "t-0"
     _fill(path)
     first_log, first_index = sorted(path.glob("*.log"))[0], sorted(path.glob("*.index"))[0]
     first_index.write_bytes(b"\x00" * 7)  # odd size: rebuilt, which re-reads the segment
     data = first_log.read_bytes()
     first_log.write_bytes(data[:-10])  # and the segment's last batch is torn
-    log = open_log(path, clean_shutdown=True)
-    assert log.num_segments == 1
-    assert _offsets(log) == list(range(log.log_end_offset))
-    assert append(log).first_offset == log.log_end_offset - 1
-    log.close()
+    before = {p.name: p.stat().st_size for p in path.glob("*.log")}
+    # Flushed, acknowledged data follows in later segments: the log refuses to open (its
+    # partition goes offline) rather than delete them.
+    with pytest.raises(CorruptRecordError, match="below the recovery point"):
+        open_log(path, clean_shutdown=True)
+    assert {p.name: p.stat().st_size for p in path.glob("*.log")} == before
 
 
 def test_corrupt_batch_mid_log_truncates_there_and_drops_later_segments(

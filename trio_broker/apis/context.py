@@ -33,9 +33,22 @@ class Deferred:
 
 DEFERRED = Deferred()
 
+
+class CloseConnection:
+    """Returned by a handler that cannot answer and must close the connection instead.
+
+    Kafka does this for a Produce with acks=0 that failed: the client expects no response, so a
+    closed connection is the only way it learns of the error (and refreshes its metadata).
+    """
+
+    __slots__ = ("reason",)
+
+    def __init__(self, reason: str) -> None:
+        self.reason = reason
+
 #: What a handler returns: a response body, ``None`` for "no response" (acks=0 produce), or
 #: ``DEFERRED`` when it will call ``ctx.respond`` later.
-HandlerResult = ApiMessage | Deferred | None
+HandlerResult = ApiMessage | Deferred | CloseConnection | None
 
 
 class RequestContext:

@@ -59,7 +59,9 @@ async def offset_commit(ctx: RequestContext, request: Any) -> HandlerResult:
     coord.commit_offsets(group_id=request.group_id,
                          generation_id=request.generation_id_or_member_epoch,
                          member_id=request.member_id,
-                         retention_time_ms=getattr(request, "retention_time_ms", -1),
+                         # now + retention must fit the offsets file's i64 expiry; 2**62 ms
+                         # is still forever (a value near 2**63 crashed the commit).
+                         retention_time_ms=min(getattr(request, "retention_time_ms", -1), 2**62),
                          offsets=entries, respond=reply)
     return reply.result()
 

@@ -24,7 +24,7 @@ from ..protocol.records import (
     UnsupportedCompressionError,
     validate_batch,
 )
-from .context import HandlerResult, RequestContext
+from .context import CloseConnection, HandlerResult, RequestContext
 from .registry import handler
 from .topics import validate_topic_name
 
@@ -86,6 +86,8 @@ async def handle_produce(ctx: RequestContext, request: Any) -> HandlerResult:
             LOGGER.error("flush of %s failed: %s", log.name, exc)
             parts[i] = _part(parts[i].index, ErrorCode.KAFKA_STORAGE_ERROR)
     if acks == 0:
+        if any(p.error_code for t in results for p in t.partition_responses):
+            return CloseConnection("acks=0 produce failed")
         return None
     return ctx.response(responses=results, throttle_time_ms=0)
 
@@ -99,7 +101,7 @@ def _append(ctx: RequestContext, log: Any, records: bytes | None, now_ms: int) -
             return ErrorCode.UNSUPPORTED_COMPRESSION_TYPE, None
         if header.is_transactional:
             return ErrorCode.INVALID_TXN_STATE, None
-        info = log.append(bytearray(records), header, now_ms=now_ms)
+        info = log.append(records, header, now_ms=now_ms)  # bytes: the log copies the header
     except CorruptRecordError as exc:
         LOGGER.debug("corrupt batch for %s: %s", log.name, exc)
         return ErrorCode.CORRUPT_MESSAGE, None

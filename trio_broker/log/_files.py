@@ -19,9 +19,23 @@ def fsync_dir(path: Path) -> None:
         os.close(fd)
 
 
-def write_all(fd: int, data: bytes | bytearray | memoryview, position: int) -> None:
-    """pwrite until everything is written; a short write is retried, an error propagates."""
-    written = os.pwrite(fd, data, position)
+def write_all(
+    fd: int,
+    data: bytes | bytearray | memoryview | tuple[bytes | bytearray | memoryview, ...],
+    position: int,
+) -> None:
+    """pwrite until everything is written; a short write is retried, an error propagates.
+
+    A tuple of buffers is written as if concatenated (``pwritev``, no copy).
+    """
+    if isinstance(data, tuple):
+        total = sum(map(len, data))
+        written = os.pwritev(fd, data, position)
+        if written == total:
+            return
+        data = b"".join(data)  # a short vectored write: rare, so finish the simple way
+    else:
+        written = os.pwrite(fd, data, position)
     if written == len(data):
         return
     view = memoryview(data)[written:]

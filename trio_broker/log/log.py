@@ -34,6 +34,7 @@ from pathlib import Path
 import attrs
 
 from ..protocol.records import (
+    BATCH_HEADER_SIZE,
     BatchHeader,
     CorruptRecordError,
     set_base_offset,
@@ -145,10 +146,13 @@ class Log:
         else:
             first_to_recover = max(0, bisect_right(self._base_offsets, recovery_point) - 1)
         truncated_early = False
+        last = len(self._segments) - 1
         for i, segment in enumerate(self._segments[:first_to_recover]):
             try:
                 segment.load_trusted()
             except IndexCorruptError as exc:
+                if i < last:
+                    _refuse_if_corrupt(segment)
                 LOGGER.warning("Rebuilding the indexes of %s: %s", segment.log_path, exc)
                 truncated, reason = segment.recover()
                 if reason is not None:
@@ -156,6 +160,8 @@ class Log:
                     truncated_early = True
                     break
             except CorruptRecordError as exc:
+                if i < last:
+                    raise _below_recovery_point(segment, exc) from exc
                 LOGGER.warning("Recovering %s and later segments: %s", segment.log_path, exc)
                 first_to_recover = i
                 break
@@ -309,9 +315,17 @@ class Log:
     # --- append -------------------------------------------------------------------------
 
     def append(
-        self, batch: bytearray, header: BatchHeader, *, now_ms: int, leader_epoch: int = -1
+        self,
+        batch: bytearray | bytes,
+        header: BatchHeader,
+        *,
+        now_ms: int,
+        leader_epoch: int = -1,
     ) -> LogAppendInfo:
         """Append one validated batch, assigning its offsets in place.
+
+        A ``bytes`` batch (as decoded from a request) is not copied: only its 61-byte header is,
+        rewritten, and written together with the untouched rest (one ``pwritev``).
 
         Raises InvalidRecordError / InvalidProducerEpochError / OutOfOrderSequenceError for
         producer-state violations (nothing written) and KafkaStorageError if the disk fails
@@ -334,17 +348,27 @@ class Log:
                     )
             first = self._next_offset
             last = first + header.last_offset_delta
-            set_base_offset(batch, 0, first)
-            set_partition_leader_epoch(batch, 0, leader_epoch)
+            if config.log_append_time and not isinstance(batch, bytearray):
+                batch = bytearray(batch)  # the new timestamp changes the CRC of it all
+            data: bytearray | tuple[bytearray, memoryview]
+            if isinstance(batch, bytearray):
+                data = head = batch
+            else:
+                # Performance: the fields a broker rewrites all sit in the header, so copy
+                # just that instead of the whole batch (up to max.message.bytes).
+                head = bytearray(batch[:BATCH_HEADER_SIZE])
+                data = (head, memoryview(batch)[BATCH_HEADER_SIZE:])
+            set_base_offset(head, 0, first)
+            set_partition_leader_epoch(head, 0, leader_epoch)
             if config.log_append_time:
-                set_log_append_time(batch, 0, now_ms)
+                set_log_append_time(head, 0, now_ms)
                 append_time = max_timestamp = now_ms
             else:
                 append_time = -1
                 max_timestamp = header.max_timestamp
             try:
                 segment = self._maybe_roll(size, last, now_ms)
-                segment.append(batch, first, last + 1, max_timestamp, now_ms)
+                segment.append(data, first, last + 1, max_timestamp, now_ms)
             except OSError as exc:
                 raise KafkaStorageError(
                     f"appending {size} bytes to {self.name} failed: {exc}"
@@ -582,6 +606,30 @@ class Log:
                         error = error or exc
             if error is not None:
                 raise KafkaStorageError(f"closing {self.name} failed: {error}") from error
+
+
+def _below_recovery_point(segment: LogSegment, exc: Exception) -> CorruptRecordError:
+    # Data below the recovery point was fsynced and acknowledged, and later segments hold more
+    # of it: truncating here would delete them. The partition stays offline for an operator.
+    return CorruptRecordError(
+        f"{segment.log_path} is corrupt below the recovery point ({exc}); not truncating, "
+        "which would delete the valid segments after it"
+    )
+
+
+def _refuse_if_corrupt(segment: LogSegment) -> None:
+    """Raise CorruptRecordError unless every batch of a flushed segment is whole and valid."""
+    next_offset = segment.base_offset
+    try:
+        for pos, header in segment.scan(verify=True):
+            if header.base_offset < next_offset or header.last_offset_delta < 0:
+                raise CorruptRecordError(
+                    f"batch at position {pos} has offsets {header.base_offset}.."
+                    f"{header.last_offset}, expected {next_offset} or later"
+                )
+            next_offset = header.next_offset
+    except CorruptRecordError as exc:
+        raise _below_recovery_point(segment, exc) from exc
 
 
 def _close_all(fds: list[int]) -> None:

@@ -67,7 +67,9 @@ class FrameDecoder:
         end = pos + 4 + size
         if len(buf) < end:
             return NEED_DATA
-        frame = bytes(buf[pos + 4 : end])
+        # One copy: slicing the bytearray itself would copy once more before bytes() does.
+        with memoryview(buf) as view:
+            frame = bytes(view[pos + 4 : end])
         self._pos = end
         if end == len(buf):
             buf.clear()

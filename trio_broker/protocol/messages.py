@@ -161,9 +161,10 @@ def encode_response(header: RequestHeader, body: ApiMessage, *,
     ``version`` overrides the body's version (the ApiVersions error reply is always v0).
     """
     v = header.api_version if version is None else version
-    payload = response_header_bytes(header.api_key, header.api_version, header.correlation_id)
-    payload += _body_bytes(body, v)
-    return _I32.pack(len(payload)) + payload
+    head = response_header_bytes(header.api_key, header.api_version, header.correlation_id)
+    data = _body_bytes(body, v)
+    # One copy of the body (a fetch response carries up to max_bytes of records), not two.
+    return b"".join((_I32.pack(len(head) + len(data)), head, data))
 
 
 def _body_bytes(body: ApiMessage, version: int) -> bytes:

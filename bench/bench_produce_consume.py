@@ -1,0 +1,317 @@
+"""Produce and consume throughput and end-to-end latency with confluent-kafka (librdkafka).
+
+Run: ``.venv/bin/python bench/bench_produce_consume.py [--records 2000000]``. Not part of the
+test suite. Starts ``trio-broker serve`` as a subprocess on a free loopback port with its data in
+a temporary directory, then measures, with one partition and 100-byte values:
+
+1. produce: ``--records`` records, acks=1, linger.ms=5, librdkafka's default batching;
+2. consume: all of them back, ``consume(num_messages=10000)`` with fetch.queue.backoff.ms=1;
+3. end-to-end latency at a steady ``--rate`` msg/s with linger.ms=0 for ``--seconds``: the
+   producer stamps each value with the send time, a consumer in the same process (its own
+   thread) reads it back; p50/p99/p99.9 of receive time minus send time.
+
+The same three are measured against librdkafka's own in-process mock broker
+(``test.mock.num.brokers=1``), the client-side ceiling, and the ratio is printed. The mock keeps
+only the newest ~5 MB of a partition, so its consume figure is timed over rounds of
+``MOCK_ROUND`` records, each produced (untimed) just before it is consumed. Figures go to
+docs/benchmarks.md ("Produce and consume (confluent-kafka)").
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import select
+import shutil
+import signal
+import socket
+import statistics
+import struct
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import confluent_kafka
+
+VALUE_BYTES = 100
+#: records per consume round against the mock broker (well under its ~5 MB partition limit)
+MOCK_ROUND = 20_000
+#: the mock answers an empty fetch only when its max wait is over (new data does not wake it),
+#: so its consumers poll with a short wait; ours keep librdkafka's default of 500 ms
+MOCK_FETCH_WAIT_MS = 1
+_STAMP = struct.Struct(">q")
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@contextmanager
+def trio_broker(overrides: list[str], nice: int = 0) -> Iterator[tuple[str, int]]:
+    """``trio-broker serve`` in a subprocess: yields (bootstrap servers, pid)."""
+    port = _free_port()
+    data = tempfile.mkdtemp(prefix="bench-broker-")
+    argv = [sys.executable, "-m", "trio_broker", "serve",
+            "--override", f"listeners=PLAINTEXT://127.0.0.1:{port}",
+            "--override", f"log.dirs={data}", "--override", "log.level=WARNING"]
+    for item in overrides:
+        argv += ["--override", item]
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE)
+    if nice:
+        os.setpriority(os.PRIO_PROCESS, proc.pid, nice)
+    try:
+        assert proc.stdout is not None
+        deadline = time.monotonic() + 30
+        while True:
+            ready, _, _ = select.select([proc.stdout], [], [], max(0, deadline - time.monotonic()))
+            if not ready:
+                raise RuntimeError("the broker did not start within 30 s")
+            line = proc.stdout.readline()
+            if not line:
+                raise RuntimeError("the broker exited at start")
+            if b"listening on" in line:
+                break
+        yield f"127.0.0.1:{port}", proc.pid
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        shutil.rmtree(data, ignore_errors=True)
+
+
+@contextmanager
+def mock_broker() -> Iterator[tuple[str, int]]:
+    """librdkafka's in-process mock cluster with one broker."""
+    holder = confluent_kafka.Producer({"test.mock.num.brokers": 1, "bootstrap.servers": "",
+                                       "log_level": 0})
+    brokers = holder.list_topics(timeout=10).brokers
+    bootstrap = ",".join(f"{b.host}:{b.port}" for b in brokers.values())
+    try:
+        yield bootstrap, os.getpid()
+    finally:
+        holder.flush(1)
+
+
+def _wait_for_topic(bootstrap: str, topic: str) -> None:
+    producer = confluent_kafka.Producer({"bootstrap.servers": bootstrap})
+    deadline = time.monotonic() + 10
+    while True:
+        md = producer.list_topics(topic, timeout=5).topics.get(topic)
+        if md is not None and md.error is None and 0 in md.partitions:
+            return
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"topic {topic} did not appear: {md and md.error}")
+        time.sleep(0.05)
+
+
+def create_topic(bootstrap: str, topic: str, mock: bool) -> None:
+    if not mock:
+        from confluent_kafka.admin import AdminClient, NewTopic
+
+        admin = AdminClient({"bootstrap.servers": bootstrap})
+        admin.create_topics([NewTopic(topic, 1, 1)])[topic].result(10)
+    _wait_for_topic(bootstrap, topic)  # the mock cluster auto-creates on Metadata
+
+
+def bench_produce(bootstrap: str, topic: str, records: int) -> float:
+    producer = confluent_kafka.Producer({
+        "bootstrap.servers": bootstrap, "acks": 1, "linger.ms": 5,
+        "queue.buffering.max.messages": 1_000_000, "queue.buffering.max.kbytes": 1_048_576})
+    value = os.urandom(VALUE_BYTES)
+    produce = producer.produce
+    poll = producer.poll
+    started = time.perf_counter()
+    for _ in range(records):
+        try:
+            produce(topic, value, partition=0)
+        except BufferError:
+            poll(0.001)
+            produce(topic, value, partition=0)
+    remaining = producer.flush(120)
+    elapsed = time.perf_counter() - started
+    if remaining:
+        raise RuntimeError(f"{remaining} records were not delivered")
+    return elapsed
+
+
+def bench_consume(bootstrap: str, topic: str, records: int) -> float:
+    consumer = confluent_kafka.Consumer({
+        "bootstrap.servers": bootstrap, "group.id": "bench", "enable.auto.commit": False,
+        "fetch.queue.backoff.ms": 1})
+    consumer.assign([confluent_kafka.TopicPartition(topic, 0, confluent_kafka.OFFSET_BEGINNING)])
+    got = 0
+    started = time.perf_counter()
+    deadline = started + 120
+    while got < records:
+        batch = consumer.consume(num_messages=10_000, timeout=1.0)
+        got += len(batch)
+        if time.perf_counter() > deadline:
+            raise RuntimeError(f"consumed only {got} of {records} records in 120 s")
+    elapsed = time.perf_counter() - started
+    consumer.close()
+    return elapsed
+
+
+def bench_consume_rounds(bootstrap: str, topic: str, records: int, round_size: int,
+                         fetch_wait_ms: int) -> float:
+    """Consume time for ``records`` produced in rounds of ``round_size`` (timed: consume only).
+
+    For the mock broker, which keeps only the newest ~5 MB of a partition: a consumer starting
+    at the beginning of 200 MB would find its offsets deleted and jump to the end.
+    """
+    consumer = confluent_kafka.Consumer({
+        "bootstrap.servers": bootstrap, "group.id": "bench-rounds", "enable.auto.commit": False,
+        "fetch.queue.backoff.ms": 1, "fetch.wait.max.ms": fetch_wait_ms})
+    consumer.assign([confluent_kafka.TopicPartition(topic, 0, confluent_kafka.OFFSET_END)])
+    while consumer.consume(num_messages=1, timeout=0.5):
+        pass
+    elapsed = 0.0
+    done = 0
+    while done < records:
+        n = min(round_size, records - done)
+        bench_produce(bootstrap, topic, n)
+        got = 0
+        started = time.perf_counter()
+        while got < n:
+            got += len(consumer.consume(num_messages=min(10_000, n - got), timeout=1.0))
+            if time.perf_counter() - started > 60:
+                raise RuntimeError(f"consumed only {got} of {n} records in 60 s")
+        elapsed += time.perf_counter() - started
+        done += n
+    consumer.close()
+    return elapsed
+
+
+def bench_latency(bootstrap: str, topic: str, rate: int, seconds: float,
+                  fetch_wait_ms: int = 500) -> list[float]:
+    """Latencies (ms) of records produced at ``rate`` msg/s, linger.ms=0."""
+    consumer = confluent_kafka.Consumer({
+        "bootstrap.servers": bootstrap, "group.id": "bench-latency", "enable.auto.commit": False,
+        "fetch.queue.backoff.ms": 1, "fetch.wait.max.ms": fetch_wait_ms})
+    consumer.assign([confluent_kafka.TopicPartition(topic, 0, confluent_kafka.OFFSET_END)])
+    # wait until the consumer sits at the end of the partition before producing
+    while consumer.consume(num_messages=1, timeout=0.5):
+        pass
+    producer = confluent_kafka.Producer({"bootstrap.servers": bootstrap, "acks": 1,
+                                         "linger.ms": 0})
+    # Warm up: connections, metadata and the first fetch at the new end are set up before the
+    # clock starts, or the first records' latency would be the producer's start-up time.
+    producer.produce(topic, b"warm-up", partition=0)
+    producer.flush(10)
+    while consumer.poll(0.5) is None:
+        pass
+    total = int(rate * seconds)
+    latencies: list[float] = []
+    done = threading.Event()
+
+    def receive() -> None:
+        deadline = time.monotonic() + seconds + 30
+        # poll() returns each record as soon as it is there; consume(num_messages=N) would
+        # hold records back until N arrived or its timeout passed
+        while len(latencies) < total and time.monotonic() < deadline:
+            m = consumer.poll(0.2)
+            if m is not None and m.error() is None:
+                now = time.perf_counter_ns()
+                latencies.append((now - _STAMP.unpack_from(m.value())[0]) / 1e6)
+        done.set()
+
+    thread = threading.Thread(target=receive)
+    thread.start()
+    padding = os.urandom(VALUE_BYTES - _STAMP.size)
+    # Paced in 1 ms ticks: each tick sends the records due by then (10 at 10,000 msg/s) and
+    # sleeps; a busy-wait per record would take a whole core from the broker on 2 cores.
+    sent = 0
+    started = time.perf_counter()
+    while sent < total:
+        due = min(total, int((time.perf_counter() - started) * rate) + 1)
+        while sent < due:
+            producer.produce(topic, _STAMP.pack(time.perf_counter_ns()) + padding, partition=0)
+            sent += 1
+        producer.poll(0)
+        time.sleep(0.001)
+    producer.flush(30)
+    done.wait(seconds + 40)
+    thread.join()
+    consumer.close()
+    if len(latencies) < total:
+        raise RuntimeError(f"latency run received {len(latencies)} of {total} records")
+    return latencies
+
+
+def _pct(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+def run(name: str, bootstrap: str, args: argparse.Namespace, mock: bool) -> dict[str, float]:
+    create_topic(bootstrap, "bench", mock)
+    create_topic(bootstrap, "latency", mock)
+    if mock:
+        create_topic(bootstrap, "rounds", mock)
+    mb = args.records * VALUE_BYTES / 1e6
+    produce_s = bench_produce(bootstrap, "bench", args.records)
+    print(f"[{name}] produce {args.records:,} x {VALUE_BYTES} B: {args.records / produce_s:,.0f} "
+          f"rec/s, {mb / produce_s:,.1f} MB/s ({produce_s:.2f} s)", flush=True)
+    if mock:
+        consume_s = bench_consume_rounds(bootstrap, "rounds", args.records, MOCK_ROUND,
+                                         MOCK_FETCH_WAIT_MS)
+        how = f", in rounds of {MOCK_ROUND:,} (the mock keeps ~5 MB per partition)"
+    else:
+        consume_s = bench_consume(bootstrap, "bench", args.records)
+        how = ""
+    print(f"[{name}] consume {args.records:,}: {args.records / consume_s:,.0f} rec/s, "
+          f"{mb / consume_s:,.1f} MB/s ({consume_s:.2f} s{how})", flush=True)
+    latencies = bench_latency(bootstrap, "latency", args.rate, args.seconds,
+                              MOCK_FETCH_WAIT_MS if mock else 500)
+    p50, p99, p999 = (_pct(latencies, q) for q in (0.5, 0.99, 0.999))
+    print(f"[{name}] end-to-end latency at {args.rate:,} msg/s, linger.ms=0, {args.seconds:g} s: "
+          f"p50 {p50:.2f} ms, p99 {p99:.2f} ms, p99.9 {p999:.2f} ms, "
+          f"max {max(latencies):.2f} ms, mean {statistics.fmean(latencies):.2f} ms", flush=True)
+    return {"produce": args.records / produce_s, "consume": args.records / consume_s,
+            "p50": p50, "p99": p99, "p999": p999}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--records", type=int, default=2_000_000)
+    parser.add_argument("--rate", type=int, default=10_000, help="latency run msg/s")
+    parser.add_argument("--seconds", type=float, default=10.0, help="latency run length")
+    parser.add_argument("--no-mock", action="store_true", help="skip the mock-broker baseline")
+    parser.add_argument("--override", action="append", default=[], metavar="KEY=VALUE",
+                        help="broker config override (repeatable)")
+    parser.add_argument("--nice", type=int, default=0,
+                        help="scheduling priority of the broker and this process (e.g. -10, "
+                             "needs root): on a shared machine, keeps other load from "
+                             "preempting the measurement")
+    args = parser.parse_args()
+    if args.nice:
+        os.setpriority(os.PRIO_PROCESS, 0, args.nice)
+    print(f"machine: {platform.machine()}, {os.cpu_count()} cpu(s), Python "
+          f"{platform.python_version()}, librdkafka {confluent_kafka.libversion()[0]}, "
+          f"load average {os.getloadavg()[0]:.2f}, nice {args.nice}", flush=True)
+    with trio_broker(args.override, args.nice) as (bootstrap, pid):
+        print(f"trio-broker pid {pid} on {bootstrap}", flush=True)
+        ours = run("trio-broker", bootstrap, args, mock=False)
+    if args.no_mock:
+        return 0
+    with mock_broker() as (bootstrap, _):
+        theirs = run("librdkafka mock", bootstrap, args, mock=True)
+    print("trio-broker / mock: produce {:.2f}x, consume {:.2f}x, p99 latency {:.2f}x".format(
+        ours["produce"] / theirs["produce"], ours["consume"] / theirs["consume"],
+        ours["p99"] / theirs["p99"]))
+    print(f"load average after: {os.getloadavg()[0]:.2f}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
