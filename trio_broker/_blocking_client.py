@@ -89,10 +89,26 @@ def parse_bootstrap(servers: str) -> list[tuple[str, int]]:
     return out
 
 
+def parse_address(address: str, default_port: int = 9092) -> tuple[str, int]:
+    """The first of ``host:port`` (or ``[v6]:port``, or a bare host) -> (host, port)."""
+    address = address.strip().split(",")[0]
+    if address.startswith("["):
+        host, _, rest = address[1:].partition("]")
+        port = rest.lstrip(":")
+    elif address.count(":") == 1:
+        host, port = address.split(":")
+    else:
+        host, port = address, ""
+    try:
+        return host or "127.0.0.1", int(port) if port else default_port
+    except ValueError:
+        raise ValueError(f"bad broker address {address!r}: expected host:port") from None
+
+
 class BrokerConnection:
     """One connection to one broker; requests are answered in order, one at a time."""
 
-    def __init__(self, host: str, port: int, *, timeout_s: float,
+    def __init__(self, host: str, port: int, *, timeout_s: float = 10.0,
                  client_id: str = "trio-broker-console") -> None:
         self.address = f"{host}:{port}" if ":" not in host else f"[{host}]:{port}"
         self.timeout_s = timeout_s
@@ -112,6 +128,16 @@ class BrokerConnection:
 
     def close(self) -> None:
         self._sock.close()
+
+    def __enter__(self) -> BrokerConnection:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def call(self, api_key: int, version: int, **fields: Any) -> Any:
+        """One request at a fixed version; returns the response body."""
+        return self.roundtrip(api_key, version, make_request(api_key, version, **fields))
 
     def _api_versions(self) -> dict[int, tuple[int, int]]:
         body = self.roundtrip(ApiKey.ApiVersions, 0, make_request(ApiKey.ApiVersions, 0))

@@ -16,7 +16,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from .coordinator._wire import BrokerConnection, BrokerUnavailable, parse_address
+from ._blocking_client import BrokerConnection, ClientError, parse_address
 from .coordinator.consumer_protocol import PayloadError, decode_assignment
 from .protocol.api_keys import ApiKey, request_class
 from .protocol.errors import ErrorCode
@@ -49,7 +49,7 @@ def main(args: argparse.Namespace) -> int:
             list_groups(console, host, port, timeout_s=args.timeout)
         else:
             describe_group(console, host, port, args.group, timeout_s=args.timeout)
-    except (BrokerUnavailable, CommandError, ValueError) as exc:
+    except (ClientError, CommandError, ValueError) as exc:
         print(f"trio-broker groups: {exc}", file=sys.stderr)
         return 1
     return 0
@@ -63,13 +63,13 @@ def list_groups(console: Console, host: str, port: int, *, timeout_s: float) -> 
     rows: list[tuple[str, str, str, int]] = []
     for addr in brokers.values():  # each broker lists the groups it coordinates
         with BrokerConnection(*addr, timeout_s=timeout_s) as conn:
-            listed = conn.request(ApiKey.ListGroups, 1)
+            listed = conn.call(ApiKey.ListGroups, 1)
             _check(listed.error_code, f"ListGroups on {conn.address}")
             names = [g.group_id for g in listed.groups]
             types = {g.group_id: g.protocol_type for g in listed.groups}
             if not names:
                 continue
-            described = conn.request(ApiKey.DescribeGroups, 0, groups=names)
+            described = conn.call(ApiKey.DescribeGroups, 0, groups=names)
             for g in described.groups:
                 rows.append((g.group_id, types.get(g.group_id) or "-", g.group_state,
                              len(g.members)))
@@ -89,13 +89,13 @@ def list_groups(console: Console, host: str, port: int, *, timeout_s: float) -> 
 def describe_group(console: Console, host: str, port: int, group: str, *,
                    timeout_s: float) -> None:
     with BrokerConnection(host, port, timeout_s=timeout_s) as bootstrap:
-        found = bootstrap.request(ApiKey.FindCoordinator, 1, key=group, key_type=0)
+        found = bootstrap.call(ApiKey.FindCoordinator, 1, key=group, key_type=0)
         _check(found.error_code, f"FindCoordinator for {group!r}")
         coordinator = (found.host, found.port)
         with BrokerConnection(*coordinator, timeout_s=timeout_s) as conn:
-            described = conn.request(ApiKey.DescribeGroups, 0, groups=[group]).groups[0]
+            described = conn.call(ApiKey.DescribeGroups, 0, groups=[group]).groups[0]
             _check(described.error_code, f"DescribeGroups {group!r}")
-            fetched = conn.request(ApiKey.OffsetFetch, 3, group_id=group, topics=None)
+            fetched = conn.call(ApiKey.OffsetFetch, 3, group_id=group, topics=None)
             _check(fetched.error_code, f"OffsetFetch {group!r}")
         committed = {(t.name, p.partition_index): p.committed_offset
                      for t in fetched.topics for p in t.partitions if p.committed_offset >= 0}
@@ -116,7 +116,7 @@ def describe_group(console: Console, host: str, port: int, group: str, *,
         partitions = sorted(set(committed) | set(owners))
         try:
             log_end = _log_end_offsets(bootstrap, partitions, timeout_s)
-        except BrokerUnavailable as exc:  # still worth showing members and commits
+        except ClientError as exc:  # still worth showing members and commits
             print(f"trio-broker groups: no log end offsets, lag unknown: {exc}",
                   file=sys.stderr)
             log_end = {}
@@ -154,7 +154,7 @@ def _format_assignment(assigned: dict[str, list[int]]) -> str:
 
 
 def _brokers(conn: BrokerConnection) -> dict[int, tuple[str, int]]:
-    meta = conn.request(ApiKey.Metadata, 1, topics=[])
+    meta = conn.call(ApiKey.Metadata, 1, topics=[])
     return {b.node_id: (b.host, b.port) for b in meta.brokers}
 
 
@@ -166,7 +166,7 @@ def _log_end_offsets(bootstrap: BrokerConnection, partitions: Iterable[tuple[str
         return {}
     topics = sorted({t for t, _ in partitions})
     meta_cls: Any = request_class(ApiKey.Metadata)
-    meta = bootstrap.request(ApiKey.Metadata, 1, topics=[
+    meta = bootstrap.call(ApiKey.Metadata, 1, topics=[
         meta_cls.MetadataRequestTopic(name=t) for t in topics])
     brokers = {b.node_id: (b.host, b.port) for b in meta.brokers}
     leaders = {(t.name, p.partition_index): p.leader_id
@@ -185,7 +185,7 @@ def _log_end_offsets(bootstrap: BrokerConnection, partitions: Iterable[tuple[str
             request_topics.setdefault(t, []).append(
                 cls.ListOffsetsPartition(partition_index=p, timestamp=_LATEST))
         with BrokerConnection(*brokers[leader], timeout_s=timeout_s) as conn:
-            answer = conn.request(ApiKey.ListOffsets, 1, replica_id=-1, topics=[
+            answer = conn.call(ApiKey.ListOffsets, 1, replica_id=-1, topics=[
                 cls(name=t, partitions=ps) for t, ps in request_topics.items()])
         for t in answer.topics:
             for p in t.partitions:

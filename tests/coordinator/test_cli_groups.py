@@ -10,7 +10,7 @@ import uuid
 import pytest
 
 from trio_broker import cli_groups
-from trio_broker.coordinator._wire import parse_address
+from trio_broker._blocking_client import parse_address
 
 
 def _args(*argv: str) -> argparse.Namespace:

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from trio_broker.coordinator._wire import BrokerConnection, parse_address
+from trio_broker._blocking_client import BrokerConnection, parse_address
 from trio_broker.coordinator.consumer_protocol import decode_assignment
 from trio_broker.protocol.api_keys import ApiKey, request_class
 
@@ -75,7 +75,7 @@ def produce(bootstrap: str, topic: str, values: range, *, rate_per_s: float = 0,
 def group_view(bootstrap: str, group: str) -> tuple[str, dict[str, tuple[str, frozenset[int]]]]:
     """(state, member id -> (client id, assigned partitions)) as the coordinator reports it."""
     with BrokerConnection(*parse_address(bootstrap)) as conn:
-        g = conn.request(ApiKey.DescribeGroups, 0, groups=[group]).groups[0]
+        g = conn.call(ApiKey.DescribeGroups, 0, groups=[group]).groups[0]
     members = {}
     for m in g.members:
         parts = decode_assignment(bytes(m.member_assignment)).partitions
@@ -90,9 +90,9 @@ def committed_and_end(bootstrap: str, group: str, topic: str) -> tuple[dict[int,
     assert fetch_cls is not None
     assert offsets_cls is not None
     with BrokerConnection(*parse_address(bootstrap)) as conn:
-        fetched = conn.request(ApiKey.OffsetFetch, 3, group_id=group, topics=[
+        fetched = conn.call(ApiKey.OffsetFetch, 3, group_id=group, topics=[
             fetch_cls.OffsetFetchRequestTopic(name=topic, partition_indexes=list(ALL))])
-        listed = conn.request(ApiKey.ListOffsets, 1, replica_id=-1, topics=[
+        listed = conn.call(ApiKey.ListOffsets, 1, replica_id=-1, topics=[
             offsets_cls.ListOffsetsTopic(name=topic, partitions=[
                 offsets_cls.ListOffsetsTopic.ListOffsetsPartition(partition_index=p,
                                                                    timestamp=-1)
@@ -364,7 +364,7 @@ def test_commit_for_missing_partition_is_refused(kafka_broker, unique_topic):
     assert cls is not None
     part = cls.OffsetCommitRequestTopic.OffsetCommitRequestPartition
     with BrokerConnection(*parse_address(kafka_broker.bootstrap_servers)) as conn:
-        body = conn.request(ApiKey.OffsetCommit, 3, group_id=f"g-{uuid.uuid4().hex[:8]}",
+        body = conn.call(ApiKey.OffsetCommit, 3, group_id=f"g-{uuid.uuid4().hex[:8]}",
                             generation_id_or_member_epoch=-1, member_id="",
                             retention_time_ms=-1, topics=[
             cls.OffsetCommitRequestTopic(name=topic, partitions=[
