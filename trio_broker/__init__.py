@@ -2,17 +2,46 @@
 
 The public face of the package: ``serve`` (a Trio task for ``nursery.start``), ``open_broker``
 (an async context manager), ``Broker`` (the handle they give back) and the config types.
+
+Names are imported on first use, so a Spark executor that only needs ``trio_broker.spark`` or a
+client-only app does not pay for the broker's imports.
 """
 
 from __future__ import annotations
 
-from .broker import Broker as Broker
-from .broker import open_broker as open_broker
-from .broker import serve as serve
-from .config import BrokerConfig as BrokerConfig
-from .config import ConfigError as ConfigError
-from .config import load_config as load_config
+import importlib
+from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
 
 __all__ = ["Broker", "BrokerConfig", "ConfigError", "load_config", "open_broker", "serve"]
+
+_LAZY = {
+    "Broker": "broker",
+    "open_broker": "broker",
+    "serve": "broker",
+    "BrokerConfig": "config",
+    "ConfigError": "config",
+    "load_config": "config",
+}
+
+if TYPE_CHECKING:
+    from .broker import Broker as Broker
+    from .broker import open_broker as open_broker
+    from .broker import serve as serve
+    from .config import BrokerConfig as BrokerConfig
+    from .config import ConfigError as ConfigError
+    from .config import load_config as load_config
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'trio_broker' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f".{module}", __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *__all__])

@@ -37,7 +37,8 @@ def _serve_epilog() -> str:
     return "\n".join(lines)
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The argument parser; only ``command``'s module is imported (``serve`` imports no Spark)."""
     parser = argparse.ArgumentParser(prog="trio-broker",
                                      description="A Kafka-compatible broker on Trio.")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
@@ -50,15 +51,19 @@ def build_parser() -> argparse.ArgumentParser:
                        help="set a config key (repeatable; wins over file and environment)")
     serve.set_defaults(func=_cmd_serve)
     for name, (module, help_text) in _SUBCOMMANDS.items():
-        loaded = _load(module)
-        if loaded is None:
-            continue
         p = sub.add_parser(name, help=help_text,
                            formatter_class=argparse.RawDescriptionHelpFormatter)
+        if name != command:
+            continue  # listed in --help; its module is imported only when it runs
+        loaded = _load(module)
+        if loaded is None:
+            p.set_defaults(func=lambda args, name=name: _unavailable(name))
+            continue
         suffix = name.replace("-", "_")
         adder = getattr(loaded, f"add_{suffix}_arguments", None) or loaded.add_arguments
         adder(p)
-        runner = getattr(loaded, f"main_{name.replace('-', '_')}", None) or loaded.main
+        runner = (getattr(loaded, f"main_{suffix}", None) or getattr(loaded, "run", None)
+                  or loaded.main)
         p.set_defaults(func=runner)
     return parser
 
@@ -95,9 +100,17 @@ def _spark_missing() -> Any:
     return Missing
 
 
+def _unavailable(name: str) -> int:
+    print(f"trio-broker: the {name} command is not available in this installation",
+          file=sys.stderr)
+    return 2
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    args_list = list(sys.argv[1:] if argv is None else argv)
+    command = next((a for a in args_list if not a.startswith("-")), None)
+    parser = build_parser(command)
+    args = parser.parse_args(args_list)
     func: Callable[[argparse.Namespace], int] = args.func
     try:
         return func(args)

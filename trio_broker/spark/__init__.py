@@ -1,0 +1,43 @@
+"""The Spark stage: a Kafka-protocol data source for Spark and the ``trio-broker export`` job.
+
+Imported only with the ``spark`` extra, so the broker itself never pays for importing Spark::
+
+    import trio_broker.spark
+    trio_broker.spark.register(spark)
+    df = (spark.read.format("trio_broker")
+          .option("kafka.bootstrap.servers", "127.0.0.1:9092")
+          .option("subscribe", "events").load())
+"""
+
+from __future__ import annotations
+
+try:
+    import numpy  # noqa: F401
+    import pyarrow  # noqa: F401
+    import pyspark.sql.datasource  # noqa: F401
+except ImportError as exc:  # pragma: no cover - depends on what is installed
+    raise ImportError(
+        f"the Spark stage needs pyspark>=4.0, pyarrow and numpy ({exc}): "
+        "pip install 'trio-broker[spark]'"
+    ) from exc
+
+from ._wire import (
+    BrokerError,
+    BrokerUnreachableError,
+    KafkaSourceError,
+    OffsetOutOfRangeError,
+    UnknownTopicError,
+)
+from .source import FORMAT_NAME, TrioBrokerDataSource, register, user_message
+
+__all__ = [
+    "FORMAT_NAME",
+    "BrokerError",
+    "BrokerUnreachableError",
+    "KafkaSourceError",
+    "OffsetOutOfRangeError",
+    "TrioBrokerDataSource",
+    "UnknownTopicError",
+    "register",
+    "user_message",
+]

@@ -1,0 +1,79 @@
+"""A SparkSession for command-line use: quiet console, Spark's output kept in a log file.
+
+Why: Spark prints banners, warnings and stage progress to the terminal the user is reading the
+export's own progress on. The JVM is started with its stdout/stderr going to a log file (the
+Python workers it spawns inherit it), log4j is set to WARN, and the console progress bar is off;
+the log's path is shown when something fails.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+_LOG4J2 = """\
+rootLogger.level = warn
+rootLogger.appenderRef.stderr.ref = console
+appender.console.type = Console
+appender.console.name = console
+appender.console.target = SYSTEM_ERR
+appender.console.layout.type = PatternLayout
+appender.console.layout.pattern = %d{yy/MM/dd HH:mm:ss} %p %c{1}: %m%n%ex
+logger.jetty.name = org.sparkproject.jetty
+logger.jetty.level = error
+"""
+
+
+#: the log of the JVM this module started, if it started the running one
+_log_path: Path | None = None
+
+
+def build_session(*, master: str, app_name: str, conf: Mapping[str, str] | None = None,
+                  log_dir: str | None = None) -> tuple[Any, Path | None]:
+    """Start a SparkSession whose JVM writes to a log file, or join the running one.
+
+    Returns (session, log path); the path is None for a session started some other way.
+    """
+    global _log_path
+    from pyspark import SparkConf, SparkContext
+    from pyspark.java_gateway import launch_gateway
+    from pyspark.sql import SparkSession
+
+    if SparkContext._active_spark_context is None:  # type: ignore[attr-defined]
+        directory = Path(log_dir or tempfile.mkdtemp(prefix="trio-broker-spark-"))
+        directory.mkdir(parents=True, exist_ok=True)
+        log4j = directory / "log4j2.properties"
+        log4j.write_text(_LOG4J2)
+        log_path = directory / "spark.log"
+        local = master.startswith("local")
+        if local:
+            # Executors in local mode are this machine's Python: use this interpreter (and its
+            # installed packages) rather than whatever "python3" is first on PATH.
+            os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+        java_opts = f"-Dlog4j2.configurationFile=file:{log4j}"
+        settings = {
+            "spark.master": master,
+            "spark.app.name": app_name,
+            "spark.ui.showConsoleProgress": "false",
+            "spark.driver.extraJavaOptions": java_opts,
+            "spark.executor.extraJavaOptions": java_opts,
+            "spark.sql.session.timeZone": "UTC",
+            "spark.sql.parquet.outputTimestampType": "TIMESTAMP_MICROS",
+        }
+        if local:
+            settings["spark.ui.enabled"] = "false"
+        settings.update(conf or {})
+        spark_conf = SparkConf(loadDefaults=True)
+        for key, value in settings.items():
+            spark_conf.set(key, value)
+        with open(log_path, "ab") as log:
+            gateway = launch_gateway(spark_conf, popen_kwargs={"stdout": log, "stderr": log})
+        SparkContext(conf=spark_conf, gateway=gateway)
+        _log_path = log_path
+    spark = SparkSession.builder.getOrCreate()
+    spark.sparkContext.setLogLevel("ERROR")
+    return spark, _log_path
