@@ -18,7 +18,11 @@ from typing import Any
 import attrs
 import cattrs
 
-__all__ = ["BrokerConfig", "ConfigError", "Listener", "load_config", "parse_listeners"]
+__all__ = ["SENSITIVE_KEYS", "BrokerConfig", "ConfigError", "Listener", "load_config",
+           "parse_listeners"]
+
+#: keys whose values are never shown (DescribeConfigs answers null and is_sensitive=true)
+SENSITIVE_KEYS = frozenset({"ssl.key.password"})
 
 _LONG_MAX = 9_223_372_036_854_775_807
 _INT_MAX = 2_147_483_647
@@ -89,6 +93,38 @@ class BrokerConfig:
     metrics_listener: str = attrs.field(default="", metadata=_key(
         "metrics.listener", "http://host:port serving Prometheus metrics; empty = off.",
         common=True))
+
+    # --- security (docs/security.md) ------------------------------------------------------
+    ssl_certfile: str = attrs.field(default="", metadata=_key(
+        "ssl.certfile", "PEM certificate chain of SSL/SASL_SSL listeners (may hold the key "
+        "too; alias ssl.keystore.location)."))
+    ssl_keyfile: str = attrs.field(default="", metadata=_key(
+        "ssl.keyfile", "PEM private key, if not in ssl.certfile."))
+    ssl_key_password: str = attrs.field(default="", metadata=_key(
+        "ssl.key.password", "Password of an encrypted private key."))
+    ssl_cafile: str = attrs.field(default="", metadata=_key(
+        "ssl.cafile", "PEM CA certificates that sign client certificates (alias "
+        "ssl.truststore.location)."))
+    ssl_client_auth: str = attrs.field(default="none", validator=_one_of(
+        "none", "requested", "required"), metadata=_key(
+        "ssl.client.auth", "Client certificates: none, requested or required."))
+    ssl_enabled_protocols: str = attrs.field(default="TLSv1.2,TLSv1.3", metadata=_key(
+        "ssl.enabled.protocols", "TLS versions accepted."))
+    ssl_cipher_suites: str = attrs.field(default="", metadata=_key(
+        "ssl.cipher.suites", "OpenSSL cipher list for TLS 1.2; empty = OpenSSL's default."))
+    sasl_enabled_mechanisms: str = attrs.field(default="PLAIN,SCRAM-SHA-256,SCRAM-SHA-512",
+        metadata=_key("sasl.enabled.mechanisms",
+                      "SASL mechanisms offered on SASL listeners (GSSAPI and OAUTHBEARER are "
+                      "not supported)."))
+    sasl_credentials_file: str = attrs.field(default="", metadata=_key(
+        "sasl.credentials.file", "JSON file of SCRAM-hashed users (python -m "
+        "trio_broker.security.credentials add USER --file F)."))
+    sasl_server_max_receive_size: int = attrs.field(default=524_288, validator=_positive,
+        metadata=_key("sasl.server.max.receive.size",
+                      "Largest request accepted before authentication."))
+    connection_failed_authentication_delay_ms: int = attrs.field(default=100,
+        validator=_nonneg, metadata=_key("connection.failed.authentication.delay.ms",
+                                         "Delay before answering and closing a failed login."))
 
     # --- logs ---------------------------------------------------------------------------
     log_dirs: str = attrs.field(default="./data", metadata=_key(
@@ -192,6 +228,10 @@ class BrokerConfig:
         return parse_listeners(self.listeners, "listeners")
 
     @property
+    def sasl_mechanism_list(self) -> list[str]:
+        return [m.strip().upper() for m in self.sasl_enabled_mechanisms.split(",") if m.strip()]
+
+    @property
     def per_ip_overrides(self) -> dict[str, int]:
         return parse_ip_overrides(self.max_connections_per_ip_overrides)
 
@@ -250,7 +290,9 @@ def parse_ip_overrides(value: str) -> dict[str, int]:
 
 _FIELDS = {f.name: f for f in attrs.fields(BrokerConfig)}
 _BY_KAFKA = {f.metadata["kafka"]: f.name for f in attrs.fields(BrokerConfig)}
-_ALIASES = {"broker.id": "node_id"}
+_ALIASES = {"broker.id": "node_id", "ssl.keystore.location": "ssl_certfile",
+            "ssl.truststore.location": "ssl_cafile"}
+_SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
 
 _converter = cattrs.Converter()
 
@@ -328,10 +370,30 @@ def build_config(values: Mapping[str, Any]) -> BrokerConfig:
     config.per_ip_overrides  # noqa: B018
     if not config.log_dir_list:
         raise ConfigError(f"log.dirs={config.log_dirs!r}: expected at least one directory")
+    _check_security(config)
     if config.default_replication_factor != 1:
         raise ConfigError(f"default.replication.factor={config.default_replication_factor}: "
                           "expected 1 (single broker)")
     return config
+
+
+def _check_security(config: BrokerConfig) -> None:
+    protocols = {listener.security_protocol for listener in config.listener_list}
+    if protocols & {"SSL", "SASL_SSL"} and not config.ssl_certfile:
+        raise ConfigError(f"listeners={config.listeners!r}: an SSL or SASL_SSL listener needs "
+                          "ssl.certfile (or ssl.keystore.location)")
+    if config.ssl_client_auth != "none" and not config.ssl_cafile:
+        raise ConfigError(f"ssl.client.auth={config.ssl_client_auth}: needs ssl.cafile to "
+                          "verify client certificates")
+    if protocols & {"SASL_PLAINTEXT", "SASL_SSL"}:
+        mechanisms = config.sasl_mechanism_list
+        unknown = [m for m in mechanisms if m not in _SASL_MECHANISMS]
+        if unknown or not mechanisms:
+            raise ConfigError(f"sasl.enabled.mechanisms={config.sasl_enabled_mechanisms!r}: "
+                              f"expected one or more of {', '.join(_SASL_MECHANISMS)}")
+        if not config.sasl_credentials_file:
+            raise ConfigError(f"listeners={config.listeners!r}: a SASL listener needs "
+                              "sasl.credentials.file")
 
 
 def read_properties(text: str, source: str) -> dict[str, str]:

@@ -271,3 +271,21 @@ async def test_prometheus_endpoint(trio_broker):
     assert data.startswith(b"HTTP/1.1 200 OK")
     assert b'kafka_network_requests_total{request="ApiVersions"}' in data
     assert b"kafka_network_request_metrics_request_queue_time_ms_bucket" in data
+
+
+async def test_failed_acks0_produce_closes_the_connection(trio_broker):
+    from trio_broker.protocol.api_keys import request_class
+    from trio_broker.protocol.records import build_batch
+
+    cls = request_class(ApiKey.Produce)
+    client = await connect(trio_broker)
+    good = await connect(trio_broker)
+    batch = bytearray(build_batch([(b"k", b"v", ())]))
+    batch[-1] ^= 0xFF  # CRC no longer matches
+    part = cls.TopicProduceData.PartitionProduceData(index=0, records=bytes(batch))
+    trio_broker.state.logs.create_topic("acks0", 1, {})
+    await client.send(ApiKey.Produce, 7, transactional_id=None, acks=0, timeout_ms=1000,
+                      topic_data=[cls.TopicProduceData(name="acks0", partition_data=[part])])
+    assert await client.is_closed_by_peer()
+    assert trio_broker.state.logs.get_log("acks0", 0).high_watermark == 0
+    assert (await good.request(API_VERSIONS, 0)).error_code == 0

@@ -15,7 +15,7 @@ from typing import Any
 import attrs
 import trio
 
-from ..config import describe_keys
+from ..config import SENSITIVE_KEYS, describe_keys
 from ..log import TOPIC_CONFIG_KEYS, StorageError
 from ..protocol.api_keys import ApiKey
 from ..protocol.errors import ErrorCode
@@ -51,6 +51,11 @@ def _no_logs(ctx: RequestContext) -> bool:
 # --- CreateTopics ----------------------------------------------------------------------------
 
 _CT = response_type(ApiKey.CreateTopics)
+
+#: Partitions one topic may have. Each costs three open files and some memory, and Metadata
+#: lists every one, so a request for 2**31-1 partitions must fail fast instead of exhausting
+#: the broker.
+MAX_PARTITIONS_PER_TOPIC = 10_000
 
 
 @handler(ApiKey.CreateTopics)
@@ -95,6 +100,10 @@ def _create_one(broker: Any, t: Any, validate_only: bool, duplicated: bool,
     if partitions < 1:
         return (ErrorCode.INVALID_PARTITIONS,
                 "Number of partitions must be larger than 0, or -1 to use the default value.")
+    if partitions > MAX_PARTITIONS_PER_TOPIC:
+        return (ErrorCode.INVALID_PARTITIONS,
+                f"Number of partitions {partitions} exceeds the limit of "
+                f"{MAX_PARTITIONS_PER_TOPIC} per topic.")
     configs = {}
     for c in t.configs:
         if c.value is None:
@@ -154,6 +163,10 @@ async def handle_create_partitions(ctx: RequestContext, request: Any) -> Handler
         elif t.assignments and any(list(a.broker_ids) != [broker.node_id]
                                    for a in t.assignments):
             error, message = ErrorCode.INVALID_REPLICA_ASSIGNMENT, "Unknown broker in assignment."
+        elif t.count > MAX_PARTITIONS_PER_TOPIC:
+            error, message = (ErrorCode.INVALID_PARTITIONS,
+                              f"Number of partitions {t.count} exceeds the limit of "
+                              f"{MAX_PARTITIONS_PER_TOPIC} per topic.")
         else:
             try:
                 broker.logs.add_partitions(t.name, t.count, validate_only=request.validate_only)
@@ -247,8 +260,10 @@ def _broker_configs(broker: Any, keys: set[str] | None) -> list[Any]:
         raw = values[kafka_key.replace(".", "_")]
         value = None if raw is None else str(raw).lower() if isinstance(raw, bool) else str(raw)
         source = SOURCE_DEFAULT if (value or "") == defaults[kafka_key] else SOURCE_STATIC_BROKER
-        configs.append(_DCConfig(name=kafka_key, value=value, read_only=True,
-                                 config_source=source, is_sensitive=False, synonyms=[]))
+        sensitive = kafka_key in SENSITIVE_KEYS
+        configs.append(_DCConfig(name=kafka_key, value=None if sensitive else value,
+                                 read_only=True, config_source=source, is_sensitive=sensitive,
+                                 synonyms=[]))
     return configs
 
 

@@ -15,9 +15,10 @@ from typing import Any
 import trio
 from kafka.protocol.api_message import ApiMessage
 
-from ..apis.context import Deferred, RequestContext
+from ..apis.context import CloseConnection, Deferred, RequestContext
 from ..apis.registry import HANDLERS, advertised_versions
-from ..protocol.api_keys import ApiKey
+from ..apis.sasl import SASL_API_KEYS, SaslRequestContext
+from ..protocol.api_keys import ApiKey, request_class
 from ..protocol.errors import ErrorCode, RemoteProtocolError
 from ..protocol.messages import decode_request_body, encode_response, make_response
 from .request_channel import CloseConnectionResponse, NoOpResponse, Request, SendResponse
@@ -88,6 +89,7 @@ class RequestHandlerPool:
             return
         try:
             body = decode_request_body(header, request.frame)
+            check_non_nullable(header.api_key, header.api_version, body)
         except RemoteProtocolError as exc:
             LOGGER.info("closing connection %s: %s", request.connection.id, exc)
             self.channel.send_response(CloseConnectionResponse(request, exc.reason))
@@ -98,8 +100,14 @@ class RequestHandlerPool:
             self.channel.send_response(CloseConnectionResponse(request, "unsupported_version"))
             return
         conn = request.connection
-        ctx = RequestContext(header, self.broker, client_host=conn.client_host,
-                             connection_id=conn.id, respond=respond)
+        if header.api_key in SASL_API_KEYS:
+            ctx: RequestContext = SaslRequestContext(
+                header, self.broker, client_host=conn.client_host, connection_id=conn.id,
+                respond=respond, principal=conn.principal, sasl=conn.sasl)
+        else:
+            ctx = RequestContext(header, self.broker, client_host=conn.client_host,
+                                 connection_id=conn.id, respond=respond,
+                                 principal=conn.principal)
         try:
             result = await handler(ctx, body)
         except Exception:
@@ -111,6 +119,11 @@ class RequestHandlerPool:
         if isinstance(result, Deferred):
             request.api_local_done_ns = time.monotonic_ns()
             return
+        if isinstance(result, CloseConnection):
+            LOGGER.info("closing connection %s: %s", conn.id, result.reason)
+            request.api_local_done_ns = time.monotonic_ns()
+            self.channel.send_response(CloseConnectionResponse(request, result.reason))
+            return
         respond(result)
 
     def _count_errors(self, api_key: int, body: ApiMessage) -> None:
@@ -121,18 +134,95 @@ class RequestHandlerPool:
 
 def _error_codes(obj: Any, depth: int) -> list[int]:
     """Error codes in a response body: top level and nested arrays (topics, partitions)."""
+    # Performance: every response passes here, so the schema is walked once per response
+    # class into the paths that lead to an error_code, and only those are followed.
+    key = (type(obj), depth)
+    paths = _error_paths.get(key)
+    if paths is None:
+        struct = getattr(obj, "_struct", None)
+        paths = _error_paths[key] = _paths_to_error_codes(struct, depth) if struct else []
     out: list[int] = []
-    struct = getattr(obj, "_struct", None)
-    if struct is None:
-        return out
-    for name in struct.fields:
-        value = getattr(obj, name, None)
-        if name == "error_code" and isinstance(value, int):
-            out.append(value)
-        elif depth and isinstance(value, list) and value and hasattr(value[0], "_struct"):
-            for item in value:
-                out.extend(_error_codes(item, depth - 1))
+    for path in paths:
+        _follow(obj, path, 0, out)
     return out
+
+
+_error_paths: dict[tuple[type, int], list[tuple[str, ...]]] = {}
+
+
+def _paths_to_error_codes(struct: Any, depth: int) -> list[tuple[str, ...]]:
+    paths: list[tuple[str, ...]] = []
+    for name, field in struct.fields.items():
+        if name == "error_code":
+            paths.append((name,))
+        elif depth and field.is_struct_array():
+            paths += [(name, *sub) for sub in _paths_to_error_codes(field.array_of, depth - 1)]
+    return paths
+
+
+def _follow(obj: Any, path: tuple[str, ...], i: int, out: list[int]) -> None:
+    value = getattr(obj, path[i], None)
+    if i == len(path) - 1:
+        if isinstance(value, int):
+            out.append(value)
+    elif isinstance(value, list):
+        for item in value:
+            _follow(item, path, i + 1, out)
+
+
+# --- null checks ----------------------------------------------------------------------------
+# The codec decodes a length of -1 as None even where the schema says the field cannot be null;
+# Kafka rejects such a request as unparseable. Handlers rely on the schema, so the same check
+# runs here, once per request, from a plan compiled per (API, version).
+
+_NullPlan = list[tuple[str, bool, int, Any]]  # (field, nullable, kind, plan of the elements)
+_SIMPLE, _STRUCT, _STRUCT_ARRAY, _SIMPLE_ARRAY = range(4)
+_null_plans: dict[tuple[int, int], _NullPlan] = {}
+_NULLABLE_TYPES = frozenset({"string", "bytes", "records"})
+
+
+def _plan(struct: Any, version: int) -> _NullPlan:
+    plan: _NullPlan = []
+    for name, field in struct.fields.items():
+        if not field.for_version_q(version) or field.tagged_field_q(version):
+            continue
+        nullable = field.nullable_for_version_q(version)
+        if field.is_struct_array():
+            sub = _plan(field.array_of, version)
+            plan.append((name, nullable, _STRUCT_ARRAY if sub else _SIMPLE, sub))
+        elif field.is_struct():
+            plan.append((name, nullable, _STRUCT, _plan(field, version)))
+        elif field.is_array():
+            kind = _SIMPLE_ARRAY if field.array_of.type_str in _NULLABLE_TYPES else _SIMPLE
+            plan.append((name, nullable, kind, None))
+        elif field.type_str in _NULLABLE_TYPES:  # numbers and booleans never decode as null
+            plan.append((name, nullable, _SIMPLE, None))
+    return plan
+
+
+def _check(obj: Any, plan: _NullPlan) -> None:
+    for name, nullable, kind, sub in plan:
+        value = getattr(obj, name)
+        if value is None:
+            if not nullable:
+                raise RemoteProtocolError(f"non-nullable field {name} was serialized as null")
+        elif kind == _STRUCT_ARRAY:
+            for item in value:
+                _check(item, sub)
+        elif kind == _STRUCT:
+            _check(value, sub)
+        elif kind == _SIMPLE_ARRAY and None in value:
+            raise RemoteProtocolError(f"an element of {name} was serialized as null")
+
+
+def check_non_nullable(api_key: int, api_version: int, body: Any) -> None:
+    """Raise RemoteProtocolError if a field the schema declares non-nullable is null."""
+    key = (api_key, api_version)
+    plan = _null_plans.get(key)
+    if plan is None:
+        cls = request_class(api_key)
+        plan = _null_plans[key] = _plan(cls._struct, api_version) if cls is not None else []
+    _check(body, plan)
 
 
 def respond_api_versions_unsupported(request: Request, channel: Any) -> None:

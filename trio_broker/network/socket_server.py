@@ -7,8 +7,17 @@ channel; one bounded ``RequestChannel``; and a pool of M request handler tasks
 ``Request`` to the request channel and is then *muted*: it reads nothing more until its response
 is written, so responses keep request order and later frames wait in its buffer (Kafka's staged
 receives). Each connection lives in a cancel scope whose deadline moves on every request and
-response (``connections.max.idle.ms``); expiry closes that connection only. Anything a peer does
-wrong closes that peer's connection with one log line and a counted reason.
+response (``connections.max.idle.ms``); expiry closes that connection only. Bytes trickling in
+do not keep a connection alive forever: the deadline moves when a frame *starts*, so one frame
+must arrive within the idle time (slowloris). Anything a peer does wrong closes that peer's
+connection with one log line and a counted reason.
+
+Security (docs/security.md): an ``SSL``/``SASL_SSL`` listener wraps each accepted stream in a
+``trio.SSLStream`` and handshakes inside the idle scope; a ``SASL_*`` listener gives each
+connection a ``SaslAuthenticator``. Until it completes, only ApiVersions and the SASL requests
+pass ``_parse`` (anything else closes the connection before a handler sees it) and frames are
+limited to ``sasl.server.max.receive.size``; a failed login is answered after
+``connection.failed.authentication.delay.ms`` and the connection is closed.
 
 Shutdown order (``SocketServer.stop``): acceptors, then processors stop reading new requests and
 finish what is in flight within the grace period, then everything is cancelled and closed.
@@ -19,15 +28,20 @@ from __future__ import annotations
 import errno
 import itertools
 import logging
+import ssl
 import time
 from typing import Any
 
 import trio
 
+from ..config import ConfigError
 from ..metrics import BrokerMetrics, api_name
 from ..protocol.errors import RemoteProtocolError, UnsupportedVersionError
 from ..protocol.framing import NEED_DATA, FrameDecoder
 from ..protocol.messages import decode_request_header, peek_correlation_id
+from ..security.credentials import CredentialsError, CredentialStore
+from ..security.sasl import SaslAuthenticator, SaslSettings
+from ..security.tls import TLSConfigError, peer_principal, server_ssl_context
 from .quotas import ConnectionQuotas
 from .request_channel import (
     CloseConnectionResponse,
@@ -46,6 +60,10 @@ ACCEPT_CAPACITY_ERRNOS = frozenset(
     if e is not None
 )
 _RECEIVE_SIZE = 65536
+#: how long closing may take (a TLS close_notify to a peer that does not read)
+_CLOSE_TIMEOUT_S = 1.0
+_TLS_PROTOCOLS = frozenset({"SSL", "SASL_SSL"})
+_SASL_PROTOCOLS = frozenset({"SASL_PLAINTEXT", "SASL_SSL"})
 _connection_ids = itertools.count(1)
 
 
@@ -53,7 +71,8 @@ class Connection:
     """One client connection: its stream, frame buffer, idle scope and the slot for its response."""
 
     __slots__ = ("_response", "_response_ready", "client_host", "client_port", "closed", "decoder",
-                 "id", "idle_scope", "in_flight", "listener_name", "processor", "stream")
+                 "id", "idle_scope", "in_flight", "listener_name", "principal", "processor",
+                 "sasl", "stream")
 
     def __init__(self, stream: trio.abc.Stream, processor: int, listener_name: str,
                  client_host: str, client_port: int, max_frame_bytes: int) -> None:
@@ -67,6 +86,10 @@ class Connection:
         self.idle_scope: trio.CancelScope | None = None
         self.in_flight: Request | None = None
         self.closed = False
+        #: the SASL state of a SASL listener's connection (None elsewhere)
+        self.sasl: SaslAuthenticator | None = None
+        #: "User:..." from SASL or a TLS client certificate; None = anonymous
+        self.principal: str | None = None
         self._response: Response | None = None
         self._response_ready = trio.Event()
 
@@ -131,8 +154,17 @@ class Processor:
         """Serve one accepted connection; its quota slot was taken by the acceptor."""
         server = self.server
         host, port = _peer(stream)
-        conn = Connection(stream, self.index, listener_name, host, port,
+        transport: trio.abc.Stream = stream
+        if listener_name in _TLS_PROTOCOLS:
+            assert server.ssl_context is not None
+            transport = trio.SSLStream(stream, server.ssl_context, server_side=True)
+        conn = Connection(transport, self.index, listener_name, host, port,
                           server.config.socket_request_max_bytes)
+        if listener_name in _SASL_PROTOCOLS:
+            assert server.sasl_settings is not None
+            conn.sasl = SaslAuthenticator(server.sasl_settings)
+            conn.decoder.max_frame_bytes = min(server.sasl_settings.max_receive_size,
+                                               conn.decoder.max_frame_bytes)
         self.connections[conn.id] = conn
         server.metrics.connections.inc()
         reason = "client_closed"
@@ -154,8 +186,9 @@ class Processor:
             server.quotas.release(host)
             server.metrics.connections.dec()
             server.metrics.connections_closed.labels(reason).inc()
-            with trio.CancelScope(shield=True):
-                await stream.aclose()
+            with trio.CancelScope(shield=True,
+                                  deadline=trio.current_time() + _CLOSE_TIMEOUT_S):
+                await transport.aclose()
 
     async def _connection_loop(self, conn: Connection) -> str:
         server = self.server
@@ -167,6 +200,16 @@ class Processor:
         eof = False
         with trio.CancelScope(deadline=trio.current_time() + idle_s) as idle:
             conn.idle_scope = idle
+            if isinstance(conn.stream, trio.SSLStream):
+                try:
+                    await conn.stream.do_handshake()
+                except trio.BrokenResourceError as exc:
+                    LOGGER.info("closing connection %s: TLS handshake failed: %s", conn.id,
+                                exc.__cause__ or exc)
+                    return "ssl_handshake_failed"
+                conn.principal = peer_principal(conn.stream)
+                LOGGER.debug("connection %s: TLS %s, TLS principal %s", conn.id,
+                              conn.stream.version(), conn.principal)
             while True:
                 frame = decoder.next_frame()
                 if frame is NEED_DATA:
@@ -178,7 +221,9 @@ class Processor:
                         eof = True
                         continue
                     bytes_in.inc(len(data))
-                    idle.deadline = trio.current_time() + idle_s
+                    if not decoder.buffered:
+                        # A frame starts: it must be complete within the idle time.
+                        idle.deadline = trio.current_time() + idle_s
                     decoder.receive_data(data)
                     continue
                 if self.draining:
@@ -192,6 +237,9 @@ class Processor:
                 conn.in_flight = None
                 if self.draining:
                     server.request_finished()
+                sasl = conn.sasl
+                if sasl is not None and sasl.failed:
+                    return await self._fail_authentication(conn, request, response)
                 if isinstance(response, SendResponse):
                     await conn.stream.send_all(response.data)
                     bytes_out.inc(len(response.data))
@@ -202,8 +250,27 @@ class Processor:
                     assert isinstance(response, CloseConnectionResponse)
                     server.record_timings(request, send_done_ns=time.monotonic_ns())
                     return response.reason
+                if sasl is not None and sasl.complete and conn.principal != sasl.principal:
+                    conn.principal = sasl.principal
+                    decoder.max_frame_bytes = server.config.socket_request_max_bytes
+                    LOGGER.debug("connection %s authenticated as %s", conn.id, conn.principal)
                 idle.deadline = trio.current_time() + idle_s
         return "idle_timeout"
+
+    async def _fail_authentication(self, conn: Connection, request: Request,
+                                   response: Response) -> str:
+        """Answer a failed login after the configured delay, then close (KIP-306)."""
+        server = self.server
+        settings = server.sasl_settings
+        assert settings is not None
+        LOGGER.info("closing connection %s from %s: SASL authentication failed", conn.id,
+                    conn.client_host)
+        await trio.sleep(settings.failed_authentication_delay_s)
+        if isinstance(response, SendResponse):
+            await conn.stream.send_all(response.data)
+            server.metrics.bytes_out.inc(len(response.data))
+        server.record_timings(request, send_done_ns=time.monotonic_ns())
+        return "authentication_failed"
 
     def _parse(self, conn: Connection, frame: bytes) -> Request | None:
         try:
@@ -213,6 +280,12 @@ class Processor:
             raise RemoteProtocolError(
                 f"{exc} (correlation id {peek_correlation_id(frame)})",
                 reason="unsupported_version") from exc
+        sasl = conn.sasl
+        if sasl is not None and not sasl.allows(header.api_key):
+            raise RemoteProtocolError(
+                f"{header.api_name} request during SASL {sasl.state.value} (only ApiVersions, "
+                "SaslHandshake and SaslAuthenticate are allowed before authentication)",
+                reason="authentication_required")
         return Request(self.index, conn, header, frame)
 
 
@@ -269,6 +342,21 @@ class SocketServer:
         self.quotas = ConnectionQuotas(config.max_connections, config.max_connections_per_ip,
                                        config.per_ip_overrides)
         self.processors = [Processor(i, self) for i in range(n)]
+        protocols = {listener.security_protocol for listener in config.listener_list}
+        self.ssl_context: ssl.SSLContext | None = None
+        self.sasl_settings: SaslSettings | None = None
+        try:
+            if protocols & _TLS_PROTOCOLS:
+                self.ssl_context = server_ssl_context(config)
+            if protocols & _SASL_PROTOCOLS:
+                self.sasl_settings = SaslSettings(
+                    mechanisms=config.sasl_mechanism_list,
+                    credentials=CredentialStore(config.sasl_credentials_file),
+                    failed_authentication_delay_s=(
+                        config.connection_failed_authentication_delay_ms / 1000),
+                    max_receive_size=config.sasl_server_max_receive_size)
+        except (TLSConfigError, CredentialsError) as exc:
+            raise ConfigError(str(exc)) from None
         self.bound: list[tuple[str, str, int]] = []  # (listener name, host, port)
         self._acceptor_scope = trio.CancelScope()
         self._drained: trio.Event | None = None

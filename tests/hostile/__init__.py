@@ -1,0 +1,1 @@
+"""Hostile conditions: fuzzing, floods, disk faults, crash safety, TLS and SASL."""

@@ -1,0 +1,61 @@
+"""SaslHandshake (v1) and SaslAuthenticate (v0-1): the Kafka face of ``security.sasl``.
+
+Why the handlers are thin: the connection's ``SaslAuthenticator`` owns the state machine and
+the network layer enforces it (gating, frame limit, delayed close after a failure); these
+handlers only translate requests into its calls. On a listener without SASL, or after a
+connection has authenticated, both answer ILLEGAL_SASL_STATE, as Kafka's ``KafkaApis`` does.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import trio
+
+from ..protocol.api_keys import ApiKey
+from ..protocol.errors import ErrorCode
+from ..security.sasl import SaslAuthenticator, SaslState
+from .context import HandlerResult, RequestContext
+from .registry import handler
+
+#: API keys whose handlers need the connection's ``SaslAuthenticator``
+SASL_API_KEYS = frozenset({int(ApiKey.SaslHandshake), int(ApiKey.SaslAuthenticate)})
+
+
+class SaslRequestContext(RequestContext):
+    """A request context that also carries its connection's SASL state."""
+
+    __slots__ = ("sasl",)
+
+    def __init__(self, *args: Any, sasl: SaslAuthenticator | None, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.sasl = sasl
+
+
+def _authenticator(ctx: RequestContext) -> SaslAuthenticator | None:
+    return getattr(ctx, "sasl", None)
+
+
+@handler(ApiKey.SaslHandshake)
+async def handle_sasl_handshake(ctx: RequestContext, request: Any) -> HandlerResult:
+    auth = _authenticator(ctx)
+    if auth is None or auth.state is not SaslState.HANDSHAKE:
+        mechanisms = list(auth.settings.mechanisms) if auth is not None else []
+        return ctx.response(error_code=ErrorCode.ILLEGAL_SASL_STATE, mechanisms=mechanisms)
+    error, mechanisms = auth.handshake(request.mechanism)
+    return ctx.response(error_code=error, mechanisms=mechanisms)
+
+
+@handler(ApiKey.SaslAuthenticate)
+async def handle_sasl_authenticate(ctx: RequestContext, request: Any) -> HandlerResult:
+    auth = _authenticator(ctx)
+    if auth is None or auth.state is not SaslState.AUTHENTICATE:
+        state = "no SASL on this listener" if auth is None else f"state {auth.state.value}"
+        return ctx.response(error_code=ErrorCode.ILLEGAL_SASL_STATE,
+                            error_message=f"SaslAuthenticate request received in {state}",
+                            auth_bytes=b"", session_lifetime_ms=0)
+    token = bytes(request.auth_bytes or b"")
+    # PLAIN costs a PBKDF2 of a few milliseconds: keep it off the event loop.
+    error, message, reply = await trio.to_thread.run_sync(auth.authenticate, token)
+    return ctx.response(error_code=error, error_message=message, auth_bytes=reply,
+                        session_lifetime_ms=0)

@@ -1,0 +1,19 @@
+"""TLS and SASL for the broker's listeners.
+
+``tls`` builds the server ``SSLContext``; ``sasl`` is the per-connection authentication state
+machine (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512); ``scram`` implements RFC 5802/7677; and
+``credentials`` reads and edits the SCRAM-hashed user file.
+"""
+
+from .credentials import CredentialsError as CredentialsError
+from .credentials import CredentialStore as CredentialStore
+from .credentials import add_user as add_user
+from .credentials import remove_user as remove_user
+from .sasl import SUPPORTED_MECHANISMS as SUPPORTED_MECHANISMS
+from .sasl import SaslAuthenticator as SaslAuthenticator
+from .sasl import SaslSettings as SaslSettings
+from .sasl import SaslState as SaslState
+from .scram import ScramClient as ScramClient
+from .scram import ScramServer as ScramServer
+from .tls import TLSConfigError as TLSConfigError
+from .tls import server_ssl_context as server_ssl_context
