@@ -21,8 +21,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from trio_broker.protocol.api_keys import ApiKey  # noqa: E402
-from trio_broker.protocol.messages import encode_request, make_request  # noqa: E402
+from trio_broker.protocol.api_keys import ApiKey
+from trio_broker.protocol.messages import encode_request, make_request
 
 REQUEST = encode_request(ApiKey.Metadata, 1, 1, "bench", make_request(ApiKey.Metadata, 1,
                                                                     topics=[]))

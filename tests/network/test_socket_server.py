@@ -43,7 +43,7 @@ async def test_api_versions_v3_response_uses_header_v0(trio_broker):
 
 async def test_unsupported_api_versions_version_gets_v0_error_reply(trio_broker):
     client = await connect(trio_broker)
-    cid, data = client.encode(API_VERSIONS, 3, client_software_name="x",
+    _, data = client.encode(API_VERSIONS, 3, client_software_name="x",
                               client_software_version="1")
     data = data[:6] + b"\x00\x63" + data[8:]  # version 99
     await client.send_raw(data)
@@ -164,7 +164,7 @@ async def test_max_connections_per_ip(trio_broker):
     await a.aclose()
     # the slot frees once the broker has seen the close
     with trio.fail_after(5):
-        while trio_broker.state.metrics.connections._value.get() > 1:
+        while trio_broker.state.metrics.connections._value.get() > 1:  # noqa: ASYNC110
             await trio.sleep(0.01)
     d = await connect(trio_broker)
     assert (await d.request(API_VERSIONS, 0)).error_code == 0
@@ -211,7 +211,7 @@ async def test_all_sockets_close_on_shutdown(tmp_path):
             assert (await c.request(API_VERSIONS, 0)).error_code == 0
     for c in clients:
         assert await c.is_closed_by_peer()
-    with pytest.raises(OSError):
+    with pytest.raises(OSError, match="onnect"):
         await trio.open_tcp_stream(broker.host, broker.port)
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 import trio
+import trio.lowlevel
 from confluent_kafka import Consumer, Producer, TopicPartition
 
 from tests.raw_client import RawClient
@@ -41,8 +42,8 @@ def test_unique_topic_names_differ_and_are_legal(unique_topic):
 
 
 @pytest.mark.broker_config(num_partitions=4)
-def test_broker_config_marker_gives_a_dedicated_broker(kafka_broker, _kafka_broker_session):
-    assert kafka_broker is not _kafka_broker_session
+def test_broker_config_marker_gives_a_dedicated_broker(kafka_broker, request):
+    assert kafka_broker is not request.getfixturevalue("_kafka_broker_session")
     assert kafka_broker.broker.config.num_partitions == 4
 
 
@@ -65,7 +66,7 @@ def _topic(name: str):
 async def test_trio_broker_fixture_is_fresh_per_test(trio_broker):
     assert trio_broker.state.logs.topics() == {}
     assert trio_broker.port != 0
-    await trio.sleep(0)
+    await trio.lowlevel.checkpoint()
 
 
 async def test_docs_testing_trio_client_example(trio_broker):
