@@ -56,7 +56,7 @@ def record_batches(draw: st.DrawFn) -> bytes:
                        base_timestamp_ms=draw(st.integers(-1, 2**41)))
 
 
-def _simple(field: Any, version: int) -> st.SearchStrategy[Any]:
+def _simple(field: Any, version: int, *, allow_null: bool = True) -> st.SearchStrategy[Any]:
     t = field.type_str
     if field.name in _WAITS:
         s: st.SearchStrategy[Any] = _WAITS[field.name]
@@ -79,7 +79,7 @@ def _simple(field: Any, version: int) -> st.SearchStrategy[Any]:
         s = st.binary(max_size=48)
     else:  # pragma: no cover - a schema type this table does not know yet
         raise NotImplementedError(t)
-    if field.nullable_for_version_q(version):
+    if allow_null and field.nullable_for_version_q(version):
         s = st.none() | s
     return s
 
@@ -90,7 +90,8 @@ def _field(field: Any, version: int) -> st.SearchStrategy[Any]:
     elif field.is_struct():
         s = _struct(field, version)
     elif field.is_array():
-        s = st.lists(_simple(field.array_of, version), max_size=4)
+        # elements of an array of strings are never nullable, even when the array is
+        s = st.lists(_simple(field.array_of, version, allow_null=False), max_size=4)
     else:
         return _simple(field, version)
     if field.nullable_for_version_q(version):

@@ -18,7 +18,7 @@ from kafka.protocol.api_message import ApiMessage
 from ..apis.context import CloseConnection, Deferred, RequestContext
 from ..apis.registry import HANDLERS, advertised_versions
 from ..apis.sasl import SASL_API_KEYS, SaslRequestContext
-from ..protocol.api_keys import ApiKey, request_class
+from ..protocol.api_keys import ApiKey
 from ..protocol.errors import ErrorCode, RemoteProtocolError
 from ..protocol.messages import decode_request_body, encode_response, make_response
 from .request_channel import CloseConnectionResponse, NoOpResponse, Request, SendResponse
@@ -89,7 +89,6 @@ class RequestHandlerPool:
             return
         try:
             body = decode_request_body(header, request.frame)
-            check_non_nullable(header.api_key, header.api_version, body)
         except RemoteProtocolError as exc:
             LOGGER.info("closing connection %s: %s", request.connection.id, exc)
             self.channel.send_response(CloseConnectionResponse(request, exc.reason))
@@ -168,61 +167,6 @@ def _follow(obj: Any, path: tuple[str, ...], i: int, out: list[int]) -> None:
     elif isinstance(value, list):
         for item in value:
             _follow(item, path, i + 1, out)
-
-
-# --- null checks ----------------------------------------------------------------------------
-# The codec decodes a length of -1 as None even where the schema says the field cannot be null;
-# Kafka rejects such a request as unparseable. Handlers rely on the schema, so the same check
-# runs here, once per request, from a plan compiled per (API, version).
-
-_NullPlan = list[tuple[str, bool, int, Any]]  # (field, nullable, kind, plan of the elements)
-_SIMPLE, _STRUCT, _STRUCT_ARRAY, _SIMPLE_ARRAY = range(4)
-_null_plans: dict[tuple[int, int], _NullPlan] = {}
-_NULLABLE_TYPES = frozenset({"string", "bytes", "records"})
-
-
-def _plan(struct: Any, version: int) -> _NullPlan:
-    plan: _NullPlan = []
-    for name, field in struct.fields.items():
-        if not field.for_version_q(version) or field.tagged_field_q(version):
-            continue
-        nullable = field.nullable_for_version_q(version)
-        if field.is_struct_array():
-            sub = _plan(field.array_of, version)
-            plan.append((name, nullable, _STRUCT_ARRAY if sub else _SIMPLE, sub))
-        elif field.is_struct():
-            plan.append((name, nullable, _STRUCT, _plan(field, version)))
-        elif field.is_array():
-            kind = _SIMPLE_ARRAY if field.array_of.type_str in _NULLABLE_TYPES else _SIMPLE
-            plan.append((name, nullable, kind, None))
-        elif field.type_str in _NULLABLE_TYPES:  # numbers and booleans never decode as null
-            plan.append((name, nullable, _SIMPLE, None))
-    return plan
-
-
-def _check(obj: Any, plan: _NullPlan) -> None:
-    for name, nullable, kind, sub in plan:
-        value = getattr(obj, name)
-        if value is None:
-            if not nullable:
-                raise RemoteProtocolError(f"non-nullable field {name} was serialized as null")
-        elif kind == _STRUCT_ARRAY:
-            for item in value:
-                _check(item, sub)
-        elif kind == _STRUCT:
-            _check(value, sub)
-        elif kind == _SIMPLE_ARRAY and None in value:
-            raise RemoteProtocolError(f"an element of {name} was serialized as null")
-
-
-def check_non_nullable(api_key: int, api_version: int, body: Any) -> None:
-    """Raise RemoteProtocolError if a field the schema declares non-nullable is null."""
-    key = (api_key, api_version)
-    plan = _null_plans.get(key)
-    if plan is None:
-        cls = request_class(api_key)
-        plan = _null_plans[key] = _plan(cls._struct, api_version) if cls is not None else []
-    _check(body, plan)
 
 
 def respond_api_versions_unsupported(request: Request, channel: Any) -> None:
