@@ -271,6 +271,8 @@ async def test_prometheus_endpoint(trio_broker):
     assert data.startswith(b"HTTP/1.1 200 OK")
     assert b'kafka_network_requests_total{request="ApiVersions"}' in data
     assert b"kafka_network_request_metrics_request_queue_time_ms_bucket" in data
+    assert b"kafka_network_request_queue_size 0.0" in data
+    assert b"kafka_server_connections 1.0" in data
 
 
 async def test_failed_acks0_produce_closes_the_connection(trio_broker):

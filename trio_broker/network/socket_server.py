@@ -361,6 +361,8 @@ class SocketServer:
         self._acceptor_scope = trio.CancelScope()
         self._drained: trio.Event | None = None
         metrics.processor_idle.workers = n
+        metrics.request_queue_size.set_function(self.request_channel.request_queue_size)
+        metrics.response_queue_size.set_function(self.request_channel.response_queue_size)
 
     async def start(self, nursery: trio.Nursery) -> list[tuple[str, str, int]]:
         """Bind every listener, start processors and acceptors; return what was bound."""
@@ -405,18 +407,18 @@ class SocketServer:
 
     def record_timings(self, req: Request, *, send_done_ns: int) -> None:
         """Kafka's per-request times, in ms, by API (recorded even if the client left)."""
-        counter, hist = self.metrics.for_api(req.header.api_key)
-        counter.inc()
         dq = req.dequeued_ns or send_done_ns
         local = req.api_local_done_ns or dq
         remote = req.api_remote_done_ns or local
         resp_dq = req.response_dequeued_ns or remote
-        hist["RequestQueueTimeMs"].observe((dq - req.received_ns) / 1e6)
-        hist["LocalTimeMs"].observe((local - dq) / 1e6)
-        hist["RemoteTimeMs"].observe((remote - local) / 1e6)
-        hist["ResponseQueueTimeMs"].observe((resp_dq - remote) / 1e6)
-        hist["ResponseSendTimeMs"].observe((send_done_ns - resp_dq) / 1e6)
-        hist["TotalTimeMs"].observe((send_done_ns - req.received_ns) / 1e6)
+        self.metrics.request_metrics.record(req.header.api_key, (
+            (dq - req.received_ns) / 1e6,  # RequestQueueTimeMs
+            (local - dq) / 1e6,  # LocalTimeMs
+            (remote - local) / 1e6,  # RemoteTimeMs
+            (resp_dq - remote) / 1e6,  # ResponseQueueTimeMs
+            (send_done_ns - resp_dq) / 1e6,  # ResponseSendTimeMs
+            (send_done_ns - req.received_ns) / 1e6,  # TotalTimeMs
+        ))
 
 
 __all__ = ["Acceptor", "Connection", "Processor", "SocketServer", "api_name"]
