@@ -33,10 +33,13 @@ async def serve_metrics(listener: str, metrics: BrokerMetrics, *,
     bound = listeners[0].socket.getsockname()[:2]
     LOGGER.info("metrics on http://%s:%d/metrics", *bound)
     task_status.started(bound)
-    await trio.serve_listeners(lambda s: _handle(s, metrics), listeners)
+    async def handler(stream: trio.SocketStream) -> None:
+        await _handle(stream, metrics)
+
+    await trio.serve_listeners(handler, listeners)
 
 
-async def _handle(stream: trio.SocketStream, metrics: BrokerMetrics) -> None:
+async def _handle(stream: trio.abc.Stream, metrics: BrokerMetrics) -> None:
     async with stream:
         data = b""
         with trio.move_on_after(5):

@@ -193,7 +193,8 @@ async def handle_describe_configs(ctx: RequestContext, request: Any) -> HandlerR
     results = []
     for r in request.resources:
         keys = set(r.configuration_keys) if r.configuration_keys is not None else None
-        error, message, configs = 0, None, []
+        error, message = 0, None
+        configs: list[Any] = []
         if r.resource_type == RESOURCE_TOPIC:
             error, message, configs = _topic_configs(ctx.broker, r.resource_name, keys,
                                                      request.include_synonyms)

@@ -61,10 +61,10 @@ async def handle_produce(ctx: RequestContext, request: Any) -> HandlerResult:
             log = logs.get_log(topic.name, pd.index) if logs is not None else None
             if log is None:
                 offline = logs is not None and (topic.name, pd.index) in logs.offline_partitions
-                error = (ErrorCode.KAFKA_STORAGE_ERROR if offline else
+                missing = (ErrorCode.KAFKA_STORAGE_ERROR if offline else
                          ErrorCode.INVALID_TOPIC_EXCEPTION if validate_topic_name(topic.name)
                          else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
-                parts.append(_part(pd.index, error))
+                parts.append(_part(pd.index, missing))
                 continue
             error, info = _append(ctx, log, pd.records, now_ms)
             if error:

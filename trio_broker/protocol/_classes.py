@@ -7,6 +7,8 @@ own interface (``messages``) instead of hand-writing twenty APIs' layouts. Pinne
 
 from __future__ import annotations
 
+from typing import Any
+
 import kafka.protocol.admin as _admin
 import kafka.protocol.consumer as _consumer
 import kafka.protocol.metadata as _metadata
@@ -28,10 +30,11 @@ def _index() -> tuple[dict[int, type[ApiMessage]], dict[int, type[ApiMessage]], 
                 continue
             if getattr(obj, "_class_version", None) is not None:
                 continue
-            key = obj.API_KEY
-            if obj.is_request():
+            message: Any = obj  # the generated classes carry their schema as class attributes
+            key = message.API_KEY
+            if message.is_request():
                 requests[key] = obj
-                flex = obj._flexible_versions
+                flex = message._flexible_versions
                 if flex is not None and flex[0] >= 0:
                     flexible[key] = flex[0]
             else:
