@@ -154,8 +154,9 @@ LIES = {
     "count-zero": (lambda: rewrite(good(), count=0, last_delta=-1), ErrorCode.INVALID_RECORD),
     "count-negative": (lambda: rewrite(good(), count=-7, last_delta=-8),
                        ErrorCode.INVALID_RECORD),
+    # header-consistent, but an uncompressed payload cannot hold that many records
     "count-huge": (lambda: rewrite(good(), count=2**31 - 1, last_delta=2**31 - 2),
-                   None),  # header-consistent: stored as bytes (see docs/reliability.md)
+                   ErrorCode.INVALID_RECORD),
     "crc-wrong": (lambda: rewrite(good(), records=b"\x00" * 8, fix_crc=False),
                   ErrorCode.CORRUPT_MESSAGE),
     "magic-1": (lambda: rewrite(good(), magic=1), ErrorCode.CORRUPT_MESSAGE),

@@ -368,3 +368,32 @@ def test_verify_crc_reports_truncation() -> None:
     verify_crc(batch, 0, header)
     with pytest.raises(CorruptRecordError, match="truncated"):
         verify_crc(batch[:-1], 0, header)
+
+
+def test_uncompressed_batch_claiming_more_records_than_fit_is_invalid():
+    import struct as _struct
+
+    from trio_broker.protocol.records import (
+        BATCH_HEADER_SIZE as _HDR,
+    )
+    from trio_broker.protocol.records import (
+        InvalidRecordError as _Invalid,
+    )
+    from trio_broker.protocol.records import (
+        build_batch as _build,
+    )
+    from trio_broker.protocol.records import (
+        validate_batch as _validate,
+    )
+
+    batch = bytearray(_build([(None, None, ())]))  # exactly one 7-byte record
+    assert len(batch) - _HDR == 7
+    _validate(batch, max_message_bytes=1 << 20)
+    # Claim 2**31 - 1 records consistently (lastOffsetDelta too) and fix up the CRC.
+    _struct.pack_into(">i", batch, 23, 2**31 - 2)
+    _struct.pack_into(">i", batch, 57, 2**31 - 1)
+    from crc32c import crc32c
+
+    _struct.pack_into(">I", batch, 17, crc32c(bytes(batch[21:])))
+    with pytest.raises(_Invalid, match="cannot fit"):
+        _validate(batch, max_message_bytes=1 << 20)

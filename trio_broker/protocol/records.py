@@ -243,6 +243,11 @@ def verify_crc(buf: Buffer, pos: int, header: BatchHeader) -> None:
         )
 
 
+#: the smallest record: length, attributes, timestamp delta, offset delta, key length (-1),
+#: value length (-1) and header count, one byte each
+_MIN_RECORD_SIZE = 7
+
+
 def validate_batch(buf: Buffer, *, max_message_bytes: int) -> BatchHeader:
     """Check one produced batch the way Kafka's LogValidator does, without decompressing.
 
@@ -272,6 +277,14 @@ def validate_batch(buf: Buffer, *, max_message_bytes: int) -> BatchHeader:
         )
     if header.is_control:
         raise InvalidRecordError("clients may not produce control batches")
+    payload = header.size - BATCH_HEADER_SIZE
+    if header.compression == Compression.NONE and header.records_count * _MIN_RECORD_SIZE > payload:
+        # Records are never decoded here, but an uncompressed batch cannot hold more records
+        # than its payload has room for: this catches a header that claims, say, 2**31 - 1
+        # records (which would move the log end offset that far) at no per-record cost.
+        raise InvalidRecordError(
+            f"records_count {header.records_count} cannot fit in {payload} uncompressed bytes"
+        )
     if header.producer_id >= 0 and header.base_sequence < 0:
         raise InvalidRecordError(
             f"producer id {header.producer_id} sent a batch without a base sequence"
