@@ -131,14 +131,16 @@ def _cmd_serve(args: argparse.Namespace) -> int:
     from .broker import serve
 
     async def run() -> None:
-        async with trio.open_nursery() as nursery:
-            broker = await nursery.start(serve, config)
-            for name, host, port in broker.listeners:
-                print(f"trio-broker listening on {name}://{_fmt(host)}:{port}", flush=True)
-            if broker.metrics_address:
-                h, p = broker.metrics_address
-                print(f"trio-broker metrics on http://{_fmt(h)}:{p}/metrics", flush=True)
-            with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+        # Signals are caught from before the broker starts: one that arrives during start-up
+        # waits in the receiver and then stops the broker gracefully like any other.
+        with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+            async with trio.open_nursery() as nursery:
+                broker = await nursery.start(serve, config)
+                for name, host, port in broker.listeners:
+                    print(f"trio-broker listening on {name}://{_fmt(host)}:{port}", flush=True)
+                if broker.metrics_address:
+                    h, p = broker.metrics_address
+                    print(f"trio-broker metrics on http://{_fmt(h)}:{p}/metrics", flush=True)
                 async for signum in signals:
                     LOGGER.info("received %s, shutting down", signal.Signals(signum).name)
                     broker.stop()
@@ -148,6 +150,8 @@ def _cmd_serve(args: argparse.Namespace) -> int:
         trio.run(run)
     except BaseExceptionGroup as group:
         first = _first_leaf(group)
+        if isinstance(first, KeyboardInterrupt):
+            return 130
         if isinstance(first, ConfigError):
             raise first from None
         if isinstance(first, OSError):

@@ -269,20 +269,36 @@ def mock_cluster():
     holder.flush(1)
 
 
+def _topic_led_by_several_brokers(bootstrap: str) -> str:
+    """An auto-created mock topic whose partitions have more than one leader.
+
+    The mock picks each partition's leader at random (all four on one broker about 1 time in
+    27), so try a few names rather than depend on the draw.
+    """
+    probe = confluent_kafka.Producer({"bootstrap.servers": bootstrap, "log_level": 0})
+    for i in range(10):
+        name = f"mocked-{i}"
+        md = probe.list_topics(name, timeout=10).topics[name]
+        if len({p.leader for p in md.partitions.values()}) > 1:
+            return name
+    raise AssertionError("the mock cluster put every partition of 10 topics on one broker")
+
+
 def test_console_tools_against_a_three_broker_mock_cluster(mock_cluster, capsys, monkeypatch):
     # The mock cluster auto-creates topics (4 partitions, leaders spread over its 3 brokers),
     # so produce and consume must route each partition to its own leader.
+    topic = _topic_led_by_several_brokers(mock_cluster)
     lines = [f"k{i},v{i}" for i in range(200)]
     _stdin(monkeypatch, "\n".join(lines) + "\n")
-    assert main(["produce", "mocked", "--key-separator", ",", "--bootstrap-server",
+    assert main(["produce", topic, "--key-separator", ",", "--bootstrap-server",
                  mock_cluster]) == 0
     capsys.readouterr()
-    assert main(["consume", "mocked", "--from-beginning", "--max-messages", "200",
+    assert main(["consume", topic, "--from-beginning", "--max-messages", "200",
                  "--timeout-ms", "10000", "--property", "print.key=true",
                  "--property", "key.separator=,", "--bootstrap-server", mock_cluster]) == 0
     out = capsys.readouterr().out.splitlines()
     assert sorted(out) == sorted(lines)
-    assert main(["topics", "describe", "mocked", "--bootstrap-server", mock_cluster]) == 0
+    assert main(["topics", "describe", topic, "--bootstrap-server", mock_cluster]) == 0
     out = capsys.readouterr().out
     leaders = {line.split("│")[2].strip() for line in out.splitlines() if line.count("│") == 7}
     assert len(leaders) > 1  # really more than one broker was involved
