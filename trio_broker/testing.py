@@ -78,13 +78,25 @@ class ThreadedBroker:
             raise RuntimeError(f"broker failed to start: {self._error!r}") from self._error
         return self
 
+    async def _extra_settings(self) -> dict[str, Any]:
+        """Settings decided in the broker's thread just before it starts (a subclass hook)."""
+        return {}
+
+    async def _run_beside(self, broker: Broker) -> None:
+        """Runs while the broker is up; the broker stops when this returns (a subclass hook).
+
+        It must call ``self._ready.set()`` once whatever it starts is ready.
+        """
+        self._ready.set()
+        await broker._stop.wait()
+
     def _run(self) -> None:
         async def main() -> None:
             self._token = trio.lowlevel.current_trio_token()
-            async with open_broker(**self.settings) as broker:
+            settings = {**self.settings, **await self._extra_settings()}
+            async with open_broker(**settings) as broker:
                 self.broker = broker
-                self._ready.set()
-                await broker._stop.wait()
+                await self._run_beside(broker)
 
         try:
             trio.run(main)
@@ -112,6 +124,8 @@ class ThreadedBroker:
             except trio.RunFinishedError:
                 pass
         self._thread.join(timeout_s)
+        if self._error is not None:
+            raise RuntimeError(f"broker thread failed: {self._error!r}") from self._error
 
 
 @pytest.fixture(scope="session")
