@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import os
 import socket
+import subprocess
+from collections.abc import Callable, Iterator
+from pathlib import Path
 
 import pytest
 
@@ -12,3 +16,30 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
+
+
+@pytest.fixture
+def tmpfs(tmp_path: Path) -> Iterator[Callable[[str], Path]]:
+    """``tmpfs("2m")`` mounts a real tmpfs of that size (a disk that really fills up).
+
+    Mounting needs root, as CI has: under CI a failed mount fails the test; elsewhere the test
+    is skipped with the reason, since a full disk cannot be made honestly without it.
+    """
+    mounted: list[Path] = []
+
+    def mount(size: str) -> Path:
+        point = tmp_path / f"tmpfs-{len(mounted)}"
+        point.mkdir()
+        result = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs",
+                                 str(point)], capture_output=True, check=False)
+        if result.returncode != 0:
+            why = f"cannot mount a {size} tmpfs: {result.stderr.decode().strip()}"
+            if os.environ.get("CI"):
+                pytest.fail(why)
+            pytest.skip(why + " (needs root)")
+        mounted.append(point)
+        return point
+
+    yield mount
+    for point in mounted:
+        subprocess.run(["umount", "-l", str(point)], check=False)

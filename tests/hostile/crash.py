@@ -32,14 +32,6 @@ TOPIC = "crash-soak"
 GROUP = "crash-soak-group"
 
 
-def coordinator_available() -> bool:
-    try:
-        from trio_broker.coordinator import GroupCoordinator  # noqa: F401
-    except ImportError:
-        return False
-    return True
-
-
 @attrs.define
 class Report:
     cycles: int = 0
@@ -53,7 +45,6 @@ class Report:
     kill_after_s: list[float] = attrs.field(factory=list)
     truncations_logged: int = 0
     group_checks: int = 0
-    group_check_skipped: str | None = None
     problems: list[str] = attrs.field(factory=list)
 
     def summary(self) -> dict[str, Any]:
@@ -65,7 +56,6 @@ class Report:
             "acked_per_cycle_min": min(self.acked_per_cycle, default=0),
             "truncations_logged": self.truncations_logged,
             "group_offset_checks": self.group_checks,
-            "group_check_skipped": self.group_check_skipped,
             "problems": self.problems[:20], "problem_count": len(self.problems),
         }
 
@@ -239,10 +229,7 @@ def run(work_dir: Path, *, cycles: int, flush_every_message: bool, partitions: i
     if flush_every_message:
         overrides["log.flush.interval.messages"] = 1
     broker = BrokerProcess(work_dir / "data", log_file=work_dir / "broker.log", **overrides)
-    groups = check_groups and coordinator_available()
-    if check_groups and not groups:
-        report.group_check_skipped = ("trio_broker.coordinator does not export "
-                                      "GroupCoordinator")
+    groups = check_groups
     report.restart_s.append(broker.start())
     producer = _Producer(broker.bootstrap_servers, value_bytes)
     producer.start()

@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import logging
 import os
-import subprocess
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -28,18 +26,8 @@ CREATE = request_class(ApiKey.CreateTopics)
 
 
 @pytest.fixture
-def small_disk(tmp_path: Path) -> Iterator[Path]:
-    mount_point = tmp_path / "disk"
-    mount_point.mkdir()
-    result = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", str(mount_point)],
-                            capture_output=True, check=False)
-    if result.returncode != 0:
-        pytest.skip(f"cannot mount a 2 MiB tmpfs here (needs root): "
-                    f"{result.stderr.decode().strip()}")
-    try:
-        yield mount_point
-    finally:
-        subprocess.run(["umount", "-l", str(mount_point)], check=False)
+def small_disk(tmpfs) -> Path:
+    return tmpfs("2m")
 
 
 async def create(client: RawClient, topic: str, partitions: int = 1) -> None:
