@@ -16,7 +16,8 @@ import time
 from pathlib import Path
 
 from trio_broker.log import Log, LogConfig
-from trio_broker.protocol.records import build_batch, validate_batch
+from trio_broker.protocol.batch import validate_batch
+from trio_broker.protocol.records import build_batch
 
 TS = 1_700_000_000_000
 

@@ -37,15 +37,10 @@ from ._blocking_client import (
     TopicInfo,
     partition_for_key,
 )
-from .protocol.errors import ErrorCode
-from .protocol.records import (
-    Compression,
-    CorruptRecordError,
-    UnsupportedCompressionError,
-    build_batch,
-    decode_records,
-    iter_batches,
-)
+from .protocol.batch import iter_batches
+from .protocol.compression import Compression
+from .protocol.errors import CorruptRecordError, ErrorCode, UnsupportedCompressionError
+from .protocol.records import build_batch, decode_records
 
 _CODECS = {c.name.lower(): c for c in Compression}
 _ACKS = {"0": 0, "1": 1, "all": -1, "-1": -1}

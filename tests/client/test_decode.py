@@ -13,13 +13,10 @@ from hypothesis import strategies as st
 
 from trio_broker.client.fetcher import ConsumerRecord, decode_chunk
 from trio_broker.client.metadata import TopicPartition
-from trio_broker.protocol.records import (
-    Compression,
-    CorruptRecordError,
-    build_batch,
-    decode_batches,
-    set_log_append_time,
-)
+from trio_broker.protocol.batch import set_log_append_time
+from trio_broker.protocol.compression import Compression
+from trio_broker.protocol.errors import CorruptRecordError
+from trio_broker.protocol.records import build_batch, decode_batches
 
 TP = TopicPartition("t", 3)
 

@@ -24,7 +24,8 @@ from typing import Any
 
 import attrs
 
-from trio_broker.protocol.records import decode_batches, read_batch_header
+from trio_broker.protocol.batch import read_batch_header
+from trio_broker.protocol.records import decode_batches
 
 from .harness import BrokerProcess
 

@@ -20,8 +20,9 @@ from hypothesis import strategies as st
 
 from trio_broker.apis.registry import advertised_versions
 from trio_broker.protocol.api_keys import ApiKey, request_class
+from trio_broker.protocol.compression import Compression
 from trio_broker.protocol.messages import decode_response, encode_request
-from trio_broker.protocol.records import Compression, build_batch
+from trio_broker.protocol.records import build_batch
 
 #: every (api key, version) the broker advertises
 API_VERSIONS: list[tuple[int, int]] = sorted(

@@ -105,7 +105,7 @@ async def test_client_that_never_reads_is_bounded_and_closed(tmp_path, autojump_
         broker.state.logs.create_topic(topic, 1, {})
         log = broker.state.logs.get_log(topic, 0)
         batch = bytearray(build_batch([(None, bytes(512 * 1024))]))
-        from trio_broker.protocol.records import read_batch_header
+        from trio_broker.protocol.batch import read_batch_header
 
         log.append(batch, read_batch_header(batch), now_ms=0)
         hog = RawClient(await trio.open_tcp_stream(broker.host, broker.port))

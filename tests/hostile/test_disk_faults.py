@@ -17,8 +17,9 @@ import pytest
 from tests.raw_client import RawClient
 from trio_broker import open_broker
 from trio_broker.protocol.api_keys import ApiKey, request_class
+from trio_broker.protocol.batch import iter_batches
 from trio_broker.protocol.errors import ErrorCode
-from trio_broker.protocol.records import build_batch, decode_batches, iter_batches
+from trio_broker.protocol.records import build_batch, decode_batches
 
 PRODUCE = request_class(ApiKey.Produce)
 FETCH = request_class(ApiKey.Fetch)

@@ -20,15 +20,11 @@ from crc32c import crc32c
 from tests.hostile.fuzz import well_behaved_client_ok
 from tests.hostile.harness import BrokerProcess
 from trio_broker.protocol.api_keys import ApiKey, request_class
-from trio_broker.protocol.errors import ErrorCode
+from trio_broker.protocol.batch import read_batch_header
+from trio_broker.protocol.compression import Compression
+from trio_broker.protocol.errors import CorruptRecordError, ErrorCode
 from trio_broker.protocol.messages import decode_response, encode_request, make_request
-from trio_broker.protocol.records import (
-    Compression,
-    CorruptRecordError,
-    build_batch,
-    decode_batches,
-    read_batch_header,
-)
+from trio_broker.protocol.records import build_batch, decode_batches
 
 PRODUCE = request_class(ApiKey.Produce)
 FETCH = request_class(ApiKey.Fetch)
@@ -116,7 +112,7 @@ def fetch_all(broker: BrokerProcess, topic: str) -> tuple[bytes, int]:
 
 
 def _headers(buf: bytes) -> Any:
-    from trio_broker.protocol.records import iter_batches
+    from trio_broker.protocol.batch import iter_batches
 
     for pos, header in iter_batches(buf):
         yield header, pos

@@ -17,8 +17,9 @@ from tests.raw_client import RawClient, size_prefix
 from trio_broker import open_broker
 from trio_broker.config import ConfigError
 from trio_broker.protocol.api_keys import ApiKey, request_class
+from trio_broker.protocol.batch import read_batch_header
 from trio_broker.protocol.errors import ErrorCode
-from trio_broker.protocol.records import build_batch, decode_batches, read_batch_header
+from trio_broker.protocol.records import build_batch, decode_batches
 from trio_broker.security import ScramClient, add_user
 from trio_broker.testing import ThreadedBroker
 

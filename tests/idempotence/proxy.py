@@ -28,12 +28,12 @@ import attrs
 import trio
 
 from trio_broker.protocol.api_keys import ApiKey
+from trio_broker.protocol.batch import read_batch_header
 from trio_broker.protocol.messages import (
     decode_request_body,
     decode_request_header,
     decode_response,
 )
-from trio_broker.protocol.records import read_batch_header
 
 _SIZE = struct.Struct(">i")
 _REQUEST_PREFIX = struct.Struct(">hhi")  # api key, api version, correlation id

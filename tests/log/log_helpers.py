@@ -5,12 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from trio_broker.log import Log, LogAppendInfo, LogConfig
-from trio_broker.protocol.records import (
-    BatchHeader,
-    Compression,
-    build_batch,
-    validate_batch,
-)
+from trio_broker.protocol.batch import BatchHeader, validate_batch
+from trio_broker.protocol.compression import Compression
+from trio_broker.protocol.records import build_batch
 
 TS = 1_700_000_000_000
 SMALL = LogConfig(segment_bytes=4096, index_interval_bytes=256, retention_ms=-1)

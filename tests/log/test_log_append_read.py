@@ -5,13 +5,9 @@ import pytest
 from log_helpers import SMALL, TS, append, make_batch, open_log
 
 from trio_broker.log import LogConfig, OffsetOutOfRangeError
-from trio_broker.protocol.records import (
-    Compression,
-    decode_batches,
-    iter_batches,
-    read_batch_header,
-    validate_batch,
-)
+from trio_broker.protocol.batch import iter_batches, read_batch_header, validate_batch
+from trio_broker.protocol.compression import Compression
+from trio_broker.protocol.records import decode_batches
 
 
 def test_append_assigns_offsets_and_read_round_trips(tmp_path: Path) -> None:

@@ -3,7 +3,7 @@ from pathlib import Path
 from log_helpers import SMALL, append, open_log
 
 from trio_broker.log import dump_segment
-from trio_broker.protocol.records import Compression
+from trio_broker.protocol.compression import Compression
 
 
 def test_dump_log_segment_and_indexes(tmp_path: Path) -> None:

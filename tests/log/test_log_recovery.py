@@ -7,7 +7,9 @@ from log_helpers import SMALL, append, make_batch, open_log
 
 from trio_broker.log import LogManager
 from trio_broker.log.segment import LogSegment
-from trio_broker.protocol.records import CorruptRecordError, decode_batches, read_batch_header
+from trio_broker.protocol.batch import read_batch_header
+from trio_broker.protocol.errors import CorruptRecordError
+from trio_broker.protocol.records import decode_batches
 
 
 def _fill(path: Path, batches: int = 60) -> list[int]:

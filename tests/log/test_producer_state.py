@@ -12,7 +12,9 @@ from trio_broker.log import (
     ProducerIdManager,
 )
 from trio_broker.log.producer_state import NUM_BATCHES_TO_RETAIN
-from trio_broker.protocol.records import InvalidRecordError, build_batch, validate_batch
+from trio_broker.protocol.batch import validate_batch
+from trio_broker.protocol.errors import InvalidRecordError
+from trio_broker.protocol.records import build_batch
 
 PID = 4242
 

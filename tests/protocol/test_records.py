@@ -8,19 +8,8 @@ from crc32c import crc32c
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from trio_broker.protocol.records import (
+from trio_broker.protocol.batch import (
     BATCH_HEADER_SIZE,
-    Compression,
-    CorruptRecordError,
-    InvalidRecordError,
-    Record,
-    RecordTooLargeError,
-    UnsupportedCompressionError,
-    build_batch,
-    compress,
-    decode_batches,
-    decode_records,
-    decompress,
     iter_batches,
     read_batch_header,
     set_base_offset,
@@ -29,6 +18,14 @@ from trio_broker.protocol.records import (
     validate_batch,
     verify_crc,
 )
+from trio_broker.protocol.compression import Compression, compress, decompress
+from trio_broker.protocol.errors import (
+    CorruptRecordError,
+    InvalidRecordError,
+    RecordTooLargeError,
+    UnsupportedCompressionError,
+)
+from trio_broker.protocol.records import Record, build_batch, decode_batches, decode_records
 
 OUR_ERRORS = (
     CorruptRecordError,
@@ -373,18 +370,10 @@ def test_verify_crc_reports_truncation() -> None:
 def test_uncompressed_batch_claiming_more_records_than_fit_is_invalid():
     import struct as _struct
 
-    from trio_broker.protocol.records import (
-        BATCH_HEADER_SIZE as _HDR,
-    )
-    from trio_broker.protocol.records import (
-        InvalidRecordError as _Invalid,
-    )
-    from trio_broker.protocol.records import (
-        build_batch as _build,
-    )
-    from trio_broker.protocol.records import (
-        validate_batch as _validate,
-    )
+    from trio_broker.protocol.batch import BATCH_HEADER_SIZE as _HDR
+    from trio_broker.protocol.batch import validate_batch as _validate
+    from trio_broker.protocol.errors import InvalidRecordError as _Invalid
+    from trio_broker.protocol.records import build_batch as _build
 
     batch = bytearray(_build([(None, None, ())]))  # exactly one 7-byte record
     assert len(batch) - _HDR == 7

@@ -11,13 +11,10 @@ from crc32c import crc32c
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from trio_broker.protocol.records import (
-    Compression,
-    CorruptRecordError,
-    build_batch,
-    decode_batches,
-    set_log_append_time,
-)
+from trio_broker.protocol.batch import set_log_append_time
+from trio_broker.protocol.compression import Compression
+from trio_broker.protocol.errors import CorruptRecordError
+from trio_broker.protocol.records import build_batch, decode_batches
 from trio_broker.spark._decode import (
     ARROW_SCHEMA,
     ARROW_SCHEMA_WITH_HEADERS,

@@ -9,8 +9,9 @@ from crc32c import crc32c
 
 from tests.raw_client import RawClient
 from trio_broker.protocol.api_keys import ApiKey, request_class
+from trio_broker.protocol.compression import Compression
 from trio_broker.protocol.errors import ErrorCode
-from trio_broker.protocol.records import Compression, build_batch
+from trio_broker.protocol.records import build_batch
 
 from .wire import LATEST, list_offsets, produce
 

@@ -178,7 +178,7 @@ def test_round_trip(kafka_broker, unique_topic, client, codec):
 
 
 def _codecs_on_disk(kafka_broker, topic: str) -> set[int]:
-    from trio_broker.protocol.records import iter_batches
+    from trio_broker.protocol.batch import iter_batches
 
     ids = set()
     for p in range(PARTITIONS):

@@ -6,7 +6,8 @@ from typing import Any
 
 from tests.raw_client import RawClient
 from trio_broker.protocol.api_keys import ApiKey, request_class
-from trio_broker.protocol.records import Record, decode_batches, iter_batches
+from trio_broker.protocol.batch import iter_batches
+from trio_broker.protocol.records import Record, decode_batches
 
 PRODUCE = request_class(ApiKey.Produce)
 FETCH = request_class(ApiKey.Fetch)

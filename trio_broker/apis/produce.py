@@ -14,16 +14,16 @@ import trio
 
 from ..log import StorageError
 from ..protocol.api_keys import ApiKey
-from ..protocol.errors import ErrorCode
-from ..protocol.messages import response_type
-from ..protocol.records import (
-    Compression,
+from ..protocol.batch import validate_batch
+from ..protocol.compression import Compression
+from ..protocol.errors import (
     CorruptRecordError,
+    ErrorCode,
     InvalidRecordError,
     RecordTooLargeError,
     UnsupportedCompressionError,
-    validate_batch,
 )
+from ..protocol.messages import response_type
 from .context import CloseConnection, HandlerResult, RequestContext
 from .registry import handler
 from .topics import validate_topic_name

@@ -19,8 +19,8 @@ Invariant: the buffered chunks of a partition cover ``[position, fetch_offset)``
 
 Records are decoded only when the application takes them (``collect``), chunk by chunk, straight
 into ``ConsumerRecord`` tuples: the per-record loop is the consumer's hot path, so batch headers,
-CRCs and decompression go through ``protocol.records`` while the loop over records is written
-out here with the one-byte varint case inlined.
+CRCs and decompression go through ``protocol.batch`` and ``protocol.compression`` while the loop
+over records is written out here with the one-byte varint case inlined.
 """
 
 from __future__ import annotations
@@ -35,15 +35,9 @@ from typing import Any, NamedTuple
 import trio
 
 from ..protocol.api_keys import ApiKey, request_class
-from ..protocol.errors import ErrorCode
-from ..protocol.records import (
-    BATCH_HEADER_SIZE,
-    LOG_APPEND_TIME,
-    CorruptRecordError,
-    decompress,
-    iter_batches,
-    verify_crc,
-)
+from ..protocol.batch import BATCH_HEADER_SIZE, LOG_APPEND_TIME, iter_batches, verify_crc
+from ..protocol.compression import decompress
+from ..protocol.errors import CorruptRecordError, ErrorCode
 from .errors import KafkaError, describe_code, error_for
 from .metadata import TopicPartition
 from .network import NetworkClient, Wakeup

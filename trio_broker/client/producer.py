@@ -40,8 +40,9 @@ from typing import Any, NamedTuple
 import trio
 
 from ..protocol.api_keys import ApiKey, request_class
+from ..protocol.compression import Compression
 from ..protocol.errors import ErrorCode
-from ..protocol.records import Compression, build_batch
+from ..protocol.records import build_batch
 from .config import PRODUCER_DEFAULTS, normalize
 from .errors import (
     BufferExhaustedError,

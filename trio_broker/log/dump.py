@@ -12,14 +12,9 @@ import struct
 from collections.abc import Iterator
 from pathlib import Path
 
-from ..protocol.records import (
-    BATCH_HEADER_SIZE,
-    CorruptRecordError,
-    UnsupportedCompressionError,
-    decode_records,
-    read_batch_header,
-    verify_crc,
-)
+from ..protocol.batch import BATCH_HEADER_SIZE, read_batch_header, verify_crc
+from ..protocol.errors import CorruptRecordError, UnsupportedCompressionError
+from ..protocol.records import decode_records
 
 _CODEC_NAMES = {0: "none", 1: "gzip", 2: "snappy", 3: "lz4", 4: "zstd"}
 

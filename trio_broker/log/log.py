@@ -33,14 +33,14 @@ from pathlib import Path
 
 import attrs
 
-from ..protocol.records import (
+from ..protocol.batch import (
     BATCH_HEADER_SIZE,
     BatchHeader,
-    CorruptRecordError,
     set_base_offset,
     set_log_append_time,
     set_partition_leader_epoch,
 )
+from ..protocol.errors import CorruptRecordError
 from .config import LogConfig
 from .errors import KafkaStorageError, OffsetOutOfRangeError
 from .index import IndexCorruptError

@@ -32,7 +32,7 @@ from pathlib import Path
 
 import attrs
 
-from ..protocol.records import CorruptRecordError
+from ..protocol.errors import CorruptRecordError
 from ._files import atomic_write, fsync_dir
 from .config import LogConfig
 from .errors import (

@@ -28,7 +28,8 @@ from pathlib import Path
 import attrs
 from crc32c import crc32c
 
-from ..protocol.records import BatchHeader, InvalidRecordError
+from ..protocol.batch import BatchHeader
+from ..protocol.errors import InvalidRecordError
 from ._files import atomic_write
 from .errors import InvalidProducerEpochError, OutOfOrderSequenceError
 

@@ -20,14 +20,9 @@ import os
 from collections.abc import Iterator
 from pathlib import Path
 
-from ..protocol.records import (
-    BATCH_HEADER_SIZE,
-    BatchHeader,
-    CorruptRecordError,
-    decode_records,
-    read_batch_header,
-    verify_crc,
-)
+from ..protocol.batch import BATCH_HEADER_SIZE, BatchHeader, read_batch_header, verify_crc
+from ..protocol.errors import CorruptRecordError
+from ..protocol.records import decode_records
 from ._files import write_all
 from .config import LogConfig
 from .index import OffsetIndex, TimeIndex

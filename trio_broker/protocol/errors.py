@@ -8,6 +8,7 @@ so the network layer can close just that connection and carry on.
 from __future__ import annotations
 
 import enum
+from typing import ClassVar
 
 
 class RemoteProtocolError(Exception):
@@ -172,3 +173,30 @@ _RETRIABLE = frozenset(
         ErrorCode.UNKNOWN_TOPIC_ID,
     }
 )
+
+
+# --- record batch errors: each maps to the Kafka error code a producer gets -------------
+
+
+class CorruptRecordError(Exception):
+    """The bytes are not a batch: bad CRC, truncated, garbage (Kafka CORRUPT_MESSAGE, 2)."""
+
+    error_code: ClassVar[ErrorCode] = ErrorCode.CORRUPT_MESSAGE
+
+
+class InvalidRecordError(Exception):
+    """A well-formed batch a client may not produce (Kafka INVALID_RECORD, 87)."""
+
+    error_code: ClassVar[ErrorCode] = ErrorCode.INVALID_RECORD
+
+
+class RecordTooLargeError(Exception):
+    """The batch exceeds max.message.bytes (Kafka MESSAGE_TOO_LARGE, 10)."""
+
+    error_code: ClassVar[ErrorCode] = ErrorCode.MESSAGE_TOO_LARGE
+
+
+class UnsupportedCompressionError(Exception):
+    """Codec ids 5..7 are reserved (Kafka UNSUPPORTED_COMPRESSION_TYPE, 76)."""
+
+    error_code: ClassVar[ErrorCode] = ErrorCode.UNSUPPORTED_COMPRESSION_TYPE

@@ -26,14 +26,9 @@ from typing import NamedTuple
 import numpy as np
 import pyarrow as pa
 
-from trio_broker.protocol.records import (
-    BATCH_HEADER_SIZE,
-    Compression,
-    CorruptRecordError,
-    decompress,
-    iter_batches,
-    verify_crc,
-)
+from trio_broker.protocol.batch import BATCH_HEADER_SIZE, iter_batches, verify_crc
+from trio_broker.protocol.compression import Compression, decompress
+from trio_broker.protocol.errors import CorruptRecordError
 
 #: Spark's Kafka source schema (``KafkaRecordToRowConverter``), as a Spark DDL string.
 SCHEMA_DDL = ("key binary, value binary, topic string, partition int, offset long, "
@@ -54,7 +49,7 @@ ARROW_SCHEMA = pa.schema([
 ])
 ARROW_SCHEMA_WITH_HEADERS = ARROW_SCHEMA.append(pa.field("headers", HEADER_TYPE))
 
-_CONTROL_BIT = 0x20
+
 _TIMESTAMP_TYPE_BIT = 0x08
 _PAD = 16  # zero bytes after the buffer: vectorised gathers may read a few bytes past a record
 _MIN_RUN = 8  # records a guessed run must cover to be worth its numpy calls
@@ -104,7 +99,7 @@ def decode_fetched(records: bytes | memoryview, *, topic: str, partition: int, s
         if header.magic != 2:
             raise CorruptRecordError(f"message format v{header.magic} is not supported")
         next_offset = max(next_offset, header.next_offset)
-        if header.attributes & _CONTROL_BIT or header.next_offset <= start:
+        if header.is_control or header.next_offset <= start:
             continue
         if header.base_offset >= end:
             break
