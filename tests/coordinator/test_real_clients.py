@@ -17,6 +17,7 @@ import time
 import uuid
 from pathlib import Path
 
+import confluent_kafka
 import pytest
 
 from trio_broker._blocking_client import BrokerConnection, parse_address
@@ -31,8 +32,6 @@ from .group_workers import (
     RecordBook,
     wait_for,
 )
-
-confluent_kafka = pytest.importorskip("confluent_kafka")
 
 PARTITIONS = 6
 ALL = frozenset(range(PARTITIONS))

@@ -3,7 +3,7 @@ by timestamp, raw and through a real client."""
 
 from __future__ import annotations
 
-import pytest
+import confluent_kafka
 
 from tests.raw_client import RawClient
 from trio_broker.protocol.errors import ErrorCode
@@ -94,7 +94,6 @@ async def test_list_offsets_by_timestamp(trio_broker):
 
 
 def test_offsets_for_times_through_confluent(kafka_broker, unique_topic):
-    confluent_kafka = pytest.importorskip("confluent_kafka")
     topic = kafka_broker.create_topic(unique_topic("times"), 1)
     producer = confluent_kafka.Producer({"bootstrap.servers": kafka_broker.bootstrap_servers})
     for i in range(100):
