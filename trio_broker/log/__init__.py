@@ -5,6 +5,7 @@ Plain synchronous code with no event loop: the server decides which thread runs 
 
 from .config import TOPIC_CONFIG_KEYS as TOPIC_CONFIG_KEYS
 from .config import LogConfig as LogConfig
+from .config import log_config_from as log_config_from
 from .dump import dump_segment as dump_segment
 from .errors import InvalidConfigError as InvalidConfigError
 from .errors import InvalidPartitionsError as InvalidPartitionsError
