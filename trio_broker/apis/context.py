@@ -10,7 +10,7 @@ hand-built context and the network layer stays ignorant of what any API means.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ..protocol.messages import RequestHeader, make_response
 from ..security.sasl import SaslAuthenticator
@@ -118,7 +118,7 @@ class HandlerContext:
     def connection_id(self) -> str:
         return self.request.connection_id
 
-    def response(self, **fields: Any) -> ResponseBody:
+    def response(self, **fields: object) -> ResponseBody:
         """A response body of this request's API and version."""
         header = self.request.header
         return make_response(header.api_key, header.api_version, **fields)

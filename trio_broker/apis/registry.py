@@ -10,16 +10,15 @@ this table (Kafka's ``ApiVersionManager``).
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import Any
 
 from ..protocol.api_keys import SUPPORTED_VERSIONS, ApiKey, VersionRange
 from ..protocol.errors import ErrorCode
 from ..protocol.messages import response_type
 from . import admin, fetch, groups, init_producer_id, list_offsets, metadata, offsets, produce, sasl
-from .bodies import ApiVersionsRequest, Struct
+from .bodies import ApiVersionsRequest, RequestBody, Struct
 from .context import HandlerContext, HandlerResult
 
-Handler = Callable[[HandlerContext, Any], Awaitable[HandlerResult]]
+Handler = Callable[[HandlerContext, RequestBody], Awaitable[HandlerResult]]
 
 
 async def handle_api_versions(ctx: HandlerContext, request: ApiVersionsRequest) -> HandlerResult:

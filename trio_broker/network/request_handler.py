@@ -150,6 +150,7 @@ _error_paths: dict[tuple[type, int], list[tuple[str, ...]]] = {}
 
 
 def _paths_to_error_codes(struct: Any, depth: int) -> list[tuple[str, ...]]:
+    # ``struct`` is the codec's schema object (kafka-python's ``_struct``), untyped.
     paths: list[tuple[str, ...]] = []
     for name, field in struct.fields.items():
         if name == "error_code":
@@ -159,7 +160,7 @@ def _paths_to_error_codes(struct: Any, depth: int) -> list[tuple[str, ...]]:
     return paths
 
 
-def _follow(obj: Any, path: tuple[str, ...], i: int, out: list[int]) -> None:
+def _follow(obj: object, path: tuple[str, ...], i: int, out: list[int]) -> None:
     value = getattr(obj, path[i], None)
     if i == len(path) - 1:
         if isinstance(value, int):
