@@ -21,6 +21,6 @@ from .log import FetchDataInfo as FetchDataInfo
 from .log import Log as Log
 from .log import LogAppendInfo as LogAppendInfo
 from .manager import LogManager as LogManager
-from .manager import validate_topic_name as validate_topic_name
 from .producer_ids import ProducerIdManager as ProducerIdManager
 from .producer_state import ProducerStateManager as ProducerStateManager
+from .topic_metadata import validate_topic_name as validate_topic_name
