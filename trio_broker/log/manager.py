@@ -418,20 +418,22 @@ class LogManager:
     def checkpoint_recovery_points(self) -> None:
         """Persist each partition's recovery point, so an unclean restart re-checks only the
         data written since (Kafka's recovery-point-offset-checkpoint)."""
-        by_dir: dict[Path, dict[tuple[str, int], int]] = {}
-        with self._lock:
-            for key, log in self._logs.items():
-                if not log.closed:
-                    by_dir.setdefault(self._dir_of[key], {})[key] = log.recovery_point
-        for log_dir, points in by_dir.items():
-            if self._checkpointed.get(log_dir) == points:
-                continue
-            try:
-                self._checkpoint_file(log_dir).write(points)
-            except OSError as exc:
-                LOGGER.error("Writing the recovery point checkpoint in %s failed: %s", log_dir, exc)
-                continue
-            self._checkpointed[log_dir] = points
+        with self._checkpoint_lock:
+            by_dir: dict[Path, dict[tuple[str, int], int]] = {}
+            with self._lock:
+                for key, log in self._logs.items():
+                    if not log.closed:
+                        by_dir.setdefault(self._dir_of[key], {})[key] = log.recovery_point
+            for log_dir, points in by_dir.items():
+                if self._checkpointed.get(log_dir) == points:
+                    continue
+                try:
+                    self._checkpoint_file(log_dir).write(points)
+                except OSError as exc:
+                    LOGGER.error("Writing the recovery point checkpoint in %s failed: %s",
+                                 log_dir, exc)
+                    continue
+                self._checkpointed[log_dir] = points
 
     def run_retention(self, now_ms: int) -> int:
         """Apply retention to every log and expire idle producer ids; returns segments deleted."""
@@ -458,11 +460,12 @@ class LogManager:
                 LOGGER.error("Closing %s failed: %s", log.name, exc)
                 failed_dirs.add(log_dir)
             points.setdefault(log_dir, {})[key] = log.recovery_point
-        for log_dir in self.log_dirs:
-            if log_dir in self.offline_dirs or log_dir in failed_dirs:
-                continue
-            try:
-                self._checkpoint_file(log_dir).write(points.get(log_dir, {}))
-                atomic_write(log_dir / CLEAN_SHUTDOWN_FILE, b"")
-            except OSError as exc:
-                LOGGER.error("Could not mark %s as cleanly shut down: %s", log_dir, exc)
+        with self._checkpoint_lock:
+            for log_dir in self.log_dirs:
+                if log_dir in self.offline_dirs or log_dir in failed_dirs:
+                    continue
+                try:
+                    self._checkpoint_file(log_dir).write(points.get(log_dir, {}))
+                    atomic_write(log_dir / CLEAN_SHUTDOWN_FILE, b"")
+                except OSError as exc:
+                    LOGGER.error("Could not mark %s as cleanly shut down: %s", log_dir, exc)
