@@ -3,7 +3,7 @@
 Why a fixed pool: M handler tasks drain the bounded request channel, so the number of requests
 being worked on at once is bounded no matter how many connections there are. Work that waits
 (long-poll fetch, held group joins) is parked in a purgatory and answered later through
-``RequestContext.respond``; it never holds a handler task.
+``HandlerContext.respond``; it never holds a handler task.
 """
 
 from __future__ import annotations
