@@ -118,6 +118,11 @@ class HandlerContext:
     def connection_id(self) -> str:
         return self.request.connection_id
 
+    @property
+    def principal(self) -> str | None:
+        """``"User:<name>"`` once authenticated (SASL or a TLS client certificate), else None."""
+        return self.request.principal
+
     def response(self, **fields: object) -> ResponseBody:
         """A response body of this request's API and version."""
         header = self.request.header
