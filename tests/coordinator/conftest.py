@@ -1,8 +1,9 @@
 """Drive the group coordinator through the registered API handlers, as the network layer does.
 
 Requests are encoded to wire bytes and decoded again, handlers get a hand-built
-``RequestContext``, and responses are encoded and decoded the way a client would see them, so
-these tests cover the codec path of every field the coordinator sets.
+``HandlerContext`` over a ``standalone_state`` (real storage, no sockets), and responses are
+encoded and decoded the way a client would see them, so these tests cover the codec path of
+every field the coordinator sets.
 """
 
 from __future__ import annotations
