@@ -47,7 +47,7 @@ async def handle_metadata(ctx: HandlerContext, request: MetadataRequest) -> Hand
         throttle_time_ms=0,
         brokers=[_Broker(node_id=node, host=broker.advertised_host, port=broker.advertised_port,
                          rack=None)],
-        cluster_id=broker.cluster_id,
+        cluster_id=broker.config.cluster_id,
         controller_id=node,
         topics=topics,
     )

@@ -44,7 +44,7 @@ from ..config import BrokerConfig, ConfigError, Listener
 from ..metrics import BrokerMetrics
 from ..protocol.errors import RemoteProtocolError, UnsupportedVersionError
 from ..protocol.framing import NEED_DATA, FrameDecoder
-from ..protocol.messages import RequestHeader, decode_request_header, peek_correlation_id
+from ..protocol.messages import decode_request_header, peek_correlation_id
 from ..security.credentials import CredentialsError, CredentialStore
 from ..security.sasl import SaslAuthenticator, SaslSettings
 from ..security.tls import TLSConfigError, peer_principal, server_ssl_context
@@ -91,13 +91,15 @@ class Connection:
     """One client connection: its stream, frame buffer, idle scope and the slot for its response."""
 
     __slots__ = ("_response", "_response_ready", "client_host", "client_port", "decoder", "id",
-                 "idle_scope", "in_flight", "listener", "principal", "sasl", "stream")
+                 "idle_scope", "in_flight", "listener_name", "principal", "sasl",
+                 "security_protocol", "stream")
 
     def __init__(self, stream: trio.abc.Stream, listener: Listener, client_host: str,
                  client_port: int, max_frame_bytes: int) -> None:
         self.id = f"{client_host}:{client_port}-{next(_connection_ids)}"
         self.stream = stream
-        self.listener = listener
+        self.listener_name = listener.name
+        self.security_protocol = listener.security_protocol
         self.client_host = client_host
         self.client_port = client_port
         self.decoder = FrameDecoder(max_frame_bytes)
@@ -121,14 +123,6 @@ class Connection:
         self._response = None
         self._response_ready = trio.Event()
         return response
-
-    def request_context(self, header: RequestHeader) -> RequestContext:
-        """Kafka's ``RequestContext`` of a request read from this connection."""
-        listener = self.listener
-        return RequestContext(header, self.id, client_host=self.client_host,
-                              client_port=self.client_port, listener_name=listener.name,
-                              security_protocol=listener.security_protocol,
-                              principal=self.principal, sasl=self.sasl)
 
 
 class Processor:
@@ -177,13 +171,15 @@ class Processor:
             await self._drained.wait()
 
     def _request_finished(self) -> None:
-        if self.draining and self._drained is not None:
+        """While draining, wake ``wait_in_flight_done`` to count again."""
+        if self._drained is not None:
             self._drained.set()
 
     # -- step: processNewResponses ---------------------------------------------------------
     async def _process_new_responses(self) -> None:
         receiver = self._channel.response_receiver(self.index)
         idle = self._metrics.processor_idle
+        timings = self._metrics.request_metrics
         connections = self.connections
         async for response in receiver:
             while True:
@@ -192,7 +188,7 @@ class Processor:
                 conn = connections.get(req.context.connection_id)
                 if conn is None:
                     # The client left before its answer: still record the request's timings.
-                    self._record_timings(req, req.response_dequeued_ns)
+                    timings.record_timings(req.header.api_key, req, req.response_dequeued_ns)
                 else:
                     conn.deliver(response)
                 try:
@@ -202,10 +198,6 @@ class Processor:
             t0 = time.monotonic_ns()
             await trio.lowlevel.checkpoint()
             idle.add_idle(time.monotonic_ns() - t0)
-
-    def _record_timings(self, request: Request, send_done_ns: int) -> None:
-        self._metrics.request_metrics.record_timings(request.header.api_key, request,
-                                                     send_done_ns)
 
     # -- one task per connection: processCompletedReceives / processCompletedSends -----------
     async def _serve_connection(self, stream: trio.SocketStream, listener: Listener) -> None:
@@ -239,7 +231,8 @@ class Processor:
             LOGGER.info("closing connection %s: %s", conn.id, exc)
         finally:
             del self.connections[conn.id]
-            self._request_finished()
+            if self.draining:
+                self._request_finished()
             self._quotas.release(host)
             metrics.connections.dec()
             metrics.connections_closed.labels(reason).inc()
@@ -251,6 +244,7 @@ class Processor:
         idle_s = self._settings.connections_max_idle_ms / 1000
         bytes_in = self._metrics.bytes_in
         bytes_out = self._metrics.bytes_out
+        timings = self._metrics.request_metrics
         channel = self._channel
         decoder = conn.decoder
         eof = False
@@ -289,19 +283,20 @@ class Processor:
                 await channel.send_request(request)
                 response = await conn.wait_response()
                 conn.in_flight = None
-                self._request_finished()
+                if self.draining:
+                    self._request_finished()
                 sasl = conn.sasl
                 if sasl is not None and sasl.failed:
                     return await self._fail_authentication(conn, request, response)
                 if isinstance(response, SendResponse):
                     await conn.stream.send_all(response.data)
                     bytes_out.inc(len(response.data))
-                    self._record_timings(request, time.monotonic_ns())
+                    timings.record_timings(request.header.api_key, request, time.monotonic_ns())
                 elif isinstance(response, NoOpResponse):
-                    self._record_timings(request, time.monotonic_ns())
+                    timings.record_timings(request.header.api_key, request, time.monotonic_ns())
                 else:
                     assert isinstance(response, CloseConnectionResponse)
-                    self._record_timings(request, time.monotonic_ns())
+                    timings.record_timings(request.header.api_key, request, time.monotonic_ns())
                     return response.reason
                 if sasl is not None and sasl.complete and conn.principal != sasl.principal:
                     conn.principal = sasl.principal
@@ -321,7 +316,8 @@ class Processor:
         if isinstance(response, SendResponse):
             await conn.stream.send_all(response.data)
             self._metrics.bytes_out.inc(len(response.data))
-        self._record_timings(request, time.monotonic_ns())
+        self._metrics.request_metrics.record_timings(request.header.api_key, request,
+                                                     time.monotonic_ns())
         return "authentication_failed"
 
     def _parse(self, conn: Connection, frame: bytes) -> Request:
@@ -338,7 +334,11 @@ class Processor:
                 f"{header.api_name} request during SASL {sasl.state.value} (only ApiVersions, "
                 "SaslHandshake and SaslAuthenticate are allowed before authentication)",
                 reason="authentication_required")
-        return Request(self.index, conn.request_context(header), frame)
+        context = RequestContext(header, conn.id, client_host=conn.client_host,
+                                 client_port=conn.client_port, listener_name=conn.listener_name,
+                                 security_protocol=conn.security_protocol,
+                                 principal=conn.principal, sasl=sasl)
+        return Request(self.index, context, frame)
 
 
 def _peer(stream: trio.SocketStream) -> tuple[str, int]:
