@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any, TypeAlias
 
-from kafka.protocol.api_message import ApiMessage
+from ..protocol.messages import ApiMessage
 
 #: A response body, as ``protocol.messages.make_response`` builds it.
 ResponseBody: TypeAlias = ApiMessage
