@@ -126,7 +126,8 @@ class HandlerContext:
     def response(self, **fields: object) -> ResponseBody:
         """A response body of this request's API and version."""
         header = self.request.header
-        return make_response(header.api_key, header.api_version, **fields)
+        body: ResponseBody = make_response(header.api_key, header.api_version, **fields)
+        return body
 
     def respond(self, body: ResponseBody | None) -> None:
         """Send the response of a ``DEFERRED`` request (once)."""
