@@ -13,16 +13,18 @@ from __future__ import annotations
 import contextlib
 import logging
 import time
-from collections.abc import AsyncIterator
-from typing import Any
+from collections.abc import AsyncIterator, Mapping
 
 import attrs
 import trio
 
 from .apis.purgatory import Purgatory
-from .broker_state import BrokerState
+from .apis.state import BrokerState
 from .config import BrokerConfig, ConfigError, build_config, parse_listeners
+from .coordinator import GroupCoordinator
+from .log import LogManager, ProducerIdManager, log_config_from
 from .metrics import BrokerMetrics
+from .network.metrics_http import serve_metrics
 from .network.request_handler import RequestHandlerPool
 from .network.socket_server import SocketServer
 
@@ -58,29 +60,12 @@ class Broker:
         self._stop.set()
 
 
-def log_config_from(config: BrokerConfig) -> Any:
-    """The default topic config (``LogConfig``) implied by the broker's log.* keys."""
-    from .log import LogConfig
-
-    return LogConfig(
-        segment_bytes=config.log_segment_bytes,
-        segment_ms=config.log_roll_effective_ms,
-        retention_ms=config.log_retention_effective_ms,
-        retention_bytes=config.log_retention_bytes,
-        index_interval_bytes=config.log_index_interval_bytes,
-        flush_interval_messages=config.log_flush_interval_messages,
-        flush_interval_ms=config.log_flush_interval_ms,
-        max_message_bytes=config.message_max_bytes,
-        message_timestamp_type=config.log_message_timestamp_type,
-        cleanup_policy=config.log_cleanup_policy,
-    )
+ConfigInput = BrokerConfig | Mapping[str, object] | None
 
 
-def _as_config(config: BrokerConfig | dict[str, Any] | None,
-               overrides: dict[str, Any]) -> BrokerConfig:
+def _as_config(config: ConfigInput, overrides: Mapping[str, object]) -> BrokerConfig:
     if config is None:
-        base: dict[str, Any] = {}
-        cfg = build_config(base)
+        cfg = build_config({})
     elif isinstance(config, BrokerConfig):
         cfg = config
     else:
@@ -88,40 +73,43 @@ def _as_config(config: BrokerConfig | dict[str, Any] | None,
     return cfg.evolve(**overrides) if overrides else cfg
 
 
-async def serve(config: BrokerConfig | dict[str, Any] | None = None, *,
-                task_status: Any = trio.TASK_STATUS_IGNORED, **overrides: Any) -> None:
+async def serve(config: ConfigInput = None, *,
+                task_status: trio.TaskStatus[Broker] = trio.TASK_STATUS_IGNORED,
+                **overrides: object) -> None:
     """Run a broker until cancelled (or ``Broker.stop()``); ``task_status.started(Broker)``."""
     started_at = time.perf_counter()
     cfg = _as_config(config, overrides)
     metrics = BrokerMetrics()
-    state = BrokerState(config=cfg, metrics=metrics, cluster_id=cfg.cluster_id)
     server = SocketServer(cfg, metrics)
     parts_scope = trio.CancelScope(shield=True)
-    broker_box: list[Broker] = []
 
-    async def run_parts(*, task_status: Any = trio.TASK_STATUS_IGNORED) -> None:
+    async def run_parts(*, task_status: trio.TaskStatus[Broker] = trio.TASK_STATUS_IGNORED,
+                        ) -> None:
         with parts_scope:
             async with trio.open_nursery() as nursery:
-                state.nursery = nursery
-                state.fetch_purgatory = Purgatory(nursery)
-                await _load_storage(state)
-                await _start_coordinators(state, nursery)
+                logs = await _load_storage(cfg)
+                coordinator = GroupCoordinator(cfg, cfg.log_dir_list[0])
+                await nursery.start(coordinator.run)
                 bound = await server.start(nursery)
-                _advertise(state, cfg, bound)
-                await nursery.start(RequestHandlerPool(state, server, cfg.num_io_threads).run)
+                host, port = _advertised_address(cfg, bound)
+                # Every part exists from here on: the one place the handlers' state is built.
+                state = BrokerState(
+                    config=cfg, metrics=metrics, logs=logs, groups=coordinator,
+                    producer_ids=ProducerIdManager(cfg.log_dir_list[0]),
+                    fetch_purgatory=Purgatory(nursery), advertised_host=host,
+                    advertised_port=port)
+                pool = RequestHandlerPool(state, server.request_channel, cfg.num_io_threads)
+                await nursery.start(pool.run)
                 metrics_addr = None
                 if cfg.metrics_listener:
-                    from .metrics_http import serve_metrics
-
                     metrics_addr = await nursery.start(serve_metrics, cfg.metrics_listener, metrics)
-                _start_background(state, nursery)
-                broker = Broker(cfg, state, bound, metrics_addr)
-                broker_box.append(broker)
-                task_status.started(broker)
+                nursery.start_soon(_retention_loop, state)
+                nursery.start_soon(_flush_loop, state)
+                task_status.started(Broker(cfg, state, bound, metrics_addr))
                 await trio.sleep_forever()
 
     async with trio.open_nursery() as root:
-        broker = await root.start(run_parts)
+        broker: Broker = await root.start(run_parts)
         for name, host, port in broker.listeners:
             LOGGER.info("listening on %s://%s:%d (advertised %s)", name, host, port,
                         broker.bootstrap_servers)
@@ -132,72 +120,44 @@ async def serve(config: BrokerConfig | dict[str, Any] | None = None, *,
             await broker._stop.wait()
         finally:
             with trio.CancelScope(shield=True):
-                await _shutdown(state, server, cfg)
+                await _shutdown(broker.state, server, cfg)
             parts_scope.cancel()
 
 
 async def _shutdown(state: BrokerState, server: SocketServer, cfg: BrokerConfig) -> None:
     LOGGER.info("shutting down: stop accepting, finish in-flight requests")
-    if state.fetch_purgatory is not None:
-        state.fetch_purgatory.complete_all()  # parked fetches answer now with what they have
-    if state.groups is not None:
-        state.groups.begin_shutdown()  # held joins and syncs answer now
+    state.fetch_purgatory.complete_all()  # parked fetches answer now with what they have
+    state.groups.begin_shutdown()  # held joins and syncs answer now
     await server.stop(cfg.shutdown_timeout_ms / 1000)
-    if state.groups is not None:
-        try:
-            state.groups.close()
-        except Exception:
-            LOGGER.exception("closing the group coordinator failed")
-    if state.logs is not None:
-        try:
-            await trio.to_thread.run_sync(state.logs.close)
-        except Exception:
-            LOGGER.exception("closing the logs failed")
+    try:
+        state.groups.close()
+    except Exception:
+        LOGGER.exception("closing the group coordinator failed")
+    try:
+        await trio.to_thread.run_sync(state.logs.close)
+    except Exception:
+        LOGGER.exception("closing the logs failed")
     LOGGER.info("shutdown complete")
 
 
-async def _load_storage(state: BrokerState) -> None:
-    cfg = state.config
-    try:
-        from .log import LogManager
-    except ImportError:  # storage not available in this build
-        return
+async def _load_storage(cfg: BrokerConfig) -> LogManager:
+    """Open every partition log (recovery runs in a worker thread, off the event loop)."""
     for d in cfg.log_dir_list:
         d.mkdir(parents=True, exist_ok=True)
     manager = LogManager(cfg.log_dir_list, log_config_from(cfg),
                          producer_id_expiration_ms=cfg.producer_id_expiration_ms)
     await trio.to_thread.run_sync(manager.load)
-    state.logs = manager
-    try:
-        from .log.producer_ids import ProducerIdManager
-    except ImportError:
-        return
-    state.producer_ids = ProducerIdManager(cfg.log_dir_list[0])
-
-
-async def _start_coordinators(state: BrokerState, nursery: trio.Nursery) -> None:
-    try:
-        from .coordinator import GroupCoordinator
-    except ImportError:
-        return
-    coordinator = GroupCoordinator(state.config, state.config.log_dir_list[0])
-    await nursery.start(coordinator.run)
-    state.groups = coordinator
-
-
-def _start_background(state: BrokerState, nursery: trio.Nursery) -> None:
-    if state.logs is not None:
-        nursery.start_soon(_retention_loop, state)
-        nursery.start_soon(_flush_loop, state)
+    return manager
 
 
 async def _retention_loop(state: BrokerState) -> None:
     """Kafka's log retention task: every log.retention.check.interval.ms, off the loop."""
     interval = state.config.log_retention_check_interval_ms / 1000
+    logs = state.logs
     while True:
         await trio.sleep(interval)
         try:
-            deleted = await trio.to_thread.run_sync(state.logs.run_retention, state.now_ms())
+            deleted = await trio.to_thread.run_sync(logs.run_retention, state.now_ms())
         except Exception:
             LOGGER.exception("log retention pass failed")
             continue
@@ -209,34 +169,34 @@ async def _flush_loop(state: BrokerState) -> None:
     """Kafka's log flusher: flush.ms-due partitions and recovery-point checkpoints."""
     interval = state.config.log_flush_scheduler_interval_ms / 1000
     checkpoint_every = max(1, round(60 / interval))
+    logs = state.logs
     ticks = 0
     while True:
         await trio.sleep(interval)
         ticks += 1
         try:
-            if state.logs.logs_needing_flush():
-                await trio.to_thread.run_sync(state.logs.flush_dirty)
+            if logs.logs_needing_flush():
+                await trio.to_thread.run_sync(logs.flush_dirty)
             if ticks % checkpoint_every == 0:
-                await trio.to_thread.run_sync(state.logs.checkpoint_recovery_points)
+                await trio.to_thread.run_sync(logs.checkpoint_recovery_points)
         except Exception:
             LOGGER.exception("log flush pass failed")
 
 
-def _advertise(state: BrokerState, cfg: BrokerConfig, bound: list[tuple[str, str, int]]) -> None:
+def _advertised_address(cfg: BrokerConfig, bound: list[tuple[str, str, int]]) -> tuple[str, int]:
+    """(host, port) that Metadata and FindCoordinator name for this broker."""
     if cfg.advertised_listeners:
         first = parse_listeners(cfg.advertised_listeners, "advertised.listeners")[0]
-        state.advertised_host, state.advertised_port = first.host, first.port
-        return
+        return first.host, first.port
     _name, host, port = bound[0]
     if host in ("0.0.0.0", "::"):
         raise ConfigError(f"listeners binds {host}, which clients cannot connect to: set "
                           "advertised.listeners")
-    state.advertised_host, state.advertised_port = host, port
+    return host, port
 
 
 @contextlib.asynccontextmanager
-async def open_broker(config: BrokerConfig | dict[str, Any] | None = None,
-                      **overrides: Any) -> AsyncIterator[Broker]:
+async def open_broker(config: ConfigInput = None, **overrides: object) -> AsyncIterator[Broker]:
     """``async with open_broker(log_dirs=..., listeners="PLAINTEXT://127.0.0.1:0") as b:``.
 
     Defaults differ from ``serve`` in one way: the listener binds port 0 unless given.
@@ -252,6 +212,6 @@ async def open_broker(config: BrokerConfig | dict[str, Any] | None = None,
             broker.stop()
 
 
-def _kw(overrides: dict[str, Any]) -> dict[str, Any]:
+def _kw(overrides: Mapping[str, object]) -> dict[str, object]:
     # Kafka dotted names are accepted too: {"log.dirs": ...} -> log_dirs
     return {k.replace(".", "_"): v for k, v in overrides.items()}

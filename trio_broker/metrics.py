@@ -23,6 +23,26 @@ TIMINGS = ("RequestQueueTimeMs", "LocalTimeMs", "RemoteTimeMs", "ResponseQueueTi
            "ResponseSendTimeMs", "TotalTimeMs")
 
 
+class RequestTimes:
+    """Kafka's request timestamps (``time.monotonic_ns``), stamped as a request moves on.
+
+    Set by the network layer: received (frame read), dequeued (a handler took it), API local
+    done (the handler returned), API remote done (a parked request was answered), response
+    dequeued (its processor took the response). 0 means "not reached": a request that was never
+    parked has no remote time.
+    """
+
+    __slots__ = ("api_local_done_ns", "api_remote_done_ns", "dequeued_ns", "received_ns",
+                 "response_dequeued_ns")
+
+    def __init__(self) -> None:
+        self.received_ns = time.monotonic_ns()
+        self.dequeued_ns = 0
+        self.api_local_done_ns = 0
+        self.api_remote_done_ns = 0
+        self.response_dequeued_ns = 0
+
+
 class RequestMetrics:
     """Kafka's RequestMetrics: a request counter and six time histograms per API.
 
@@ -50,6 +70,26 @@ class RequestMetrics:
         for i, value in enumerate(times_ms):
             counts[i][bisect_left(bounds, value)] += 1
             sums[i] += value
+
+    def record_timings(self, api_key: int, times: RequestTimes, send_done_ns: int) -> None:
+        """Kafka's six request times, in ms, from ``times`` and the end of the send.
+
+        Recorded even when the client left before its response (``send_done_ns`` is then the
+        moment the response was dropped): a stage never reached takes the previous one's stamp.
+        """
+        received = times.received_ns
+        dequeued = times.dequeued_ns or send_done_ns
+        local = times.api_local_done_ns or dequeued
+        remote = times.api_remote_done_ns or local
+        response_dequeued = times.response_dequeued_ns or remote
+        self.record(api_key, (
+            (dequeued - received) / 1e6,  # RequestQueueTimeMs
+            (local - dequeued) / 1e6,  # LocalTimeMs
+            (remote - local) / 1e6,  # RemoteTimeMs
+            (response_dequeued - remote) / 1e6,  # ResponseQueueTimeMs
+            (send_done_ns - response_dequeued) / 1e6,  # ResponseSendTimeMs
+            (send_done_ns - received) / 1e6,  # TotalTimeMs
+        ))
 
     def count(self, api_key: int) -> int:
         entry = self._by_api.get(api_key)

@@ -1,8 +1,9 @@
 """Drive the group coordinator through the registered API handlers, as the network layer does.
 
 Requests are encoded to wire bytes and decoded again, handlers get a hand-built
-``RequestContext``, and responses are encoded and decoded the way a client would see them, so
-these tests cover the codec path of every field the coordinator sets.
+``HandlerContext`` over a ``standalone_state`` (real storage, no sockets), and responses are
+encoded and decoded the way a client would see them, so these tests cover the codec path of
+every field the coordinator sets.
 """
 
 from __future__ import annotations
@@ -15,17 +16,14 @@ from typing import Any
 import pytest
 import trio
 
-from trio_broker.apis import load_handlers
-from trio_broker.apis.context import Deferred, RequestContext
+from trio_broker.apis.context import Deferred, HandlerContext, RequestContext
 from trio_broker.apis.registry import HANDLERS
-from trio_broker.broker_state import BrokerState
+from trio_broker.apis.state import BrokerState, standalone_state
 from trio_broker.config import BrokerConfig
 from trio_broker.coordinator import GroupCoordinator
 from trio_broker.coordinator.consumer_protocol import encode_subscription
 from trio_broker.protocol import messages
 from trio_broker.protocol.api_keys import ApiKey, request_class
-
-load_handlers()
 
 JOIN = request_class(ApiKey.JoinGroup)
 SYNC = request_class(ApiKey.SyncGroup)
@@ -80,8 +78,8 @@ class Client:
         header = messages.decode_request_header(frame)
         decoded = messages.decode_request_body(header, frame)
         pending = Pending(header)
-        ctx = RequestContext(header, self.state, client_host=self.host,
-                             connection_id=self.connection_id, respond=pending.set)
+        ctx = HandlerContext(RequestContext(header, self.connection_id, client_host=self.host),
+                             self.state, pending.set)
         result = await HANDLERS[api_key](ctx, decoded)
         if isinstance(result, Deferred):
             pending.deferred = True
@@ -191,22 +189,30 @@ class Running:
 
 StartCoordinator = Callable[..., Awaitable[Running]]
 
+#: Topics the coordinator tests commit offsets for: OffsetCommit refuses partitions that do not
+#: exist, as Kafka does.
+TOPICS = {"t": 6, "u": 1, "x": 1}
+
 
 @pytest.fixture
 async def start_coordinator(tmp_path: Path) -> AsyncIterator[StartCoordinator]:
-    """``await start_coordinator(**config_overrides)`` -> a running coordinator on ``tmp_path``."""
+    """``await start_coordinator(**config_overrides)`` -> a running coordinator on ``tmp_path``.
+
+    Its broker state has real storage on ``tmp_path`` holding ``topics`` (default ``TOPICS``).
+    """
     started: list[Running] = []
 
     async def start(*, coordinator_kwargs: dict[str, Any] | None = None,
-                    **overrides: Any) -> Running:
+                    topics: dict[str, int] = TOPICS, **overrides: Any) -> Running:
         settings: dict[str, Any] = {"log_dirs": str(tmp_path),
                                     "group_initial_rebalance_delay_ms": 0}
         settings.update(overrides)
         config = BrokerConfig(**settings)
         coordinator = GroupCoordinator(config, config.log_dir_list[0], **(coordinator_kwargs or {}))
-        state = BrokerState(config=config, metrics=None, advertised_host="127.0.0.1",
-                            advertised_port=9092)
-        state.groups = coordinator
+        state = standalone_state(config, groups=coordinator, nursery=nursery)
+        for topic, partitions in topics.items():
+            if topic not in state.logs.topics():
+                state.logs.create_topic(topic, partitions, {})
         running = Running(state, coordinator)
 
         async def run(task_status: Any = trio.TASK_STATUS_IGNORED) -> None:
@@ -214,6 +220,7 @@ async def start_coordinator(tmp_path: Path) -> AsyncIterator[StartCoordinator]:
                 with running.scope:
                     await coordinator.run(task_status=task_status)
             finally:
+                state.logs.close()
                 running.stopped.set()
 
         await nursery.start(run)

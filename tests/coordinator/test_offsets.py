@@ -225,14 +225,14 @@ async def test_file_lives_under_first_log_dir(start_coordinator, tmp_path, mock_
     running = await start_coordinator(log_dirs=f"{tmp_path / 'a'},{tmp_path / 'b'}")
     await running.client().commit(G, {("t", 0): 1})
     assert (tmp_path / "a" / "__consumer_offsets" / FILE_NAME).is_file()
-    assert not (tmp_path / "b").exists()
+    assert not (tmp_path / "b" / "__consumer_offsets").exists()
 
 
 async def test_close_while_running_answers_everything_and_keeps_acknowledged(
         start_coordinator, mock_clock):
     # The broker's shutdown calls close() before cancelling run(): commits in every stage
     # (being fsynced, queued, arriving after close) must be answered, and every NONE kept.
-    running = await start_coordinator()
+    running = await start_coordinator(topics={"t": 100})
     client = running.client()
     pendings = [await client.send_commit(G, {("t", i): i}) for i in range(50)]
     running.coordinator.close()
@@ -243,6 +243,6 @@ async def test_close_while_running_answers_everything_and_keeps_acknowledged(
                for b in bodies for t in b.topics for p in t.partitions}
     assert set(answers.values()) <= {E.NONE, E.COORDINATOR_NOT_AVAILABLE}
     await running.stop()
-    running = await start_coordinator()
+    running = await start_coordinator(topics={"t": 100})
     _, found = await running.client().fetch(G, None)
     assert {tp for tp, code in answers.items() if code == E.NONE} <= set(found)

@@ -114,3 +114,22 @@ def test_confluent_consumer_gets_a_record_before_its_max_wait(kafka_broker, uniq
     assert message.error() is None
     assert message.value() == b"now"
     assert elapsed < 2.0
+
+
+async def test_parked_fetch_answers_at_once_when_its_topic_is_deleted(trio_broker):
+    trio_broker.state.logs.create_topic("doomed", 1, {})
+    consumer = await _connect(trio_broker)
+    admin = await _connect(trio_broker)
+    started = trio.current_time()
+    await consumer.send(ApiKey.Fetch, 11, **fetch_fields("doomed", {0: 0}, max_wait_ms=30_000))
+    with trio.fail_after(5):
+        while len(trio_broker.state.fetch_purgatory) < 1:  # noqa: ASYNC110
+            await trio.sleep(0.01)
+    await admin.send(ApiKey.DeleteTopics, 1, topic_names=["doomed"], timeout_ms=5000)
+    with trio.fail_after(5):
+        _, deleted = await admin.receive(ApiKey.DeleteTopics, 1)
+        _, body = await consumer.receive(ApiKey.Fetch, 11)
+    assert [r.error_code for r in deleted.responses] == [0]
+    assert trio.current_time() - started < 5  # not the 30 s max wait
+    assert body.responses[0].partitions[0].error_code == 3  # UNKNOWN_TOPIC_OR_PARTITION
+    assert len(trio_broker.state.fetch_purgatory) == 0

@@ -10,19 +10,25 @@ from __future__ import annotations
 
 import logging
 from collections import Counter
-from typing import Any
 
 import attrs
 import trio
 
 from ..config import SENSITIVE_KEYS, describe_keys
-from ..log import TOPIC_CONFIG_KEYS, StorageError
+from ..log import TOPIC_CONFIG_KEYS, StorageError, log_config_from
 from ..protocol.api_keys import ApiKey
 from ..protocol.errors import ErrorCode
 from ..protocol.messages import response_type
-from .context import HandlerResult, RequestContext
-from .registry import handler
-from .topics import on_topics_changed
+from .bodies import (
+    AlterConfigsRequest,
+    CreatePartitionsRequest,
+    CreateTopicsRequest,
+    DeleteTopicsRequest,
+    DescribeConfigsRequest,
+    Struct,
+)
+from .context import HandlerContext, HandlerResult
+from .state import BrokerState, TopicChange
 
 LOGGER = logging.getLogger(__name__)
 
@@ -44,10 +50,6 @@ _BROKER_SYNONYM = {
 }
 
 
-def _no_logs(ctx: RequestContext) -> bool:
-    return ctx.broker.logs is None
-
-
 # --- CreateTopics ----------------------------------------------------------------------------
 
 _CT = response_type(ApiKey.CreateTopics)
@@ -58,8 +60,7 @@ _CT = response_type(ApiKey.CreateTopics)
 MAX_PARTITIONS_PER_TOPIC = 10_000
 
 
-@handler(ApiKey.CreateTopics)
-async def handle_create_topics(ctx: RequestContext, request: Any) -> HandlerResult:
+async def handle_create_topics(ctx: HandlerContext, request: CreateTopicsRequest) -> HandlerResult:
     broker = ctx.broker
     counts = Counter(t.name for t in request.topics)
     results = []
@@ -71,12 +72,10 @@ async def handle_create_topics(ctx: RequestContext, request: Any) -> HandlerResu
     return ctx.response(throttle_time_ms=0, topics=results)
 
 
-def _create_one(broker: Any, t: Any, validate_only: bool, duplicated: bool,
+def _create_one(broker: BrokerState, t: Struct, validate_only: bool, duplicated: bool,
                 version: int) -> tuple[int, str | None]:
     if duplicated:
         return ErrorCode.INVALID_REQUEST, f"Create topics request included {t.name!r} twice."
-    if broker.logs is None:
-        return ErrorCode.KAFKA_STORAGE_ERROR, "storage is not available"
     node = broker.node_id
     partitions = t.num_partitions
     if t.assignments:
@@ -114,7 +113,7 @@ def _create_one(broker: Any, t: Any, validate_only: bool, duplicated: bool,
     except StorageError as exc:
         return exc.error_code, str(exc)
     if not validate_only:
-        on_topics_changed(broker)
+        broker.topics_changed(TopicChange(t.name, 0, partitions))
     return 0, None
 
 
@@ -123,15 +122,14 @@ def _create_one(broker: Any, t: Any, validate_only: bool, duplicated: bool,
 _DT = response_type(ApiKey.DeleteTopics)
 
 
-@handler(ApiKey.DeleteTopics)
-async def handle_delete_topics(ctx: RequestContext, request: Any) -> HandlerResult:
+async def handle_delete_topics(ctx: HandlerContext, request: DeleteTopicsRequest) -> HandlerResult:
     broker = ctx.broker
     results = []
     for name in request.topic_names:
         error = 0
         if not broker.config.delete_topic_enable:
             error = ErrorCode.TOPIC_DELETION_DISABLED
-        elif broker.logs is None or name not in broker.logs.topics():
+        elif name not in broker.logs.topics():
             error = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
         else:
             count = broker.logs.topics()[name]
@@ -140,9 +138,7 @@ async def handle_delete_topics(ctx: RequestContext, request: Any) -> HandlerResu
             except StorageError as exc:
                 error = exc.error_code
             else:
-                for p in range(count):
-                    broker.fetch_purgatory.complete_all((name, p))
-                on_topics_changed(broker)
+                broker.topics_changed(TopicChange(name, count, 0))
         results.append(_DT.DeletableTopicResult(name=name, error_code=error))
     return ctx.response(throttle_time_ms=0, responses=results)
 
@@ -152,13 +148,13 @@ async def handle_delete_topics(ctx: RequestContext, request: Any) -> HandlerResu
 _CP = response_type(ApiKey.CreatePartitions)
 
 
-@handler(ApiKey.CreatePartitions)
-async def handle_create_partitions(ctx: RequestContext, request: Any) -> HandlerResult:
+async def handle_create_partitions(ctx: HandlerContext,
+                                   request: CreatePartitionsRequest) -> HandlerResult:
     broker = ctx.broker
     results = []
     for t in request.topics:
         error, message = 0, None
-        if broker.logs is None or t.name not in broker.logs.topics():
+        if t.name not in broker.logs.topics():
             error, message = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"Topic {t.name!r} not found."
         elif t.assignments and any(list(a.broker_ids) != [broker.node_id]
                                    for a in t.assignments):
@@ -168,13 +164,14 @@ async def handle_create_partitions(ctx: RequestContext, request: Any) -> Handler
                               f"Number of partitions {t.count} exceeds the limit of "
                               f"{MAX_PARTITIONS_PER_TOPIC} per topic.")
         else:
+            previous = broker.logs.topics()[t.name]
             try:
                 broker.logs.add_partitions(t.name, t.count, validate_only=request.validate_only)
             except StorageError as exc:
                 error, message = exc.error_code, str(exc)
             else:
                 if not request.validate_only:
-                    on_topics_changed(broker)
+                    broker.topics_changed(TopicChange(t.name, previous, t.count))
         results.append(_CP.CreatePartitionsTopicResult(name=t.name, error_code=error,
                                                         error_message=message))
     return ctx.response(throttle_time_ms=0, results=results)
@@ -188,13 +185,13 @@ _DCConfig = _DCResult.DescribeConfigsResourceResult
 _DCSyn = _DCConfig.DescribeConfigsSynonym
 
 
-@handler(ApiKey.DescribeConfigs)
-async def handle_describe_configs(ctx: RequestContext, request: Any) -> HandlerResult:
+async def handle_describe_configs(ctx: HandlerContext,
+                                  request: DescribeConfigsRequest) -> HandlerResult:
     results = []
     for r in request.resources:
         keys = set(r.configuration_keys) if r.configuration_keys is not None else None
         error, message = 0, None
-        configs: list[Any] = []
+        configs: list[Struct] = []
         if r.resource_type == RESOURCE_TOPIC:
             error, message, configs = _topic_configs(ctx.broker, r.resource_name, keys,
                                                      request.include_synonyms)
@@ -212,17 +209,15 @@ async def handle_describe_configs(ctx: RequestContext, request: Any) -> HandlerR
     return ctx.response(throttle_time_ms=0, results=results)
 
 
-def _broker_defaults(broker: Any) -> dict[str, str]:
+def _broker_defaults(broker: BrokerState) -> dict[str, str]:
     """Topic config values implied by the broker's config (before any topic override)."""
-    from ..broker import log_config_from
-
     return log_config_from(broker.config).to_topic_configs()
 
 
-def _topic_configs(broker: Any, name: str, keys: set[str] | None,
-                   synonyms: bool) -> tuple[int, str | None, list[Any]]:
+def _topic_configs(broker: BrokerState, name: str, keys: set[str] | None,
+                   synonyms: bool) -> tuple[int, str | None, list[Struct]]:
     logs = broker.logs
-    if logs is None or name not in logs.topics():
+    if name not in logs.topics():
         return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"Topic {name!r} does not exist.", []
     current = logs.topic_config(name).to_topic_configs()
     overrides = logs.topic_overrides(name)
@@ -251,7 +246,7 @@ def _topic_configs(broker: Any, name: str, keys: set[str] | None,
     return 0, None, configs
 
 
-def _broker_configs(broker: Any, keys: set[str] | None) -> list[Any]:
+def _broker_configs(broker: BrokerState, keys: set[str] | None) -> list[Struct]:
     values = attrs.asdict(broker.config)
     defaults = {k: d for k, d, _ in describe_keys()}
     configs = []
@@ -273,8 +268,7 @@ def _broker_configs(broker: Any, keys: set[str] | None) -> list[Any]:
 _AC = response_type(ApiKey.AlterConfigs)
 
 
-@handler(ApiKey.AlterConfigs)
-async def handle_alter_configs(ctx: RequestContext, request: Any) -> HandlerResult:
+async def handle_alter_configs(ctx: HandlerContext, request: AlterConfigsRequest) -> HandlerResult:
     logs = ctx.broker.logs
     results = []
     for r in request.resources:
@@ -282,7 +276,7 @@ async def handle_alter_configs(ctx: RequestContext, request: Any) -> HandlerResu
         if r.resource_type != RESOURCE_TOPIC:
             error = ErrorCode.INVALID_REQUEST
             message = "Only topic configs can be altered; broker configs are static."
-        elif logs is None or r.resource_name not in logs.topics():
+        elif r.resource_name not in logs.topics():
             error = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
             message = f"Topic {r.resource_name!r} does not exist."
         else:

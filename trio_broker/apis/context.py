@@ -1,21 +1,23 @@
 """What an API handler sees: the request, who sent it, the broker's state, and how to answer.
 
-Why a context object: handlers are plain async functions registered by API key; everything they
-may touch comes through here, so a handler can be tested with a hand-built context and the network
-layer stays ignorant of what any API means.
+Why two objects: ``RequestContext`` is Kafka's: the facts of one request (its header, the id of
+the connection it came on, the client's address, the listener, the principal), built by the
+network layer, which keeps its connections to itself. ``HandlerContext`` adds what a handler may
+touch, the broker state and the way to answer later, so a handler can be tested with a
+hand-built context and the network layer stays ignorant of what any API means.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
-
-from kafka.protocol.api_message import ApiMessage
+from typing import TYPE_CHECKING
 
 from ..protocol.messages import RequestHeader, make_response
+from ..security.sasl import SaslAuthenticator
+from .bodies import ResponseBody
 
 if TYPE_CHECKING:
-    from ..broker_state import BrokerState
+    from .state import BrokerState
 
 
 class Deferred:
@@ -46,38 +48,87 @@ class CloseConnection:
     def __init__(self, reason: str) -> None:
         self.reason = reason
 
+
 #: What a handler returns: a response body, ``None`` for "no response" (acks=0 produce), or
 #: ``DEFERRED`` when it will call ``ctx.respond`` later.
-HandlerResult = ApiMessage | Deferred | CloseConnection | None
+HandlerResult = ResponseBody | Deferred | CloseConnection | None
 
 
 class RequestContext:
-    """One request as the API layer sees it."""
+    """Kafka's ``RequestContext``: one request's header and where it came from.
 
-    __slots__ = ("_respond", "broker", "client_host", "connection_id", "header", "principal")
+    ``connection_id`` names the connection without holding it; responses find their way back
+    through it. ``principal`` is ``"User:<name>"`` from SASL or a TLS client certificate, None
+    for an anonymous client. ``sasl`` is the connection's SASL state on a SASL listener (the
+    SaslHandshake and SaslAuthenticate handlers drive it), None elsewhere.
+    """
 
-    def __init__(self, header: RequestHeader, broker: BrokerState, *, client_host: str,
-                 connection_id: str, respond: Callable[[ApiMessage | None], None],
-                 principal: str | None = None) -> None:
+    __slots__ = ("client_host", "client_port", "connection_id", "header", "listener_name",
+                 "principal", "sasl", "security_protocol")
+
+    def __init__(self, header: RequestHeader, connection_id: str, *, client_host: str,
+                 client_port: int = 0, listener_name: str = "PLAINTEXT",
+                 security_protocol: str = "PLAINTEXT", principal: str | None = None,
+                 sasl: SaslAuthenticator | None = None) -> None:
         self.header = header
-        self.broker = broker
-        self.client_host = client_host
         self.connection_id = connection_id
+        self.client_host = client_host
+        self.client_port = client_port
+        self.listener_name = listener_name
+        self.security_protocol = security_protocol
         self.principal = principal
-        self._respond = respond
-
-    @property
-    def version(self) -> int:
-        return self.header.api_version
+        self.sasl = sasl
 
     @property
     def client_id(self) -> str:
         return self.header.client_id or ""
 
-    def response(self, **fields: Any) -> ApiMessage:
-        """A response body of this request's API and version."""
-        return make_response(self.header.api_key, self.header.api_version, **fields)
+    def __repr__(self) -> str:
+        return f"RequestContext({self.header!r}, connection {self.connection_id})"
 
-    def respond(self, body: ApiMessage | None) -> None:
+
+class HandlerContext:
+    """One request as an API handler sees it: its context, the broker, and how to answer."""
+
+    __slots__ = ("_respond", "broker", "request")
+
+    def __init__(self, request: RequestContext, broker: BrokerState,
+                 respond: Callable[[ResponseBody | None], None]) -> None:
+        self.request = request
+        self.broker = broker
+        self._respond = respond
+
+    @property
+    def header(self) -> RequestHeader:
+        return self.request.header
+
+    @property
+    def version(self) -> int:
+        return self.request.header.api_version
+
+    @property
+    def client_id(self) -> str:
+        return self.request.client_id
+
+    @property
+    def client_host(self) -> str:
+        return self.request.client_host
+
+    @property
+    def connection_id(self) -> str:
+        return self.request.connection_id
+
+    @property
+    def principal(self) -> str | None:
+        """``"User:<name>"`` once authenticated (SASL or a TLS client certificate), else None."""
+        return self.request.principal
+
+    def response(self, **fields: object) -> ResponseBody:
+        """A response body of this request's API and version."""
+        header = self.request.header
+        body: ResponseBody = make_response(header.api_key, header.api_version, **fields)
+        return body
+
+    def respond(self, body: ResponseBody | None) -> None:
         """Send the response of a ``DEFERRED`` request (once)."""
         self._respond(body)

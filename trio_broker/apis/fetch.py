@@ -9,25 +9,23 @@ limits); fetch sessions are answered with session id 0, so clients keep sending 
 
 from __future__ import annotations
 
-from typing import Any
-
 import trio
 
 from ..log import StorageError
 from ..protocol.api_keys import ApiKey
 from ..protocol.errors import ErrorCode
 from ..protocol.messages import response_type
-from .context import DEFERRED, HandlerResult, RequestContext
+from .bodies import FetchRequest, ResponseBody, Struct
+from .context import DEFERRED, HandlerContext, HandlerResult
 from .purgatory import DelayedOperation
-from .registry import handler
+from .state import BrokerState
 
 _R = response_type(ApiKey.Fetch)
 _TopicResp = _R.FetchableTopicResponse
 _PartResp = _TopicResp.PartitionData
 
 
-@handler(ApiKey.Fetch)
-async def handle_fetch(ctx: RequestContext, request: Any) -> HandlerResult:
+async def handle_fetch(ctx: HandlerContext, request: FetchRequest) -> HandlerResult:
     topics, total, errors = read_partitions(ctx.broker, request)
     keys = [(t.topic, p.partition) for t in request.topics for p in t.partitions]
     if request.max_wait_ms <= 0 or total >= request.min_bytes or errors or not keys:
@@ -44,11 +42,12 @@ async def handle_fetch(ctx: RequestContext, request: Any) -> HandlerResult:
     return DEFERRED
 
 
-def _response(ctx: RequestContext, topics: list[Any]) -> Any:
+def _response(ctx: HandlerContext, topics: list[Struct]) -> ResponseBody:
     return ctx.response(throttle_time_ms=0, error_code=0, session_id=0, responses=topics)
 
 
-def read_partitions(broker: Any, request: Any) -> tuple[list[Any], int, int]:
+def read_partitions(broker: BrokerState,
+                    request: FetchRequest) -> tuple[list[Struct], int, int]:
     """(topic responses, bytes read, partitions in error) honouring max_bytes and KIP-74."""
     logs = broker.logs
     remaining = request.max_bytes if request.max_bytes > 0 else 0x7FFFFFFF
@@ -59,9 +58,9 @@ def read_partitions(broker: Any, request: Any) -> tuple[list[Any], int, int]:
     for t in request.topics:
         parts = []
         for p in t.partitions:
-            log = logs.get_log(t.topic, p.partition) if logs is not None else None
+            log = logs.get_log(t.topic, p.partition)
             if log is None:
-                offline = logs is not None and (t.topic, p.partition) in logs.offline_partitions
+                offline = (t.topic, p.partition) in logs.offline_partitions
                 errors += 1
                 parts.append(_part(p.partition, ErrorCode.KAFKA_STORAGE_ERROR if offline
                                    else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))
@@ -86,7 +85,7 @@ def read_partitions(broker: Any, request: Any) -> tuple[list[Any], int, int]:
 
 
 def _part(index: int, error: int, hw: int = -1, log_start: int = -1, records: bytes = b"",
-          lso: int | None = None) -> Any:
+          lso: int | None = None) -> Struct:
     return _PartResp(partition_index=index, error_code=error, high_watermark=hw,
                      last_stable_offset=hw if lso is None else lso, log_start_offset=log_start,
                      aborted_transactions=[], preferred_read_replica=-1, records=records)

@@ -12,16 +12,24 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from typing import Any, Generic, TypeVar
+from typing import Generic, TypeVar
 
-from kafka.protocol.api_message import ApiMessage
-
-from ..coordinator import GroupCoordinator, JoinResult, SyncResult
+from ..coordinator import JoinResult, SyncResult
 from ..protocol.api_keys import ApiKey
 from ..protocol.errors import ErrorCode
 from ..protocol.messages import response_type
-from .context import DEFERRED, HandlerResult, RequestContext
-from .registry import handler
+from .bodies import (
+    DeleteGroupsRequest,
+    DescribeGroupsRequest,
+    FindCoordinatorRequest,
+    HeartbeatRequest,
+    JoinGroupRequest,
+    LeaveGroupRequest,
+    ListGroupsRequest,
+    ResponseBody,
+    SyncGroupRequest,
+)
+from .context import DEFERRED, HandlerContext, HandlerResult
 
 LOGGER = logging.getLogger(__name__)
 
@@ -41,11 +49,11 @@ class Reply(Generic[T]):
 
     __slots__ = ("_body", "_build", "_ctx", "_inline")
 
-    def __init__(self, ctx: RequestContext, build: Callable[[T], ApiMessage]) -> None:
+    def __init__(self, ctx: HandlerContext, build: Callable[[T], ResponseBody]) -> None:
         self._ctx = ctx
         self._build = build
         self._inline = True
-        self._body: ApiMessage | None = None
+        self._body: ResponseBody | None = None
 
     def __call__(self, result: T) -> None:
         body = self._build(result)
@@ -60,18 +68,12 @@ class Reply(Generic[T]):
         return DEFERRED if self._body is None else self._body
 
 
-def coordinator(ctx: RequestContext) -> GroupCoordinator | None:
-    """This broker's group coordinator, or None while it is not running."""
-    return ctx.broker.groups  # type: ignore[no-any-return]
-
-
-def client_host(ctx: RequestContext) -> str:
+def client_host(ctx: HandlerContext) -> str:
     """Kafka reports member hosts as ``/address``."""
     return f"/{ctx.client_host}"
 
 
-@handler(ApiKey.FindCoordinator)
-async def find_coordinator(ctx: RequestContext, request: Any) -> HandlerResult:
+async def find_coordinator(ctx: HandlerContext, request: FindCoordinatorRequest) -> HandlerResult:
     # A single broker coordinates every group and every transactional id.
     key_type = getattr(request, "key_type", 0)
     broker = ctx.broker
@@ -79,34 +81,27 @@ async def find_coordinator(ctx: RequestContext, request: Any) -> HandlerResult:
         return ctx.response(throttle_time_ms=0, error_code=ErrorCode.INVALID_REQUEST,
                             error_message=f"unknown key type {key_type}", node_id=-1, host="",
                             port=-1)
-    if coordinator(ctx) is None:
-        return ctx.response(throttle_time_ms=0, error_code=ErrorCode.COORDINATOR_NOT_AVAILABLE,
-                            error_message=None, node_id=-1, host="", port=-1)
     return ctx.response(throttle_time_ms=0, error_code=ErrorCode.NONE, error_message=None,
                         node_id=broker.node_id, host=broker.advertised_host,
                         port=broker.advertised_port)
 
 
-@handler(ApiKey.JoinGroup)
-async def join_group(ctx: RequestContext, request: Any) -> HandlerResult:
+async def join_group(ctx: HandlerContext, request: JoinGroupRequest) -> HandlerResult:
     member_cls = response_type(ApiKey.JoinGroup).JoinGroupResponseMember
 
-    def build(r: JoinResult) -> ApiMessage:
+    def build(r: JoinResult) -> ResponseBody:
         return ctx.response(
             throttle_time_ms=0, error_code=r.error, generation_id=r.generation_id,
             protocol_name=r.protocol_name, leader=r.leader_id, member_id=r.member_id,
             members=[member_cls(member_id=mid, group_instance_id=None, metadata=meta)
                      for mid, meta in r.members])
 
-    coord = coordinator(ctx)
-    if coord is None:
-        return build(JoinResult(ErrorCode.COORDINATOR_NOT_AVAILABLE, request.member_id))
     if getattr(request, "group_instance_id", None) is not None:
         LOGGER.debug("group %s: group.instance.id %r ignored (static membership unsupported)",
                      request.group_id, request.group_instance_id)
     reply: Reply[JoinResult] = Reply(ctx, build)
     rebalance_timeout_ms = request.rebalance_timeout_ms if ctx.version >= 1 else -1
-    coord.join_group(
+    ctx.broker.groups.join_group(
         group_id=request.group_id, member_id=request.member_id, client_id=ctx.client_id,
         client_host=client_host(ctx), session_timeout_ms=request.session_timeout_ms,
         rebalance_timeout_ms=rebalance_timeout_ms, protocol_type=request.protocol_type,
@@ -115,16 +110,12 @@ async def join_group(ctx: RequestContext, request: Any) -> HandlerResult:
     return reply.result()
 
 
-@handler(ApiKey.SyncGroup)
-async def sync_group(ctx: RequestContext, request: Any) -> HandlerResult:
-    def build(r: SyncResult) -> ApiMessage:
+async def sync_group(ctx: HandlerContext, request: SyncGroupRequest) -> HandlerResult:
+    def build(r: SyncResult) -> ResponseBody:
         return ctx.response(throttle_time_ms=0, error_code=r.error, assignment=r.assignment)
 
-    coord = coordinator(ctx)
-    if coord is None:
-        return build(SyncResult(ErrorCode.COORDINATOR_NOT_AVAILABLE))
     reply: Reply[SyncResult] = Reply(ctx, build)
-    coord.sync_group(group_id=request.group_id, generation_id=request.generation_id,
+    ctx.broker.groups.sync_group(group_id=request.group_id, generation_id=request.generation_id,
                      member_id=request.member_id,
                      assignments=[(a.member_id, bytes(a.assignment))
                                   for a in request.assignments],
@@ -132,36 +123,29 @@ async def sync_group(ctx: RequestContext, request: Any) -> HandlerResult:
     return reply.result()
 
 
-@handler(ApiKey.Heartbeat)
-async def heartbeat(ctx: RequestContext, request: Any) -> HandlerResult:
-    coord = coordinator(ctx)
-    error = ErrorCode.COORDINATOR_NOT_AVAILABLE if coord is None else coord.heartbeat(
+async def heartbeat(ctx: HandlerContext, request: HeartbeatRequest) -> HandlerResult:
+    error = ctx.broker.groups.heartbeat(
         group_id=request.group_id, generation_id=request.generation_id,
         member_id=request.member_id)
     return ctx.response(throttle_time_ms=0, error_code=error)
 
 
-@handler(ApiKey.LeaveGroup)
-async def leave_group(ctx: RequestContext, request: Any) -> HandlerResult:
-    coord = coordinator(ctx)
-    error = ErrorCode.COORDINATOR_NOT_AVAILABLE if coord is None else coord.leave_group(
+async def leave_group(ctx: HandlerContext, request: LeaveGroupRequest) -> HandlerResult:
+    error = ctx.broker.groups.leave_group(
         group_id=request.group_id, member_id=request.member_id)
     return ctx.response(throttle_time_ms=0, error_code=error)
 
 
-@handler(ApiKey.DescribeGroups)
-async def describe_groups(ctx: RequestContext, request: Any) -> HandlerResult:
+async def describe_groups(ctx: HandlerContext, request: DescribeGroupsRequest) -> HandlerResult:
     cls = response_type(ApiKey.DescribeGroups).DescribedGroup
     member_cls = cls.DescribedGroupMember
-    coord = coordinator(ctx)
+    coord = ctx.broker.groups
     operations = (_GROUP_OPERATIONS if getattr(request, "include_authorized_operations", False)
                   else None)
     groups = []
     for group_id in request.groups:
-        if coord is None or not coord.loaded:
-            error = (ErrorCode.COORDINATOR_NOT_AVAILABLE if coord is None
-                     else coord.not_ready_error)
-            groups.append(cls(error_code=error, group_id=group_id, group_state="",
+        if not coord.loaded:
+            groups.append(cls(error_code=coord.not_ready_error, group_id=group_id, group_state="",
                               protocol_type="", protocol_data="", members=[],
                               authorized_operations=operations))
             continue
@@ -182,31 +166,24 @@ async def describe_groups(ctx: RequestContext, request: Any) -> HandlerResult:
     return ctx.response(throttle_time_ms=0, groups=groups)
 
 
-@handler(ApiKey.ListGroups)
-async def list_groups(ctx: RequestContext, request: Any) -> HandlerResult:
+async def list_groups(ctx: HandlerContext, request: ListGroupsRequest) -> HandlerResult:
     cls = response_type(ApiKey.ListGroups).ListedGroup
-    coord = coordinator(ctx)
-    if coord is None or not coord.loaded:
-        error = (ErrorCode.COORDINATOR_NOT_AVAILABLE if coord is None
-                 else coord.not_ready_error)
-        return ctx.response(throttle_time_ms=0, error_code=error, groups=[])
+    coord = ctx.broker.groups
+    if not coord.loaded:
+        return ctx.response(throttle_time_ms=0, error_code=coord.not_ready_error, groups=[])
     return ctx.response(throttle_time_ms=0, error_code=ErrorCode.NONE,
                         groups=[cls(group_id=gid, protocol_type=ptype)
                                 for gid, ptype in coord.list_groups()])
 
 
-@handler(ApiKey.DeleteGroups)
-async def delete_groups(ctx: RequestContext, request: Any) -> HandlerResult:
+async def delete_groups(ctx: HandlerContext, request: DeleteGroupsRequest) -> HandlerResult:
     cls = response_type(ApiKey.DeleteGroups).DeletableGroupResult
     names = list(request.groups_names)
 
-    def build(results: dict[str, ErrorCode]) -> ApiMessage:
+    def build(results: dict[str, ErrorCode]) -> ResponseBody:
         return ctx.response(throttle_time_ms=0, results=[
             cls(group_id=gid, error_code=results.get(gid, ErrorCode.NONE)) for gid in names])
 
-    coord = coordinator(ctx)
-    if coord is None:
-        return build(dict.fromkeys(names, ErrorCode.COORDINATOR_NOT_AVAILABLE))
     reply: Reply[dict[str, ErrorCode]] = Reply(ctx, build)
-    coord.delete_groups(names, reply)
+    ctx.broker.groups.delete_groups(names, reply)
     return reply.result()

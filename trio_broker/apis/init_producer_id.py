@@ -6,28 +6,21 @@ silently given non-transactional semantics.
 
 from __future__ import annotations
 
-from typing import Any
-
 import trio
 
-from ..protocol.api_keys import ApiKey
 from ..protocol.errors import ErrorCode
-from .context import HandlerResult, RequestContext
-from .registry import handler
+from .bodies import InitProducerIdRequest
+from .context import HandlerContext, HandlerResult
 
 
-@handler(ApiKey.InitProducerId)
-async def handle_init_producer_id(ctx: RequestContext, request: Any) -> HandlerResult:
+async def handle_init_producer_id(ctx: HandlerContext,
+                                  request: InitProducerIdRequest) -> HandlerResult:
     if request.transactional_id is not None:
         return ctx.response(throttle_time_ms=0,
                             error_code=ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
                             producer_id=-1, producer_epoch=-1)
-    ids = ctx.broker.producer_ids
-    if ids is None:
-        return ctx.response(throttle_time_ms=0, error_code=ErrorCode.COORDINATOR_NOT_AVAILABLE,
-                            producer_id=-1, producer_epoch=-1)
     try:
-        producer_id = await trio.to_thread.run_sync(ids.allocate)
+        producer_id = await trio.to_thread.run_sync(ctx.broker.producer_ids.allocate)
     except OSError:
         return ctx.response(throttle_time_ms=0, error_code=ErrorCode.KAFKA_STORAGE_ERROR,
                             producer_id=-1, producer_epoch=-1)

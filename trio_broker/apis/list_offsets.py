@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from ..log import StorageError
 from ..protocol.api_keys import ApiKey
 from ..protocol.errors import ErrorCode
 from ..protocol.messages import response_type
-from .context import HandlerResult, RequestContext
-from .registry import handler
+from .bodies import ListOffsetsRequest
+from .context import HandlerContext, HandlerResult
 
 _R = response_type(ApiKey.ListOffsets)
 _TopicResp = _R.ListOffsetsTopicResponse
@@ -19,14 +17,13 @@ LATEST = -1
 EARLIEST = -2
 
 
-@handler(ApiKey.ListOffsets)
-async def handle_list_offsets(ctx: RequestContext, request: Any) -> HandlerResult:
+async def handle_list_offsets(ctx: HandlerContext, request: ListOffsetsRequest) -> HandlerResult:
     logs = ctx.broker.logs
     topics = []
     for t in request.topics:
         parts = []
         for p in t.partitions:
-            log = logs.get_log(t.name, p.partition_index) if logs is not None else None
+            log = logs.get_log(t.name, p.partition_index)
             if log is None:
                 parts.append(_PartResp(partition_index=p.partition_index,
                                        error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Container
 
 from ..protocol.api_keys import ApiKey
 from ..protocol.errors import ErrorCode
 from ..protocol.messages import response_type
-from .context import HandlerResult, RequestContext
-from .registry import handler
+from .bodies import MetadataRequest, Struct
+from .context import HandlerContext, HandlerResult
 from .topics import ensure_topic, partition_count, validate_topic_name
 
 _R = response_type(ApiKey.Metadata)
@@ -17,8 +17,7 @@ _Topic = _R.MetadataResponseTopic
 _Partition = _Topic.MetadataResponsePartition
 
 
-@handler(ApiKey.Metadata)
-async def handle_metadata(ctx: RequestContext, request: Any) -> HandlerResult:
+async def handle_metadata(ctx: HandlerContext, request: MetadataRequest) -> HandlerResult:
     broker = ctx.broker
     node = broker.node_id
     v = ctx.version
@@ -28,21 +27,21 @@ async def handle_metadata(ctx: RequestContext, request: Any) -> HandlerResult:
     else:
         names = [t.name for t in request.topics]
     allow_auto = request.allow_auto_topic_creation if v >= 4 else True
-    offline = broker.logs.offline_partitions if broker.logs is not None else set()
+    offline = broker.logs.offline_partitions
     topics = []
     if names is None:
-        wanted = sorted(broker.logs.topics().items()) if broker.logs is not None else []
-        for name, count in wanted:
+        for name, count in sorted(broker.logs.topics().items()):
             topics.append(_topic(name, ErrorCode.NONE, count, node, offline))
     else:
         for name in names:
             if validate_topic_name(name) is not None:
                 topics.append(_topic(name, ErrorCode.INVALID_TOPIC_EXCEPTION, 0, node, offline))
                 continue
-            count = partition_count(broker, name)
-            error = ErrorCode.NONE
-            if count is None:
+            known = partition_count(broker, name)
+            if known is None:
                 error, count = ensure_topic(broker, name, allow_auto_create=allow_auto)
+            else:
+                error, count = ErrorCode.NONE, known
             topics.append(_topic(name, error, count, node, offline))
     return ctx.response(
         throttle_time_ms=0,
@@ -54,7 +53,8 @@ async def handle_metadata(ctx: RequestContext, request: Any) -> HandlerResult:
     )
 
 
-def _topic(name: str, error: ErrorCode, count: int, node: int, offline: Any) -> Any:
+def _topic(name: str, error: ErrorCode, count: int, node: int,
+           offline: Container[tuple[str, int]]) -> Struct:
     partitions = []
     for p in range(count):
         down = (name, p) in offline

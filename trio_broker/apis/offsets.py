@@ -7,22 +7,17 @@ writer answers (``Reply``). OffsetFetch reads memory, which only ever holds dura
 
 from __future__ import annotations
 
-from typing import Any
-
-from kafka.protocol.api_message import ApiMessage
-
 from ..coordinator import OffsetAndMetadata, OffsetCommitEntry
 from ..coordinator.offset_log import TopicPartition
 from ..protocol.api_keys import ApiKey
 from ..protocol.errors import ErrorCode
 from ..protocol.messages import response_type
-from .context import HandlerResult, RequestContext
-from .groups import Reply, coordinator
-from .registry import handler
+from .bodies import OffsetCommitRequest, OffsetFetchRequest, ResponseBody, Struct
+from .context import HandlerContext, HandlerResult
+from .groups import Reply
 
 
-@handler(ApiKey.OffsetCommit)
-async def offset_commit(ctx: RequestContext, request: Any) -> HandlerResult:
+async def offset_commit(ctx: HandlerContext, request: OffsetCommitRequest) -> HandlerResult:
     topic_cls = response_type(ApiKey.OffsetCommit).OffsetCommitResponseTopic
     part_cls = topic_cls.OffsetCommitResponsePartition
     # Kafka stores a null metadata string as "" (OffsetAndMetadata.NoMetadata).
@@ -30,7 +25,7 @@ async def offset_commit(ctx: RequestContext, request: Any) -> HandlerResult:
                                  p.committed_metadata or "")
                for t in request.topics for p in t.partitions]
 
-    def build(results: dict[TopicPartition, ErrorCode]) -> ApiMessage:
+    def build(results: dict[TopicPartition, ErrorCode]) -> ResponseBody:
         return ctx.response(throttle_time_ms=0, topics=[
             topic_cls(name=t.name, partitions=[
                 part_cls(partition_index=p.partition_index,
@@ -38,25 +33,19 @@ async def offset_commit(ctx: RequestContext, request: Any) -> HandlerResult:
                 for p in t.partitions])
             for t in request.topics])
 
-    coord = coordinator(ctx)
-    if coord is None:
-        return build({(e.topic, e.partition): ErrorCode.COORDINATOR_NOT_AVAILABLE
-                      for e in entries})
     # Like Kafka, refuse offsets for partitions that do not exist (they could never be read).
-    unknown: dict[TopicPartition, ErrorCode] = {}
-    if ctx.broker.logs is not None:
-        counts = ctx.broker.logs.topics()
-        unknown = {(e.topic, e.partition): ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-                   for e in entries if not 0 <= e.partition < counts.get(e.topic, 0)}
-        entries = [e for e in entries if (e.topic, e.partition) not in unknown]
+    counts = ctx.broker.logs.topics()
+    unknown = {(e.topic, e.partition): ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+               for e in entries if not 0 <= e.partition < counts.get(e.topic, 0)}
+    entries = [e for e in entries if (e.topic, e.partition) not in unknown]
     if not entries:
         return build(unknown)
 
-    def merged(results: dict[TopicPartition, ErrorCode]) -> ApiMessage:
+    def merged(results: dict[TopicPartition, ErrorCode]) -> ResponseBody:
         return build({**results, **unknown})
 
     reply: Reply[dict[TopicPartition, ErrorCode]] = Reply(ctx, merged)
-    coord.commit_offsets(group_id=request.group_id,
+    ctx.broker.groups.commit_offsets(group_id=request.group_id,
                          generation_id=request.generation_id_or_member_epoch,
                          member_id=request.member_id,
                          # now + retention must fit the offsets file's i64 expiry; 2**62 ms
@@ -66,25 +55,20 @@ async def offset_commit(ctx: RequestContext, request: Any) -> HandlerResult:
     return reply.result()
 
 
-@handler(ApiKey.OffsetFetch)
-async def offset_fetch(ctx: RequestContext, request: Any) -> HandlerResult:
+async def offset_fetch(ctx: HandlerContext, request: OffsetFetchRequest) -> HandlerResult:
     topic_cls = response_type(ApiKey.OffsetFetch).OffsetFetchResponseTopic
     part_cls = topic_cls.OffsetFetchResponsePartition
-    coord = coordinator(ctx)
     wanted: list[TopicPartition] | None = None
     if request.topics is not None:
         wanted = [(t.name, p) for t in request.topics for p in t.partition_indexes]
-    found: list[tuple[TopicPartition, OffsetAndMetadata | None]] = []
-    if coord is None:
-        error = ErrorCode.COORDINATOR_NOT_AVAILABLE
-    else:
-        error, found = coord.fetch_offsets(request.group_id, wanted)
+    found: list[tuple[TopicPartition, OffsetAndMetadata | None]]
+    error, found = ctx.broker.groups.fetch_offsets(request.group_id, wanted)
     if error:
         if ctx.version >= 2:
             return ctx.response(throttle_time_ms=0, topics=[], error_code=error)
         # v1 has no top-level error code: every requested partition carries it.
         found = [(tp, None) for tp in wanted or []]
-    by_topic: dict[str, list[Any]] = {}
+    by_topic: dict[str, list[Struct]] = {}
     for (topic, partition), om in found:
         by_topic.setdefault(topic, []).append(part_cls(
             partition_index=partition,

@@ -8,11 +8,10 @@ base offset and leader epoch (outside the CRC) and, under LogAppendTime, the max
 from __future__ import annotations
 
 import logging
-from typing import Any
 
 import trio
 
-from ..log import StorageError
+from ..log import Log, LogAppendInfo, StorageError
 from ..protocol.api_keys import ApiKey
 from ..protocol.batch import validate_batch
 from ..protocol.compression import Compression
@@ -24,8 +23,8 @@ from ..protocol.errors import (
     UnsupportedCompressionError,
 )
 from ..protocol.messages import response_type
-from .context import CloseConnection, HandlerResult, RequestContext
-from .registry import handler
+from .bodies import ProduceRequest, Struct
+from .context import CloseConnection, HandlerContext, HandlerResult
 from .topics import validate_topic_name
 
 LOGGER = logging.getLogger(__name__)
@@ -36,18 +35,17 @@ _PartResp = _TopicResp.PartitionProduceResponse
 
 
 def _part(index: int, error: int, base_offset: int = -1, append_time: int = -1,
-          log_start: int = -1) -> Any:
+          log_start: int = -1) -> Struct:
     return _PartResp(index=index, error_code=error, base_offset=base_offset,
                      log_append_time_ms=append_time, log_start_offset=log_start)
 
 
-@handler(ApiKey.Produce)
-async def handle_produce(ctx: RequestContext, request: Any) -> HandlerResult:
+async def handle_produce(ctx: HandlerContext, request: ProduceRequest) -> HandlerResult:
     broker = ctx.broker
     acks = request.acks
     logs = broker.logs
     results = []
-    to_flush = []
+    to_flush: list[tuple[Log, list[Struct], int]] = []
     now_ms = broker.now_ms()
     for topic in request.topic_data:
         parts = []
@@ -58,16 +56,16 @@ async def handle_produce(ctx: RequestContext, request: Any) -> HandlerResult:
             if request.transactional_id is not None:
                 parts.append(_part(pd.index, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED))
                 continue
-            log = logs.get_log(topic.name, pd.index) if logs is not None else None
+            log = logs.get_log(topic.name, pd.index)
             if log is None:
-                offline = logs is not None and (topic.name, pd.index) in logs.offline_partitions
+                offline = (topic.name, pd.index) in logs.offline_partitions
                 missing = (ErrorCode.KAFKA_STORAGE_ERROR if offline else
                          ErrorCode.INVALID_TOPIC_EXCEPTION if validate_topic_name(topic.name)
                          else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
                 parts.append(_part(pd.index, missing))
                 continue
             error, info = _append(ctx, log, pd.records, now_ms)
-            if error:
+            if info is None:
                 parts.append(_part(pd.index, error))
                 continue
             parts.append(_part(pd.index, 0, info.first_offset, info.log_append_time_ms,
@@ -92,7 +90,8 @@ async def handle_produce(ctx: RequestContext, request: Any) -> HandlerResult:
     return ctx.response(responses=results, throttle_time_ms=0)
 
 
-def _append(ctx: RequestContext, log: Any, records: bytes | None, now_ms: int) -> tuple[int, Any]:
+def _append(ctx: HandlerContext, log: Log, records: bytes | None,
+            now_ms: int) -> tuple[int, LogAppendInfo | None]:
     if not records:
         return ErrorCode.INVALID_RECORD, None
     try:

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Callable, Hashable, Iterable
-from typing import Any
 
 import trio
 
@@ -73,7 +72,7 @@ class Purgatory:
 
     def complete_all(self, key: Hashable | None = None) -> None:
         """Complete every operation (under ``key``): shutdown, topic deletion."""
-        ops: Any = self._watchers.get(key, ()) if key is not None else {
+        ops: Iterable[DelayedOperation] = self._watchers.get(key, ()) if key is not None else {
             op for ops in self._watchers.values() for op in ops}
         for op in list(ops):
             op.force_complete()

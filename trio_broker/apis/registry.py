@@ -1,42 +1,91 @@
-"""Dispatch table from API key to handler.
+"""The dispatch table from API key to handler, and the ApiVersions answer it implies.
 
-Why a registry: the set of registered handlers *is* what the broker implements, so ApiVersions
-advertises exactly the keys found here (intersected with ``SUPPORTED_VERSIONS``).
+Why a table written out: the set of handlers *is* what the broker implements, so ApiVersions
+advertises exactly the keys found here (intersected with ``SUPPORTED_VERSIONS``). Every handler
+module is imported by name and every entry is checked by mypy against ``Handler``; nothing
+registers itself on import and nothing is optional. ApiVersions lives here because its answer is
+this table (Kafka's ``ApiVersionManager``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import Any
 
 from ..protocol.api_keys import SUPPORTED_VERSIONS, ApiKey, VersionRange
-from .context import HandlerResult, RequestContext
+from ..protocol.errors import ErrorCode
+from ..protocol.messages import response_type
+from . import admin, fetch, groups, init_producer_id, list_offsets, metadata, offsets, produce, sasl
+from .bodies import ApiVersionsRequest, RequestBody, Struct
+from .context import HandlerContext, HandlerResult
 
-Handler = Callable[[RequestContext, Any], Awaitable[HandlerResult]]
-
-HANDLERS: dict[int, Handler] = {}
+Handler = Callable[[HandlerContext, RequestBody], Awaitable[HandlerResult]]
 
 
-def handler(api_key: ApiKey) -> Callable[[Handler], Handler]:
-    """Register ``fn`` as the handler of ``api_key``."""
+async def handle_api_versions(ctx: HandlerContext, request: ApiVersionsRequest) -> HandlerResult:
+    """ApiVersions v0-v4 (an unknown version is answered by the handler pool, in v0's layout)."""
+    if ctx.version >= 3:
+        # Kafka validates the software name/version (KIP-511); a bad one is INVALID_REQUEST.
+        for value in (request.client_software_name, request.client_software_version):
+            if value is not None and not _valid_software_field(value):
+                return ctx.response(error_code=ErrorCode.INVALID_REQUEST,
+                                    api_keys=_api_version_entries(), throttle_time_ms=0)
+    return ctx.response(error_code=0, api_keys=_api_version_entries(), throttle_time_ms=0)
 
-    def register(fn: Handler) -> Handler:
-        if api_key not in SUPPORTED_VERSIONS:
-            raise ValueError(f"{api_key.name} has no entry in SUPPORTED_VERSIONS")
-        HANDLERS[int(api_key)] = fn
-        return fn
 
-    return register
+def _valid_software_field(value: str) -> bool:
+    return bool(value) and all(c.isalnum() or c in ".-" for c in value) and (
+        value[0].isalnum() and value[-1].isalnum())
+
+
+#: API key -> handler. Keyed by int so the pool's lookup by a header's key is one dict get.
+HANDLERS: dict[int, Handler] = {
+    ApiKey.Produce: produce.handle_produce,
+    ApiKey.Fetch: fetch.handle_fetch,
+    ApiKey.ListOffsets: list_offsets.handle_list_offsets,
+    ApiKey.Metadata: metadata.handle_metadata,
+    ApiKey.OffsetCommit: offsets.offset_commit,
+    ApiKey.OffsetFetch: offsets.offset_fetch,
+    ApiKey.FindCoordinator: groups.find_coordinator,
+    ApiKey.JoinGroup: groups.join_group,
+    ApiKey.Heartbeat: groups.heartbeat,
+    ApiKey.LeaveGroup: groups.leave_group,
+    ApiKey.SyncGroup: groups.sync_group,
+    ApiKey.DescribeGroups: groups.describe_groups,
+    ApiKey.ListGroups: groups.list_groups,
+    ApiKey.SaslHandshake: sasl.handle_sasl_handshake,
+    ApiKey.ApiVersions: handle_api_versions,
+    ApiKey.CreateTopics: admin.handle_create_topics,
+    ApiKey.DeleteTopics: admin.handle_delete_topics,
+    ApiKey.InitProducerId: init_producer_id.handle_init_producer_id,
+    ApiKey.DescribeConfigs: admin.handle_describe_configs,
+    ApiKey.AlterConfigs: admin.handle_alter_configs,
+    ApiKey.SaslAuthenticate: sasl.handle_sasl_authenticate,
+    ApiKey.CreatePartitions: admin.handle_create_partitions,
+    ApiKey.DeleteGroups: groups.delete_groups,
+}
+
+
+def _check_versions(table: dict[int, Handler]) -> None:
+    missing = [ApiKey(k).name for k in table if ApiKey(k) not in SUPPORTED_VERSIONS]
+    if missing:
+        raise ValueError(f"handlers without an entry in SUPPORTED_VERSIONS: {missing}")
+
+
+_check_versions(HANDLERS)
 
 
 def advertised_versions() -> dict[ApiKey, VersionRange]:
     """What ApiVersions advertises: supported versions of every API that has a handler."""
-    _load_all()
     return {k: v for k, v in SUPPORTED_VERSIONS.items() if int(k) in HANDLERS}
 
 
-def _load_all() -> None:
-    # Importing the handler modules registers them.
-    from . import load_handlers
+_entries: list[Struct] | None = None
 
-    load_handlers()
+
+def _api_version_entries() -> list[Struct]:
+    global _entries
+    if _entries is None:
+        entry = response_type(ApiKey.ApiVersions).ApiVersion
+        _entries = [entry(api_key=int(k), min_version=v.min, max_version=v.max)
+                    for k, v in sorted(advertised_versions().items())]
+    return _entries

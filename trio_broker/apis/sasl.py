@@ -8,37 +8,17 @@ connection has authenticated, both answer ILLEGAL_SASL_STATE, as Kafka's ``Kafka
 
 from __future__ import annotations
 
-from typing import Any
-
 import trio
 
-from ..protocol.api_keys import ApiKey
 from ..protocol.errors import ErrorCode
-from ..security.sasl import SaslAuthenticator, SaslState
-from .context import HandlerResult, RequestContext
-from .registry import handler
-
-#: API keys whose handlers need the connection's ``SaslAuthenticator``
-SASL_API_KEYS = frozenset({int(ApiKey.SaslHandshake), int(ApiKey.SaslAuthenticate)})
+from ..security.sasl import SaslState
+from .bodies import SaslAuthenticateRequest, SaslHandshakeRequest
+from .context import HandlerContext, HandlerResult
 
 
-class SaslRequestContext(RequestContext):
-    """A request context that also carries its connection's SASL state."""
-
-    __slots__ = ("sasl",)
-
-    def __init__(self, *args: Any, sasl: SaslAuthenticator | None, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self.sasl = sasl
-
-
-def _authenticator(ctx: RequestContext) -> SaslAuthenticator | None:
-    return getattr(ctx, "sasl", None)
-
-
-@handler(ApiKey.SaslHandshake)
-async def handle_sasl_handshake(ctx: RequestContext, request: Any) -> HandlerResult:
-    auth = _authenticator(ctx)
+async def handle_sasl_handshake(ctx: HandlerContext,
+                                request: SaslHandshakeRequest) -> HandlerResult:
+    auth = ctx.request.sasl
     if auth is None or auth.state is not SaslState.HANDSHAKE:
         mechanisms = list(auth.settings.mechanisms) if auth is not None else []
         return ctx.response(error_code=ErrorCode.ILLEGAL_SASL_STATE, mechanisms=mechanisms)
@@ -46,9 +26,9 @@ async def handle_sasl_handshake(ctx: RequestContext, request: Any) -> HandlerRes
     return ctx.response(error_code=error, mechanisms=mechanisms)
 
 
-@handler(ApiKey.SaslAuthenticate)
-async def handle_sasl_authenticate(ctx: RequestContext, request: Any) -> HandlerResult:
-    auth = _authenticator(ctx)
+async def handle_sasl_authenticate(ctx: HandlerContext,
+                                   request: SaslAuthenticateRequest) -> HandlerResult:
+    auth = ctx.request.sasl
     if auth is None or auth.state is not SaslState.AUTHENTICATE:
         state = "no SASL on this listener" if auth is None else f"state {auth.state.value}"
         return ctx.response(error_code=ErrorCode.ILLEGAL_SASL_STATE,

@@ -1,22 +1,21 @@
 """Consumer groups (classic protocol) and committed offsets.
 
-The public face of the coordinator layer; the API handlers in ``trio_broker.apis.groups`` and
+The public face of the coordinator layer: ``GroupCoordinator`` (``coordinator.py``) over group
+membership (``membership.GroupMetadataManager``) and committed offsets
+(``offsets.OffsetMetadataManager``). The API handlers in ``trio_broker.apis.groups`` and
 ``trio_broker.apis.offsets`` translate requests into calls on ``GroupCoordinator``.
 """
 
 from __future__ import annotations
 
-from .coordinator import (
-    OFFSETS_DIR_NAME,
-    GroupCoordinator,
-    GroupSummary,
-    MemberSummary,
-    OffsetCommitEntry,
-)
+from .coordinator import OFFSETS_DIR_NAME, GroupCoordinator
 from .group import JoinResult, SyncResult
+from .membership import GroupMetadataManager, GroupSummary, MemberSummary
 from .offset_log import OffsetAndMetadata, OffsetLog
+from .offsets import OffsetCommitEntry, OffsetMetadataManager
 from .states import GroupState, IllegalStateTransition
 
-__all__ = ["OFFSETS_DIR_NAME", "GroupCoordinator", "GroupState", "GroupSummary",
-           "IllegalStateTransition", "JoinResult", "MemberSummary", "OffsetAndMetadata",
-           "OffsetCommitEntry", "OffsetLog", "SyncResult"]
+__all__ = ["OFFSETS_DIR_NAME", "GroupCoordinator", "GroupMetadataManager", "GroupState",
+           "GroupSummary", "IllegalStateTransition", "JoinResult", "MemberSummary",
+           "OffsetAndMetadata", "OffsetCommitEntry", "OffsetLog", "OffsetMetadataManager",
+           "SyncResult"]

@@ -1,45 +1,30 @@
-"""The group coordinator: classic consumer-group membership and committed offsets.
+"""The group coordinator: one broker's consumer groups and committed offsets, behind one face.
 
-Why it is shaped like this: every membership operation is synchronous and runs to completion on
-the event loop, so no group is ever seen half-updated and no lock is needed. Requests whose answer
-must wait (JoinGroup until the join phase ends, SyncGroup until the leader's assignment, an
-OffsetCommit until its record is fsynced) hand in a callback and are answered later; the API
-handler that called is free at once. Timers (session, pending member, join phase, sync phase,
-offset retention) are keyed deadlines on Trio's clock in one ``DeadlineQueue`` task.
+Why a face over two managers (Kafka's ``GroupCoordinatorShard`` over ``GroupMetadataManager``
+and ``OffsetMetadataManager``): membership and offsets are separate jobs with separate rules,
+but they share the groups, one timer task and one lifecycle. This class owns the lifecycle
+(load the offsets, run the timers and the writer, shut down in order) and the one request that
+needs both halves (DeleteGroups); every other call goes to the manager that owns it.
 
-The transitions follow Kafka's classic group coordinator; ``states.VALID_PREVIOUS_STATES`` is the
-table every transition is checked against.
+Everything runs on the event loop and completes synchronously; answers that must wait are
+callbacks (see ``membership.py`` and ``offsets.py``).
 """
 
 from __future__ import annotations
 
-import logging
 import time
-import uuid
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any
 
-import attrs
 import trio
 
+from ..config import BrokerConfig
 from ..protocol.errors import ErrorCode
-from .group import Group, JoinCallback, JoinResult, Member, SyncCallback, SyncResult
-from .offset_log import (
-    DEFAULT_COMPACT_BYTES,
-    KIND_DELETE_GROUP,
-    OffsetAndMetadata,
-    OffsetLog,
-    OffsetLogError,
-    TopicPartition,
-    encode_record,
-)
-from .states import GroupState
+from .group import Group, JoinCallback, SyncCallback
+from .membership import GroupMetadataManager, GroupSummary
+from .offset_log import DEFAULT_COMPACT_BYTES, OffsetAndMetadata, OffsetLog, TopicPartition
+from .offsets import CommitCallback, OffsetCommitEntry, OffsetMetadataManager
 from .timers import DeadlineQueue
-
-LOGGER = logging.getLogger(__name__)
-
-_S = GroupState
 
 #: directory under the broker's state dir (its first log dir) that holds committed offsets
 OFFSETS_DIR_NAME = "__consumer_offsets"
@@ -47,45 +32,6 @@ OFFSETS_DIR_NAME = "__consumer_offsets"
 
 def _wall_ms() -> int:
     return time.time_ns() // 1_000_000
-
-
-@attrs.frozen
-class MemberSummary:
-    member_id: str
-    client_id: str
-    client_host: str
-    metadata: bytes
-    assignment: bytes
-
-
-@attrs.frozen
-class GroupSummary:
-    """What DescribeGroups reports (metadata and assignments only for a Stable group)."""
-
-    group_id: str
-    state: GroupState
-    protocol_type: str
-    protocol_name: str
-    members: list[MemberSummary]
-
-
-@attrs.frozen
-class OffsetCommitEntry:
-    topic: str
-    partition: int
-    offset: int
-    metadata: str | None
-
-
-CommitCallback = Callable[[dict[TopicPartition, ErrorCode]], None]
-
-
-@attrs.define(eq=False)
-class _PendingWrite:
-    record: bytes
-    group: Group
-    #: called with True once durable (apply and answer), False if the write failed
-    done: Callable[[bool], None]
 
 
 class GroupCoordinator:
@@ -96,433 +42,91 @@ class GroupCoordinator:
     after ``run`` ends closes the offsets file.
     """
 
-    def __init__(self, config: Any, state_dir: Path, *,
+    def __init__(self, config: BrokerConfig, state_dir: Path, *,
                  compact_bytes: int = DEFAULT_COMPACT_BYTES,
                  wall_clock_ms: Callable[[], int] = _wall_ms) -> None:
         self.config = config
-        self.groups: dict[str, Group] = {}
-        self._log = OffsetLog(Path(state_dir) / OFFSETS_DIR_NAME, compact_bytes=compact_bytes)
         self._timers = DeadlineQueue()
-        self._wall_ms = wall_clock_ms
-        self._loaded = False
-        self._closed = False
-        #: records waiting for the writer; the first ``_writes_in_flight`` are being written
-        self._writes: list[_PendingWrite] = []
-        self._writes_in_flight = 0
-        self._writes_wakeup = trio.Event()
+        self.membership = GroupMetadataManager(config, self._timers, wall_clock_ms)
+        self.offsets = OffsetMetadataManager(
+            config, self.membership, self._timers, wall_clock_ms,
+            Path(state_dir) / OFFSETS_DIR_NAME, compact_bytes=compact_bytes)
+
+    @property
+    def groups(self) -> dict[str, Group]:
+        return self.membership.groups
 
     @property
     def offset_log(self) -> OffsetLog:
-        return self._log
+        return self.offsets.log
 
     @property
     def loaded(self) -> bool:
-        return self._loaded
+        return self.membership.loaded
 
     @property
     def not_ready_error(self) -> ErrorCode:
         """The answer while not serving: still loading, or closed for shutdown."""
-        return (ErrorCode.COORDINATOR_NOT_AVAILABLE if self._closed
-                else ErrorCode.COORDINATOR_LOAD_IN_PROGRESS)
+        return self.membership.not_ready_error
 
     # --- lifecycle --------------------------------------------------------------------------
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         """Load committed offsets, then serve timers and offset writes until cancelled."""
-        state = await trio.to_thread.run_sync(self._log.open)
-        now_ms = self._wall_ms()
-        for group_id, offsets in state.items():
-            # A reloaded group has no members; its offsets' retention clock starts now.
-            self.groups[group_id] = Group(group_id, state_since_ms=now_ms, offsets=offsets)
-        self._loaded = True
-        self._schedule_retention_check()
+        await self.offsets.load()
+        self.membership.loaded = True
         try:
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(self._timers.run)
-                nursery.start_soon(self._write_loop)
+                nursery.start_soon(self.offsets.write_loop)
                 task_status.started()
         finally:
-            self._loaded = False
+            self.membership.loaded = False
 
     def begin_shutdown(self) -> None:
-        """Refuse new requests and answer every held JoinGroup/SyncGroup at once.
-
-        A held join can otherwise wait minutes (the rebalance timeout) and keep a graceful
-        shutdown waiting for it; COORDINATOR_NOT_AVAILABLE sends the client to find the
-        coordinator again, which is what it must do when this broker comes back.
-        """
-        self._loaded = False
-        self._closed = True
-        for group in self.groups.values():
-            for member in group.members.values():
-                callback, member.awaiting_join = member.awaiting_join, None
-                if callback is not None:
-                    callback(JoinResult(ErrorCode.COORDINATOR_NOT_AVAILABLE, member.member_id))
-                self._answer_sync(group, member,
-                                  SyncResult(ErrorCode.COORDINATOR_NOT_AVAILABLE))
+        """Refuse new requests and answer every held JoinGroup/SyncGroup at once."""
+        self.membership.begin_shutdown()
+        self.offsets.begin_shutdown()
 
     def close(self) -> None:
-        """Write what is still queued and close the offsets file; safe while ``run`` is live.
-
-        Every acknowledged commit is already fsynced. Records queued but not yet handed to the
-        writer (expiries, commits not yet answered) are written here and their requests answered;
-        a write already running finishes first (the file's lock), and later commits are refused.
-        """
+        """Write what is still queued and close the offsets file; safe while ``run`` is live."""
         self.begin_shutdown()
-        queued = self._writes[self._writes_in_flight:]
-        del self._writes[self._writes_in_flight:]
-        ok = True
-        try:
-            self._log.close([w.record for w in queued])
-        except (OSError, OffsetLogError) as exc:
-            ok = False
-            LOGGER.error("writing %d queued offset records at shutdown failed: %s",
-                         len(queued), exc)
-        for w in queued:
-            w.done(ok)
+        self.offsets.close()
 
-    # --- JoinGroup --------------------------------------------------------------------------
+    # --- membership -------------------------------------------------------------------------
 
     def join_group(self, *, group_id: str, member_id: str, client_id: str, client_host: str,
                    session_timeout_ms: int, rebalance_timeout_ms: int, protocol_type: str,
                    protocols: list[tuple[str, bytes]], require_known_member_id: bool,
                    respond: JoinCallback) -> None:
         """Answer through ``respond``, now or when the join phase completes."""
-        cfg = self.config
-        if not self._loaded:
-            return respond(JoinResult(self.not_ready_error, member_id))
-        if not group_id:
-            return respond(JoinResult(ErrorCode.INVALID_GROUP_ID, member_id))
-        if not (cfg.group_min_session_timeout_ms <= session_timeout_ms
-                <= cfg.group_max_session_timeout_ms):
-            return respond(JoinResult(ErrorCode.INVALID_SESSION_TIMEOUT, member_id))
-        if rebalance_timeout_ms < 0:  # JoinGroup v0 has no rebalance timeout: Kafka uses session
-            rebalance_timeout_ms = session_timeout_ms
-        group = self.groups.get(group_id)
-        if group is None:
-            if member_id:
-                return respond(JoinResult(ErrorCode.UNKNOWN_MEMBER_ID, member_id))
-            if not protocol_type or not protocols:
-                return respond(JoinResult(ErrorCode.INCONSISTENT_GROUP_PROTOCOL, member_id))
-            group = self._new_group(group_id)
-        error = group.protocol_error(protocol_type, protocols, member_id or None)
-        if error:
-            return respond(JoinResult(error, member_id))
-        args: dict[str, Any] = {
-            "client_id": client_id, "client_host": client_host,
-            "session_timeout_ms": session_timeout_ms,
-            "rebalance_timeout_ms": rebalance_timeout_ms, "protocol_type": protocol_type,
-            "protocols": protocols}
-        if not member_id:
-            if group.size >= cfg.group_max_size:
-                return respond(JoinResult(ErrorCode.GROUP_MAX_SIZE_REACHED, member_id))
-            new_id = f"{client_id}-{uuid.uuid4()}"
-            if require_known_member_id:
-                group.pending_members.add(new_id)
-                self._timers.schedule(("pending", group_id, new_id),
-                                      trio.current_time() + session_timeout_ms / 1000,
-                                      lambda: self._expire_pending_member(group, new_id))
-                return respond(JoinResult(ErrorCode.MEMBER_ID_REQUIRED, new_id))
-            return self._add_member_and_rebalance(group, Member(new_id, **args), respond)
-        if member_id in group.pending_members:
-            group.pending_members.discard(member_id)
-            self._timers.cancel(("pending", group_id, member_id))
-            return self._add_member_and_rebalance(group, Member(member_id, **args), respond)
-        member = group.members.get(member_id)
-        if member is None:
-            return respond(JoinResult(ErrorCode.UNKNOWN_MEMBER_ID, member_id))
-        state = group.state
-        if state is _S.PREPARING_REBALANCE:
-            return self._update_member_and_rebalance(group, member, args, respond)
-        if state is _S.COMPLETING_REBALANCE:
-            if member.matches(protocols):  # a lost join response: send the same one again
-                return respond(group.current_join_result(member_id))
-            return self._update_member_and_rebalance(group, member, args, respond)
-        if state is _S.STABLE:
-            if member_id == group.leader_id or not member.matches(protocols):
-                return self._update_member_and_rebalance(group, member, args, respond)
-            return respond(group.current_join_result(member_id))
-        return respond(JoinResult(ErrorCode.UNKNOWN_MEMBER_ID, member_id))
-
-    def _new_group(self, group_id: str) -> Group:
-        group = Group(group_id, state_since_ms=self._wall_ms())
-        self.groups[group_id] = group
-        return group
-
-    def _add_member_and_rebalance(self, group: Group, member: Member,
-                                  respond: JoinCallback) -> None:
-        member.awaiting_join = respond
-        group.add_member(member)
-        if group.initial_delay_active:
-            group.initial_delay_new_member = True
-        LOGGER.info("group %s: member %s (%s) joins", group.group_id, member.member_id,
-                    member.client_host)
-        self._maybe_prepare_rebalance(group, f"member {member.member_id} joined")
-        self._try_complete_join(group)
-
-    def _update_member_and_rebalance(self, group: Group, member: Member, args: dict[str, Any],
-                                     respond: JoinCallback) -> None:
-        if member.awaiting_join is not None:  # a retried join from a new connection
-            old, member.awaiting_join = member.awaiting_join, None
-            old(JoinResult(ErrorCode.REBALANCE_IN_PROGRESS, member.member_id))
-        for name, value in args.items():
-            setattr(member, name, value)
-        member.awaiting_join = respond
-        self._cancel_session(group, member)
-        self._maybe_prepare_rebalance(group, f"member {member.member_id} rejoined")
-        self._try_complete_join(group)
-
-    def _maybe_prepare_rebalance(self, group: Group, reason: str) -> None:
-        if group.is_in(_S.STABLE, _S.COMPLETING_REBALANCE, _S.EMPTY):
-            self._prepare_rebalance(group, reason)
-
-    def _prepare_rebalance(self, group: Group, reason: str) -> None:
-        if group.is_in(_S.COMPLETING_REBALANCE):
-            # Held SyncGroups of the abandoned generation: tell them to rejoin.
-            for m in group.members.values():
-                m.assignment = b""
-                if m.awaiting_sync is not None:
-                    self._answer_sync(group, m, SyncResult(ErrorCode.REBALANCE_IN_PROGRESS))
-                    self._schedule_session(group, m)
-        self._timers.cancel(("sync", group.group_id))
-        group.pending_sync.clear()
-        initial_delay_ms = self.config.group_initial_rebalance_delay_ms
-        rebalance_ms = group.rebalance_timeout_ms
-        if group.is_in(_S.EMPTY) and initial_delay_ms > 0:
-            delay_ms = min(initial_delay_ms, rebalance_ms)
-            group.initial_delay_active = True
-            group.initial_delay_new_member = False
-            group.initial_delay_remaining_ms = max(rebalance_ms - delay_ms, 0)
-            self._timers.schedule(("join", group.group_id),
-                                  trio.current_time() + delay_ms / 1000,
-                                  lambda: self._on_initial_delay_expired(group))
-        else:
-            self._timers.schedule(("join", group.group_id),
-                                  trio.current_time() + rebalance_ms / 1000,
-                                  lambda: self._on_join_deadline(group))
-        group.transition_to(_S.PREPARING_REBALANCE, self._wall_ms())
-        LOGGER.info("group %s: preparing to rebalance generation %d (%s)", group.group_id,
-                    group.generation_id, reason)
-        self._try_complete_join(group)
-
-    def _try_complete_join(self, group: Group) -> None:
-        if (group.is_in(_S.PREPARING_REBALANCE) and not group.initial_delay_active
-                and group.has_all_members_joined()):
-            self._complete_join(group)
-
-    def _on_initial_delay_expired(self, group: Group) -> None:
-        if self.groups.get(group.group_id) is not group or not group.initial_delay_active:
-            return
-        if group.initial_delay_new_member and group.initial_delay_remaining_ms > 0:
-            # Members are still arriving: wait another delay, within the rebalance timeout.
-            delay_ms = min(self.config.group_initial_rebalance_delay_ms,
-                           group.initial_delay_remaining_ms)
-            group.initial_delay_remaining_ms -= delay_ms
-            group.initial_delay_new_member = False
-            self._timers.schedule(("join", group.group_id),
-                                  trio.current_time() + delay_ms / 1000,
-                                  lambda: self._on_initial_delay_expired(group))
-            return
-        group.initial_delay_active = False
-        self._complete_join(group)
-
-    def _on_join_deadline(self, group: Group) -> None:
-        if self.groups.get(group.group_id) is group and group.is_in(_S.PREPARING_REBALANCE):
-            self._complete_join(group)
-
-    def _complete_join(self, group: Group) -> None:
-        """End the join phase: drop members that did not rejoin, start the next generation."""
-        self._timers.cancel(("join", group.group_id))
-        group.initial_delay_active = False
-        for m in group.not_yet_rejoined():
-            LOGGER.info("group %s: member %s did not rejoin within the rebalance timeout",
-                        group.group_id, m.member_id)
-            self._remove_member(group, m)
-        group.generation_id += 1
-        now_ms = self._wall_ms()
-        if not group.members:
-            group.protocol_name = None
-            group.leader_id = None
-            group.transition_to(_S.EMPTY, now_ms)
-            LOGGER.info("group %s: empty at generation %d", group.group_id, group.generation_id)
-            return
-        if group.leader_id not in group.members:
-            group.leader_id = next(iter(group.members))
-        group.protocol_name = group.select_protocol()
-        group.transition_to(_S.COMPLETING_REBALANCE, now_ms)
-        group.pending_sync = set(group.members)
-        generation = group.generation_id
-        self._timers.schedule(("sync", group.group_id),
-                              trio.current_time() + group.rebalance_timeout_ms / 1000,
-                              lambda: self._on_sync_deadline(group, generation))
-        LOGGER.info("group %s: generation %d with %d members, protocol %s, leader %s",
-                    group.group_id, generation, len(group.members), group.protocol_name,
-                    group.leader_id)
-        for m in list(group.members.values()):
-            callback, m.awaiting_join = m.awaiting_join, None
-            self._schedule_session(group, m)
-            if callback is not None:
-                callback(group.current_join_result(m.member_id))
-
-    def _on_sync_deadline(self, group: Group, generation: int) -> None:
-        """Members that never sent SyncGroup for this generation are dropped (Kafka 2.8+)."""
-        if (self.groups.get(group.group_id) is not group or group.generation_id != generation
-                or not group.is_in(_S.COMPLETING_REBALANCE, _S.STABLE) or not group.pending_sync):
-            return
-        for member_id in list(group.pending_sync):
-            member = group.members.get(member_id)
-            if member is not None:
-                LOGGER.info("group %s: member %s sent no SyncGroup within the rebalance timeout",
-                            group.group_id, member_id)
-                self._remove_member(group, member)
-        self._prepare_rebalance(group, "members missed the sync phase")
-
-    # --- SyncGroup --------------------------------------------------------------------------
+        self.membership.join_group(
+            group_id=group_id, member_id=member_id, client_id=client_id,
+            client_host=client_host, session_timeout_ms=session_timeout_ms,
+            rebalance_timeout_ms=rebalance_timeout_ms, protocol_type=protocol_type,
+            protocols=protocols, require_known_member_id=require_known_member_id,
+            respond=respond)
 
     def sync_group(self, *, group_id: str, generation_id: int, member_id: str,
                    assignments: list[tuple[str, bytes]], respond: SyncCallback) -> None:
         """Answer through ``respond``, now or when the leader's assignment arrives."""
-        if not self._loaded:
-            return respond(SyncResult(self.not_ready_error))
-        if not group_id:
-            return respond(SyncResult(ErrorCode.INVALID_GROUP_ID))
-        group = self.groups.get(group_id)
-        member = None if group is None else group.members.get(member_id)
-        if group is None or member is None:
-            return respond(SyncResult(ErrorCode.UNKNOWN_MEMBER_ID))
-        if generation_id != group.generation_id:
-            return respond(SyncResult(ErrorCode.ILLEGAL_GENERATION))
-        if group.is_in(_S.PREPARING_REBALANCE):
-            return respond(SyncResult(ErrorCode.REBALANCE_IN_PROGRESS))
-        if group.is_in(_S.STABLE):
-            self._synced(group, member_id)
-            self._schedule_session(group, member)
-            return respond(SyncResult(ErrorCode.NONE, member.assignment))
-        if not group.is_in(_S.COMPLETING_REBALANCE):
-            return respond(SyncResult(ErrorCode.UNKNOWN_MEMBER_ID))
-        self._answer_sync(group, member, SyncResult(ErrorCode.REBALANCE_IN_PROGRESS))
-        member.awaiting_sync = respond
-        self._cancel_session(group, member)
-        self._synced(group, member_id)
-        if member_id != group.leader_id:
-            return None
-        given = dict(assignments)
-        for m in group.members.values():
-            m.assignment = given.get(m.member_id, b"")
-        group.transition_to(_S.STABLE, self._wall_ms())
-        LOGGER.info("group %s: stable at generation %d", group.group_id, group.generation_id)
-        for m in list(group.members.values()):
-            if m.awaiting_sync is not None:
-                self._answer_sync(group, m, SyncResult(ErrorCode.NONE, m.assignment))
-                self._schedule_session(group, m)
-        return None
-
-    def _synced(self, group: Group, member_id: str) -> None:
-        group.pending_sync.discard(member_id)
-        if not group.pending_sync:
-            self._timers.cancel(("sync", group.group_id))
-
-    @staticmethod
-    def _answer_sync(group: Group, member: Member, result: SyncResult) -> None:
-        callback, member.awaiting_sync = member.awaiting_sync, None
-        if callback is not None:
-            callback(result)
-
-    # --- Heartbeat, LeaveGroup, expiry ------------------------------------------------------
+        self.membership.sync_group(group_id=group_id, generation_id=generation_id,
+                                   member_id=member_id, assignments=assignments,
+                                   respond=respond)
 
     def heartbeat(self, *, group_id: str, generation_id: int, member_id: str) -> ErrorCode:
-        if not self._loaded:
-            return self.not_ready_error
-        if not group_id:
-            return ErrorCode.INVALID_GROUP_ID
-        group = self.groups.get(group_id)
-        member = None if group is None else group.members.get(member_id)
-        if group is None or member is None:
-            return ErrorCode.UNKNOWN_MEMBER_ID
-        if generation_id != group.generation_id:
-            return ErrorCode.ILLEGAL_GENERATION
-        self._schedule_session(group, member)
-        if group.is_in(_S.PREPARING_REBALANCE):
-            return ErrorCode.REBALANCE_IN_PROGRESS
-        return ErrorCode.NONE
+        return self.membership.heartbeat(group_id=group_id, generation_id=generation_id,
+                                         member_id=member_id)
 
     def leave_group(self, *, group_id: str, member_id: str) -> ErrorCode:
-        if not self._loaded:
-            return self.not_ready_error
-        if not group_id:
-            return ErrorCode.INVALID_GROUP_ID
-        group = self.groups.get(group_id)
-        if group is None:
-            return ErrorCode.UNKNOWN_MEMBER_ID
-        if member_id in group.pending_members:
-            self._expire_pending_member(group, member_id)
-            return ErrorCode.NONE
-        member = group.members.get(member_id)
-        if member is None:
-            return ErrorCode.UNKNOWN_MEMBER_ID
-        LOGGER.info("group %s: member %s leaves", group_id, member_id)
-        self._remove_member_and_update_group(group, member)
-        return ErrorCode.NONE
-
-    def _schedule_session(self, group: Group, member: Member) -> None:
-        self._timers.schedule(("session", group.group_id, member.member_id),
-                              trio.current_time() + member.session_timeout_ms / 1000,
-                              lambda: self._on_session_expired(group, member))
-
-    def _cancel_session(self, group: Group, member: Member) -> None:
-        self._timers.cancel(("session", group.group_id, member.member_id))
-
-    def _on_session_expired(self, group: Group, member: Member) -> None:
-        if (self.groups.get(group.group_id) is not group
-                or group.members.get(member.member_id) is not member):
-            return
-        if member.awaiting_join is not None or member.awaiting_sync is not None:
-            return  # held in a join or sync: the phase deadline governs it
-        LOGGER.info("group %s: member %s session timed out after %d ms", group.group_id,
-                    member.member_id, member.session_timeout_ms)
-        self._remove_member_and_update_group(group, member)
-
-    def _expire_pending_member(self, group: Group, member_id: str) -> None:
-        self._timers.cancel(("pending", group.group_id, member_id))
-        if member_id not in group.pending_members:
-            return
-        group.pending_members.discard(member_id)
-        self._try_complete_join(group)
-
-    def _remove_member(self, group: Group, member: Member) -> None:
-        """Take ``member`` out of ``group``; its held responses get UNKNOWN_MEMBER_ID."""
-        self._cancel_session(group, member)
-        group.remove_member(member.member_id)
-        callback, member.awaiting_join = member.awaiting_join, None
-        if callback is not None:
-            callback(JoinResult(ErrorCode.UNKNOWN_MEMBER_ID, member.member_id))
-        self._answer_sync(group, member, SyncResult(ErrorCode.UNKNOWN_MEMBER_ID))
-
-    def _remove_member_and_update_group(self, group: Group, member: Member) -> None:
-        self._remove_member(group, member)
-        if group.is_in(_S.STABLE, _S.COMPLETING_REBALANCE):
-            self._prepare_rebalance(group, f"member {member.member_id} left")
-        elif group.is_in(_S.PREPARING_REBALANCE):
-            self._try_complete_join(group)
-
-    # --- DescribeGroups, ListGroups, DeleteGroups ------------------------------------------
+        return self.membership.leave_group(group_id=group_id, member_id=member_id)
 
     def describe_group(self, group_id: str) -> GroupSummary | None:
-        group = self.groups.get(group_id)
-        if group is None:
-            return None
-        stable = group.is_in(_S.STABLE)
-        protocol = (group.protocol_name or "") if stable else ""
-        members = [MemberSummary(m.member_id, m.client_id, m.client_host,
-                                 m.metadata(protocol) if stable else b"",
-                                 m.assignment if stable else b"")
-                   for m in group.members.values()]
-        return GroupSummary(group.group_id, group.state, group.protocol_type or "", protocol,
-                            members)
+        return self.membership.describe_group(group_id)
 
     def list_groups(self) -> list[tuple[str, str]]:
         """(group id, protocol type) of every group, Empty ones included."""
-        return [(g.group_id, g.protocol_type or "") for g in self.groups.values()]
+        return self.membership.list_groups()
 
     def delete_groups(self, group_ids: list[str],
                       respond: Callable[[dict[str, ErrorCode]], None]) -> None:
@@ -538,192 +142,31 @@ class GroupCoordinator:
                 respond(results)
 
         for group_id in group_ids:
-            if not self._loaded:
-                results[group_id] = self.not_ready_error
+            removed = self.membership.remove_empty_group(group_id)
+            if isinstance(removed, ErrorCode):
+                results[group_id] = removed
                 continue
-            if not group_id:
-                results[group_id] = ErrorCode.INVALID_GROUP_ID
-                continue
-            group = self.groups.get(group_id)
-            if group is None:
-                results[group_id] = ErrorCode.GROUP_ID_NOT_FOUND
-                continue
-            if not group.is_in(_S.EMPTY):
-                results[group_id] = ErrorCode.NON_EMPTY_GROUP
-                continue
-            for member_id in list(group.pending_members):
-                self._expire_pending_member(group, member_id)
-            self._timers.cancel(("join", group_id))
-            group.transition_to(_S.DEAD, self._wall_ms())
-            del self.groups[group_id]
-            LOGGER.info("group %s: deleted with %d committed offsets", group_id,
-                        len(group.offsets))
             waiting += 1
-            self._enqueue(group, encode_record(group_id, (), kind=KIND_DELETE_GROUP),
-                          lambda ok, gid=group_id: durable(gid, ok))  # type: ignore[misc]
+            self.offsets.delete_group_offsets(
+                removed, lambda ok, gid=group_id: durable(gid, ok))  # type: ignore[misc]
         if waiting == 0:
             respond(results)
 
-    # --- OffsetCommit / OffsetFetch ---------------------------------------------------------
+    # --- offsets ----------------------------------------------------------------------------
 
     def commit_offsets(self, *, group_id: str, generation_id: int, member_id: str,
                        retention_time_ms: int, offsets: Iterable[OffsetCommitEntry],
                        respond: CommitCallback) -> None:
         """Validate, write one fsynced record, then answer through ``respond``."""
-        offsets = list(offsets)
-        error = self._validate_commit(group_id, generation_id, member_id)
-        if error:
-            return respond({(o.topic, o.partition): error for o in offsets})
-        group = self.groups.get(group_id)
-        if group is None:  # a simple (admin) commit creates its group
-            group = self._new_group(group_id)
-        elif member_id in group.members:
-            self._schedule_session(group, group.members[member_id])
-        max_meta = self.config.offset_metadata_max_bytes
-        now_ms = self._wall_ms()
-        expire_ms = now_ms + retention_time_ms if retention_time_ms >= 0 else -1
-        results: dict[TopicPartition, ErrorCode] = {}
-        accepted: dict[TopicPartition, OffsetAndMetadata] = {}
-        for o in offsets:
-            tp = (o.topic, o.partition)
-            if o.metadata is not None and len(o.metadata.encode("utf-8")) > max_meta:
-                results[tp] = ErrorCode.OFFSET_METADATA_TOO_LARGE
-            else:
-                accepted[tp] = OffsetAndMetadata(o.offset, o.metadata, now_ms, expire_ms)
-                results[tp] = ErrorCode.NONE
-        if not accepted:
-            return respond(results)
-
-        def durable(ok: bool) -> None:
-            if ok:
-                group.offsets.update(accepted)
-            else:
-                for tp in accepted:
-                    results[tp] = ErrorCode.COORDINATOR_NOT_AVAILABLE
-            respond(results)
-
-        self._enqueue(group, encode_record(group_id, accepted.items()), durable)
-        return None
-
-    def _validate_commit(self, group_id: str, generation_id: int, member_id: str) -> ErrorCode:
-        """Kafka's ``validateOffsetCommit`` for a classic group."""
-        if not self._loaded:
-            return self.not_ready_error
-        if not group_id:
-            return ErrorCode.INVALID_GROUP_ID
-        group = self.groups.get(group_id)
-        if group is None:
-            return ErrorCode.NONE if generation_id < 0 else ErrorCode.ILLEGAL_GENERATION
-        if generation_id >= 0 or member_id:
-            if member_id not in group.members:
-                return ErrorCode.UNKNOWN_MEMBER_ID
-            if generation_id != group.generation_id:
-                return ErrorCode.ILLEGAL_GENERATION
-        elif not group.is_in(_S.EMPTY):
-            # A simple commit to a group that is managed by the coordinator right now.
-            return ErrorCode.UNKNOWN_MEMBER_ID
-        if group.is_in(_S.COMPLETING_REBALANCE):
-            return ErrorCode.REBALANCE_IN_PROGRESS
-        return ErrorCode.NONE
+        self.offsets.commit_offsets(group_id=group_id, generation_id=generation_id,
+                                    member_id=member_id, retention_time_ms=retention_time_ms,
+                                    offsets=offsets, respond=respond)
 
     def fetch_offsets(self, group_id: str, partitions: list[TopicPartition] | None,
                       ) -> tuple[ErrorCode, list[tuple[TopicPartition, OffsetAndMetadata | None]]]:
         """Committed offsets of ``partitions`` (``None``: every committed partition)."""
-        if not self._loaded:
-            return self.not_ready_error, []
-        if not group_id:
-            return ErrorCode.INVALID_GROUP_ID, []
-        group = self.groups.get(group_id)
-        offsets = {} if group is None else group.offsets
-        if partitions is None:
-            return ErrorCode.NONE, sorted(offsets.items())
-        return ErrorCode.NONE, [(tp, offsets.get(tp)) for tp in partitions]
-
-    # --- durable writes ---------------------------------------------------------------------
-
-    def _enqueue(self, group: Group, record: bytes, done: Callable[[bool], None]) -> None:
-        if self._closed:
-            done(False)
-            return
-        group.inflight_writes += 1
-
-        def finish(ok: bool) -> None:
-            group.inflight_writes -= 1
-            done(ok)
-
-        self._writes.append(_PendingWrite(record, group, finish))
-        self._writes_wakeup.set()
-
-    async def _write_loop(self) -> None:
-        """Write queued records in batches; one fsync answers every commit in a batch."""
-        while not self._closed:
-            if not self._writes:
-                self._writes_wakeup = trio.Event()
-                await self._writes_wakeup.wait()
-                continue
-            # The batch stays queued until written: if ``run`` is cancelled before the thread
-            # starts, ``close()`` still writes it.
-            batch = list(self._writes)
-            self._writes_in_flight = len(batch)
-            ok = True
-            try:
-                await trio.to_thread.run_sync(self._log.append, [w.record for w in batch])
-            except (OSError, OffsetLogError) as exc:
-                ok = False
-                LOGGER.error("writing %d offset records to %s failed: %s", len(batch),
-                             self._log.path, exc)
-            finally:
-                self._writes_in_flight = 0
-            del self._writes[:len(batch)]
-            for w in batch:
-                w.done(ok)
-            if ok and not self._closed and self._log.should_compact():
-                snapshot = {g.group_id: dict(g.offsets) for g in self.groups.values()
-                            if g.offsets}
-                try:
-                    await trio.to_thread.run_sync(self._log.compact, snapshot)
-                except (OSError, OffsetLogError) as exc:
-                    LOGGER.error("compacting %s failed, still appending to it: %s",
-                                 self._log.path, exc)
-
-    # --- offset retention -------------------------------------------------------------------
-
-    def _schedule_retention_check(self) -> None:
-        def check() -> None:
-            self.expire_offsets()
-            self._schedule_retention_check()
-
-        interval_s = self.config.offsets_retention_check_interval_ms / 1000
-        self._timers.schedule(("retention",), trio.current_time() + interval_s, check)
+        return self.offsets.fetch_offsets(group_id, partitions)
 
     def expire_offsets(self, now_ms: int | None = None) -> int:
-        """Expire offsets of groups without members; remove groups left with nothing.
-
-        An offset expires ``offsets.retention.minutes`` after the later of its commit and the
-        moment its group became empty (or at the explicit expiry its commit asked for). Returns
-        the number of offsets removed.
-        """
-        now_ms = self._wall_ms() if now_ms is None else now_ms
-        retention_ms = self.config.offsets_retention_minutes * 60_000
-        removed = 0
-        for group in list(self.groups.values()):
-            if not group.is_in(_S.EMPTY) or group.pending_members or group.inflight_writes:
-                continue
-            expired = [tp for tp, om in group.offsets.items()
-                       if now_ms >= (om.expire_timestamp_ms if om.expire_timestamp_ms >= 0 else
-                                     max(om.commit_timestamp_ms, group.state_since_ms)
-                                     + retention_ms)]
-            if expired:
-                for tp in expired:
-                    del group.offsets[tp]
-                removed += len(expired)
-                LOGGER.info("group %s: %d committed offsets expired", group.group_id,
-                            len(expired))
-                self._enqueue(group, encode_record(group.group_id,
-                                                   ((tp, None) for tp in expired)),
-                              lambda ok: None)
-            if not group.offsets:
-                self._timers.cancel(("join", group.group_id))
-                group.transition_to(_S.DEAD, now_ms)
-                del self.groups[group.group_id]
-        return removed
+        """Expire offsets of groups without members (``offsets.retention.minutes``)."""
+        return self.offsets.expire_offsets(now_ms)

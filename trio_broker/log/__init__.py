@@ -5,6 +5,7 @@ Plain synchronous code with no event loop: the server decides which thread runs 
 
 from .config import TOPIC_CONFIG_KEYS as TOPIC_CONFIG_KEYS
 from .config import LogConfig as LogConfig
+from .config import log_config_from as log_config_from
 from .dump import dump_segment as dump_segment
 from .errors import InvalidConfigError as InvalidConfigError
 from .errors import InvalidPartitionsError as InvalidPartitionsError
@@ -20,6 +21,6 @@ from .log import FetchDataInfo as FetchDataInfo
 from .log import Log as Log
 from .log import LogAppendInfo as LogAppendInfo
 from .manager import LogManager as LogManager
-from .manager import validate_topic_name as validate_topic_name
 from .producer_ids import ProducerIdManager as ProducerIdManager
 from .producer_state import ProducerStateManager as ProducerStateManager
+from .topic_metadata import validate_topic_name as validate_topic_name

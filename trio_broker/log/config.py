@@ -13,6 +13,7 @@ from typing import Any
 
 import attrs
 
+from ..config import BrokerConfig
 from .errors import InvalidConfigError
 
 LONG_MAX = 2**63 - 1
@@ -84,6 +85,22 @@ class LogConfig:
                     value *= scale
                 changes[attr] = value
         return attrs.evolve(cls(), **changes)
+
+
+def log_config_from(config: BrokerConfig) -> LogConfig:
+    """The default topic config implied by a validated broker config's ``log.*`` keys."""
+    return LogConfig(
+        segment_bytes=config.log_segment_bytes,
+        segment_ms=config.log_roll_effective_ms,
+        retention_ms=config.log_retention_effective_ms,
+        retention_bytes=config.log_retention_bytes,
+        index_interval_bytes=config.log_index_interval_bytes,
+        flush_interval_messages=config.log_flush_interval_messages,
+        flush_interval_ms=config.log_flush_interval_ms,
+        max_message_bytes=config.message_max_bytes,
+        message_timestamp_type=config.log_message_timestamp_type,
+        cleanup_policy=config.log_cleanup_policy,
+    )
 
 
 @attrs.frozen(slots=True)

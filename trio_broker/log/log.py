@@ -12,9 +12,9 @@ Why it is built this way:
   *duplicates* of the fds taken under the lock, so a concurrent roll, retention delete or close
   can never leave it syncing a closed (or reused) descriptor, and the slow fsync itself runs
   without holding the lock.
-- Recovery trusts nothing it does not have to. After a clean shutdown the indexes are loaded
-  (and sanity-checked); otherwise every segment from the last flushed offset (the recovery point)
-  on is re-read batch by batch, CRC-checked, and cut back to the last whole batch.
+- Recovery trusts nothing it does not have to: ``LogLoader`` (``loader.py``) opens the
+  segments, re-reads and CRC-checks everything after the recovery point, and cuts a torn tail
+  back to the last whole batch before the log takes over.
 
 Offsets: ``log_start_offset`` is the first offset still stored, ``log_end_offset`` the next offset
 to assign (also the high watermark on a single broker).
@@ -28,7 +28,6 @@ import re
 import threading
 import time
 from bisect import bisect_right
-from collections.abc import Iterator
 from pathlib import Path
 
 import attrs
@@ -43,14 +42,14 @@ from ..protocol.batch import (
 from ..protocol.errors import CorruptRecordError
 from .config import LogConfig
 from .errors import KafkaStorageError, OffsetOutOfRangeError
-from .index import IndexCorruptError
+from .loader import LogLoader
 from .producer_state import DEFAULT_PRODUCER_ID_EXPIRATION_MS, ProducerStateManager
+from .retention import segments_to_delete
 from .segment import LOG_SUFFIX, LogSegment
 
 LOGGER = logging.getLogger(__name__)
 
 _PARTITION_DIR = re.compile(r"^(.+)-(\d+)$")
-_SEGMENT_FILE = re.compile(r"^(\d{20})\.(log|index|timeindex)$")
 
 
 def parse_partition_dir(name: str) -> tuple[str, int] | None:
@@ -114,13 +113,15 @@ class Log:
             directory, producer_id_expiration_ms=producer_id_expiration_ms
         )
         directory.mkdir(parents=True, exist_ok=True)
-        try:
-            self._load(recovery_point, clean_shutdown)
-            self._load_producer_state(_wall_ms() if now_ms is None else now_ms)
-        except BaseException:
-            for segment in self._segments:
-                segment.close()
-            raise
+        loaded = LogLoader(directory, config, self._producer_state).load(
+            recovery_point, clean_shutdown, _wall_ms() if now_ms is None else now_ms)
+        self._segments = loaded.segments
+        self._base_offsets = loaded.base_offsets
+        self._log_start_offset = loaded.log_start_offset
+        self._next_offset = loaded.next_offset
+        self._recovery_point = loaded.recovery_point
+        if loaded.created_segment:
+            self._dir_generation += 1
 
     def __repr__(self) -> str:
         return (
@@ -131,132 +132,6 @@ class Log:
     @property
     def name(self) -> str:
         return f"{self.topic}-{self.partition}"
-
-    # --- loading ------------------------------------------------------------------------
-
-    def _load(self, recovery_point: int, clean_shutdown: bool) -> None:
-        base_offsets = self._scan_directory()
-        if not base_offsets:
-            base_offsets = [0]
-            self._dir_generation += 1
-        for base in base_offsets:
-            self._add_segment(LogSegment(self.directory, base, self.config))
-        if clean_shutdown:
-            first_to_recover = len(self._segments)
-        else:
-            first_to_recover = max(0, bisect_right(self._base_offsets, recovery_point) - 1)
-        truncated_early = False
-        last = len(self._segments) - 1
-        for i, segment in enumerate(self._segments[:first_to_recover]):
-            try:
-                segment.load_trusted()
-            except IndexCorruptError as exc:
-                if i < last:
-                    _refuse_if_corrupt(segment)
-                LOGGER.warning("Rebuilding the indexes of %s: %s", segment.log_path, exc)
-                truncated, reason = segment.recover()
-                if reason is not None:
-                    self._truncated_at(i, truncated, reason)
-                    truncated_early = True
-                    break
-            except CorruptRecordError as exc:
-                if i < last:
-                    raise _below_recovery_point(segment, exc) from exc
-                LOGGER.warning("Recovering %s and later segments: %s", segment.log_path, exc)
-                first_to_recover = i
-                break
-        if not truncated_early:
-            self._recover_segments(first_to_recover)
-        active = self._segments[-1]
-        self._next_offset = active.next_offset
-        self._log_start_offset = self._segments[0].base_offset
-        self._recovery_point = (
-            self._next_offset if clean_shutdown else min(recovery_point, self._next_offset)
-        )
-
-    def _scan_directory(self) -> list[int]:
-        """Base offsets of the segments on disk; removes leftovers of interrupted operations."""
-        logs: set[int] = set()
-        indexes: dict[int, list[Path]] = {}
-        for path in self.directory.iterdir():
-            if path.name.endswith((".tmp", ".deleted", ".cleaned", ".swap")):
-                path.unlink()
-                continue
-            match = _SEGMENT_FILE.match(path.name)
-            if match is None:
-                continue
-            base = int(match.group(1))
-            if match.group(2) == "log":
-                logs.add(base)
-            else:
-                indexes.setdefault(base, []).append(path)
-        for base, paths in indexes.items():
-            if base not in logs:
-                for path in paths:
-                    LOGGER.warning("Deleting index %s, which has no log segment", path)
-                    path.unlink()
-        return sorted(logs)
-
-    def _recover_segments(self, first: int) -> None:
-        for i in range(first, len(self._segments)):
-            truncated, reason = self._segments[i].recover()
-            if reason is not None:
-                self._truncated_at(i, truncated, reason)
-                return
-
-    def _truncated_at(self, i: int, truncated: int, reason: str) -> None:
-        """Report a truncation of segment ``i`` and drop the segments after it."""
-        segment = self._segments[i]
-        LOGGER.warning(
-            "Truncated %d bytes of torn or corrupt data from %s at position %d (%s); "
-            "kept offsets %d..%d",
-            truncated,
-            segment.log_path,
-            segment.size,
-            reason,
-            segment.base_offset,
-            segment.next_offset - 1,
-        )
-        for later in self._segments[i + 1 :]:
-            LOGGER.warning(
-                "Deleting %s (%d bytes, from offset %d): it follows corrupt data",
-                later.log_path,
-                later.size,
-                later.base_offset,
-            )
-            later.delete()
-        del self._segments[i + 1 :]
-        del self._base_offsets[i + 1 :]
-
-    def _load_producer_state(self, now_ms: int) -> None:
-        state = self._producer_state
-        snapshot = state.load_latest_snapshot(self._next_offset)
-        start = self._log_start_offset
-        if snapshot is not None:
-            start = max(snapshot, start)
-        for _, header in self._iter_headers_from(start):
-            if header.producer_id >= 0:
-                state.update(
-                    header,
-                    header.base_offset,
-                    header.last_offset,
-                    header.max_timestamp,
-                    header.max_timestamp,
-                )
-        state.truncate_head(self._log_start_offset)
-        state.remove_expired(now_ms)
-
-    def _iter_headers_from(self, offset: int) -> Iterator[tuple[LogSegment, BatchHeader]]:
-        first = max(0, bisect_right(self._base_offsets, offset) - 1)
-        for segment in self._segments[first:]:
-            start = 0
-            if segment.base_offset < offset:
-                found = segment.find_batch(offset)
-                if found is None:
-                    continue
-                start = found[0]
-            for _, header in segment.scan(start):
-                yield segment, header
 
     def _add_segment(self, segment: LogSegment) -> None:
         self._segments.append(segment)
@@ -509,34 +384,11 @@ class Log:
     # --- retention ----------------------------------------------------------------------
 
     def delete_old_segments(self, now_ms: int) -> int:
-        """Apply retention.ms and retention.bytes; return the number of segments deleted.
-
-        A segment goes when its newest record is older than retention.ms, or while the log
-        would still be at least retention.bytes without it. Deletion is oldest-first, so the
-        log start offset only moves forward. If the active segment qualifies it is rolled first.
-        """
+        """Apply retention.ms and retention.bytes (``retention.py``); return the number of
+        segments deleted. If the active segment qualifies it is rolled first."""
         with self._lock:
             self._ensure_open()
-            config = self.config
-            if "delete" not in config.cleanup_policy.split(","):
-                return 0
-            doomed: list[LogSegment] = []
-            if config.retention_ms >= 0:
-                for segment in self._segments:
-                    if (
-                        segment.size == 0
-                        or now_ms - segment.largest_timestamp() <= config.retention_ms
-                    ):
-                        break
-                    doomed.append(segment)
-            if config.retention_bytes >= 0:
-                excess = sum(s.size for s in self._segments) - config.retention_bytes
-                excess -= sum(s.size for s in doomed)
-                for segment in self._segments[len(doomed) :]:
-                    if segment.size == 0 or excess - segment.size < 0:
-                        break
-                    doomed.append(segment)
-                    excess -= segment.size
+            doomed = segments_to_delete(self._segments, self.config, now_ms)
             if not doomed:
                 return 0
             try:
@@ -606,30 +458,6 @@ class Log:
                         error = error or exc
             if error is not None:
                 raise KafkaStorageError(f"closing {self.name} failed: {error}") from error
-
-
-def _below_recovery_point(segment: LogSegment, exc: Exception) -> CorruptRecordError:
-    # Data below the recovery point was fsynced and acknowledged, and later segments hold more
-    # of it: truncating here would delete them. The partition stays offline for an operator.
-    return CorruptRecordError(
-        f"{segment.log_path} is corrupt below the recovery point ({exc}); not truncating, "
-        "which would delete the valid segments after it"
-    )
-
-
-def _refuse_if_corrupt(segment: LogSegment) -> None:
-    """Raise CorruptRecordError unless every batch of a flushed segment is whole and valid."""
-    next_offset = segment.base_offset
-    try:
-        for pos, header in segment.scan(verify=True):
-            if header.base_offset < next_offset or header.last_offset_delta < 0:
-                raise CorruptRecordError(
-                    f"batch at position {pos} has offsets {header.base_offset}.."
-                    f"{header.last_offset}, expected {next_offset} or later"
-                )
-            next_offset = header.next_offset
-    except CorruptRecordError as exc:
-        raise _below_recovery_point(segment, exc) from exc
 
 
 def _close_all(fds: list[int]) -> None:

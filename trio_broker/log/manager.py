@@ -14,16 +14,15 @@ On-disk layout, under each entry of ``log.dirs``::
 
 and in the first log dir only::
 
-    topic-configs/<topic>.json              {"version": 1, "topic", "partitions", "configs"}
+    topic-configs/<topic>.json              which topics exist (``topic_metadata.py``)
 
-Metadata files are replaced atomically (temp file, fsync, rename, fsync dir).
+Metadata files are replaced atomically (temp file, fsync, rename, fsync dir); the checkpoint's
+format is Kafka's (``checkpoint.py``).
 """
 
 from __future__ import annotations
 
-import json
 import logging
-import re
 import shutil
 import threading
 import uuid
@@ -34,6 +33,7 @@ import attrs
 
 from ..protocol.errors import CorruptRecordError
 from ._files import atomic_write, fsync_dir
+from .checkpoint import OffsetCheckpointFile
 from .config import LogConfig
 from .errors import (
     InvalidPartitionsError,
@@ -45,46 +45,19 @@ from .errors import (
 )
 from .log import Log, parse_partition_dir
 from .producer_state import DEFAULT_PRODUCER_ID_EXPIRATION_MS
+from .topic_metadata import (
+    TOPIC_CONFIG_DIR,
+    TopicMetadata,
+    TopicMetadataStore,
+    validate_topic_name,
+)
 
 LOGGER = logging.getLogger(__name__)
 
 CLEAN_SHUTDOWN_FILE = ".clean_shutdown"
 RECOVERY_POINT_CHECKPOINT = "recovery-point-offset-checkpoint"
-TOPIC_CONFIG_DIR = "topic-configs"
 _DELETE_SUFFIX = "-delete"
-_LEGAL_TOPIC = re.compile(r"^[a-zA-Z0-9._-]+$")
-MAX_TOPIC_NAME_LENGTH = 249
 _LOAD_ERRORS = (OSError, StorageError, CorruptRecordError, ValueError)
-
-
-def validate_topic_name(name: str) -> str | None:
-    """Kafka's topic name rule; returns the error message, or None for a legal name."""
-    if not name:
-        return "Topic name is illegal, it can't be empty"
-    if name in (".", ".."):
-        return 'Topic name cannot be "." or ".."'
-    if len(name) > MAX_TOPIC_NAME_LENGTH:
-        return (
-            f"Topic name is illegal, it can't be longer than {MAX_TOPIC_NAME_LENGTH} "
-            f"characters, topic name: {name}"
-        )
-    if not _LEGAL_TOPIC.match(name):
-        return (
-            f'Topic name "{name}" is illegal, it contains a character other than ASCII '
-            "alphanumerics, '.', '_' and '-'"
-        )
-    return None
-
-
-@attrs.define
-class _Topic:
-    partitions: int
-    overrides: dict[str, str]
-    config: LogConfig
-    #: its metadata file could not be read: partitions stay offline, config unknown
-    broken: bool = False
-    #: found on disk without a metadata file (written during load)
-    adopted: bool = False
 
 
 class LogManager:
@@ -104,7 +77,7 @@ class LogManager:
         self.offline_partitions: dict[tuple[str, int], str] = {}
         #: log dir -> why it could not be used
         self.offline_dirs: dict[Path, str] = {}
-        self._topics: dict[str, _Topic] = {}
+        self._topics: dict[str, TopicMetadata] = {}
         self._logs: dict[tuple[str, int], Log] = {}
         self._dir_of: dict[tuple[str, int], Path] = {}
         self._checkpointed: dict[Path, dict[tuple[str, int], int]] = {}
@@ -112,10 +85,10 @@ class LogManager:
         self._lock = threading.Lock()
         # serialises writers of the per-dir checkpoint files (flusher thread vs close)
         self._checkpoint_lock = threading.Lock()
+        self._topic_store = TopicMetadataStore(self.log_dirs[0] / TOPIC_CONFIG_DIR)
 
-    @property
-    def _meta_dir(self) -> Path:
-        return self.log_dirs[0] / TOPIC_CONFIG_DIR
+    def _checkpoint_file(self, log_dir: Path) -> OffsetCheckpointFile:
+        return OffsetCheckpointFile(log_dir / RECOVERY_POINT_CHECKPOINT)
 
     # --- loading ------------------------------------------------------------------------
 
@@ -136,11 +109,11 @@ class LogManager:
                 self._dir_failed(log_dir, f"cannot use log dir: {exc}")
                 continue
             try:
-                recovery_points[log_dir] = _read_checkpoint(log_dir / RECOVERY_POINT_CHECKPOINT)
+                recovery_points[log_dir] = self._checkpoint_file(log_dir).read()
             except (OSError, ValueError) as exc:
                 LOGGER.warning("Ignoring a bad recovery checkpoint in %s: %s", log_dir, exc)
         self._checkpointed = {d: dict(points) for d, points in recovery_points.items()}
-        self._load_topic_metadata()
+        self._topics = self._topic_store.load_all(self.default_config)
         found: dict[tuple[str, int], Path] = {}
         for log_dir in self.log_dirs:
             if log_dir in self.offline_dirs:
@@ -167,7 +140,7 @@ class LogManager:
                 continue
             if topic not in self._topics:
                 LOGGER.warning("Topic %s has no config file; adopting it with defaults", topic)
-                self._topics[topic] = _Topic(0, {}, self.default_config, adopted=True)
+                self._topics[topic] = TopicMetadata(0, {}, self.default_config, adopted=True)
             adopted = self._topics[topic]
             if adopted.adopted or adopted.broken:
                 adopted.partitions = max(adopted.partitions, partition + 1)
@@ -213,8 +186,8 @@ class LogManager:
                     "Partition %s-%d has no directory; creating it empty", topic, partition
                 )
                 self._open_log(topic, partition, self._choose_dir(), create=True)
-            if not (self._meta_dir / f"{topic}.json").exists():
-                self._write_topic_metadata(topic, meta)
+            if not self._topic_store.exists(topic):
+                self._topic_store.write(topic, meta)
         LOGGER.info(
             "Loaded %d partition(s) of %d topic(s) from %d log dir(s); %d offline",
             len(self._logs),
@@ -222,31 +195,6 @@ class LogManager:
             len(self.log_dirs),
             len(self.offline_partitions),
         )
-
-    def _load_topic_metadata(self) -> None:
-        try:
-            paths = sorted(self._meta_dir.glob("*.json")) if self._meta_dir.is_dir() else []
-        except OSError as exc:
-            LOGGER.error("Cannot list topic configs in %s: %s", self._meta_dir, exc)
-            return
-        for path in paths:
-            topic = path.name[: -len(".json")]
-            try:
-                doc = json.loads(path.read_text())
-                partitions = int(doc["partitions"])
-                overrides = {str(k): str(v) for k, v in doc.get("configs", {}).items()}
-                if doc.get("topic", topic) != topic or partitions < 1:
-                    raise ValueError("inconsistent topic or partition count")
-                config = self.default_config.with_overrides(overrides)
-            except (OSError, ValueError, KeyError, TypeError, StorageError) as exc:
-                LOGGER.error(
-                    "Topic config %s is unreadable (%s); the topic's partitions stay offline",
-                    path,
-                    exc,
-                )
-                self._topics[topic] = _Topic(0, {}, self.default_config, broken=True)
-                continue
-            self._topics[topic] = _Topic(partitions, overrides, config)
 
     def _open_log(
         self,
@@ -298,19 +246,6 @@ class LogManager:
                 counts[log_dir] += 1
         return min(online, key=lambda d: counts[d])
 
-    def _write_topic_metadata(self, topic: str, meta: _Topic) -> None:
-        doc = {
-            "version": 1,
-            "topic": topic,
-            "partitions": meta.partitions,
-            "configs": meta.overrides,
-        }
-        try:
-            self._meta_dir.mkdir(parents=True, exist_ok=True)
-            atomic_write(self._meta_dir / f"{topic}.json", json.dumps(doc, sort_keys=True).encode())
-        except OSError as exc:
-            raise KafkaStorageError(f"writing the config of topic {topic} failed: {exc}") from exc
-
     # --- topics -------------------------------------------------------------------------
 
     def topics(self) -> dict[str, int]:
@@ -333,7 +268,7 @@ class LogManager:
     def topic_overrides(self, name: str) -> dict[str, str]:
         return dict(self._topic(name).overrides)
 
-    def _topic(self, name: str) -> _Topic:
+    def _topic(self, name: str) -> TopicMetadata:
         meta = self._topics.get(name)
         if meta is None:
             raise UnknownTopicOrPartitionError(f"topic {name!r} does not exist")
@@ -364,8 +299,8 @@ class LogManager:
         config = self.default_config.with_overrides(overrides)
         if validate_only:
             return
-        meta = _Topic(num_partitions, overrides, config)
-        self._write_topic_metadata(name, meta)
+        meta = TopicMetadata(num_partitions, overrides, config)
+        self._topic_store.write(name, meta)
         self._topics[name] = meta
         try:
             self._create_partitions(name, range(num_partitions))
@@ -396,7 +331,7 @@ class LogManager:
         if validate_only:
             return
         old_total = meta.partitions
-        self._write_topic_metadata(name, attrs.evolve(meta, partitions=new_total))
+        self._topic_store.write(name, attrs.evolve(meta, partitions=new_total))
         meta.partitions = new_total
         self._create_partitions(name, range(old_total, new_total))
         LOGGER.info("Topic %s now has %d partitions (was %d)", name, new_total, old_total)
@@ -424,7 +359,7 @@ class LogManager:
         config = self.default_config.with_overrides(merged)
         if validate_only:
             return config
-        self._write_topic_metadata(name, attrs.evolve(meta, overrides=merged, config=config))
+        self._topic_store.write(name, attrs.evolve(meta, overrides=merged, config=config))
         meta.overrides, meta.config, meta.broken = merged, config, False
         for (topic, _), log in list(self._logs.items()):
             if topic == name:
@@ -442,13 +377,7 @@ class LogManager:
             del self._topics[name]
         for key in keys:
             self.offline_partitions.pop(key, None)
-        try:
-            (self._meta_dir / f"{name}.json").unlink()
-            fsync_dir(self._meta_dir)
-        except FileNotFoundError:
-            pass
-        except OSError as exc:
-            LOGGER.error("Could not remove the config file of topic %s: %s", name, exc)
+        self._topic_store.remove(name)
         for _, log, _ in logs:
             if log is None:
                 continue
@@ -489,26 +418,22 @@ class LogManager:
     def checkpoint_recovery_points(self) -> None:
         """Persist each partition's recovery point, so an unclean restart re-checks only the
         data written since (Kafka's recovery-point-offset-checkpoint)."""
-        by_dir: dict[Path, dict[tuple[str, int], int]] = {}
-        with self._lock:
-            for key, log in self._logs.items():
-                if not log.closed:
-                    by_dir.setdefault(self._dir_of[key], {})[key] = log.recovery_point
-        for log_dir, points in by_dir.items():
-            if self._checkpointed.get(log_dir) == points:
-                continue
-            lines = ["0", str(len(points))]
-            lines += [
-                f"{topic} {partition} {offset}" for (topic, partition), offset in points.items()
-            ]
-            try:
-                atomic_write(
-                    log_dir / RECOVERY_POINT_CHECKPOINT, ("\n".join(lines) + "\n").encode()
-                )
-            except OSError as exc:
-                LOGGER.error("Writing the recovery point checkpoint in %s failed: %s", log_dir, exc)
-                continue
-            self._checkpointed[log_dir] = points
+        with self._checkpoint_lock:
+            by_dir: dict[Path, dict[tuple[str, int], int]] = {}
+            with self._lock:
+                for key, log in self._logs.items():
+                    if not log.closed:
+                        by_dir.setdefault(self._dir_of[key], {})[key] = log.recovery_point
+            for log_dir, points in by_dir.items():
+                if self._checkpointed.get(log_dir) == points:
+                    continue
+                try:
+                    self._checkpoint_file(log_dir).write(points)
+                except OSError as exc:
+                    LOGGER.error("Writing the recovery point checkpoint in %s failed: %s",
+                                 log_dir, exc)
+                    continue
+                self._checkpointed[log_dir] = points
 
     def run_retention(self, now_ms: int) -> int:
         """Apply retention to every log and expire idle producer ids; returns segments deleted."""
@@ -535,40 +460,12 @@ class LogManager:
                 LOGGER.error("Closing %s failed: %s", log.name, exc)
                 failed_dirs.add(log_dir)
             points.setdefault(log_dir, {})[key] = log.recovery_point
-        for log_dir in self.log_dirs:
-            if log_dir in self.offline_dirs or log_dir in failed_dirs:
-                continue
-            try:
-                entries = points.get(log_dir, {})
-                lines = ["0", str(len(entries))]
-                lines += [f"{t} {p} {offset}" for (t, p), offset in entries.items()]
-                atomic_write(
-                    log_dir / RECOVERY_POINT_CHECKPOINT, ("\n".join(lines) + "\n").encode()
-                )
-                atomic_write(log_dir / CLEAN_SHUTDOWN_FILE, b"")
-            except OSError as exc:
-                LOGGER.error("Could not mark %s as cleanly shut down: %s", log_dir, exc)
-
-
-def _write_checkpoint(log_dir: Path, points: Mapping[tuple[str, int], int]) -> None:
-    lines = ["0", str(len(points))]
-    lines += [f"{topic} {partition} {offset}" for (topic, partition), offset in points.items()]
-    atomic_write(log_dir / RECOVERY_POINT_CHECKPOINT, ("\n".join(lines) + "\n").encode())
-
-
-def _read_checkpoint(path: Path) -> dict[tuple[str, int], int]:
-    try:
-        text = path.read_text()
-    except FileNotFoundError:
-        return {}
-    lines = text.split("\n")
-    if len(lines) < 2 or lines[0].strip() != "0":
-        raise ValueError(f"{path}: unknown checkpoint version")
-    count = int(lines[1])
-    points: dict[tuple[str, int], int] = {}
-    for line in lines[2 : 2 + count]:
-        topic, partition, offset = line.split()
-        points[(topic, int(partition))] = int(offset)
-    if len(points) != count:
-        raise ValueError(f"{path}: expected {count} entries, found {len(points)}")
-    return points
+        with self._checkpoint_lock:
+            for log_dir in self.log_dirs:
+                if log_dir in self.offline_dirs or log_dir in failed_dirs:
+                    continue
+                try:
+                    self._checkpoint_file(log_dir).write(points.get(log_dir, {}))
+                    atomic_write(log_dir / CLEAN_SHUTDOWN_FILE, b"")
+                except OSError as exc:
+                    LOGGER.error("Could not mark %s as cleanly shut down: %s", log_dir, exc)

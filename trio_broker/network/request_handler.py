@@ -3,7 +3,7 @@
 Why a fixed pool: M handler tasks drain the bounded request channel, so the number of requests
 being worked on at once is bounded no matter how many connections there are. Work that waits
 (long-poll fetch, held group joins) is parked in a purgatory and answered later through
-``RequestContext.respond``; it never holds a handler task.
+``HandlerContext.respond``; it never holds a handler task.
 """
 
 from __future__ import annotations
@@ -13,30 +13,36 @@ import time
 from typing import Any
 
 import trio
-from kafka.protocol.api_message import ApiMessage
 
-from ..apis.context import CloseConnection, Deferred, RequestContext
+from ..apis.bodies import ResponseBody
+from ..apis.context import CloseConnection, Deferred, HandlerContext
 from ..apis.registry import HANDLERS, advertised_versions
-from ..apis.sasl import SASL_API_KEYS, SaslRequestContext
+from ..apis.state import BrokerState
 from ..protocol.api_keys import ApiKey
 from ..protocol.errors import ErrorCode, RemoteProtocolError
 from ..protocol.messages import decode_request_body, encode_response, make_response
-from .request_channel import CloseConnectionResponse, NoOpResponse, Request, SendResponse
+from .request_channel import (
+    CloseConnectionResponse,
+    NoOpResponse,
+    Request,
+    RequestChannel,
+    SendResponse,
+)
 
 LOGGER = logging.getLogger(__name__)
 
 
 class RequestHandlerPool:
-    def __init__(self, broker: Any, socket_server: Any, num_handlers: int) -> None:
+    """M handler tasks taking requests from ``channel`` and dispatching them to the APIs."""
+
+    def __init__(self, broker: BrokerState, channel: RequestChannel, num_handlers: int) -> None:
         self.broker = broker
-        self.server = socket_server
+        self.channel = channel
         self.num_handlers = num_handlers
-        self.channel = socket_server.request_channel
         self.metrics = broker.metrics
         self.metrics.handler_idle.workers = num_handlers
-        advertised_versions()  # import handler modules now, not on the first request
 
-    async def run(self, *, task_status: Any = trio.TASK_STATUS_IGNORED) -> None:
+    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         async with trio.open_nursery() as nursery:
             for _ in range(self.num_handlers):
                 nursery.start_soon(self._handler_loop)
@@ -61,7 +67,7 @@ class RequestHandlerPool:
         header = request.header
         answered = False
 
-        def respond(body: ApiMessage | None) -> None:
+        def respond(body: ResponseBody | None) -> None:
             nonlocal answered
             if answered:
                 LOGGER.error("%r answered twice; second answer dropped", header)
@@ -90,7 +96,7 @@ class RequestHandlerPool:
         try:
             body = decode_request_body(header, request.frame)
         except RemoteProtocolError as exc:
-            LOGGER.info("closing connection %s: %s", request.connection.id, exc)
+            LOGGER.info("closing connection %s: %s", request.context.connection_id, exc)
             self.channel.send_response(CloseConnectionResponse(request, exc.reason))
             return
         request.frame = b""  # the body is decoded; do not keep the bytes alive while parked
@@ -98,19 +104,13 @@ class RequestHandlerPool:
         if handler is None:
             self.channel.send_response(CloseConnectionResponse(request, "unsupported_version"))
             return
-        conn = request.connection
-        if header.api_key in SASL_API_KEYS:
-            ctx: RequestContext = SaslRequestContext(
-                header, self.broker, client_host=conn.client_host, connection_id=conn.id,
-                respond=respond, principal=conn.principal, sasl=conn.sasl)
-        else:
-            ctx = RequestContext(header, self.broker, client_host=conn.client_host,
-                                 connection_id=conn.id, respond=respond,
-                                 principal=conn.principal)
+        connection_id = request.context.connection_id
+        ctx = HandlerContext(request.context, self.broker, respond)
         try:
             result = await handler(ctx, body)
         except Exception:
-            LOGGER.exception("handler for %r failed; closing connection %s", header, conn.id)
+            LOGGER.exception("handler for %r failed; closing connection %s", header,
+                             connection_id)
             if not answered:
                 answered = True
                 self.channel.send_response(CloseConnectionResponse(request, "handler_error"))
@@ -119,19 +119,19 @@ class RequestHandlerPool:
             request.api_local_done_ns = time.monotonic_ns()
             return
         if isinstance(result, CloseConnection):
-            LOGGER.info("closing connection %s: %s", conn.id, result.reason)
+            LOGGER.info("closing connection %s: %s", connection_id, result.reason)
             request.api_local_done_ns = time.monotonic_ns()
             self.channel.send_response(CloseConnectionResponse(request, result.reason))
             return
         respond(result)
 
-    def _count_errors(self, api_key: int, body: ApiMessage) -> None:
+    def _count_errors(self, api_key: int, body: ResponseBody) -> None:
         for code in _error_codes(body, 3):
             if code:
                 self.metrics.count_error(api_key, code)
 
 
-def _error_codes(obj: Any, depth: int) -> list[int]:
+def _error_codes(obj: ResponseBody, depth: int) -> list[int]:
     """Error codes in a response body: top level and nested arrays (topics, partitions)."""
     # Performance: every response passes here, so the schema is walked once per response
     # class into the paths that lead to an error_code, and only those are followed.
@@ -150,6 +150,7 @@ _error_paths: dict[tuple[type, int], list[tuple[str, ...]]] = {}
 
 
 def _paths_to_error_codes(struct: Any, depth: int) -> list[tuple[str, ...]]:
+    # ``struct`` is the codec's schema object (kafka-python's ``_struct``), untyped.
     paths: list[tuple[str, ...]] = []
     for name, field in struct.fields.items():
         if name == "error_code":
@@ -159,7 +160,7 @@ def _paths_to_error_codes(struct: Any, depth: int) -> list[tuple[str, ...]]:
     return paths
 
 
-def _follow(obj: Any, path: tuple[str, ...], i: int, out: list[int]) -> None:
+def _follow(obj: object, path: tuple[str, ...], i: int, out: list[int]) -> None:
     value = getattr(obj, path[i], None)
     if i == len(path) - 1:
         if isinstance(value, int):
@@ -169,7 +170,7 @@ def _follow(obj: Any, path: tuple[str, ...], i: int, out: list[int]) -> None:
             _follow(item, path, i + 1, out)
 
 
-def respond_api_versions_unsupported(request: Request, channel: Any) -> None:
+def respond_api_versions_unsupported(request: Request, channel: RequestChannel) -> None:
     """Answer an ApiVersions version we do not know in the v0 layout, listing our ranges.
 
     The client then retries with a version from the list (reference trap 2).

@@ -19,6 +19,11 @@ pass ``_parse`` (anything else closes the connection before a handler sees it) a
 limited to ``sasl.server.max.receive.size``; a failed login is answered after
 ``connection.failed.authentication.delay.ms`` and the connection is closed.
 
+Collaborators are passed in, as Kafka's are: a ``Processor`` gets the request channel, the
+metrics, the connection quotas, its settings and the TLS and SASL settings; an ``Acceptor`` gets
+its listener, the processors and the quotas. Nothing holds a pointer back to the server, and a
+``Request`` names its connection by id (``RequestContext.connection_id``), never by reference.
+
 Shutdown order (``SocketServer.stop``): acceptors, then processors stop reading new requests and
 finish what is in flight within the grace period, then everything is cancelled and closed.
 """
@@ -30,12 +35,13 @@ import itertools
 import logging
 import ssl
 import time
-from typing import Any
 
+import attrs
 import trio
 
-from ..config import ConfigError
-from ..metrics import BrokerMetrics, api_name
+from ..apis.context import RequestContext
+from ..config import BrokerConfig, ConfigError, Listener
+from ..metrics import BrokerMetrics
 from ..protocol.errors import RemoteProtocolError, UnsupportedVersionError
 from ..protocol.framing import NEED_DATA, FrameDecoder
 from ..protocol.messages import decode_request_header, peek_correlation_id
@@ -67,25 +73,38 @@ _SASL_PROTOCOLS = frozenset({"SASL_PLAINTEXT", "SASL_SSL"})
 _connection_ids = itertools.count(1)
 
 
+@attrs.frozen
+class ProcessorSettings:
+    """The broker settings a processor applies to each connection (Kafka's names)."""
+
+    #: connections.max.idle.ms: a connection with no request or response this long is closed
+    connections_max_idle_ms: int
+    #: socket.request.max.bytes: the largest request frame accepted
+    socket_request_max_bytes: int
+
+    @classmethod
+    def from_config(cls, config: BrokerConfig) -> ProcessorSettings:
+        return cls(config.connections_max_idle_ms, config.socket_request_max_bytes)
+
+
 class Connection:
     """One client connection: its stream, frame buffer, idle scope and the slot for its response."""
 
-    __slots__ = ("_response", "_response_ready", "client_host", "client_port", "closed", "decoder",
-                 "id", "idle_scope", "in_flight", "listener_name", "principal", "processor",
-                 "sasl", "stream")
+    __slots__ = ("_response", "_response_ready", "client_host", "client_port", "decoder", "id",
+                 "idle_scope", "in_flight", "listener_name", "principal", "sasl",
+                 "security_protocol", "stream")
 
-    def __init__(self, stream: trio.abc.Stream, processor: int, listener_name: str,
-                 client_host: str, client_port: int, max_frame_bytes: int) -> None:
+    def __init__(self, stream: trio.abc.Stream, listener: Listener, client_host: str,
+                 client_port: int, max_frame_bytes: int) -> None:
         self.id = f"{client_host}:{client_port}-{next(_connection_ids)}"
         self.stream = stream
-        self.processor = processor
-        self.listener_name = listener_name
+        self.listener_name = listener.name
+        self.security_protocol = listener.security_protocol
         self.client_host = client_host
         self.client_port = client_port
         self.decoder = FrameDecoder(max_frame_bytes)
         self.idle_scope: trio.CancelScope | None = None
         self.in_flight: Request | None = None
-        self.closed = False
         #: the SASL state of a SASL listener's connection (None elsewhere)
         self.sasl: SaslAuthenticator | None = None
         #: "User:..." from SASL or a TLS client certificate; None = anonymous
@@ -109,36 +128,67 @@ class Connection:
 class Processor:
     """Owns a set of connections: reads their requests, writes their responses."""
 
-    def __init__(self, index: int, server: SocketServer) -> None:
+    def __init__(self, index: int, *, request_channel: RequestChannel, metrics: BrokerMetrics,
+                 quotas: ConnectionQuotas, settings: ProcessorSettings,
+                 ssl_context: ssl.SSLContext | None = None,
+                 sasl_settings: SaslSettings | None = None) -> None:
         self.index = index
-        self.server = server
-        self._new_send, self._new_recv = trio.open_memory_channel[tuple[trio.SocketStream, str]](20)
+        self._channel = request_channel
+        self._metrics = metrics
+        self._quotas = quotas
+        self._settings = settings
+        self._ssl_context = ssl_context
+        self._sasl_settings = sasl_settings
+        self._new_send, self._new_recv = trio.open_memory_channel[
+            tuple[trio.SocketStream, Listener]](20)
         self.connections: dict[str, Connection] = {}
+        #: set by ``stop_reading``: read no new request, finish the ones in flight
         self.draining = False
+        self._drained: trio.Event | None = None
 
-    async def accept(self, stream: trio.SocketStream, listener_name: str) -> None:
-        await self._new_send.send((stream, listener_name))
+    async def accept(self, stream: trio.SocketStream, listener: Listener) -> None:
+        await self._new_send.send((stream, listener))
 
-    async def run(self, *, task_status: Any = trio.TASK_STATUS_IGNORED) -> None:
+    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         async with trio.open_nursery() as nursery:
             nursery.start_soon(self._process_new_responses)
             task_status.started()
-            async for stream, listener_name in self._new_recv:
-                nursery.start_soon(self._serve_connection, stream, listener_name)
+            async for stream, listener in self._new_recv:
+                nursery.start_soon(self._serve_connection, stream, listener)
+
+    # -- shutdown ----------------------------------------------------------------------------
+    def stop_reading(self) -> None:
+        """Read no new request on any connection; in-flight ones still get their answers."""
+        self.draining = True
+
+    def in_flight(self) -> int:
+        return sum(1 for c in self.connections.values() if c.in_flight)
+
+    async def wait_in_flight_done(self) -> None:
+        """Return once no connection of this processor waits for a response."""
+        while self.in_flight():
+            self._drained = trio.Event()
+            await self._drained.wait()
+
+    def _request_finished(self) -> None:
+        """While draining, wake ``wait_in_flight_done`` to count again."""
+        if self._drained is not None:
+            self._drained.set()
 
     # -- step: processNewResponses ---------------------------------------------------------
     async def _process_new_responses(self) -> None:
-        receiver = self.server.request_channel.response_receiver(self.index)
-        metrics = self.server.metrics
-        idle = metrics.processor_idle
+        receiver = self._channel.response_receiver(self.index)
+        idle = self._metrics.processor_idle
+        timings = self._metrics.request_metrics
+        connections = self.connections
         async for response in receiver:
             while True:
                 req = response.request
                 req.response_dequeued_ns = time.monotonic_ns()
-                conn = req.connection
-                if conn.closed:
+                conn = connections.get(req.context.connection_id)
+                if conn is None:
                     # The client left before its answer: still record the request's timings.
-                    self.server.record_timings(req, send_done_ns=req.response_dequeued_ns)
+                    timings.record_timings(req.header.api_key, req, req.response_dequeued_ns)
                 else:
                     conn.deliver(response)
                 try:
@@ -150,23 +200,24 @@ class Processor:
             idle.add_idle(time.monotonic_ns() - t0)
 
     # -- one task per connection: processCompletedReceives / processCompletedSends -----------
-    async def _serve_connection(self, stream: trio.SocketStream, listener_name: str) -> None:
+    async def _serve_connection(self, stream: trio.SocketStream, listener: Listener) -> None:
         """Serve one accepted connection; its quota slot was taken by the acceptor."""
-        server = self.server
+        metrics = self._metrics
         host, port = _peer(stream)
         transport: trio.abc.Stream = stream
-        if listener_name in _TLS_PROTOCOLS:
-            assert server.ssl_context is not None
-            transport = trio.SSLStream(stream, server.ssl_context, server_side=True)
-        conn = Connection(transport, self.index, listener_name, host, port,
-                          server.config.socket_request_max_bytes)
-        if listener_name in _SASL_PROTOCOLS:
-            assert server.sasl_settings is not None
-            conn.sasl = SaslAuthenticator(server.sasl_settings)
-            conn.decoder.max_frame_bytes = min(server.sasl_settings.max_receive_size,
+        protocol = listener.security_protocol
+        if protocol in _TLS_PROTOCOLS:
+            assert self._ssl_context is not None
+            transport = trio.SSLStream(stream, self._ssl_context, server_side=True)
+        conn = Connection(transport, listener, host, port,
+                          self._settings.socket_request_max_bytes)
+        if protocol in _SASL_PROTOCOLS:
+            assert self._sasl_settings is not None
+            conn.sasl = SaslAuthenticator(self._sasl_settings)
+            conn.decoder.max_frame_bytes = min(self._sasl_settings.max_receive_size,
                                                conn.decoder.max_frame_bytes)
         self.connections[conn.id] = conn
-        server.metrics.connections.inc()
+        metrics.connections.inc()
         reason = "client_closed"
         try:
             reason = await self._connection_loop(conn)
@@ -179,23 +230,22 @@ class Processor:
             reason = "socket_error"
             LOGGER.info("closing connection %s: %s", conn.id, exc)
         finally:
-            conn.closed = True
             del self.connections[conn.id]
             if self.draining:
-                server.request_finished()
-            server.quotas.release(host)
-            server.metrics.connections.dec()
-            server.metrics.connections_closed.labels(reason).inc()
+                self._request_finished()
+            self._quotas.release(host)
+            metrics.connections.dec()
+            metrics.connections_closed.labels(reason).inc()
             with trio.CancelScope(shield=True,
                                   deadline=trio.current_time() + _CLOSE_TIMEOUT_S):
                 await transport.aclose()
 
     async def _connection_loop(self, conn: Connection) -> str:
-        server = self.server
-        idle_s = server.config.connections_max_idle_ms / 1000
-        bytes_in = server.metrics.bytes_in
-        bytes_out = server.metrics.bytes_out
-        channel = server.request_channel
+        idle_s = self._settings.connections_max_idle_ms / 1000
+        bytes_in = self._metrics.bytes_in
+        bytes_out = self._metrics.bytes_out
+        timings = self._metrics.request_metrics
+        channel = self._channel
         decoder = conn.decoder
         eof = False
         with trio.CancelScope(deadline=trio.current_time() + idle_s) as idle:
@@ -229,30 +279,28 @@ class Processor:
                 if self.draining:
                     return "shutdown"
                 request = self._parse(conn, frame)
-                if request is None:
-                    continue
                 conn.in_flight = request
                 await channel.send_request(request)
                 response = await conn.wait_response()
                 conn.in_flight = None
                 if self.draining:
-                    server.request_finished()
+                    self._request_finished()
                 sasl = conn.sasl
                 if sasl is not None and sasl.failed:
                     return await self._fail_authentication(conn, request, response)
                 if isinstance(response, SendResponse):
                     await conn.stream.send_all(response.data)
                     bytes_out.inc(len(response.data))
-                    server.record_timings(request, send_done_ns=time.monotonic_ns())
+                    timings.record_timings(request.header.api_key, request, time.monotonic_ns())
                 elif isinstance(response, NoOpResponse):
-                    server.record_timings(request, send_done_ns=time.monotonic_ns())
+                    timings.record_timings(request.header.api_key, request, time.monotonic_ns())
                 else:
                     assert isinstance(response, CloseConnectionResponse)
-                    server.record_timings(request, send_done_ns=time.monotonic_ns())
+                    timings.record_timings(request.header.api_key, request, time.monotonic_ns())
                     return response.reason
                 if sasl is not None and sasl.complete and conn.principal != sasl.principal:
                     conn.principal = sasl.principal
-                    decoder.max_frame_bytes = server.config.socket_request_max_bytes
+                    decoder.max_frame_bytes = self._settings.socket_request_max_bytes
                     LOGGER.debug("connection %s authenticated as %s", conn.id, conn.principal)
                 idle.deadline = trio.current_time() + idle_s
         return "idle_timeout"
@@ -260,19 +308,19 @@ class Processor:
     async def _fail_authentication(self, conn: Connection, request: Request,
                                    response: Response) -> str:
         """Answer a failed login after the configured delay, then close (KIP-306)."""
-        server = self.server
-        settings = server.sasl_settings
+        settings = self._sasl_settings
         assert settings is not None
         LOGGER.info("closing connection %s from %s: SASL authentication failed", conn.id,
                     conn.client_host)
         await trio.sleep(settings.failed_authentication_delay_s)
         if isinstance(response, SendResponse):
             await conn.stream.send_all(response.data)
-            server.metrics.bytes_out.inc(len(response.data))
-        server.record_timings(request, send_done_ns=time.monotonic_ns())
+            self._metrics.bytes_out.inc(len(response.data))
+        self._metrics.request_metrics.record_timings(request.header.api_key, request,
+                                                     time.monotonic_ns())
         return "authentication_failed"
 
-    def _parse(self, conn: Connection, frame: bytes) -> Request | None:
+    def _parse(self, conn: Connection, frame: bytes) -> Request:
         try:
             header = decode_request_header(frame)
         except UnsupportedVersionError as exc:
@@ -286,7 +334,11 @@ class Processor:
                 f"{header.api_name} request during SASL {sasl.state.value} (only ApiVersions, "
                 "SaslHandshake and SaslAuthenticate are allowed before authentication)",
                 reason="authentication_required")
-        return Request(self.index, conn, header, frame)
+        context = RequestContext(header, conn.id, client_host=conn.client_host,
+                                 client_port=conn.client_port, listener_name=conn.listener_name,
+                                 security_protocol=conn.security_protocol,
+                                 principal=conn.principal, sasl=sasl)
+        return Request(self.index, context, frame)
 
 
 def _peer(stream: trio.SocketStream) -> tuple[str, int]:
@@ -300,20 +352,23 @@ def _peer(stream: trio.SocketStream) -> tuple[str, int]:
 class Acceptor:
     """Accepts connections on one listener and deals them round-robin to the processors."""
 
-    def __init__(self, server: SocketServer, listener: trio.SocketListener, name: str) -> None:
-        self.server = server
+    def __init__(self, socket_listener: trio.SocketListener, listener: Listener, *,
+                 processors: list[Processor], quotas: ConnectionQuotas,
+                 metrics: BrokerMetrics) -> None:
+        self.socket_listener = socket_listener
         self.listener = listener
-        self.name = name
+        self._processors = processors
+        self._quotas = quotas
+        self._metrics = metrics
 
     async def run(self) -> None:
-        server = self.server
-        processors = server.processors
-        rr = itertools.cycle(processors)
-        async with self.listener:
+        quotas = self._quotas
+        rr = itertools.cycle(self._processors)
+        async with self.socket_listener:
             while True:
-                await server.quotas.wait_for_slot()
+                await quotas.wait_for_slot()
                 try:
-                    stream = await self.listener.accept()
+                    stream = await self.socket_listener.accept()
                 except OSError as exc:
                     if exc.errno in ACCEPT_CAPACITY_ERRNOS:
                         LOGGER.error("accept returned %s (%s); retrying in 100 ms",
@@ -322,34 +377,33 @@ class Acceptor:
                         continue
                     raise
                 host, _ = _peer(stream)
-                if not server.quotas.try_acquire(host):
-                    server.metrics.connections_refused.labels("per_ip").inc()
+                if not quotas.try_acquire(host):
+                    self._metrics.connections_refused.labels("per_ip").inc()
                     LOGGER.info("closing connection from %s: max.connections.per.ip (%d) "
-                                "reached", host, server.quotas.limit_for(host))
+                                "reached", host, quotas.limit_for(host))
                     await stream.aclose()
                     continue
-                await next(rr).accept(stream, self.name)
+                await next(rr).accept(stream, self.listener)
 
 
 class SocketServer:
     """Listeners, acceptors, processors and the request channel of one broker."""
 
-    def __init__(self, config: Any, metrics: BrokerMetrics) -> None:
+    def __init__(self, config: BrokerConfig, metrics: BrokerMetrics) -> None:
         self.config = config
         self.metrics = metrics
         n = config.num_network_threads
         self.request_channel = RequestChannel(config.queued_max_requests, n)
         self.quotas = ConnectionQuotas(config.max_connections, config.max_connections_per_ip,
                                        config.per_ip_overrides)
-        self.processors = [Processor(i, self) for i in range(n)]
         protocols = {listener.security_protocol for listener in config.listener_list}
-        self.ssl_context: ssl.SSLContext | None = None
-        self.sasl_settings: SaslSettings | None = None
+        ssl_context: ssl.SSLContext | None = None
+        sasl_settings: SaslSettings | None = None
         try:
             if protocols & _TLS_PROTOCOLS:
-                self.ssl_context = server_ssl_context(config)
+                ssl_context = server_ssl_context(config)
             if protocols & _SASL_PROTOCOLS:
-                self.sasl_settings = SaslSettings(
+                sasl_settings = SaslSettings(
                     mechanisms=config.sasl_mechanism_list,
                     credentials=CredentialStore(config.sasl_credentials_file),
                     failed_authentication_delay_s=(
@@ -357,9 +411,14 @@ class SocketServer:
                     max_receive_size=config.sasl_server_max_receive_size)
         except (TLSConfigError, CredentialsError) as exc:
             raise ConfigError(str(exc)) from None
+        settings = ProcessorSettings.from_config(config)
+        self.processors = [
+            Processor(i, request_channel=self.request_channel, metrics=metrics,
+                      quotas=self.quotas, settings=settings, ssl_context=ssl_context,
+                      sasl_settings=sasl_settings)
+            for i in range(n)]
         self.bound: list[tuple[str, str, int]] = []  # (listener name, host, port)
         self._acceptor_scope = trio.CancelScope()
-        self._drained: trio.Event | None = None
         metrics.processor_idle.workers = n
         metrics.request_queue_size.set_function(self.request_channel.request_queue_size)
         metrics.response_queue_size.set_function(self.request_channel.response_queue_size)
@@ -372,7 +431,8 @@ class SocketServer:
             for sock_listener in sockets:
                 host, port = sock_listener.socket.getsockname()[:2]
                 self.bound.append((listener.name, host, port))
-                acceptors.append(Acceptor(self, sock_listener, listener.name))
+                acceptors.append(Acceptor(sock_listener, listener, processors=self.processors,
+                                          quotas=self.quotas, metrics=self.metrics))
         for processor in self.processors:
             await nursery.start(processor.run)
         nursery.start_soon(self._run_acceptors, acceptors)
@@ -384,41 +444,20 @@ class SocketServer:
                 for acceptor in acceptors:
                     nursery.start_soon(acceptor.run)
 
-    def request_finished(self) -> None:
-        """While draining, wake ``stop`` to re-check the in-flight count."""
-        if self._drained is not None:
-            self._drained.set()
-
     def in_flight(self) -> int:
-        return sum(1 for p in self.processors for c in p.connections.values() if c.in_flight)
+        return sum(p.in_flight() for p in self.processors)
 
     async def stop(self, grace_s: float) -> None:
         """Stop accepting, stop reading new requests, wait for in-flight ones up to ``grace_s``."""
         self._acceptor_scope.cancel()
         for p in self.processors:
-            p.draining = True
+            p.stop_reading()
         with trio.move_on_after(grace_s):
-            while self.in_flight():
-                self._drained = trio.Event()
-                await self._drained.wait()
+            for p in self.processors:
+                await p.wait_in_flight_done()
         if self.in_flight():
             LOGGER.warning("shutdown: %d requests still in flight after %.1fs grace",
                            self.in_flight(), grace_s)
 
-    def record_timings(self, req: Request, *, send_done_ns: int) -> None:
-        """Kafka's per-request times, in ms, by API (recorded even if the client left)."""
-        dq = req.dequeued_ns or send_done_ns
-        local = req.api_local_done_ns or dq
-        remote = req.api_remote_done_ns or local
-        resp_dq = req.response_dequeued_ns or remote
-        self.metrics.request_metrics.record(req.header.api_key, (
-            (dq - req.received_ns) / 1e6,  # RequestQueueTimeMs
-            (local - dq) / 1e6,  # LocalTimeMs
-            (remote - local) / 1e6,  # RemoteTimeMs
-            (resp_dq - remote) / 1e6,  # ResponseQueueTimeMs
-            (send_done_ns - resp_dq) / 1e6,  # ResponseSendTimeMs
-            (send_done_ns - req.received_ns) / 1e6,  # TotalTimeMs
-        ))
 
-
-__all__ = ["Acceptor", "Connection", "Processor", "SocketServer", "api_name"]
+__all__ = ["Acceptor", "Connection", "Processor", "ProcessorSettings", "SocketServer"]

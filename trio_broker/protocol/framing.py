@@ -81,7 +81,7 @@ class FrameDecoder:
         avail = len(self._buf) - self._pos
         if avail < 4:
             return 4 - avail
-        (size,) = _SIZE.unpack_from(self._buf, self._pos)
+        size: int = _SIZE.unpack_from(self._buf, self._pos)[0]
         return max(0, 4 + size - avail)
 
 

@@ -218,7 +218,7 @@ def build_batch(
             _put_varint(record, offset_delta)
         _put_bytes(record, item[0])
         _put_bytes(record, item[1])
-        headers = item[2] if len(item) > 2 else ()  # type: ignore[misc]
+        headers = item[2] if len(item) > 2 else ()
         if headers:
             _put_varint(record, len(headers))
             for header_key, header_value in headers:

@@ -7,13 +7,12 @@ stops with it.
 from __future__ import annotations
 
 import logging
-from typing import Any
 from urllib.parse import urlsplit
 
 import trio
 
-from .config import ConfigError
-from .metrics import BrokerMetrics
+from ..config import ConfigError
+from ..metrics import BrokerMetrics
 
 LOGGER = logging.getLogger(__name__)
 _MAX_REQUEST = 8192
@@ -27,12 +26,14 @@ def parse_metrics_listener(value: str) -> tuple[str, int]:
 
 
 async def serve_metrics(listener: str, metrics: BrokerMetrics, *,
-                        task_status: Any = trio.TASK_STATUS_IGNORED) -> None:
+                        task_status: trio.TaskStatus[tuple[str, int]] = trio.TASK_STATUS_IGNORED,
+                        ) -> None:
     host, port = parse_metrics_listener(listener)
     listeners = await trio.open_tcp_listeners(port, host=host)
-    bound = listeners[0].socket.getsockname()[:2]
-    LOGGER.info("metrics on http://%s:%d/metrics", *bound)
-    task_status.started(bound)
+    host, port = listeners[0].socket.getsockname()[:2]
+    LOGGER.info("metrics on http://%s:%d/metrics", host, port)
+    task_status.started((host, port))
+
     async def handler(stream: trio.SocketStream) -> None:
         await _handle(stream, metrics)
 

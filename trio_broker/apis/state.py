@@ -1,0 +1,93 @@
+"""The broker's parts, as the API handlers see them (``ctx.broker``).
+
+Why one object, built once: handlers need the config, the logs, the group coordinator, the
+producer id allocator, the fetch purgatory and the advertised address. ``serve`` builds this
+state after storage is loaded, the coordinator runs and the listeners are bound, so every part is
+present and typed for the broker's whole life: a handler never checks for a missing part, and
+mypy follows a request from its handler into the log. ``standalone_state`` builds one over real
+storage without sockets, for driving handlers directly (tests, tools).
+"""
+
+from __future__ import annotations
+
+import time
+
+import attrs
+import trio
+
+from ..config import BrokerConfig
+from ..coordinator import GroupCoordinator
+from ..log import LogManager, ProducerIdManager, log_config_from
+from ..metrics import BrokerMetrics
+from .purgatory import Purgatory
+
+
+@attrs.frozen(slots=True)
+class TopicChange:
+    """A topic was created, grown or deleted: its partition count before and after."""
+
+    topic: str
+    #: partitions before the change (0 for a new topic)
+    previous_partitions: int
+    #: partitions after the change (0 once deleted)
+    partitions: int
+
+
+@attrs.frozen(eq=False, kw_only=True)
+class BrokerState:
+    config: BrokerConfig
+    metrics: BrokerMetrics
+    #: every partition log of the broker (Kafka's ``LogManager`` / ``ReplicaManager`` role)
+    logs: LogManager
+    #: consumer groups and committed offsets
+    groups: GroupCoordinator
+    #: allocator of idempotent producer ids
+    producer_ids: ProducerIdManager
+    #: parked fetches (long-poll), keyed by (topic, partition)
+    fetch_purgatory: Purgatory
+    #: (host, port) that Metadata and FindCoordinator advertise for this broker
+    advertised_host: str
+    advertised_port: int
+
+    @property
+    def node_id(self) -> int:
+        return self.config.node_id
+
+    @property
+    def cluster_id(self) -> str:
+        return self.config.cluster_id
+
+    @staticmethod
+    def now_ms() -> int:
+        """Wall-clock milliseconds, for record timestamps and retention."""
+        return time.time_ns() // 1_000_000
+
+    def topics_changed(self, change: TopicChange) -> None:
+        """React to a topic change made by an admin API or by auto-creation.
+
+        Parked fetches of partitions that no longer exist are completed now (Kafka's
+        ``DelayedFetch`` completes when a partition it waits on disappears); they answer with
+        what they can read, which for a deleted partition is UNKNOWN_TOPIC_OR_PARTITION.
+        """
+        for partition in range(change.partitions, change.previous_partitions):
+            self.fetch_purgatory.complete_all((change.topic, partition))
+
+
+def standalone_state(config: BrokerConfig, *, groups: GroupCoordinator, nursery: trio.Nursery,
+                     metrics: BrokerMetrics | None = None, advertised_host: str = "127.0.0.1",
+                     advertised_port: int = 9092) -> BrokerState:
+    """A broker state without sockets over real storage under ``config.log_dirs``.
+
+    Loads the logs in this thread (creating the directories), uses ``groups`` as the coordinator
+    (the caller runs it) and parks fetches in ``nursery``. ``serve`` builds its own state, part by
+    part, in ``broker.py``.
+    """
+    for log_dir in config.log_dir_list:
+        log_dir.mkdir(parents=True, exist_ok=True)
+    logs = LogManager(config.log_dir_list, log_config_from(config),
+                      producer_id_expiration_ms=config.producer_id_expiration_ms)
+    logs.load()
+    return BrokerState(config=config, metrics=metrics or BrokerMetrics(), logs=logs,
+                       groups=groups, producer_ids=ProducerIdManager(config.log_dir_list[0]),
+                       fetch_purgatory=Purgatory(nursery), advertised_host=advertised_host,
+                       advertised_port=advertised_port)

@@ -1,0 +1,280 @@
+"""Committed offsets (Kafka's ``OffsetMetadataManager``): OffsetCommit, OffsetFetch, offset
+retention, and the durable writes behind them.
+
+Why answers wait for the disk: an OffsetCommit answer promises durability, so a commit becomes one
+record in the offsets file (``offset_log.py``) and is applied and answered only once the record is
+fsynced. Records queue here and one writer task writes them in batches, so commits that arrive
+together share one fsync; the handler that called is free at once. Commits are validated against
+the group's membership (``GroupMetadataManager``), as Kafka validates them against the group.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterable
+from pathlib import Path
+
+import attrs
+import trio
+
+from ..config import BrokerConfig
+from ..protocol.errors import ErrorCode
+from .group import Group
+from .membership import GroupMetadataManager
+from .offset_log import (
+    DEFAULT_COMPACT_BYTES,
+    KIND_DELETE_GROUP,
+    OffsetAndMetadata,
+    OffsetLog,
+    OffsetLogError,
+    TopicPartition,
+    encode_record,
+)
+from .states import GroupState
+from .timers import DeadlineQueue
+
+LOGGER = logging.getLogger(__name__)
+
+_S = GroupState
+
+
+@attrs.frozen
+class OffsetCommitEntry:
+    topic: str
+    partition: int
+    offset: int
+    metadata: str | None
+
+
+CommitCallback = Callable[[dict[TopicPartition, ErrorCode]], None]
+
+
+@attrs.define(eq=False)
+class _PendingWrite:
+    record: bytes
+    group: Group
+    #: called with True once durable (apply and answer), False if the write failed
+    done: Callable[[bool], None]
+
+
+class OffsetMetadataManager:
+    """The committed offsets of every group, kept in ``Group.offsets`` and in ``offset_log``."""
+
+    def __init__(self, config: BrokerConfig, membership: GroupMetadataManager,
+                 timers: DeadlineQueue, wall_clock_ms: Callable[[], int], offsets_dir: Path, *,
+                 compact_bytes: int = DEFAULT_COMPACT_BYTES) -> None:
+        self.config = config
+        self._membership = membership
+        self._timers = timers
+        self._wall_ms = wall_clock_ms
+        self.log = OffsetLog(offsets_dir, compact_bytes=compact_bytes)
+        #: records waiting for the writer; the first ``_writes_in_flight`` are being written
+        self._writes: list[_PendingWrite] = []
+        self._writes_in_flight = 0
+        self._writes_wakeup = trio.Event()
+        self._closed = False
+
+    async def load(self) -> None:
+        """Read the offsets file (in a worker thread) into groups without members."""
+        state = await trio.to_thread.run_sync(self.log.open)
+        now_ms = self._wall_ms()
+        groups = self._membership.groups
+        for group_id, offsets in state.items():
+            # A reloaded group has no members; its offsets' retention clock starts now.
+            groups[group_id] = Group(group_id, state_since_ms=now_ms, offsets=offsets)
+        self._schedule_retention_check()
+
+    def begin_shutdown(self) -> None:
+        """Queue nothing more: later records are refused, the writer stops after its batch."""
+        self._closed = True
+
+    def close(self) -> None:
+        """Write what is still queued, answer its requests and close the offsets file.
+
+        Every acknowledged commit is already fsynced. Records queued but not yet handed to the
+        writer (expiries, commits not yet answered) are written here and their requests answered;
+        a write already running finishes first (the file's lock), and later commits are refused.
+        """
+        self.begin_shutdown()
+        queued = self._writes[self._writes_in_flight:]
+        del self._writes[self._writes_in_flight:]
+        ok = True
+        try:
+            self.log.close([w.record for w in queued])
+        except (OSError, OffsetLogError) as exc:
+            ok = False
+            LOGGER.error("writing %d queued offset records at shutdown failed: %s",
+                         len(queued), exc)
+        for w in queued:
+            w.done(ok)
+
+    def delete_group_offsets(self, group: Group, done: Callable[[bool], None]) -> None:
+        """DeleteGroups' offsets half: a durable tombstone for ``group``, removed already."""
+        LOGGER.info("group %s: deleted with %d committed offsets", group.group_id,
+                    len(group.offsets))
+        self._enqueue(group, encode_record(group.group_id, (), kind=KIND_DELETE_GROUP), done)
+
+    # --- OffsetCommit / OffsetFetch ---------------------------------------------------------
+
+    def commit_offsets(self, *, group_id: str, generation_id: int, member_id: str,
+                       retention_time_ms: int, offsets: Iterable[OffsetCommitEntry],
+                       respond: CommitCallback) -> None:
+        """Validate, write one fsynced record, then answer through ``respond``."""
+        offsets = list(offsets)
+        error = self._validate_commit(group_id, generation_id, member_id)
+        if error:
+            return respond({(o.topic, o.partition): error for o in offsets})
+        membership = self._membership
+        group = membership.groups.get(group_id)
+        if group is None:  # a simple (admin) commit creates its group
+            group = membership.new_group(group_id)
+        elif member_id in group.members:
+            membership.schedule_session(group, group.members[member_id])
+        max_meta = self.config.offset_metadata_max_bytes
+        now_ms = self._wall_ms()
+        expire_ms = now_ms + retention_time_ms if retention_time_ms >= 0 else -1
+        results: dict[TopicPartition, ErrorCode] = {}
+        accepted: dict[TopicPartition, OffsetAndMetadata] = {}
+        for o in offsets:
+            tp = (o.topic, o.partition)
+            if o.metadata is not None and len(o.metadata.encode("utf-8")) > max_meta:
+                results[tp] = ErrorCode.OFFSET_METADATA_TOO_LARGE
+            else:
+                accepted[tp] = OffsetAndMetadata(o.offset, o.metadata, now_ms, expire_ms)
+                results[tp] = ErrorCode.NONE
+        if not accepted:
+            return respond(results)
+
+        def durable(ok: bool) -> None:
+            if ok:
+                group.offsets.update(accepted)
+            else:
+                for tp in accepted:
+                    results[tp] = ErrorCode.COORDINATOR_NOT_AVAILABLE
+            respond(results)
+
+        self._enqueue(group, encode_record(group_id, accepted.items()), durable)
+        return None
+
+    def _validate_commit(self, group_id: str, generation_id: int, member_id: str) -> ErrorCode:
+        """Kafka's ``validateOffsetCommit`` for a classic group."""
+        membership = self._membership
+        if not membership.loaded:
+            return membership.not_ready_error
+        if not group_id:
+            return ErrorCode.INVALID_GROUP_ID
+        group = membership.groups.get(group_id)
+        if group is None:
+            return ErrorCode.NONE if generation_id < 0 else ErrorCode.ILLEGAL_GENERATION
+        if generation_id >= 0 or member_id:
+            if member_id not in group.members:
+                return ErrorCode.UNKNOWN_MEMBER_ID
+            if generation_id != group.generation_id:
+                return ErrorCode.ILLEGAL_GENERATION
+        elif not group.is_in(_S.EMPTY):
+            # A simple commit to a group that is managed by the coordinator right now.
+            return ErrorCode.UNKNOWN_MEMBER_ID
+        if group.is_in(_S.COMPLETING_REBALANCE):
+            return ErrorCode.REBALANCE_IN_PROGRESS
+        return ErrorCode.NONE
+
+    def fetch_offsets(self, group_id: str, partitions: list[TopicPartition] | None,
+                      ) -> tuple[ErrorCode, list[tuple[TopicPartition, OffsetAndMetadata | None]]]:
+        """Committed offsets of ``partitions`` (``None``: every committed partition)."""
+        membership = self._membership
+        if not membership.loaded:
+            return membership.not_ready_error, []
+        if not group_id:
+            return ErrorCode.INVALID_GROUP_ID, []
+        group = membership.groups.get(group_id)
+        offsets = {} if group is None else group.offsets
+        if partitions is None:
+            return ErrorCode.NONE, sorted(offsets.items())
+        return ErrorCode.NONE, [(tp, offsets.get(tp)) for tp in partitions]
+
+    # --- durable writes ---------------------------------------------------------------------
+
+    def _enqueue(self, group: Group, record: bytes, done: Callable[[bool], None]) -> None:
+        if self._closed:
+            done(False)
+            return
+        group.inflight_writes += 1
+
+        def finish(ok: bool) -> None:
+            group.inflight_writes -= 1
+            done(ok)
+
+        self._writes.append(_PendingWrite(record, group, finish))
+        self._writes_wakeup.set()
+
+    async def write_loop(self) -> None:
+        """Write queued records in batches; one fsync answers every commit in a batch."""
+        while not self._closed:
+            if not self._writes:
+                self._writes_wakeup = trio.Event()
+                await self._writes_wakeup.wait()
+                continue
+            # The batch stays queued until written: if ``run`` is cancelled before the thread
+            # starts, ``close()`` still writes it.
+            batch = list(self._writes)
+            self._writes_in_flight = len(batch)
+            ok = True
+            try:
+                await trio.to_thread.run_sync(self.log.append, [w.record for w in batch])
+            except (OSError, OffsetLogError) as exc:
+                ok = False
+                LOGGER.error("writing %d offset records to %s failed: %s", len(batch),
+                             self.log.path, exc)
+            finally:
+                self._writes_in_flight = 0
+            del self._writes[:len(batch)]
+            for w in batch:
+                w.done(ok)
+            if ok and not self._closed and self.log.should_compact():
+                snapshot = {g.group_id: dict(g.offsets)
+                            for g in self._membership.groups.values() if g.offsets}
+                try:
+                    await trio.to_thread.run_sync(self.log.compact, snapshot)
+                except (OSError, OffsetLogError) as exc:
+                    LOGGER.error("compacting %s failed, still appending to it: %s",
+                                 self.log.path, exc)
+
+    # --- offset retention -------------------------------------------------------------------
+
+    def _schedule_retention_check(self) -> None:
+        def check() -> None:
+            self.expire_offsets()
+            self._schedule_retention_check()
+
+        interval_s = self.config.offsets_retention_check_interval_ms / 1000
+        self._timers.schedule(("retention",), trio.current_time() + interval_s, check)
+
+    def expire_offsets(self, now_ms: int | None = None) -> int:
+        """Expire offsets of groups without members; remove groups left with nothing.
+
+        An offset expires ``offsets.retention.minutes`` after the later of its commit and the
+        moment its group became empty (or at the explicit expiry its commit asked for). Returns
+        the number of offsets removed.
+        """
+        now_ms = self._wall_ms() if now_ms is None else now_ms
+        retention_ms = self.config.offsets_retention_minutes * 60_000
+        removed = 0
+        for group in list(self._membership.groups.values()):
+            if not group.is_in(_S.EMPTY) or group.pending_members or group.inflight_writes:
+                continue
+            expired = [tp for tp, om in group.offsets.items()
+                       if now_ms >= (om.expire_timestamp_ms if om.expire_timestamp_ms >= 0 else
+                                     max(om.commit_timestamp_ms, group.state_since_ms)
+                                     + retention_ms)]
+            if expired:
+                for tp in expired:
+                    del group.offsets[tp]
+                removed += len(expired)
+                LOGGER.info("group %s: %d committed offsets expired", group.group_id,
+                            len(expired))
+                self._enqueue(group, encode_record(group.group_id,
+                                                   ((tp, None) for tp in expired)),
+                              lambda ok: None)
+            if not group.offsets:
+                self._membership.remove_dead_group(group, now_ms)
+        return removed

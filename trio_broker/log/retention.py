@@ -1,0 +1,43 @@
+"""Which segments retention deletes (the predicates of Kafka's ``UnifiedLog.deleteOldSegments``).
+
+Why apart from the log: the choice is a pure function of the segments, the topic config and the
+clock, so it reads as the rules it is and is tested without a lock or a file being removed; the
+log applies it under its lock (rolling the active segment first if it qualifies) and deletes.
+
+Rules, oldest segment first, stopping at the first segment that does not qualify, so the log
+start offset only moves forward:
+
+- only under ``cleanup.policy`` containing ``delete``;
+- ``retention.ms`` (>= 0): a segment whose newest record is older than that;
+- ``retention.bytes`` (>= 0): a segment the log can lose and still hold at least that many bytes;
+- an empty segment is never deleted (it is the active one, about to receive data).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from .config import LogConfig
+from .segment import LogSegment
+
+
+def segments_to_delete(segments: Sequence[LogSegment], config: LogConfig,
+                       now_ms: int) -> list[LogSegment]:
+    """The oldest segments that ``config``'s retention removes at ``now_ms``."""
+    if "delete" not in config.cleanup_policy.split(","):
+        return []
+    doomed: list[LogSegment] = []
+    if config.retention_ms >= 0:
+        for segment in segments:
+            if segment.size == 0 or now_ms - segment.largest_timestamp() <= config.retention_ms:
+                break
+            doomed.append(segment)
+    if config.retention_bytes >= 0:
+        excess = sum(s.size for s in segments) - config.retention_bytes
+        excess -= sum(s.size for s in doomed)
+        for segment in segments[len(doomed):]:
+            if segment.size == 0 or excess - segment.size < 0:
+                break
+            doomed.append(segment)
+            excess -= segment.size
+    return doomed
