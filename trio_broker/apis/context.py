@@ -10,9 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from kafka.protocol.api_message import ApiMessage
-
-from ..protocol.messages import RequestHeader, make_response
+from ..protocol.messages import ApiMessage, RequestHeader, make_response
 
 if TYPE_CHECKING:
     from ..broker_state import BrokerState

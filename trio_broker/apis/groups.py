@@ -14,12 +14,10 @@ import logging
 from collections.abc import Callable
 from typing import Any, Generic, TypeVar
 
-from kafka.protocol.api_message import ApiMessage
-
 from ..coordinator import GroupCoordinator, JoinResult, SyncResult
 from ..protocol.api_keys import ApiKey
 from ..protocol.errors import ErrorCode
-from ..protocol.messages import response_type
+from ..protocol.messages import ApiMessage, response_type
 from .context import DEFERRED, HandlerResult, RequestContext
 from .registry import handler
 

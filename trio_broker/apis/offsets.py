@@ -9,13 +9,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from kafka.protocol.api_message import ApiMessage
-
 from ..coordinator import OffsetAndMetadata, OffsetCommitEntry
 from ..coordinator.offset_log import TopicPartition
 from ..protocol.api_keys import ApiKey
 from ..protocol.errors import ErrorCode
-from ..protocol.messages import response_type
+from ..protocol.messages import ApiMessage, response_type
 from .context import HandlerResult, RequestContext
 from .groups import Reply, coordinator
 from .registry import handler
