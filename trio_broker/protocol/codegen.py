@@ -14,7 +14,11 @@ from typing import Any
 
 from .schema import PRIMITIVES, Field, StructSchema
 
-__all__ = ["Source", "min_size"]
+__all__ = ["SMALL_ARRAY", "Source", "min_size"]
+
+#: arrays of fixed-size numbers shorter than this are read and written by one precompiled struct
+SMALL_ARRAY = 32
+_arrays: dict[tuple[str, str], tuple[Any, ...]] = {}
 
 
 class Source:
@@ -39,6 +43,16 @@ class Source:
         else:
             self.consts[name] = value
         return name
+
+    def array_const(self, kind: str, fmt: str) -> str:
+        """A tuple of ``struct.Struct('>' + n * fmt)``'s ``unpack_from`` or ``pack`` for the
+        array sizes 0 .. SMALL_ARRAY - 1: one call reads or writes a whole small array."""
+        methods = _arrays.get((kind, fmt))
+        if methods is None:
+            compiled = [struct.Struct(">" + fmt * n) for n in range(SMALL_ARRAY)]
+            methods = _arrays[kind, fmt] = tuple(
+                c.unpack_from if kind == "unpack" else c.pack for c in compiled)
+        return self.const(f"{kind}s:{fmt}", methods)
 
     def struct_const(self, kind: str, fmt: str) -> str:
         """``struct.Struct('>' + fmt)``'s ``unpack_from``, ``pack`` or ``iter_unpack``."""

@@ -15,7 +15,7 @@ import struct
 import uuid
 
 from . import wire
-from .codegen import Source, element_min_size, fixed_size
+from .codegen import SMALL_ARRAY, Source, element_min_size, fixed_size
 from .schema import PRIMITIVES, Field, MessageSchema, StructSchema
 
 __all__ = ["decoder_source"]
@@ -201,10 +201,13 @@ class _Decoder:
         if field.element == "bitfield":
             raise ValueError(f"{path}: arrays of bitfields are not supported")
         if fixed is not None and field.element != "uuid":
-            it = src.struct_const("iter", PRIMITIVES[field.element][1])
+            fmt = PRIMITIVES[field.element][1]
+            it = src.struct_const("iter", fmt)
+            small = src.array_const("unpack", fmt)
             end = src.var("e")
             src.emit(ind, f"{end} = pos + {n} * {fixed}")
-            src.emit(ind, f"{dest} = [x for (x,) in {it}(data[pos:{end}])]")
+            src.emit(ind, f"if {n} < {SMALL_ARRAY}: {dest} = list({small}[{n}](data, pos))")
+            src.emit(ind, f"else: {dest} = [x for (x,) in {it}(data[pos:{end}])]")
             src.emit(ind, f"pos = {end}")
             return
         items, item = src.var("L"), src.var("o")

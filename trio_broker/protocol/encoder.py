@@ -14,7 +14,7 @@ import struct
 from typing import Any
 
 from . import wire
-from .codegen import Source, fixed_size
+from .codegen import SMALL_ARRAY, Source, fixed_size
 from .schema import PRIMITIVES, Field, MessageSchema, StructSchema
 
 __all__ = ["encoder_source"]
@@ -156,7 +156,11 @@ class _Encoder:
             raise ValueError(f"{field.name}: arrays of bitfields are not supported")
         if field.struct is None and element != "uuid" and PRIMITIVES[element][0] is not None:
             fmt = PRIMITIVES[element][1]
-            src.emit(ind, f"if {items}: {ap}(_pk('>%d{fmt}' % len({items}), *{items}))")
+            small = src.array_const("pack", fmt)
+            count = src.var("k")
+            src.emit(ind, f"{count} = len({items})")
+            src.emit(ind, f"if {count} >= {SMALL_ARRAY}: {ap}(_pk('>%d{fmt}' % {count}, *{items}))")
+            src.emit(ind, f"elif {count}: {ap}({small}[{count}](*{items}))")
             return
         item = src.var("e")
         src.emit(ind, f"for {item} in {items}:")

@@ -21,7 +21,7 @@ from .api_keys import SUPPORTED_VERSIONS, ApiKey, is_flexible
 from .errors import RemoteProtocolError, UnsupportedVersionError
 from .schema import MessageSchema, data_schema, message_schema
 from .structs import Message, class_for
-from .wire import read_uvarint
+from .wire import STRUCT_ERRORS, read_uvarint
 
 __all__ = ["ApiMessage", "Message", "RequestHeader", "decode_data", "decode_request_body",
            "decode_request_header", "decode_response", "encode_data", "encode_request",
@@ -108,21 +108,30 @@ def decode_request_header(frame: bytes) -> RequestHeader:
     if supported is None:
         raise UnsupportedVersionError(f"unsupported API key {api_key}", api_key=api_key,
                                       api_version=api_version)
-    if api_version not in supported and api_key != ApiKey.ApiVersions:
+    known = supported.min <= api_version <= supported.max
+    if not known and api_key != ApiKey.ApiVersions:
         raise UnsupportedVersionError(
             f"unsupported version {api_version} of {ApiKey(api_key).name} "
             f"(supported {supported.min}-{supported.max})",
             api_key=api_key, api_version=api_version)
     flexible = is_flexible(api_key, api_version)
-    if flexible and api_version in supported:
+    if flexible and known:
         # (an unknown ApiVersions version is answered without reading further: KIP-511)
-        pos = _skip_tagged_fields(frame, pos)
+        if pos < len(frame) and frame[pos] == 0:  # no tagged fields: the usual case
+            pos += 1
+        else:
+            pos = _skip_tagged_fields(frame, pos)
     return RequestHeader(api_key, api_version, correlation_id, client_id, flexible, pos)
 
 
 # --- bodies ------------------------------------------------------------------------------------
+# Per-request work is kept to a dict lookup or two: the compiled decoder of each (API, version)
+# and the encoder of each (class, version) are cached here once found.
 
 _schemas: dict[tuple[int, str], MessageSchema] = {}
+_decoders: dict[tuple[int, str, int], codec.Decoder] = {}
+_encoders: dict[tuple[type, int], codec.Encoder] = {}
+_ENCODE_ERRORS = (AttributeError, TypeError, ValueError, OverflowError, struct.error)
 
 
 def _schema(api_key: int, kind: str) -> MessageSchema:
@@ -135,11 +144,23 @@ def _schema(api_key: int, kind: str) -> MessageSchema:
     return schema
 
 
-def _decode(api_key: int, kind: str, version: int, data: bytes, offset: int) -> Any:
+def _decoder(api_key: int, kind: str, version: int) -> codec.Decoder:
     schema = _schema(api_key, kind)
     if version not in schema.versions:
         raise RemoteProtocolError(f"{schema.name} has no version {version}")
-    return codec.decode(schema, version, data, offset)[0]
+    fn = _decoders[api_key, kind, version] = codec.decoder(schema, version)
+    return fn
+
+
+def _decode(api_key: int, kind: str, version: int, data: bytes, offset: int) -> Any:
+    fn = _decoders.get((api_key, kind, version)) or _decoder(api_key, kind, version)
+    try:
+        return fn(memoryview(data), offset)[0]
+    except RemoteProtocolError:
+        raise
+    except STRUCT_ERRORS as exc:
+        raise RemoteProtocolError(f"{ApiKey(api_key).name} v{version} {kind} is malformed: "
+                                  f"{type(exc).__name__}: {exc}") from exc
 
 
 def decode_request_body(header: RequestHeader, frame: bytes) -> Any:
@@ -150,16 +171,22 @@ def decode_request_body(header: RequestHeader, frame: bytes) -> Any:
     return _decode(header.api_key, "request", header.api_version, frame, header.body_offset)
 
 
-def _encode_body(body: Message, version: int, parts: list[Any]) -> None:
-    schema = type(body)._message
+def _encoder(cls: type[Message], version: int) -> codec.Encoder:
+    schema = cls._message
     try:
-        encode = codec.encoder(schema, version)
+        fn = _encoders[cls, version] = codec.encoder(schema, version)
     except ValueError as exc:  # a version the schema does not cover
         raise ValueError(f"cannot encode {schema.name} v{version}: {exc}") from exc
+    return fn
+
+
+def _encode_body(body: Message, version: int, parts: list[Any]) -> None:
+    cls = type(body)
+    encode = _encoders.get((cls, version)) or _encoder(cls, version)
     try:
         encode(body, parts.append)
-    except (AttributeError, TypeError, ValueError, OverflowError, struct.error) as exc:
-        raise ValueError(f"cannot encode {schema.name} v{version}: "
+    except _ENCODE_ERRORS as exc:
+        raise ValueError(f"cannot encode {cls._message.name} v{version}: "
                          f"{type(exc).__name__}: {exc}") from exc
 
 
@@ -176,10 +203,12 @@ def encode_response(header: RequestHeader, body: Message, *,
 
     ``version`` overrides the body's version (the ApiVersions error reply is always v0).
     """
-    v = header.api_version if version is None else version
-    parts: list[Any] = [b"", response_header_bytes(header.api_key, header.api_version,
-                                                   header.correlation_id)]
-    _encode_body(body, v, parts)
+    if header.flexible and header.api_key != ApiKey.ApiVersions:
+        head = _I32.pack(header.correlation_id) + b"\x00"
+    else:
+        head = _I32.pack(header.correlation_id)
+    parts: list[Any] = [b"", head]
+    _encode_body(body, header.api_version if version is None else version, parts)
     # One copy of the body (a fetch response carries up to max_bytes of records), not two.
     parts[0] = _I32.pack(sum(map(len, parts)))
     return b"".join(parts)
@@ -195,12 +224,18 @@ def response_type(api_key: int) -> Any:
     return class_for(_schema(api_key, "response"))
 
 
+_classes: dict[tuple[int, str], tuple[type[Message], int, int]] = {}
+
+
 def _new(api_key: int, kind: str, version: int, fields: dict[str, Any]) -> Message:
-    schema = _schema(api_key, kind)
-    if version not in schema.versions:
-        raise ValueError(f"{schema.name} has no version {version} "
-                         f"(schemas cover {schema.versions.min}-{schema.versions.max})")
-    return class_for(schema)(**fields)
+    found = _classes.get((api_key, kind))
+    if found is None:
+        schema = _schema(api_key, kind)
+        found = _classes[api_key, kind] = (class_for(schema), *schema.versions)
+    cls, lo, hi = found
+    if not lo <= version <= hi:
+        raise ValueError(f"{cls.__name__} has no version {version} (schemas cover {lo}-{hi})")
+    return cls(**fields)
 
 
 # --- client side -------------------------------------------------------------------------------
