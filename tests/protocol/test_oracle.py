@@ -22,7 +22,7 @@ from trio_broker.protocol.schema import load, message_names
 
 CASES = [(name, v) for name in sorted(set(message_names()) & set(KP_CLASSES))
          for v in shared_versions(name)]
-ORACLE = settings(max_examples=12, deadline=None, derandomize=True,
+ORACLE = settings(max_examples=8, deadline=None, derandomize=True,
                   suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 
 
