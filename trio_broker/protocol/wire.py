@@ -8,6 +8,7 @@ here as one ``RemoteProtocolError`` with a message naming the field.
 from __future__ import annotations
 
 import struct
+from collections.abc import Iterable
 
 from .errors import RemoteProtocolError
 
@@ -55,12 +56,12 @@ def bits_from_int(value: int) -> set[int] | None:
     return {i for i in range(32) if value >> i & 1}
 
 
-def bits_to_int(bits: object) -> int:
+def bits_to_int(bits: Iterable[int] | None) -> int:
     """The unsigned 32-bit value of a set of bit numbers; None gives Kafka's -2**31."""
     if bits is None:
         return 0x80000000
     value = 0
-    for bit in bits:  # type: ignore[attr-defined]
+    for bit in bits:
         if not 0 <= bit < 32:
             raise ValueError(f"bit {bit} is outside a 32-bit field")
         value |= 1 << bit
