@@ -38,6 +38,7 @@ bench: $(VENV)/.dev-installed
 	$(PY) bench/bench_pipeline.py
 	$(PY) bench/bench_produce_consume.py
 	$(PY) bench/bench_clients.py
+	$(PY) bench/bench_codec.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache

@@ -23,6 +23,7 @@ from trio_broker.protocol.api_keys import ApiKey, request_class
 from trio_broker.protocol.compression import Compression
 from trio_broker.protocol.messages import decode_response, encode_request
 from trio_broker.protocol.records import build_batch
+from trio_broker.protocol.schema import Field, StructSchema, message_schema
 
 #: every (api key, version) the broker advertises
 API_VERSIONS: list[tuple[int, int]] = sorted(
@@ -57,8 +58,8 @@ def record_batches(draw: st.DrawFn) -> bytes:
                        base_timestamp_ms=draw(st.integers(-1, 2**41)))
 
 
-def _simple(field: Any, version: int, *, allow_null: bool = True) -> st.SearchStrategy[Any]:
-    t = field.type_str
+def _simple(field: Field, version: int, *, allow_null: bool = True) -> st.SearchStrategy[Any]:
+    t = field.element
     if field.name in _WAITS:
         s: st.SearchStrategy[Any] = _WAITS[field.name]
     elif t in _INT_BOUNDS:
@@ -80,37 +81,37 @@ def _simple(field: Any, version: int, *, allow_null: bool = True) -> st.SearchSt
         s = st.binary(max_size=48)
     else:  # pragma: no cover - a schema type this table does not know yet
         raise NotImplementedError(t)
-    if allow_null and field.nullable_for_version_q(version):
+    if allow_null and field.nullable(version):
         s = st.none() | s
     return s
 
 
-def _field(field: Any, version: int) -> st.SearchStrategy[Any]:
-    if field.is_struct_array():
-        s: st.SearchStrategy[Any] = st.lists(_struct(field.array_of, version), max_size=3)
-    elif field.is_struct():
-        s = _struct(field, version)
-    elif field.is_array():
+def _field(field: Field, version: int) -> st.SearchStrategy[Any]:
+    if field.is_array and field.struct is not None:
+        s: st.SearchStrategy[Any] = st.lists(_struct(field.struct, version), max_size=3)
+    elif field.struct is not None:
+        s = _struct(field.struct, version)
+    elif field.is_array:
         # elements of an array of strings are never nullable, even when the array is
-        s = st.lists(_simple(field.array_of, version, allow_null=False), max_size=4)
+        s = st.lists(_simple(field, version, allow_null=False), max_size=4)
     else:
         return _simple(field, version)
-    if field.nullable_for_version_q(version):
+    if field.nullable(version):
         s = st.none() | s
     return s
 
 
-def _struct(struct_field: Any, version: int, builder: Any = None) -> st.SearchStrategy[Any]:
-    parts = {name: _field(f, version) for name, f in struct_field.fields.items()
-             if f.for_version_q(version)}
-    make = builder if builder is not None else struct_field.data_class
+def _struct(struct: StructSchema, version: int) -> st.SearchStrategy[Any]:
+    parts = {f.name: _field(f, version) for f in struct.fields_in(version)}
+    make = struct.cls
     return st.fixed_dictionaries(parts).map(lambda kw: make(**kw))
 
 
 def request_bodies(api_key: int, version: int) -> st.SearchStrategy[Any]:
-    cls = request_class(api_key)
-    assert cls is not None
-    return _struct(cls._struct, version, builder=cls[version])
+    assert request_class(api_key) is not None  # builds the classes the strategy constructs
+    schema = message_schema(api_key, "request")
+    assert schema is not None
+    return _struct(schema.root, version)
 
 
 @st.composite

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import Any
 
 import trio
 
@@ -20,7 +19,12 @@ from ..apis.registry import HANDLERS, advertised_versions
 from ..apis.state import BrokerState
 from ..protocol.api_keys import ApiKey
 from ..protocol.errors import ErrorCode, RemoteProtocolError
-from ..protocol.messages import decode_request_body, encode_response, make_response
+from ..protocol.messages import (
+    decode_request_body,
+    encode_response,
+    error_codes,
+    make_response,
+)
 from .request_channel import (
     CloseConnectionResponse,
     NoOpResponse,
@@ -133,41 +137,7 @@ class RequestHandlerPool:
 
 def _error_codes(obj: ResponseBody, depth: int) -> list[int]:
     """Error codes in a response body: top level and nested arrays (topics, partitions)."""
-    # Performance: every response passes here, so the schema is walked once per response
-    # class into the paths that lead to an error_code, and only those are followed.
-    key = (type(obj), depth)
-    paths = _error_paths.get(key)
-    if paths is None:
-        struct = getattr(obj, "_struct", None)
-        paths = _error_paths[key] = _paths_to_error_codes(struct, depth) if struct else []
-    out: list[int] = []
-    for path in paths:
-        _follow(obj, path, 0, out)
-    return out
-
-
-_error_paths: dict[tuple[type, int], list[tuple[str, ...]]] = {}
-
-
-def _paths_to_error_codes(struct: Any, depth: int) -> list[tuple[str, ...]]:
-    # ``struct`` is the codec's schema object (kafka-python's ``_struct``), untyped.
-    paths: list[tuple[str, ...]] = []
-    for name, field in struct.fields.items():
-        if name == "error_code":
-            paths.append((name,))
-        elif depth and field.is_struct_array():
-            paths += [(name, *sub) for sub in _paths_to_error_codes(field.array_of, depth - 1)]
-    return paths
-
-
-def _follow(obj: object, path: tuple[str, ...], i: int, out: list[int]) -> None:
-    value = getattr(obj, path[i], None)
-    if i == len(path) - 1:
-        if isinstance(value, int):
-            out.append(value)
-    elif isinstance(value, list):
-        for item in value:
-            _follow(item, path, i + 1, out)
+    return error_codes(obj, depth)
 
 
 def respond_api_versions_unsupported(request: Request, channel: RequestChannel) -> None:

@@ -1,4 +1,9 @@
-"""The table of APIs and versions this broker speaks: the single source of what it advertises.
+"""The versions this broker speaks, and the message classes by API key.
+
+Why two tables: ``versions.KAFKA_VERSIONS`` records what Kafka itself defines per API (Kafka 3.9's
+``validVersions``, Kafka 4.1's, the first flexible version); ``SUPPORTED_VERSIONS`` is what the
+broker advertises today. Widening an API to Kafka's range is one line (``kafka_range(key)`` is
+min(3.9) .. max(4.1)) once its handler is ready.
 
 Why these ranges: each client sends the highest version both sides support, so the upper bound of
 each range is the smallest maximum among the target clients (librdkafka, kafka-python, aiokafka,
@@ -13,24 +18,13 @@ exactly what is implemented.
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import Any
 
-from kafka.protocol.api_key import ApiKey
-from kafka.protocol.api_message import ApiMessage
+from .structs import message_class
+from .versions import KAFKA_VERSIONS, ApiKey, KafkaVersions, VersionRange, is_flexible, kafka_range
 
-from . import _classes
-
-__all__ = ["SUPPORTED_VERSIONS", "ApiKey", "VersionRange", "is_flexible", "request_class",
-           "response_class"]
-
-
-class VersionRange(NamedTuple):
-    min: int
-    max: int
-
-    def __contains__(self, version: object) -> bool:
-        return isinstance(version, int) and self.min <= version <= self.max
-
+__all__ = ["KAFKA_VERSIONS", "SUPPORTED_VERSIONS", "ApiKey", "KafkaVersions", "VersionRange",
+           "is_flexible", "kafka_range", "request_class", "response_class"]
 
 SUPPORTED_VERSIONS: dict[ApiKey, VersionRange] = {
     ApiKey.Produce: VersionRange(3, 7),
@@ -59,17 +53,12 @@ SUPPORTED_VERSIONS: dict[ApiKey, VersionRange] = {
 }
 
 
-def request_class(api_key: int) -> type[ApiMessage] | None:
-    """The schema-driven request message class for ``api_key``, or None if unknown."""
-    return _classes.REQUESTS.get(api_key)
+def request_class(api_key: int) -> Any:
+    """The request message class of ``api_key`` (nested struct classes are its attributes), or
+    None for a key without a schema. Typed classes by name: ``protocol.message_types``."""
+    return message_class(api_key, "request")
 
 
-def response_class(api_key: int) -> type[ApiMessage] | None:
-    """The schema-driven response message class for ``api_key``, or None if unknown."""
-    return _classes.RESPONSES.get(api_key)
-
-
-def is_flexible(api_key: int, api_version: int) -> bool:
-    """Whether (key, version) uses the flexible encoding (compact types, tagged fields)."""
-    flex = _classes.FLEXIBLE_FROM.get(api_key)
-    return flex is not None and api_version >= flex
+def response_class(api_key: int) -> Any:
+    """The response message class of ``api_key``, or None for a key without a schema."""
+    return message_class(api_key, "response")

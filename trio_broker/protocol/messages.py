@@ -1,9 +1,10 @@
-"""Request/response codec: headers by hand, bodies through the schema-driven message classes.
+"""Request/response codec: headers by hand, bodies through the compiled message schemas.
 
 Why this shape: the header decides everything else (which API, which version, flexible or not),
 so it is parsed first, by hand, with every length checked against the bytes present. Bodies go
-through kafka-python's generated codec; any exception it raises for hostile bytes is turned into
-one ``RemoteProtocolError`` here, so nothing else ever escapes the protocol layer.
+through the codec compiled from the project's schemas (``schema``, ``codec``), which turns every
+problem with a peer's bytes into one ``RemoteProtocolError``, so nothing else ever escapes the
+protocol layer.
 
 Header rules (reference §1.1): request header v2 (tagged fields) for flexible versions, else v1;
 ``client_id`` keeps its i16 length even in v2. Response header v1 (tag byte) for flexible
@@ -15,11 +16,20 @@ from __future__ import annotations
 import struct
 from typing import Any
 
-from kafka.protocol.api_key import ApiKey
-from kafka.protocol.api_message import ApiMessage
-
-from .api_keys import SUPPORTED_VERSIONS, is_flexible, request_class, response_class
+from . import codec
+from .api_keys import SUPPORTED_VERSIONS, ApiKey, is_flexible
 from .errors import RemoteProtocolError, UnsupportedVersionError
+from .schema import MessageSchema, data_schema, message_schema
+from .structs import Message, class_for
+from .wire import STRUCT_ERRORS, read_uvarint
+
+__all__ = ["ApiMessage", "Message", "RequestHeader", "decode_data", "decode_request_body",
+           "decode_request_header", "decode_response", "encode_data", "encode_request",
+           "encode_response", "error_codes", "make_request", "make_response",
+           "peek_correlation_id", "response_header_bytes", "response_type"]
+
+#: the type of every request and response body (kept under the name callers annotate with)
+ApiMessage = Message
 
 _HEADER_FIXED = struct.Struct(">hhih")  # api_key, api_version, correlation_id, client_id length
 _I32 = struct.Struct(">i")
@@ -53,27 +63,11 @@ class RequestHeader:
                 f"correlation_id={self.correlation_id}, client_id={self.client_id!r})")
 
 
-def _read_uvarint(buf: bytes, pos: int) -> tuple[int, int]:
-    result = 0
-    shift = 0
-    while True:
-        if pos >= len(buf):
-            raise RemoteProtocolError("truncated varint in tagged fields")
-        b = buf[pos]
-        pos += 1
-        result |= (b & 0x7F) << shift
-        if not b & 0x80:
-            return result, pos
-        shift += 7
-        if shift > 28:
-            raise RemoteProtocolError("varint longer than 5 bytes in tagged fields")
-
-
 def _skip_tagged_fields(buf: bytes, pos: int) -> int:
-    count, pos = _read_uvarint(buf, pos)
+    count, pos = read_uvarint(buf, pos)
     for _ in range(count):
-        _, pos = _read_uvarint(buf, pos)
-        size, pos = _read_uvarint(buf, pos)
+        _, pos = read_uvarint(buf, pos)
+        size, pos = read_uvarint(buf, pos)
         pos += size
         if pos > len(buf):
             raise RemoteProtocolError("tagged field runs past the end of the header")
@@ -84,7 +78,7 @@ def peek_correlation_id(frame: bytes) -> int | None:
     """The correlation id of a frame whose header may be otherwise unparseable."""
     if len(frame) < 8:
         return None
-    return _I32.unpack_from(frame, 4)[0]
+    return int(_I32.unpack_from(frame, 4)[0])
 
 
 def decode_request_header(frame: bytes) -> RequestHeader:
@@ -106,50 +100,94 @@ def decode_request_header(frame: bytes) -> RequestHeader:
         if end > len(frame):
             raise RemoteProtocolError("client_id runs past the end of the frame")
         try:
-            client_id = frame[pos:end].decode("utf-8")
+            client_id = str(frame[pos:end], "utf-8")
         except UnicodeDecodeError as exc:
             raise RemoteProtocolError("client_id is not UTF-8") from exc
         pos = end
-    supported = SUPPORTED_VERSIONS.get(api_key)  # type: ignore[call-overload]
-    if supported is None or request_class(api_key) is None:
+    supported = SUPPORTED_VERSIONS.get(api_key)
+    if supported is None:
         raise UnsupportedVersionError(f"unsupported API key {api_key}", api_key=api_key,
                                       api_version=api_version)
-    if api_version not in supported and api_key != ApiKey.ApiVersions:
+    known = supported.min <= api_version <= supported.max
+    if not known and api_key != ApiKey.ApiVersions:
         raise UnsupportedVersionError(
             f"unsupported version {api_version} of {ApiKey(api_key).name} "
             f"(supported {supported.min}-{supported.max})",
             api_key=api_key, api_version=api_version)
     flexible = is_flexible(api_key, api_version)
-    if flexible and api_version in supported:
+    if flexible and known:
         # (an unknown ApiVersions version is answered without reading further: KIP-511)
-        pos = _skip_tagged_fields(frame, pos)
+        if pos < len(frame) and frame[pos] == 0:  # no tagged fields: the usual case
+            pos += 1
+        else:
+            pos = _skip_tagged_fields(frame, pos)
     return RequestHeader(api_key, api_version, correlation_id, client_id, flexible, pos)
+
+
+# --- bodies ------------------------------------------------------------------------------------
+# Per-request work is kept to a dict lookup or two: the compiled decoder of each (API, version)
+# and the encoder of each (class, version) are cached here once found.
+
+_schemas: dict[tuple[int, str], MessageSchema] = {}
+_decoders: dict[tuple[int, str, int], codec.Decoder] = {}
+_encoders: dict[tuple[type, int], codec.Encoder] = {}
+_ENCODE_ERRORS = (AttributeError, TypeError, ValueError, OverflowError, struct.error)
+
+
+def _schema(api_key: int, kind: str) -> MessageSchema:
+    schema = _schemas.get((api_key, kind))
+    if schema is None:
+        found = message_schema(api_key, kind)
+        if found is None:
+            raise RemoteProtocolError(f"no {kind} schema for API key {api_key}")
+        schema = _schemas[api_key, kind] = found
+    return schema
+
+
+def _decoder(api_key: int, kind: str, version: int) -> codec.Decoder:
+    schema = _schema(api_key, kind)
+    if version not in schema.versions:
+        raise RemoteProtocolError(f"{schema.name} has no version {version}")
+    fn = _decoders[api_key, kind, version] = codec.decoder(schema, version)
+    return fn
+
+
+def _decode(api_key: int, kind: str, version: int, data: bytes, offset: int) -> Any:
+    fn = _decoders.get((api_key, kind, version)) or _decoder(api_key, kind, version)
+    try:
+        return fn(memoryview(data), offset)[0]
+    except RemoteProtocolError:
+        raise
+    except STRUCT_ERRORS as exc:
+        raise RemoteProtocolError(f"{ApiKey(api_key).name} v{version} {kind} is malformed: "
+                                  f"{type(exc).__name__}: {exc}") from exc
 
 
 def decode_request_body(header: RequestHeader, frame: bytes) -> Any:
     """Decode the body of a request whose header was decoded by ``decode_request_header``.
 
-    Also rejects nulls in fields the schema declares non-nullable, which the codec lets through.
+    Nulls in fields the schema declares non-nullable are refused here, as Kafka does.
     """
-    cls = request_class(header.api_key)
-    assert cls is not None
-    body = _decode(cls, header.api_version, frame, header.body_offset, "request")
-    check_non_nullable(header.api_key, header.api_version, body)
-    return body
+    return _decode(header.api_key, "request", header.api_version, frame, header.body_offset)
 
 
-def _decode(cls: type[ApiMessage], version: int, data: bytes, offset: int, what: str) -> Any:
+def _encoder(cls: type[Message], version: int) -> codec.Encoder:
+    schema = cls._message
     try:
-        return cls.decode(memoryview(data)[offset:], version=version)
-    except RemoteProtocolError:
-        raise
-    except (MemoryError, RecursionError) as exc:
-        raise RemoteProtocolError(f"{cls.__name__} v{version} {what} body is malformed: "
-                                  f"{type(exc).__name__}") from exc
-    except Exception as exc:  # the codec raises struct/Value/Index/Unicode errors and more
-        raise RemoteProtocolError(
-            f"{cls.__name__} v{version} {what} body is malformed: {type(exc).__name__}: {exc}"
-        ) from exc
+        fn = _encoders[cls, version] = codec.encoder(schema, version)
+    except ValueError as exc:  # a version the schema does not cover
+        raise ValueError(f"cannot encode {schema.name} v{version}: {exc}") from exc
+    return fn
+
+
+def _encode_body(body: Message, version: int, parts: list[Any]) -> None:
+    cls = type(body)
+    encode = _encoders.get((cls, version)) or _encoder(cls, version)
+    try:
+        encode(body, parts.append)
+    except _ENCODE_ERRORS as exc:
+        raise ValueError(f"cannot encode {cls._message.name} v{version}: "
+                         f"{type(exc).__name__}: {exc}") from exc
 
 
 def response_header_bytes(api_key: int, api_version: int, correlation_id: int) -> bytes:
@@ -159,65 +197,68 @@ def response_header_bytes(api_key: int, api_version: int, correlation_id: int) -
     return _I32.pack(correlation_id)
 
 
-def encode_response(header: RequestHeader, body: ApiMessage, *,
+def encode_response(header: RequestHeader, body: Message, *,
                     version: int | None = None) -> bytes:
     """A whole response frame (size prefix, header, body) for ``header``'s request.
 
     ``version`` overrides the body's version (the ApiVersions error reply is always v0).
     """
-    v = header.api_version if version is None else version
-    head = response_header_bytes(header.api_key, header.api_version, header.correlation_id)
-    data = _body_bytes(body, v)
+    if header.flexible and header.api_key != ApiKey.ApiVersions:
+        head = _I32.pack(header.correlation_id) + b"\x00"
+    else:
+        head = _I32.pack(header.correlation_id)
+    parts: list[Any] = [b"", head]
+    _encode_body(body, header.api_version if version is None else version, parts)
     # One copy of the body (a fetch response carries up to max_bytes of records), not two.
-    return b"".join((_I32.pack(len(head) + len(data)), head, data))
+    parts[0] = _I32.pack(sum(map(len, parts)))
+    return b"".join(parts)
 
 
-def _body_bytes(body: ApiMessage, version: int) -> bytes:
-    # Messages produced by the decoder skip __init__ and lack the header slot that encode()
-    # touches; give them one so a decoded message can be re-encoded (proxies, tests).
-    try:
-        body._header  # noqa: B018
-    except AttributeError:
-        body._header = None
-    return body.encode(version=version)
-
-
-def make_response(api_key: int, api_version: int, **fields: Any) -> ApiMessage:
+def make_response(api_key: int, api_version: int, **fields: Any) -> Any:
     """Build a response body of the given API and version from keyword fields."""
-    cls = response_class(api_key)
-    assert cls is not None
-    return cls[api_version](**fields)
+    return _new(api_key, "response", api_version, fields)
 
 
 def response_type(api_key: int) -> Any:
     """The response class, whose nested struct classes build array elements."""
-    cls = response_class(api_key)
-    assert cls is not None
-    return cls
+    return class_for(_schema(api_key, "response"))
 
 
-# --- client side -----------------------------------------------------------------------------
+_classes: dict[tuple[int, str], tuple[type[Message], int, int]] = {}
+
+
+def _new(api_key: int, kind: str, version: int, fields: dict[str, Any]) -> Message:
+    found = _classes.get((api_key, kind))
+    if found is None:
+        schema = _schema(api_key, kind)
+        found = _classes[api_key, kind] = (class_for(schema), *schema.versions)
+    cls, lo, hi = found
+    if not lo <= version <= hi:
+        raise ValueError(f"{cls.__name__} has no version {version} (schemas cover {lo}-{hi})")
+    return cls(**fields)
+
+
+# --- client side -------------------------------------------------------------------------------
 
 def encode_request(api_key: int, api_version: int, correlation_id: int, client_id: str | None,
-                   body: ApiMessage) -> bytes:
+                   body: Message) -> bytes:
     """A whole request frame for a client: size prefix, header v1/v2, body."""
-    flexible = is_flexible(api_key, api_version)
     if client_id is None:
         header = _HEADER_FIXED.pack(api_key, api_version, correlation_id, -1)
     else:
         raw = client_id.encode("utf-8")
         header = _HEADER_FIXED.pack(api_key, api_version, correlation_id, len(raw)) + raw
-    if flexible:
+    if is_flexible(api_key, api_version):
         header += b"\x00"
-    payload = header + _body_bytes(body, api_version)
-    return _I32.pack(len(payload)) + payload
+    parts: list[Any] = [b"", header]
+    _encode_body(body, api_version, parts)
+    parts[0] = _I32.pack(sum(map(len, parts)))
+    return b"".join(parts)
 
 
-def make_request(api_key: int, api_version: int, **fields: Any) -> ApiMessage:
+def make_request(api_key: int, api_version: int, **fields: Any) -> Any:
     """Build a request body of the given API and version from keyword fields."""
-    cls = request_class(api_key)
-    assert cls is not None
-    return cls[api_version](**fields)
+    return _new(api_key, "request", api_version, fields)
 
 
 def decode_response(api_key: int, api_version: int, frame: bytes) -> tuple[int, Any]:
@@ -231,66 +272,67 @@ def decode_response(api_key: int, api_version: int, frame: bytes) -> tuple[int, 
     pos = 4
     if api_key != ApiKey.ApiVersions and is_flexible(api_key, api_version):
         pos = _skip_tagged_fields(frame, pos)
-    cls = response_class(api_key)
-    if cls is None:
-        raise RemoteProtocolError(f"no response schema for API key {api_key}")
     version = api_version
     if (api_key == ApiKey.ApiVersions and len(frame) >= pos + 2
             and _I16.unpack_from(frame, pos)[0] != 0):
         version = 0
-    return correlation_id, _decode(cls, version, frame, pos, "response")
+    return correlation_id, _decode(api_key, "response", version, frame, pos)
 
 
-# --- null checks ----------------------------------------------------------------------------
-# The codec decodes a length of -1 as None even where the schema says the field cannot be null;
-# Kafka rejects such a request as unparseable. Handlers rely on the schema, so the same check
-# runs here, once per request, from a plan compiled per (API, version).
+# --- data payloads and walks -------------------------------------------------------------------
 
-_NullPlan = list[tuple[str, bool, int, Any]]  # (field, nullable, kind, plan of the elements)
-_SIMPLE, _STRUCT, _STRUCT_ARRAY, _SIMPLE_ARRAY = range(4)
-_null_plans: dict[tuple[int, int], _NullPlan] = {}
-_NULLABLE_TYPES = frozenset({"string", "bytes", "records"})
+def encode_data(message: Message, version: int) -> bytes:
+    """A versioned data payload (the consumer protocol's): i16 version, then the body."""
+    parts: list[Any] = [_I16.pack(version)]
+    _encode_body(message, version, parts)
+    return b"".join(parts)
 
 
-def _plan(struct: Any, version: int) -> _NullPlan:
-    plan: _NullPlan = []
-    for name, field in struct.fields.items():
-        if not field.for_version_q(version) or field.tagged_field_q(version):
-            continue
-        nullable = field.nullable_for_version_q(version)
-        if field.is_struct_array():
-            sub = _plan(field.array_of, version)
-            plan.append((name, nullable, _STRUCT_ARRAY if sub else _SIMPLE, sub))
-        elif field.is_struct():
-            plan.append((name, nullable, _STRUCT, _plan(field, version)))
-        elif field.is_array():
-            kind = _SIMPLE_ARRAY if field.array_of.type_str in _NULLABLE_TYPES else _SIMPLE
-            plan.append((name, nullable, kind, None))
-        elif field.type_str in _NULLABLE_TYPES:  # numbers and booleans never decode as null
-            plan.append((name, nullable, _SIMPLE, None))
-    return plan
+def decode_data(name: str, data: bytes) -> tuple[int, Any]:
+    """(version, payload) of a versioned data payload; a version newer than the schema's is read
+    as the newest one known, whose fields it extends (Kafka's forward compatibility rule)."""
+    schema = data_schema(name)
+    if len(data) < 2:
+        raise RemoteProtocolError(f"{name} shorter than its version")
+    (version,) = _I16.unpack_from(data, 0)
+    if version < schema.versions.min:
+        raise RemoteProtocolError(f"{name} has no version {version}")
+    return version, codec.decode(schema, min(version, schema.versions.max), data, 2)[0]
 
 
-def _check(obj: Any, plan: _NullPlan) -> None:
-    for name, nullable, kind, sub in plan:
-        value = getattr(obj, name)
-        if value is None:
-            if not nullable:
-                raise RemoteProtocolError(f"non-nullable field {name} was serialized as null")
-        elif kind == _STRUCT_ARRAY:
-            for item in value:
-                _check(item, sub)
-        elif kind == _STRUCT:
-            _check(value, sub)
-        elif kind == _SIMPLE_ARRAY and None in value:
-            raise RemoteProtocolError(f"an element of {name} was serialized as null")
+_error_paths: dict[tuple[type, int], list[tuple[str, ...]]] = {}
 
 
-def check_non_nullable(api_key: int, api_version: int, body: Any) -> None:
-    """Raise RemoteProtocolError if a field the schema declares non-nullable is null."""
-    key = (api_key, api_version)
-    plan = _null_plans.get(key)
-    if plan is None:
-        cls = request_class(api_key)
-        plan = _null_plans[key] = _plan(cls._struct, api_version) if cls is not None else []
-    _check(body, plan)
+def error_codes(body: Message, depth: int = 3) -> list[int]:
+    """The error codes in a response body: top level and nested arrays (topics, partitions),
+    ``depth`` arrays deep. Every response passes here (metrics), so the paths that lead to an
+    ``error_code`` are found once per response class and only those are followed."""
+    key = (type(body), depth)
+    paths = _error_paths.get(key)
+    if paths is None:
+        paths = _error_paths[key] = _paths_to_error_codes(type(body)._schema, depth)
+    out: list[int] = []
+    for path in paths:
+        _follow(body, path, 0, out)
+    return out
+
+
+def _paths_to_error_codes(struct_schema: Any, depth: int) -> list[tuple[str, ...]]:
+    paths: list[tuple[str, ...]] = []
+    for field in struct_schema.fields:
+        if field.name == "error_code":
+            paths.append((field.name,))
+        elif depth and field.is_array and field.struct is not None:
+            paths += [(field.name, *sub)
+                      for sub in _paths_to_error_codes(field.struct, depth - 1)]
+    return paths
+
+
+def _follow(obj: Any, path: tuple[str, ...], i: int, out: list[int]) -> None:
+    value = getattr(obj, path[i], None)
+    if i == len(path) - 1:
+        if isinstance(value, int):
+            out.append(value)
+    elif isinstance(value, list):
+        for item in value:
+            _follow(item, path, i + 1, out)
