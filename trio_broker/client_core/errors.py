@@ -1,4 +1,5 @@
-"""Client exceptions: one class per Kafka error code, generated from ``ErrorCode``.
+"""Client exceptions: one class per Kafka error code, generated from ``ErrorCode``; every
+client face (the Trio client, the blocking client) raises these.
 
 Why generated: applications catch ``UnknownTopicOrPartitionError`` by name and check
 ``err.retriable`` the way the Java client's exception hierarchy lets them, and a hand-written list
@@ -8,7 +9,7 @@ would drift from the protocol layer's table. Names are the CamelCase of the code
 
 A few errors happen only in the client and carry the code Kafka's Java client would report for
 them: a broken or mismatched connection is a ``NetworkError`` (retriable), a local deadline is a
-``RequestTimedOutError`` (retriable).
+``RequestTimedOutError`` (retriable). Every message is one line, fit to show a user as it is.
 """
 
 from __future__ import annotations
@@ -34,7 +35,16 @@ class KafkaError(Exception):
         super().__init__(message)
 
 
+def error_name(code: int) -> str:
+    """Kafka's name for an error code (``UNKNOWN_TOPIC_OR_PARTITION``), or ``error code N``."""
+    try:
+        return ErrorCode(code).name
+    except ValueError:
+        return f"error code {int(code)}"
+
+
 def describe_code(code: ErrorCode | int) -> str:
+    """``NAME (number)``, for messages that name the code both ways."""
     try:
         return f"{ErrorCode(code).name} ({int(code)})"
     except ValueError:
@@ -75,6 +85,9 @@ RequestTimedOutError: type[KafkaError] = _GENERATED["RequestTimedOutError"]
 UnsupportedVersionError: type[KafkaError] = _GENERATED["UnsupportedVersionError"]
 UnknownTopicOrPartitionError: type[KafkaError] = _GENERATED["UnknownTopicOrPartitionError"]
 OffsetOutOfRangeError: type[KafkaError] = _GENERATED["OffsetOutOfRangeError"]
+SaslAuthenticationFailedError: type[KafkaError] = _GENERATED["SaslAuthenticationFailedError"]
+UnsupportedSaslMechanismError: type[KafkaError] = _GENERATED["UnsupportedSaslMechanismError"]
+IllegalSaslStateError: type[KafkaError] = _GENERATED["IllegalSaslStateError"]
 
 
 class KafkaConnectionError(NetworkError):  # type: ignore[misc,valid-type]
@@ -83,6 +96,11 @@ class KafkaConnectionError(NetworkError):  # type: ignore[misc,valid-type]
 
 class CorrelationIdMismatchError(KafkaConnectionError):
     """A response arrived out of order: the connection is closed, its requests fail retriably."""
+
+
+class InvalidResponseError(KafkaConnectionError):
+    """The broker sent a frame that is too large or does not decode: the connection is unusable.
+    """
 
 
 class KafkaTimeoutError(RequestTimedOutError):  # type: ignore[misc,valid-type]
@@ -129,6 +147,7 @@ __all__ = [
     "ConfigError",
     "CorrelationIdMismatchError",
     "IllegalStateError",
+    "InvalidResponseError",
     "KafkaConnectionError",
     "KafkaError",
     "KafkaTimeoutError",
@@ -136,6 +155,7 @@ __all__ = [
     "describe_code",
     "error_class",
     "error_for",
+    "error_name",
     "raise_for_code",
     *sorted(_GENERATED),
 ]
