@@ -63,6 +63,10 @@ class StickyPartitioner:
     def __init__(self) -> None:
         self._sticky: dict[str, int] = {}
 
+    def current(self, topic: str) -> int | None:
+        """The topic's sticky partition, None before the first keyless record."""
+        return self._sticky.get(topic)
+
     def partition(self, topic: str, available: list[int], num_partitions: int) -> int:
         part = self._sticky.get(topic)
         if part is None:
