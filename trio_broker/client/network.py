@@ -397,6 +397,7 @@ class NetworkClient:
                     self.fatal_error = exc
                     self._updated.set()
                     self._updated = trio.Event()
+                    self._notify()
                 continue
             failures = 0
             self.fatal_error = None

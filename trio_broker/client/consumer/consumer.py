@@ -95,6 +95,7 @@ class Consumer:
     # --- lifecycle ---------------------------------------------------------------------------
 
     async def _start(self, nursery: trio.Nursery) -> None:
+        self._client.add_listener(self._on_cluster_change)
         self._client.start(nursery)
         nursery.start_soon(self._fetcher.run)
         nursery.start_soon(self._positions.run)
@@ -103,6 +104,10 @@ class Consumer:
             nursery.start_soon(self._member.heartbeat_loop)
             if self._auto_commit:
                 nursery.start_soon(self._auto_commit_loop)
+
+    def _on_cluster_change(self) -> None:
+        if self._client.fatal_error is not None:
+            self._fetcher.data_ready.set()  # a waiting getmany raises it
 
     async def _close(self) -> None:
         self._closed = True
