@@ -9,10 +9,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
+import pyarrow  # noqa: F401 - a dev dependency: missing, it fails loudly
+import pyspark  # noqa: F401 - a dev dependency: missing, it fails loudly
 import pytest
-
-pytest.importorskip("pyspark", reason="the Spark stage needs the spark extra")
-pytest.importorskip("pyarrow", reason="the Spark stage needs the spark extra")
 
 
 @pytest.fixture(scope="session")

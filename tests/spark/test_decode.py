@@ -3,10 +3,6 @@
 from __future__ import annotations
 
 import pytest
-
-pytest.importorskip("pyarrow")
-pytest.importorskip("numpy")
-
 from crc32c import crc32c
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import random
 import select
 import signal
 import subprocess
@@ -14,7 +15,8 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-import pytest
+import confluent_kafka
+from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic
 
 from trio_broker.blocking_client import (
     EARLIEST,
@@ -25,9 +27,6 @@ from trio_broker.blocking_client import (
 )
 from trio_broker.protocol.records import build_batch, decode_batches
 from trio_broker.testing import TEST_DEFAULTS, ThreadedBroker
-
-confluent_kafka = pytest.importorskip("confluent_kafka")
-from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic  # noqa: E402
 
 PARTITIONS = 3
 
@@ -180,7 +179,7 @@ def test_kill_9_mid_produce_then_torn_tail(tmp_path, free_port):
     assert len(list(partition_dir.glob("*.log"))) > 1  # several segments, the tail one torn
     size_before = active.stat().st_size
     torn = _batch(10**6)
-    garbage = torn[: len(torn) // 2] + os.urandom(100)  # a torn write, then junk
+    garbage = torn[: len(torn) // 2] + random.Random(7).randbytes(100)  # a torn write, junk
     with open(active, "ab") as f:
         f.write(garbage)
 

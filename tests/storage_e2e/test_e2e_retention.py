@@ -5,13 +5,12 @@ from __future__ import annotations
 
 import time
 
+import confluent_kafka
 import pytest
 
 from trio_broker.blocking_client import EARLIEST, LATEST, BlockingClient, TopicPartition
 from trio_broker.protocol.errors import ErrorCode
 from trio_broker.protocol.records import build_batch
-
-confluent_kafka = pytest.importorskip("confluent_kafka")
 
 BATCH_RECORDS = 10
 
