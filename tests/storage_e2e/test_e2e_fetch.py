@@ -3,6 +3,8 @@ by timestamp, raw and through a real client."""
 
 from __future__ import annotations
 
+import confluent_kafka
+
 from tests.wire import (
     EARLIEST,
     LATEST,
@@ -99,7 +101,6 @@ async def test_list_offsets_by_timestamp(trio_broker):
 
 
 def test_offsets_for_times_through_confluent(kafka_broker, unique_topic):
-    import confluent_kafka
     topic = kafka_broker.create_topic(unique_topic("times"), 1)
     producer = confluent_kafka.Producer({"bootstrap.servers": kafka_broker.bootstrap_servers})
     for i in range(100):

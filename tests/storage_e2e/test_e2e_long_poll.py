@@ -6,6 +6,7 @@ from __future__ import annotations
 import statistics
 import time
 
+import confluent_kafka
 import trio
 
 from tests.wire import RawClient, fetch_body, produce, records_of
@@ -90,7 +91,6 @@ async def test_parked_fetches_do_not_starve_producers(trio_broker):
 
 
 def test_confluent_consumer_gets_a_record_before_its_max_wait(kafka_broker, unique_topic):
-    import confluent_kafka
     topic = kafka_broker.create_topic(unique_topic("long-poll"), 1)
     bootstrap = kafka_broker.bootstrap_servers
     consumer = confluent_kafka.Consumer({

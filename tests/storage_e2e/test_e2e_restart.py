@@ -179,7 +179,7 @@ def test_kill_9_mid_produce_then_torn_tail(tmp_path, free_port):
     assert len(list(partition_dir.glob("*.log"))) > 1  # several segments, the tail one torn
     size_before = active.stat().st_size
     torn = _batch(10**6)
-    garbage = torn[: len(torn) // 2] + random.Random(7).randbytes(100)  # a torn write, junk
+    garbage = torn[: len(torn) // 2] + random.Random(179).randbytes(100)  # torn write, junk
     with open(active, "ab") as f:
         f.write(garbage)
 
