@@ -55,6 +55,8 @@ class RecordAccumulator:
         #: a new batch was opened since the caller last yielded to other tasks
         self.yield_needed = False
         self.closing = False
+        #: set by the sender when nothing can be sent any more (InitProducerId refused)
+        self.fatal_error: BaseException | None = None
         self._sticky = StickyPartitioner()
         self._key_hashes: dict[bytes, int] = {}
         self._available: Callable[[str], list[int]] = lambda topic: []
@@ -91,6 +93,8 @@ class RecordAccumulator:
             if self.closing:
                 raise IllegalStateError("the producer is closed")
             return None
+        if self.fatal_error is not None:
+            raise self.fatal_error
         size = RECORD_OVERHEAD
         if value is not None:
             size += len(value)
@@ -133,7 +137,7 @@ class RecordAccumulator:
 
     def _sticky_partition(self, topic: str, parts: list[PartitionQueue], size: int) -> int:
         sticky = self._sticky
-        partition = sticky.current(topic)
+        partition = sticky.sticky.get(topic)
         if partition is None:
             return sticky.next_partition(topic, self._available(topic), len(parts), None)
         state = parts[partition]

@@ -121,7 +121,7 @@ class Producer:
         yields to other tasks each time it starts a new batch.
         """
         accumulator = self._accumulator
-        future = self._append(topic, value, key, headers, partition, timestamp_ms)
+        future = accumulator.append(topic, value, key, headers, partition, timestamp_ms)
         if future is not None:
             if accumulator.yield_needed:
                 accumulator.yield_needed = False
@@ -138,7 +138,7 @@ class Producer:
                 elif accumulator.free_memory < accumulator.memory_wanted:
                     waiting_for = "buffer.memory to be freed"
                     await accumulator.memory_freed.wait()
-                future = self._append(topic, value, key, headers, partition, timestamp_ms)
+                future = accumulator.append(topic, value, key, headers, partition, timestamp_ms)
                 if future is not None:
                     accumulator.yield_needed = False
                     await trio.lowlevel.checkpoint()
@@ -154,7 +154,7 @@ class Producer:
         The topic must already be known (one earlier ``send_soon``/``send`` to it suffices).
         """
         accumulator = self._accumulator
-        future = self._append(topic, value, key, headers, partition, timestamp_ms)
+        future = accumulator.append(topic, value, key, headers, partition, timestamp_ms)
         if future is None:
             if topic not in accumulator.partitions:
                 raise BufferExhaustedError(f"topic {topic!r} is not known yet: send to it with "
@@ -163,12 +163,6 @@ class Producer:
                                        "full")
         accumulator.yield_needed = False
         return future
-
-    def _append(self, topic: str, value: bytes | None, key: bytes | None, headers: Headers,
-                partition: int | None, timestamp_ms: int | None) -> RecordFuture | None:
-        if self._sender.fatal_error is not None and topic in self._accumulator.partitions:
-            raise self._sender.fatal_error
-        return self._accumulator.append(topic, value, key, headers, partition, timestamp_ms)
 
     async def flush(self) -> None:
         """Send every queued record now and wait until each is acknowledged or failed."""

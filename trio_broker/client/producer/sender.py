@@ -62,8 +62,6 @@ class Sender:
         self.wakeup = Wakeup()
         self.flushing = 0
         self.closed = False
-        #: set when nothing can be sent any more (an authorization failure of InitProducerId)
-        self.fatal_error: KafkaError | None = None
 
     async def run(self) -> None:
         while True:
@@ -107,7 +105,7 @@ class Sender:
                 self._client, accumulator.partitions.values())
         except KafkaError as exc:  # e.g. an authorization failure: nothing can be sent
             LOGGER.error("InitProducerId failed: %r", exc)
-            self.fatal_error = exc
+            accumulator.fatal_error = exc
             accumulator.fail_all(exc)
             return math.inf
         if failure is not None:
