@@ -16,8 +16,8 @@ from pathlib import Path
 import confluent_kafka
 import pytest
 
-from .checks import check_exactly_once, value_of
-from .harness import ProxiedBroker
+from tests.idempotence.checks import check_exactly_once, value_of
+from tests.idempotence.harness import ProxiedBroker
 
 LOGGER = logging.getLogger(__name__)
 

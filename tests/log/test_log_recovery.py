@@ -3,8 +3,8 @@ import random
 from pathlib import Path
 
 import pytest
-from log_helpers import SMALL, append, make_batch, open_log
 
+from tests.log.log_helpers import SMALL, append, make_batch, open_log
 from trio_broker.log import LogManager
 from trio_broker.log.segment import LogSegment
 from trio_broker.protocol.batch import read_batch_header

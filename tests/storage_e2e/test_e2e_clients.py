@@ -10,7 +10,7 @@ import time
 import confluent_kafka
 import pytest
 
-from trio_broker._blocking_client import partition_for_key
+from trio_broker.blocking_client import partition_for_key
 
 RECORDS = 10_000
 PARTITIONS = 3
