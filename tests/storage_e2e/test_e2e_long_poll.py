@@ -119,7 +119,7 @@ async def test_parked_fetch_answers_at_once_when_its_topic_is_deleted(trio_broke
     consumer = await _connect(trio_broker)
     admin = await _connect(trio_broker)
     started = trio.current_time()
-    await consumer.send(ApiKey.Fetch, 11, **fetch_fields("doomed", {0: 0}, max_wait_ms=30_000))
+    await consumer.send(ApiKey.Fetch, 11, body=fetch_body("doomed", {0: 0}, max_wait_ms=30_000))
     with trio.fail_after(5):
         while len(trio_broker.state.fetch_purgatory) < 1:  # noqa: ASYNC110
             await trio.sleep(0.01)
