@@ -60,15 +60,23 @@ def test_with_overrides_parses_kafka_names() -> None:
 @pytest.mark.parametrize(
     ("key", "value", "expected"),
     [
-        ("retention.ms", "abc", "expected an integer"),
-        ("retention.ms", "-2", "[-1,"),
-        ("segment.bytes", "10", "[14,"),
-        ("message.timestamp.type", "Now", "CreateTime, LogAppendTime"),
-        ("cleanup.policy", "shred", "delete, compact"),
-        ("flush.messages", "0", "[1,"),
-        ("made.up", "1", "unknown topic config"),
-        ("compression.type", "brotli", "uncompressed, zstd, lz4, snappy, gzip, producer"),
-        ("min.insync.replicas", "0", "[1,"),
+        ("retention.ms", "abc", "Invalid value abc for configuration retention.ms: "
+         "Not a number of type LONG"),
+        ("retention.ms", "-2", "Invalid value -2 for configuration retention.ms: "
+         "Value must be at least -1"),
+        ("segment.bytes", "10", "Value must be at least 14"),
+        ("message.timestamp.type", "Now", "String must be one of: CreateTime, LogAppendTime"),
+        ("cleanup.policy", "shred", "Invalid value shred for configuration cleanup.policy: "
+         "String must be one of: compact, delete"),
+        ("flush.messages", "0", "Value must be at least 1"),
+        ("made.up", "1", "Unknown topic config name: made.up"),
+        ("compression.type", "brotli", "String must be one of: uncompressed, zstd, lz4, snappy, "
+         "gzip, producer"),
+        ("min.insync.replicas", "0", "Value must be at least 1"),
+        ("min.cleanable.dirty.ratio", "1.5", "Value must be no more than 1"),
+        ("unclean.leader.election.enable", "yes", "Expected value to be either true or false"),
+        ("compression.gzip.level", "0", "Value must be between 1 and 9 or equal to -1"),
+        ("leader.replication.throttled.replicas", "0-1", "must be the literal '*'"),
     ],
 )
 def test_invalid_overrides(key: str, value: str, expected: str) -> None:

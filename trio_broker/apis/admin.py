@@ -210,7 +210,7 @@ async def handle_describe_configs(ctx: HandlerContext,
     return ctx.response(throttle_time_ms=0, results=results)
 
 
-def _broker_defaults(broker: BrokerState) -> dict[str, str]:
+def _broker_defaults(broker: BrokerState) -> dict[str, str | None]:
     """Topic config values implied by the broker's config (before any topic override)."""
     return log_config_from(broker.config).to_topic_configs()
 
