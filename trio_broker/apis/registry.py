@@ -14,7 +14,18 @@ from collections.abc import Awaitable, Callable
 from ..protocol.api_keys import SUPPORTED_VERSIONS, ApiKey, VersionRange
 from ..protocol.errors import ErrorCode
 from ..protocol.messages import response_type
-from . import admin, fetch, groups, init_producer_id, list_offsets, metadata, offsets, produce, sasl
+from . import (
+    admin,
+    configs,
+    fetch,
+    groups,
+    init_producer_id,
+    list_offsets,
+    metadata,
+    offsets,
+    produce,
+    sasl,
+)
 from .bodies import ApiVersionsRequest, RequestBody, Struct
 from .context import HandlerContext, HandlerResult
 
@@ -57,11 +68,12 @@ HANDLERS: dict[int, Handler] = {
     ApiKey.CreateTopics: admin.handle_create_topics,
     ApiKey.DeleteTopics: admin.handle_delete_topics,
     ApiKey.InitProducerId: init_producer_id.handle_init_producer_id,
-    ApiKey.DescribeConfigs: admin.handle_describe_configs,
-    ApiKey.AlterConfigs: admin.handle_alter_configs,
+    ApiKey.DescribeConfigs: configs.handle_describe_configs,
+    ApiKey.AlterConfigs: configs.handle_alter_configs,
     ApiKey.SaslAuthenticate: sasl.handle_sasl_authenticate,
     ApiKey.CreatePartitions: admin.handle_create_partitions,
     ApiKey.DeleteGroups: groups.delete_groups,
+    ApiKey.IncrementalAlterConfigs: configs.handle_incremental_alter_configs,
 }
 
 

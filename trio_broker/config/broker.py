@@ -249,13 +249,16 @@ class BrokerConfig:
 
     def evolve(self, **changes: Any) -> BrokerConfig:
         """A copy with ``changes`` (Python or Kafka key names) applied and validated."""
-        values: dict[str, Any] = {name: getattr(self, name.replace(".", "_"))
-                                  for name in HONOURED_KEYS}
+        values: dict[str, Any] = {}
+        for name, key in HONOURED_KEYS.items():
+            value = getattr(self, name.replace(".", "_"))
+            if name not in self.originals and value != _to_list_text(key.default):
+                values[name] = value  # set in code rather than read from a source
         values.update(self.originals)
         origins = dict(self.origins)
-        for key in normalise(changes, "override"):
-            origins[key] = "override"
-        values.update(normalise(changes, "override"))
+        changed = normalise(changes, "override")
+        origins.update(dict.fromkeys(changed, "override"))
+        values.update(changed)
         return build_config(values, origins)
 
 

@@ -45,11 +45,12 @@ SUPPORTED_VERSIONS: dict[ApiKey, VersionRange] = {
     ApiKey.CreateTopics: VersionRange(2, 4),
     ApiKey.DeleteTopics: VersionRange(1, 3),
     ApiKey.InitProducerId: VersionRange(0, 1),
-    ApiKey.DescribeConfigs: VersionRange(1, 1),
-    ApiKey.AlterConfigs: VersionRange(0, 1),
+    ApiKey.DescribeConfigs: kafka_range(ApiKey.DescribeConfigs),
+    ApiKey.AlterConfigs: kafka_range(ApiKey.AlterConfigs),
     ApiKey.SaslAuthenticate: VersionRange(0, 1),
     ApiKey.CreatePartitions: VersionRange(0, 1),
     ApiKey.DeleteGroups: VersionRange(0, 1),
+    ApiKey.IncrementalAlterConfigs: kafka_range(ApiKey.IncrementalAlterConfigs),
 }
 
 
