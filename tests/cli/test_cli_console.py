@@ -9,11 +9,10 @@ import sys
 import time
 from pathlib import Path
 
+import confluent_kafka
 import pytest
 
 from trio_broker.cli import main
-
-confluent_kafka = pytest.importorskip("confluent_kafka")
 
 
 def _closed_port() -> int:

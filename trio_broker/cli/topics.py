@@ -8,14 +8,12 @@ Metadata names (Kafka answers NOT_CONTROLLER elsewhere); offsets are asked of ea
 from __future__ import annotations
 
 import argparse
-import sys
-from typing import Any
+from collections.abc import Callable
 
 from rich.console import Console
 from rich.table import Table
 
-from ._blocking_client import (
-    DEFAULT_BOOTSTRAP,
+from .._blocking_client import (
     EARLIEST,
     LATEST,
     BlockingClient,
@@ -23,11 +21,9 @@ from ._blocking_client import (
     KafkaResponseError,
     TopicInfo,
 )
-from .protocol.errors import ErrorCode
-
-
-class UsageError(Exception):
-    """Bad command-line input (exit code 2)."""
+from ..protocol.errors import ErrorCode
+from .base import Tool, UsageError
+from .connect import add_bootstrap_argument, open_client
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -52,27 +48,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     delete.add_argument("--if-exists", action="store_true",
                         help="succeed quietly if a topic does not exist")
     for p in (create, listing, describe, delete):
-        p.add_argument("--bootstrap-server", default=DEFAULT_BOOTSTRAP, metavar="HOST:PORT",
-                       help=f"broker(s) to connect to (default {DEFAULT_BOOTSTRAP})")
+        add_bootstrap_argument(p)
         p.add_argument("--timeout", type=float, default=10.0, metavar="SECONDS",
                        help="socket timeout per request (default 10)")
 
 
-def main(args: argparse.Namespace) -> int:
-    try:
-        client = BlockingClient(args.bootstrap_server, timeout_s=args.timeout)
-    except ValueError as exc:  # a bad --bootstrap-server
-        print(f"trio-broker topics: {exc}", file=sys.stderr)
-        return 2
-    try:
-        with client:
-            return _COMMANDS[args.topics_command](client, args)
-    except UsageError as exc:
-        print(f"trio-broker topics: {exc}", file=sys.stderr)
-        return 2
-    except ClientError as exc:
-        print(f"trio-broker topics: {exc}", file=sys.stderr)
-        return 1
+def run(args: argparse.Namespace) -> int:
+    with open_client(args, timeout_s=args.timeout) as client:
+        return _ACTIONS[args.topics_command](client, args)
 
 
 def console() -> Console:
@@ -188,5 +171,7 @@ def _offset(value: int | None) -> str:
     return "-" if value is None else str(value)
 
 
-_COMMANDS: dict[str, Any] = {"create": _create, "list": _list, "describe": _describe,
-                             "delete": _delete}
+_ACTIONS: dict[str, Callable[[BlockingClient, argparse.Namespace], int]] = {
+    "create": _create, "list": _list, "describe": _describe, "delete": _delete}
+
+TOPICS = Tool(add_arguments, run)

@@ -27,20 +27,20 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from ._blocking_client import (
-    DEFAULT_BOOTSTRAP,
+from .._blocking_client import (
     EARLIEST,
     LATEST,
     BlockingClient,
-    ClientError,
     KafkaResponseError,
     TopicInfo,
     partition_for_key,
 )
-from .protocol.batch import iter_batches
-from .protocol.compression import Compression
-from .protocol.errors import CorruptRecordError, ErrorCode, UnsupportedCompressionError
-from .protocol.records import build_batch, decode_records
+from ..protocol.batch import iter_batches
+from ..protocol.compression import Compression
+from ..protocol.errors import CorruptRecordError, ErrorCode, UnsupportedCompressionError
+from ..protocol.records import build_batch, decode_records
+from .base import CommandError, Tool, UsageError
+from .connect import add_bootstrap_argument, open_client
 
 _CODECS = {c.name.lower(): c for c in Compression}
 _ACKS = {"0": 0, "1": 1, "all": -1, "-1": -1}
@@ -49,21 +49,11 @@ _MAX_RECORDS_PER_BATCH = 10_000
 _FLUSH = object()
 
 
-class UsageError(Exception):
-    """Bad command-line input (exit code 2)."""
-
-
 def _common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("topic", metavar="TOPIC")
-    parser.add_argument("--bootstrap-server", default=DEFAULT_BOOTSTRAP, metavar="HOST:PORT",
-                        help=f"broker(s) to connect to (default {DEFAULT_BOOTSTRAP})")
+    add_bootstrap_argument(parser)
     parser.add_argument("--request-timeout-ms", type=int, default=30_000, metavar="MS",
                         help="how long to wait for any one answer (default 30000)")
-
-
-def _fail(command: str, message: object, code: int) -> int:
-    print(f"trio-broker {command}: {message}", file=sys.stderr)
-    return code
 
 
 # --- produce ---------------------------------------------------------------------------------
@@ -88,24 +78,14 @@ def add_produce_arguments(parser: argparse.ArgumentParser) -> None:
                         help="send what is gathered once input pauses this long (default 50)")
 
 
-def main_produce(args: argparse.Namespace) -> int:
-    try:
-        client = BlockingClient(args.bootstrap_server,
-                                timeout_s=args.request_timeout_ms / 1000)
-    except ValueError as exc:
-        return _fail("produce", exc, 2)
-    try:
+def run_produce(args: argparse.Namespace) -> int:
+    with open_client(args, timeout_s=args.request_timeout_ms / 1000) as client:
         if args.key_separator == "":
             raise UsageError("--key-separator must not be empty")
         if args.batch_size < 1:
             raise UsageError("--batch-size must be at least 1")
-        with client:
-            producer = _ConsoleProducer(client, args)
-            producer.run(_stdin_chunks(args.linger_ms / 1000))
-    except UsageError as exc:
-        return _fail("produce", exc, 2)
-    except ClientError as exc:
-        return _fail("produce", exc, 1)
+        producer = _ConsoleProducer(client, args)
+        producer.run(_stdin_chunks(args.linger_ms / 1000))
     print(f"Produced {producer.produced} record(s) to {args.topic}.", file=sys.stderr)
     return 0
 
@@ -153,8 +133,8 @@ class _ConsoleProducer:
         if self.separator is not None:
             key, sep, value = line.partition(self.separator)
             if not sep:
-                raise ClientError(f"no key separator {self.args.key_separator!r} on line "
-                                  f"{self.line_number}")
+                raise CommandError(f"no key separator {self.args.key_separator!r} on line "
+                                   f"{self.line_number}")
         else:
             value = line
         if self.args.partition is not None:
@@ -250,27 +230,16 @@ def add_consume_arguments(parser: argparse.ArgumentParser) -> None:
                         metavar="BYTES", help="per-partition fetch limit (default 1048576)")
 
 
-def main_consume(args: argparse.Namespace) -> int:
-    try:
-        client = BlockingClient(args.bootstrap_server,
-                                timeout_s=args.request_timeout_ms / 1000)
-    except ValueError as exc:
-        return _fail("consume", exc, 2)
-    consumer = None
-    try:
+def run_consume(args: argparse.Namespace) -> int:
+    with open_client(args, timeout_s=args.request_timeout_ms / 1000) as client:
         props = _parse_properties(args.property)
         start = _start_position(args)
         if args.max_messages is not None and args.max_messages < 0:
             raise UsageError("--max-messages must not be negative")
-        with client:
-            consumer = _ConsoleConsumer(client, args, props, start)
+        consumer = _ConsoleConsumer(client, args, props, start)
+        try:
             consumer.run()
-    except UsageError as exc:
-        return _fail("consume", exc, 2)
-    except ClientError as exc:
-        return _fail("consume", exc, 1)
-    finally:
-        if consumer is not None:
+        finally:
             sys.stdout.flush()
             print(f"Processed a total of {consumer.printed} messages", file=sys.stderr)
     return 0
@@ -390,7 +359,7 @@ class _ConsoleConsumer:
                         return printed
                 self.positions[partition] = position = max(position, header.next_offset)
         except (CorruptRecordError, UnsupportedCompressionError) as exc:
-            raise ClientError(f"cannot decode a batch of {self.topic.name}-{partition} at "
+            raise CommandError(f"cannot decode a batch of {self.topic.name}-{partition} at "
                               f"offset {position}: {exc}") from None
         return printed
 
@@ -439,29 +408,30 @@ def add_dump_log_arguments(parser: argparse.ArgumentParser) -> None:
                         help="also print every record: offset, timestamp, key, value, headers")
 
 
-def main_dump_log(args: argparse.Namespace) -> int:
-    from .log import dump_segment
+def run_dump_log(args: argparse.Namespace) -> int:
+    """Dump every file given; a bad one is reported and the rest are still dumped (exit 1)."""
+    from ..log import dump_segment
 
-    status = 0
+    failures = []
     for name in args.files:
         path = Path(name)
         if not path.is_file():
-            _fail("dump-log", f"{name}: no such file", 1)
-            status = 1
+            failures.append(f"{name}: no such file")
             continue
         if path.suffix not in (".log", ".index", ".timeindex"):
-            _fail("dump-log", f"{name}: not a .log, .index or .timeindex file", 1)
-            status = 1
+            failures.append(f"{name}: not a .log, .index or .timeindex file")
             continue
         try:
             for line in dump_segment(path, print_records=args.print_data_log):
                 print(line)
         except OSError as exc:
-            _fail("dump-log", f"{name}: {exc.strerror or exc}", 1)
-            status = 1
-    return status
+            failures.append(f"{name}: {exc.strerror or exc}")
+    if failures:
+        raise CommandError("; ".join(failures))
+    return 0
 
 
-__all__ = ["add_consume_arguments", "add_dump_log_arguments", "add_produce_arguments",
-           "main_consume", "main_dump_log", "main_produce"]
+PRODUCE = Tool(add_produce_arguments, run_produce)
+CONSUME = Tool(add_consume_arguments, run_consume)
+DUMP_LOG = Tool(add_dump_log_arguments, run_dump_log)
 

@@ -16,17 +16,14 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from ._blocking_client import BrokerConnection, ClientError, parse_address
-from .coordinator.consumer_protocol import PayloadError, decode_assignment
-from .protocol.api_keys import ApiKey, request_class
-from .protocol.errors import ErrorCode
+from .._blocking_client import BrokerConnection, ClientError, parse_address
+from ..coordinator.consumer_protocol import PayloadError, decode_assignment
+from ..protocol.api_keys import ApiKey, request_class
+from ..protocol.errors import ErrorCode
+from .base import CommandError, Tool, UsageError
+from .connect import add_bootstrap_argument, client_errors
 
-DEFAULT_BOOTSTRAP = "127.0.0.1:9092"
 _LATEST = -1
-
-
-class CommandError(Exception):
-    """A one-line failure message for the user."""
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -35,23 +32,22 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     describe = sub.add_parser("describe", help="members, assignments, committed offsets, lag")
     describe.add_argument("group", metavar="GROUP")
     for p in (listing, describe):
-        p.add_argument("--bootstrap-server", default=DEFAULT_BOOTSTRAP, metavar="HOST:PORT",
-                       help=f"a broker to ask (default {DEFAULT_BOOTSTRAP})")
+        add_bootstrap_argument(p, what="a broker to ask")
         p.add_argument("--timeout", type=float, default=10.0, metavar="SECONDS",
                        help="socket timeout per request (default 10)")
 
 
-def main(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace) -> int:
     console = Console()
     try:
         host, port = parse_address(args.bootstrap_server)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    with client_errors():
         if args.groups_command == "list":
             list_groups(console, host, port, timeout_s=args.timeout)
         else:
             describe_group(console, host, port, args.group, timeout_s=args.timeout)
-    except (ClientError, CommandError, ValueError) as exc:
-        print(f"trio-broker groups: {exc}", file=sys.stderr)
-        return 1
     return 0
 
 
@@ -201,3 +197,6 @@ def _check(error_code: int, what: str) -> None:
         except ValueError:
             name = str(error_code)
         raise CommandError(f"{what} failed: {name}")
+
+
+GROUPS = Tool(add_arguments, run)
