@@ -10,6 +10,31 @@ from pathlib import Path
 
 import pytest
 
+from tests.mock_cluster import MockCluster
+from tests.security_files import TlsFiles, make_tls_files, make_users_file
+
+
+@pytest.fixture
+def mock_cluster() -> Iterator[MockCluster]:
+    """librdkafka's mock cluster with three brokers (a Kafka that is not ours)."""
+    cluster = MockCluster(3)
+    try:
+        yield cluster
+    finally:
+        cluster.close()
+
+
+@pytest.fixture(scope="session")
+def tls_files(tmp_path_factory: pytest.TempPathFactory) -> TlsFiles:
+    """A CA, a server certificate for 127.0.0.1 and localhost, and a client certificate."""
+    return make_tls_files(tmp_path_factory.mktemp("tls"))
+
+
+@pytest.fixture(scope="session")
+def users_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A SASL credentials file with ``security_files.USERS`` and ``ligature``."""
+    return make_users_file(tmp_path_factory.mktemp("sasl") / "users.json")
+
 
 @pytest.fixture
 def free_port() -> int:

@@ -17,9 +17,10 @@ from trio_broker.client.assignors import (
     encode_assignment,
     encode_subscription,
 )
-from trio_broker.client.backoff import ExponentialBackoff
-from trio_broker.client.config import PRODUCER_DEFAULTS, normalize, parse_bootstrap
-from trio_broker.client.partitioner import StickyPartitioner, murmur2, partition_for_key
+from trio_broker.client.config import PRODUCER_DEFAULTS, normalize
+from trio_broker.client_core.backoff import ExponentialBackoff
+from trio_broker.client_core.bootstrap import parse_bootstrap
+from trio_broker.client_core.partitioner import StickyPartitioner, murmur2, partition_for_key
 from trio_broker.protocol.errors import ErrorCode
 
 # Kafka's UtilsTest.testMurmur2 (org.apache.kafka.common.utils)

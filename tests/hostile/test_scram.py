@@ -9,6 +9,7 @@ import os
 
 import pytest
 
+from trio_broker.client_core.sasl import ScramClient
 from trio_broker.protocol.api_keys import ApiKey
 from trio_broker.protocol.errors import ErrorCode
 from trio_broker.security import (
@@ -16,7 +17,6 @@ from trio_broker.security import (
     SaslAuthenticator,
     SaslSettings,
     SaslState,
-    ScramClient,
     ScramServer,
     add_user,
     remove_user,

@@ -12,15 +12,16 @@ from typing import Any
 import pytest
 import trio
 
-from tests.hostile.conftest import LIGATURE_PASSWORD, TlsFiles, password
 from tests.raw_client import RawClient, size_prefix
+from tests.security_files import LIGATURE_PASSWORD, TlsFiles, password
 from trio_broker import open_broker
+from trio_broker.client_core.sasl import ScramClient
 from trio_broker.config import ConfigError
 from trio_broker.protocol.api_keys import ApiKey, request_class
 from trio_broker.protocol.batch import read_batch_header
 from trio_broker.protocol.errors import ErrorCode
 from trio_broker.protocol.records import build_batch, decode_batches
-from trio_broker.security import ScramClient, add_user
+from trio_broker.security import add_user
 from trio_broker.testing import ThreadedBroker
 
 API_VERSIONS, METADATA = ApiKey.ApiVersions, ApiKey.Metadata

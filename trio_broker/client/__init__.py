@@ -4,6 +4,9 @@
 background task of a client lives in the nursery they own and stops when the block is left.
 """
 
+from ..client_core.errors import KafkaError as KafkaError
+from ..client_core.partitioner import murmur2 as murmur2
+from ..client_core.partitioner import partition_for_key as partition_for_key
 from . import errors as errors
 from .admin import Admin as Admin
 from .admin import NewTopic as NewTopic
@@ -12,12 +15,9 @@ from .consumer import Consumer as Consumer
 from .consumer import ConsumerRebalanceListener as ConsumerRebalanceListener
 from .consumer import OffsetAndMetadata as OffsetAndMetadata
 from .consumer import open_consumer as open_consumer
-from .errors import KafkaError as KafkaError
 from .fetcher import ConsumerRecord as ConsumerRecord
 from .metadata import TopicPartition as TopicPartition
 from .offsets import OffsetAndTimestamp as OffsetAndTimestamp
-from .partitioner import murmur2 as murmur2
-from .partitioner import partition_for_key as partition_for_key
 from .producer import Producer as Producer
 from .producer import RecordFuture as RecordFuture
 from .producer import RecordMetadata as RecordMetadata

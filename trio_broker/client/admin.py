@@ -17,11 +17,11 @@ from typing import Any, NamedTuple
 
 import trio
 
+from ..client_core.errors import KafkaError, KafkaTimeoutError, describe_code, error_for
 from ..protocol.api_keys import ApiKey, request_class
 from ..protocol.errors import ErrorCode
 from .assignors import ProtocolPayloadError, decode_assignment
 from .config import ADMIN_DEFAULTS, normalize
-from .errors import KafkaError, KafkaTimeoutError, describe_code, error_for
 from .group import CoordinatorLookup, fetch_committed
 from .metadata import BrokerInfo, PartitionInfo, TopicPartition
 from .network import NetworkClient

@@ -11,7 +11,7 @@ import itertools
 from collections.abc import Mapping
 from typing import Any
 
-from .errors import ConfigError
+from ..client_core.errors import ConfigError
 
 _COMMON: dict[str, Any] = {
     "bootstrap.servers": None,
@@ -122,22 +122,3 @@ def _to_int(name: str, value: Any) -> int:
         return int(value)
     except (TypeError, ValueError):
         raise ConfigError(f"config {name!r} must be an integer, got {value!r}") from None
-
-
-def parse_bootstrap(servers: str | list[str] | tuple[str, ...]) -> list[tuple[str, int]]:
-    """``"h1:9092,h2:9093"`` (or a list of ``host:port``) as (host, port) pairs."""
-    items = servers.split(",") if isinstance(servers, str) else list(servers)
-    out: list[tuple[str, int]] = []
-    for item in items:
-        item = item.strip()
-        if not item:
-            continue
-        if "://" in item:
-            item = item.split("://", 1)[1]
-        host, sep, port = item.rpartition(":")
-        if not sep or not port.isdigit():
-            raise ConfigError(f"bootstrap server {item!r} is not host:port")
-        out.append((host.strip("[]"), int(port)))
-    if not out:
-        raise ConfigError("bootstrap.servers names no server")
-    return out

@@ -38,11 +38,7 @@ from typing import Any
 
 import trio
 
-from ..protocol.api_keys import SUPPORTED_VERSIONS, ApiKey
-from ..protocol.errors import ErrorCode, RemoteProtocolError
-from ..protocol.framing import NEED_DATA, FrameDecoder
-from ..protocol.messages import decode_response, encode_request, make_request
-from .errors import (
+from ..client_core.errors import (
     CorrelationIdMismatchError,
     KafkaConnectionError,
     KafkaError,
@@ -50,6 +46,10 @@ from .errors import (
     UnsupportedVersionError,
     describe_code,
 )
+from ..protocol.api_keys import SUPPORTED_VERSIONS, ApiKey
+from ..protocol.errors import ErrorCode, RemoteProtocolError
+from ..protocol.framing import NEED_DATA, FrameDecoder
+from ..protocol.messages import decode_response, encode_request, make_request
 
 LOGGER = logging.getLogger(__name__)
 

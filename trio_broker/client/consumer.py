@@ -27,15 +27,15 @@ from typing import Any, Protocol
 import trio
 import trio.lowlevel
 
-from ..protocol.api_keys import ApiKey, request_class
-from .config import CONSUMER_DEFAULTS, normalize
-from .errors import (
+from ..client_core.errors import (
     ConfigError,
     IllegalStateError,
     KafkaError,
     NoOffsetForPartitionError,
     OffsetOutOfRangeError,
 )
+from ..protocol.api_keys import ApiKey, request_class
+from .config import CONSUMER_DEFAULTS, normalize
 from .fetcher import ConsumerRecord, Fetcher, PartitionState
 from .group import CoordinatorLookup, GroupMember, commit_offsets, fetch_committed
 from .metadata import TopicPartition

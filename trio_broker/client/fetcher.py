@@ -34,11 +34,11 @@ from typing import Any, NamedTuple
 
 import trio
 
+from ..client_core.errors import KafkaError, describe_code, error_for
 from ..protocol.api_keys import ApiKey, request_class
 from ..protocol.batch import BATCH_HEADER_SIZE, LOG_APPEND_TIME, iter_batches, verify_crc
 from ..protocol.compression import decompress
 from ..protocol.errors import CorruptRecordError, ErrorCode
-from .errors import KafkaError, describe_code, error_for
 from .metadata import TopicPartition
 from .network import NetworkClient, Wakeup
 

@@ -26,6 +26,13 @@ from typing import Any
 
 import trio
 
+from ..client_core.errors import (
+    ConfigError,
+    KafkaConnectionError,
+    KafkaError,
+    describe_code,
+    error_for,
+)
 from ..protocol.api_keys import ApiKey, request_class
 from ..protocol.errors import ErrorCode
 from .assignors import (
@@ -36,7 +43,6 @@ from .assignors import (
     encode_assignment,
     encode_subscription,
 )
-from .errors import ConfigError, KafkaConnectionError, KafkaError, describe_code, error_for
 from .metadata import TopicPartition
 from .network import NetworkClient, Wakeup
 

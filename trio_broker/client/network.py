@@ -28,18 +28,18 @@ from typing import Any
 
 import trio
 
-from ..protocol.api_keys import ApiKey, request_class
-from ..protocol.errors import ErrorCode
-from .backoff import ExponentialBackoff
-from .config import parse_bootstrap
-from .connection import BodySpec, BrokerConnection
-from .errors import (
+from ..client_core.backoff import ExponentialBackoff
+from ..client_core.bootstrap import parse_bootstrap
+from ..client_core.errors import (
     KafkaConnectionError,
     KafkaError,
     KafkaTimeoutError,
     describe_code,
     error_for,
 )
+from ..protocol.api_keys import ApiKey, request_class
+from ..protocol.errors import ErrorCode
+from .connection import BodySpec, BrokerConnection
 from .metadata import ClusterMetadata, TopicInfo
 
 LOGGER = logging.getLogger(__name__)

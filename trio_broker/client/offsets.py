@@ -12,9 +12,9 @@ from typing import Any, NamedTuple
 
 import trio
 
+from ..client_core.errors import KafkaError, KafkaTimeoutError, describe_code, error_for
 from ..protocol.api_keys import ApiKey, request_class
 from ..protocol.errors import ErrorCode
-from .errors import KafkaError, KafkaTimeoutError, describe_code, error_for
 from .metadata import TopicPartition
 from .network import NetworkClient
 

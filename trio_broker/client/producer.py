@@ -39,12 +39,7 @@ from typing import Any, NamedTuple
 
 import trio
 
-from ..protocol.api_keys import ApiKey, request_class
-from ..protocol.compression import Compression
-from ..protocol.errors import ErrorCode
-from ..protocol.records import build_batch
-from .config import PRODUCER_DEFAULTS, normalize
-from .errors import (
+from ..client_core.errors import (
     BufferExhaustedError,
     ConfigError,
     IllegalStateError,
@@ -54,8 +49,13 @@ from .errors import (
     describe_code,
     error_for,
 )
+from ..client_core.partitioner import StickyPartitioner, murmur2
+from ..protocol.api_keys import ApiKey, request_class
+from ..protocol.compression import Compression
+from ..protocol.errors import ErrorCode
+from ..protocol.records import build_batch
+from .config import PRODUCER_DEFAULTS, normalize
 from .network import NetworkClient, Wakeup
-from .partitioner import StickyPartitioner, murmur2
 
 LOGGER = logging.getLogger(__name__)
 

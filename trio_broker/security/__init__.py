@@ -1,7 +1,8 @@
 """TLS and SASL for the broker's listeners.
 
 ``tls`` builds the server ``SSLContext``; ``sasl`` is the per-connection authentication state
-machine (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512); ``scram`` implements RFC 5802/7677; and
+machine (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512); ``scram`` implements the server side of RFC
+5802/7677 (the client side is the client core's, ``client_core.sasl``); and
 ``credentials`` reads and edits the SCRAM-hashed user file.
 """
 
@@ -13,7 +14,6 @@ from .sasl import SUPPORTED_MECHANISMS as SUPPORTED_MECHANISMS
 from .sasl import SaslAuthenticator as SaslAuthenticator
 from .sasl import SaslSettings as SaslSettings
 from .sasl import SaslState as SaslState
-from .scram import ScramClient as ScramClient
 from .scram import ScramServer as ScramServer
 from .tls import TLSConfigError as TLSConfigError
 from .tls import server_ssl_context as server_ssl_context

@@ -1,6 +1,7 @@
-"""SCRAM-SHA-256 and SCRAM-SHA-512 (RFC 5802, RFC 7677), server and client side, sans-IO.
+"""SCRAM-SHA-256 and SCRAM-SHA-512 (RFC 5802, RFC 7677), the server side, sans-IO (the
+client side is ``client_core.sasl``, shared by every client face).
 
-Why a state machine per side: SCRAM is exactly two round trips and every message may only
+Why a state machine: SCRAM is exactly two round trips and every message may only
 arrive in one state. The server never sees or stores a password: it keeps, per user and
 mechanism, the salt, the iteration count, ``StoredKey = H(HMAC(SaltedPassword, "Client Key"))``
 and ``ServerKey = HMAC(SaltedPassword, "Server Key")`` (Kafka's ``ScramCredential``).
@@ -31,7 +32,6 @@ import attrs
 __all__ = [
     "MECHANISMS",
     "MIN_ITERATIONS",
-    "ScramClient",
     "ScramCredential",
     "ScramError",
     "ScramServer",
@@ -43,7 +43,6 @@ MECHANISMS: dict[str, str] = {"SCRAM-SHA-256": "sha256", "SCRAM-SHA-512": "sha51
 #: Kafka refuses fewer iterations than this
 MIN_ITERATIONS = 4096
 _MAX_ITERATIONS = 16384  # Kafka's upper bound as well
-_GS2_HEADER = "n,,"
 
 
 class ScramError(Exception):
@@ -139,10 +138,6 @@ def _decode_saslname(name: str) -> str:
     if not out:
         raise ScramError("Invalid SCRAM user name")
     return "".join(out)
-
-
-def _encode_saslname(name: str) -> str:
-    return name.replace("=", "=3D").replace(",", "=2C")
 
 
 class _ServerState(enum.Enum):
@@ -261,47 +256,3 @@ class ScramServer:
         server_signature = _hmac(self._hash_name, credential.server_key, auth_message.encode())
         self._state = _ServerState.COMPLETE
         return f"v={_b64(server_signature)}".encode()
-
-
-class ScramClient:
-    """One client-side SCRAM exchange (tests and Trio clients)."""
-
-    def __init__(self, mechanism: str, username: str, password: str, *,
-                 nonce: str | None = None) -> None:
-        self.mechanism = mechanism
-        self._hash_name = _hash_name(mechanism)
-        self._username = username
-        self._password = password
-        self._nonce = nonce or secrets.token_urlsafe(24)
-        self._client_first_bare = f"n={_encode_saslname(username)},r={self._nonce}"
-        self._auth_message = ""
-        self._salted = b""
-
-    def first_message(self) -> bytes:
-        return (_GS2_HEADER + self._client_first_bare).encode()
-
-    def final_message(self, server_first: bytes) -> bytes:
-        attrs_ = dict(_attributes(server_first.decode(), "server first message"))
-        nonce, salt_b64, iterations = attrs_.get("r", ""), attrs_.get("s", ""), attrs_.get("i", "")
-        if not nonce.startswith(self._nonce) or not iterations.isdigit():
-            raise ScramError("Invalid SCRAM server first message")
-        salt = _unb64(salt_b64, "salt")
-        self._salted = salted_password(self.mechanism, self._password, salt, int(iterations))
-        without_proof = f"c={_b64(_GS2_HEADER.encode())},r={nonce}"
-        self._auth_message = ",".join((self._client_first_bare, server_first.decode(),
-                                       without_proof))
-        client_key = _hmac(self._hash_name, self._salted, b"Client Key")
-        stored_key = hashlib.new(self._hash_name, client_key).digest()
-        signature = _hmac(self._hash_name, stored_key, self._auth_message.encode())
-        proof = bytes(a ^ b for a, b in zip(client_key, signature))
-        return f"{without_proof},p={_b64(proof)}".encode()
-
-    def verify_server_final(self, server_final: bytes) -> None:
-        """Raise ScramError unless the server proved it knows the credential."""
-        attrs_ = dict(_attributes(server_final.decode(), "server final message"))
-        if "e" in attrs_:
-            raise ScramError(f"SCRAM server error: {attrs_['e']}")
-        server_key = _hmac(self._hash_name, self._salted, b"Server Key")
-        expected = _hmac(self._hash_name, server_key, self._auth_message.encode())
-        if not hmac.compare_digest(_unb64(attrs_.get("v", ""), "server signature"), expected):
-            raise ScramError("SCRAM server signature does not match")

@@ -1,19 +1,17 @@
-"""Fixtures for the client tests: librdkafka's in-process mock cluster, a Kafka protocol
-implementation that is not ours, with three brokers listening on loopback."""
+"""librdkafka's in-process mock cluster: a Kafka protocol implementation that is not ours, with
+several brokers listening on loopback (``test.mock.num.brokers``)."""
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
 
 import confluent_kafka
-import pytest
 
 _MOCK_LOGGER = logging.getLogger("librdkafka.mock")
 
 
 class MockCluster:
-    """A running librdkafka mock cluster (``test.mock.num.brokers``)."""
+    """A running librdkafka mock cluster."""
 
     def __init__(self, num_brokers: int) -> None:
         self._handle = confluent_kafka.Producer({
@@ -28,12 +26,3 @@ class MockCluster:
     def close(self) -> None:
         self._handle.flush(5)
         del self._handle
-
-
-@pytest.fixture
-def mock_cluster() -> Iterator[MockCluster]:
-    cluster = MockCluster(3)
-    try:
-        yield cluster
-    finally:
-        cluster.close()

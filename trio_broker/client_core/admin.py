@@ -1,0 +1,146 @@
+"""Admin requests: topics, partitions and configs.
+
+Each parser returns ``(resource name, error code, error message)`` per resource, the shape the
+faces settle errors from (Kafka answers each resource on its own; one can fail while others
+succeed).
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, NamedTuple
+
+from ..protocol.api_keys import ApiKey, request_class
+from ..protocol.messages import make_request
+
+_CREATE: Any = request_class(ApiKey.CreateTopics)
+_PARTITIONS: Any = request_class(ApiKey.CreatePartitions)
+_DESCRIBE: Any = request_class(ApiKey.DescribeConfigs)
+_ALTER: Any = request_class(ApiKey.AlterConfigs)
+
+#: config resource types (Kafka's ``ConfigResource.Type``)
+TOPIC_RESOURCE = 2
+BROKER_RESOURCE = 4
+
+ResourceResult = tuple[str, int, str | None]
+
+
+class NewTopic(NamedTuple):
+    """A topic to create; -1 partitions or replication factor means the broker's default."""
+
+    name: str
+    num_partitions: int = -1
+    replication_factor: int = -1
+    configs: Mapping[str, str] | None = None
+
+
+class ConfigSource(enum.IntEnum):
+    UNKNOWN = 0
+    DYNAMIC_TOPIC_CONFIG = 1
+    DYNAMIC_BROKER_CONFIG = 2
+    DYNAMIC_DEFAULT_BROKER_CONFIG = 3
+    STATIC_BROKER_CONFIG = 4
+    DEFAULT_CONFIG = 5
+    DYNAMIC_BROKER_LOGGER_CONFIG = 6
+
+
+class ConfigEntry(NamedTuple):
+    name: str
+    value: str | None
+    read_only: bool
+    source: int
+    sensitive: bool
+
+
+def source_name(source: int) -> str:
+    """Kafka's name for a DescribeConfigs ``config_source``."""
+    try:
+        return ConfigSource(source).name
+    except ValueError:
+        return "UNKNOWN"
+
+
+def create_topics_request(version: int, topics: Iterable[NewTopic], *, timeout_ms: int,
+                          validate_only: bool = False) -> Any:
+    """-1 (the broker's default) exists from v4; older versions get 1 instead."""
+    default = -1 if version >= 4 else 1
+    config_cls = _CREATE.CreatableTopic.CreatableTopicConfig
+    return make_request(
+        ApiKey.CreateTopics, version, timeout_ms=timeout_ms, validate_only=validate_only,
+        topics=[_CREATE.CreatableTopic(
+            name=t.name, num_partitions=t.num_partitions if t.num_partitions > 0 else default,
+            replication_factor=(t.replication_factor if t.replication_factor > 0
+                                else default),
+            assignments=[],
+            configs=[config_cls(name=k, value=v) for k, v in (t.configs or {}).items()])
+            for t in topics])
+
+
+def parse_create_topics(response: Any) -> list[ResourceResult]:
+    return [(t.name, t.error_code, getattr(t, "error_message", None)) for t in response.topics]
+
+
+def delete_topics_request(version: int, names: Sequence[str], *, timeout_ms: int) -> Any:
+    return make_request(ApiKey.DeleteTopics, version, topic_names=list(names),
+                        timeout_ms=timeout_ms)
+
+
+def parse_delete_topics(response: Any) -> list[ResourceResult]:
+    return [(r.name, r.error_code, getattr(r, "error_message", None))
+            for r in response.responses]
+
+
+def create_partitions_request(version: int, new_counts: Mapping[str, int], *, timeout_ms: int,
+                              validate_only: bool = False) -> Any:
+    """Grow each topic to the given total number of partitions."""
+    return make_request(
+        ApiKey.CreatePartitions, version, timeout_ms=timeout_ms, validate_only=validate_only,
+        topics=[_PARTITIONS.CreatePartitionsTopic(name=t, count=n, assignments=None)
+                for t, n in new_counts.items()])
+
+
+def parse_create_partitions(response: Any) -> list[ResourceResult]:
+    return [(r.name, r.error_code, r.error_message) for r in response.results]
+
+
+def describe_configs_request(version: int, resources: Iterable[tuple[int, str]], *,
+                             keys: Sequence[str] | None = None) -> Any:
+    return make_request(
+        ApiKey.DescribeConfigs, version, include_synonyms=False, include_documentation=False,
+        resources=[_DESCRIBE.DescribeConfigsResource(
+            resource_type=kind, resource_name=name,
+            configuration_keys=None if keys is None else list(keys))
+            for kind, name in resources])
+
+
+def parse_describe_configs(response: Any,
+                           ) -> list[tuple[str, int, str | None, dict[str, ConfigEntry]]]:
+    """(resource name, error code, error message, {config name: entry}) per resource."""
+    return [(r.resource_name, r.error_code, r.error_message, {
+        c.name: ConfigEntry(c.name, c.value, c.read_only,
+                            c.config_source if c.config_source is not None else 0,
+                            c.is_sensitive)
+        for c in r.configs}) for r in response.results]
+
+
+def alter_configs_request(version: int, resource_type: int, name: str,
+                          configs: Mapping[str, str | None], *,
+                          validate_only: bool = False) -> Any:
+    """Kafka's AlterConfigs: the resource's overrides become exactly ``configs``."""
+    resource = _ALTER.AlterConfigsResource
+    return make_request(
+        ApiKey.AlterConfigs, version, validate_only=validate_only,
+        resources=[resource(resource_type=resource_type, resource_name=name, configs=[
+            resource.AlterableConfig(name=k, value=v) for k, v in configs.items()])])
+
+
+def parse_alter_configs(response: Any) -> list[ResourceResult]:
+    return [(r.resource_name, r.error_code, r.error_message) for r in response.responses]
+
+
+__all__ = ["BROKER_RESOURCE", "TOPIC_RESOURCE", "ConfigEntry", "ConfigSource", "NewTopic",
+           "alter_configs_request", "create_partitions_request", "create_topics_request",
+           "delete_topics_request", "describe_configs_request", "parse_alter_configs",
+           "parse_create_partitions", "parse_create_topics", "parse_delete_topics",
+           "parse_describe_configs", "source_name"]
