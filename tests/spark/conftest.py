@@ -11,9 +11,6 @@ from typing import Any
 
 import pytest
 
-pytest.importorskip("pyspark", reason="the Spark stage needs the spark extra")
-pytest.importorskip("pyarrow", reason="the Spark stage needs the spark extra")
-
 
 @pytest.fixture(scope="session")
 def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:

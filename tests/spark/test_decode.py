@@ -3,14 +3,11 @@
 from __future__ import annotations
 
 import pytest
-
-pytest.importorskip("pyarrow")
-pytest.importorskip("numpy")
-
 from crc32c import crc32c
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from trio_broker.blocking_client import next_fetch_offset
 from trio_broker.protocol.batch import set_log_append_time
 from trio_broker.protocol.compression import Compression
 from trio_broker.protocol.errors import CorruptRecordError
@@ -19,7 +16,6 @@ from trio_broker.spark._decode import (
     ARROW_SCHEMA,
     ARROW_SCHEMA_WITH_HEADERS,
     decode_fetched,
-    next_fetch_offset,
 )
 
 TS = 1_700_000_000_000

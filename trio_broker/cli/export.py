@@ -49,7 +49,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     """Run an export from parsed ``add_arguments`` options."""
     _require_spark()
-    from ..spark import KafkaSourceError
+    from ..client_core.errors import ConfigError, KafkaError
     from ..spark.job import ExportFailed, ExportJob, ExportSettings
 
     if args.follow and args.ending_offsets != "latest":
@@ -75,7 +75,7 @@ def run(args: argparse.Namespace) -> int:
             job.follow(console, interactive)
         else:
             job.batch(console, interactive)
-    except (KafkaSourceError, ExportFailed) as exc:
+    except (KafkaError, ConfigError, ExportFailed) as exc:  # ConfigError: SourceOptionError
         raise CommandError(str(exc)) from None
     return 0
 

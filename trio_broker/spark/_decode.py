@@ -73,14 +73,6 @@ class DecodedChunk(NamedTuple):
     payload_bytes: int
 
 
-def next_fetch_offset(records: bytes | memoryview, start: int) -> int:
-    """Where the fetch after this response should start: past its last whole batch."""
-    next_offset = start
-    for _, header in iter_batches(records):
-        next_offset = max(next_offset, header.next_offset)
-    return next_offset
-
-
 def decode_fetched(records: bytes | memoryview, *, topic: str, partition: int, start: int,
                    end: int, include_headers: bool, check_crcs: bool = True) -> DecodedChunk:
     """Decode one partition's fetched record set, keeping offsets in ``[start, end)``.

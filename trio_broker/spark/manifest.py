@@ -18,8 +18,8 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from ..blocking_client import TopicPartition
 from ._options import OffsetRange, SourceOptionError, offsets_json
-from ._wire import TopicPartition
 
 MANIFEST_DIR = "_exports"
 
