@@ -8,7 +8,6 @@ import uuid
 
 import pytest
 
-from trio_broker._blocking_client import parse_address
 from trio_broker.cli import main
 
 
@@ -26,15 +25,16 @@ def test_unreachable_broker_is_one_line(capsys, action):
     assert code == 1
     assert out == ""
     assert err.count("\n") == 1
-    assert f"cannot connect to 127.0.0.1:{port}" in err
+    assert f"cannot connect to the broker at 127.0.0.1:{port}" in err
 
 
-def test_parse_address():
-    assert parse_address("localhost:9093") == ("localhost", 9093)
-    assert parse_address("[::1]:9094,other:1") == ("::1", 9094)
-    assert parse_address("host") == ("host", 9092)
-    with pytest.raises(ValueError, match="host:port"):
-        parse_address("host:port")
+@pytest.mark.parametrize("servers", ["host:port", "localhost", "::1:9092"])
+def test_a_malformed_bootstrap_server_is_bad_input(capsys, servers):
+    assert main(["groups", "list", "--bootstrap-server", servers]) == 2
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert err.count("\n") == 1
+    assert f"bad bootstrap server {servers!r}" in err
 
 
 def test_list_and_describe_a_live_group(kafka_broker, unique_topic, capsys, monkeypatch):

@@ -27,20 +27,22 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from .._blocking_client import (
+from ..blocking_client import (
     EARLIEST,
     LATEST,
     BlockingClient,
-    KafkaResponseError,
     TopicInfo,
+    TopicPartition,
+    error_name,
     partition_for_key,
 )
+from ..client_core.errors import error_for
 from ..protocol.batch import iter_batches
 from ..protocol.compression import Compression
 from ..protocol.errors import CorruptRecordError, ErrorCode, UnsupportedCompressionError
 from ..protocol.records import build_batch, decode_records
 from .base import CommandError, Tool, UsageError
-from .connect import add_bootstrap_argument, open_client
+from .connect import add_client_arguments, open_client
 
 _CODECS = {c.name.lower(): c for c in Compression}
 _ACKS = {"0": 0, "1": 1, "all": -1, "-1": -1}
@@ -51,7 +53,7 @@ _FLUSH = object()
 
 def _common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("topic", metavar="TOPIC")
-    add_bootstrap_argument(parser)
+    add_client_arguments(parser)
     parser.add_argument("--request-timeout-ms", type=int, default=30_000, metavar="MS",
                         help="how long to wait for any one answer (default 30000)")
 
@@ -157,17 +159,18 @@ class _ConsoleProducer:
         for p in partitions:
             records = self.pending.pop(p)
             self.pending_bytes.pop(p, None)
-            batches[p] = build_batch(records, compression=self.codec)
+            batches[TopicPartition(self.topic.name, p)] = build_batch(records,
+                                                                      compression=self.codec)
             if p == self.keyless_partition and self.args.partition is None:
                 self.keyless_partition = next(self.round_robin)
             self.produced += len(records)
         needs = 7 if self.codec == Compression.ZSTD else 3
-        results = self.client.produce(self.topic, batches, acks=self.acks,
-                                      timeout_ms=self.args.request_timeout_ms,
-                                      needs_version=needs)
-        for p, (code, _offset) in sorted(results.items()):
-            if code:
-                raise KafkaResponseError(code, f"producing to {self.topic.name}-{p} failed")
+        results = self.client.produce(batches, acks=self.acks,
+                                      timeout_ms=self.args.request_timeout_ms, min_version=needs)
+        for tp, result in sorted(results.items()):
+            if result.error:
+                raise error_for(result.error,
+                                f"producing to {tp} failed: {error_name(result.error)}")
 
 
 def _stdin_chunks(linger_s: float) -> Iterator[bytes | object]:
@@ -293,11 +296,12 @@ class _ConsoleConsumer:
                 raise UsageError(f"topic {args.topic!r} has no partition {args.partition} "
                                  f"(it has {len(partitions)})")
             partitions = [args.partition]
+        tps = [TopicPartition(self.topic.name, p) for p in partitions]
         self.reset_to = EARLIEST if start == EARLIEST or args.from_beginning else LATEST
         if start < 0:
-            self.positions = client.list_offsets(self.topic, partitions, start)
+            self.positions = client.list_offsets(dict.fromkeys(tps, start))
         else:
-            self.positions = {p: start for p in partitions}
+            self.positions = dict.fromkeys(tps, start)
         self.out = sys.stdout.buffer if hasattr(sys.stdout, "buffer") else None
 
     def run(self) -> None:
@@ -316,51 +320,50 @@ class _ConsoleConsumer:
                 last_record = time.monotonic()
 
     def poll(self, wait_ms: int, limit: int | None) -> int:
-        fetched = self.client.fetch(self.topic, self.positions, max_wait_ms=wait_ms,
-                                    partition_max_bytes=self.args.max_partition_fetch_bytes)
+        fetched = self.client.fetch_many(
+            self.positions, max_wait_ms=wait_ms,
+            partition_max_bytes=self.args.max_partition_fetch_bytes)
         printed = 0
-        for part in sorted(fetched, key=lambda f: f.partition):
-            p = part.partition
-            if part.error_code == ErrorCode.OFFSET_OUT_OF_RANGE:
-                reset = self.client.list_offsets(self.topic, [p], self.reset_to)[p]
-                print(f"trio-broker consume: offset {self.positions[p]} of "
-                      f"{self.topic.name}-{p} is out of range; resetting to {reset}",
-                      file=sys.stderr)
-                self.positions[p] = reset
+        for part in sorted(fetched, key=lambda f: f.tp):
+            tp = part.tp
+            if part.error == ErrorCode.OFFSET_OUT_OF_RANGE:
+                reset = self.client.list_offsets({tp: self.reset_to})[tp]
+                print(f"trio-broker consume: offset {self.positions[tp]} of {tp} is out of "
+                      f"range; resetting to {reset}", file=sys.stderr)
+                self.positions[tp] = reset
                 continue
-            if part.error_code:
-                raise KafkaResponseError(part.error_code,
-                                         f"fetching {self.topic.name}-{p} failed")
-            printed += self._print_records(p, part.records, limit)
+            if part.error:
+                raise error_for(part.error, f"fetching {tp} failed: {error_name(part.error)}")
+            printed += self._print_records(tp, part.records, limit)
             if limit is not None and self.printed >= limit:
                 break
         self._flush()
         return printed
 
-    def _print_records(self, partition: int, data: bytes, limit: int | None) -> int:
+    def _print_records(self, tp: TopicPartition, data: bytes, limit: int | None) -> int:
         printed = 0
-        position = self.positions[partition]
+        position = self.positions[tp]
         view = memoryview(data)
         try:
             for pos, header in iter_batches(view):
                 if header.next_offset <= position:
                     continue
                 if header.is_control:
-                    self.positions[partition] = position = header.next_offset
+                    self.positions[tp] = position = header.next_offset
                     continue
                 for record in decode_records(view[pos:pos + header.size]):
                     if record.offset < position:
                         continue
-                    self._write(partition, record, header.timestamp_type)
+                    self._write(tp.partition, record, header.timestamp_type)
                     printed += 1
                     self.printed += 1
-                    self.positions[partition] = position = record.offset + 1
+                    self.positions[tp] = position = record.offset + 1
                     if limit is not None and self.printed >= limit:
                         return printed
-                self.positions[partition] = position = max(position, header.next_offset)
+                self.positions[tp] = position = max(position, header.next_offset)
         except (CorruptRecordError, UnsupportedCompressionError) as exc:
-            raise CommandError(f"cannot decode a batch of {self.topic.name}-{partition} at "
-                              f"offset {position}: {exc}") from None
+            raise CommandError(f"cannot decode a batch of {tp} at offset {position}: {exc}"
+                               ) from None
         return printed
 
     def _write(self, partition: int, record: Any, timestamp_type: int) -> None:
