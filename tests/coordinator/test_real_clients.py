@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from trio_broker._blocking_client import BrokerConnection, parse_address
+from trio_broker.blocking_client import BrokerConnection, parse_address
 from trio_broker.coordinator.consumer_protocol import decode_assignment
 from trio_broker.protocol.api_keys import ApiKey, request_class
 

@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from trio_broker._blocking_client import partition_for_key
+from trio_broker.blocking_client import partition_for_key
 
 confluent_kafka = pytest.importorskip("confluent_kafka")
 

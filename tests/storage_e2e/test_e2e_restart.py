@@ -16,11 +16,13 @@ from pathlib import Path
 
 import pytest
 
-from trio_broker._blocking_client import (
+from trio_broker.blocking_client import (
     EARLIEST,
     LATEST,
     BlockingClient,
-    BrokerUnavailableError,
+    KafkaConnectionError,
+    KafkaTimeoutError,
+    TopicPartition,
 )
 from trio_broker.protocol.records import build_batch, decode_batches
 from trio_broker.testing import TEST_DEFAULTS, ThreadedBroker
@@ -145,17 +147,18 @@ def test_kill_9_mid_produce_then_torn_tail(tmp_path, free_port):
     enough = threading.Event()
     stopped: list[BaseException] = []
 
+    tp = TopicPartition("crash", 0)
+
     def produce_until_killed(client: BlockingClient) -> None:
-        topic = client.topic("crash")
+        client.topic("crash")
         try:
             for n in range(1_000_000):
-                result = client.produce(topic, {0: _batch(n)}, acks=-1)
-                code, base = result[0]
-                assert code == 0
-                acked.append((base, n))
+                result = client.produce({tp: _batch(n)}, acks=-1)[tp]
+                assert result.error == 0
+                acked.append((result.base_offset, n))
                 if n == 100:
                     enough.set()
-        except BrokerUnavailableError as exc:
+        except (KafkaConnectionError, KafkaTimeoutError) as exc:
             stopped.append(exc)
         finally:
             enough.set()
@@ -183,14 +186,14 @@ def test_kill_9_mid_produce_then_torn_tail(tmp_path, free_port):
         f.write(garbage)
 
     with _serve(data, free_port, log_path), BlockingClient(bootstrap, timeout_s=10) as client:
-        topic = client.topic("crash")
-        start = client.list_offsets(topic, [0], EARLIEST)[0]
-        end = client.list_offsets(topic, [0], LATEST)[0]
+        client.topic("crash")
+        start = client.list_offsets({tp: EARLIEST})[tp]
+        end = client.list_offsets({tp: LATEST})[tp]
         records = {}
         position = start
         while position < end:
-            part = client.fetch(topic, {0: position}, max_wait_ms=0)[0]
-            assert part.error_code == 0
+            part = client.fetch_many({tp: position}, max_wait_ms=0)[0]
+            assert part.error == 0
             for header, batch in decode_batches(part.records):
                 for r in batch:
                     records[r.offset] = r.value

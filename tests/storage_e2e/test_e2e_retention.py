@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from trio_broker._blocking_client import EARLIEST, LATEST, BlockingClient
+from trio_broker.blocking_client import EARLIEST, LATEST, BlockingClient, TopicPartition
 from trio_broker.protocol.errors import ErrorCode
 from trio_broker.protocol.records import build_batch
 
@@ -34,22 +34,23 @@ def test_retention_bytes_deletes_old_segments(kafka_broker, unique_topic):
         "segment.bytes": "2500", "retention.bytes": "5000"})
     log = kafka_broker.broker.state.logs.get_log(name, 0)
     with BlockingClient(kafka_broker.bootstrap_servers) as client:
-        topic = client.topic(name)
+        client.topic(name)
+        tp = TopicPartition(name, 0)
         for n in range(40):
-            assert client.produce(topic, {0: _batch(n)}, acks=1)[0] == (0, n * BATCH_RECORDS)
-        _wait_for(lambda: client.list_offsets(topic, [0], EARLIEST)[0] > 0)
+            assert client.produce({tp: _batch(n)}, acks=1)[tp][:2] == (0, n * BATCH_RECORDS)
+        _wait_for(lambda: client.list_offsets({tp: EARLIEST})[tp] > 0)
         _wait_for(lambda: kafka_broker.call(lambda: log.size_bytes) <= 5000 + 2500)
-        earliest = client.list_offsets(topic, [0], EARLIEST)[0]
-        latest = client.list_offsets(topic, [0], LATEST)[0]
+        earliest = client.list_offsets({tp: EARLIEST})[tp]
+        latest = client.list_offsets({tp: LATEST})[tp]
         assert latest == 400
         assert 0 < earliest < latest
         assert earliest % BATCH_RECORDS == 0
         segments = sorted(p.name for p in log.directory.glob("*.log"))
         assert segments[0] == f"{earliest:020d}.log"  # the files are gone, not just hidden
         # below the log start is out of range; the log start itself is readable
-        assert client.fetch(topic, {0: 0}, max_wait_ms=0)[0].error_code == \
+        assert client.fetch_many({tp: 0}, max_wait_ms=0)[0].error == \
             ErrorCode.OFFSET_OUT_OF_RANGE
-        assert client.fetch(topic, {0: earliest}, max_wait_ms=0)[0].error_code == 0
+        assert client.fetch_many({tp: earliest}, max_wait_ms=0)[0].error == 0
 
     consumer = confluent_kafka.Consumer({
         "bootstrap.servers": kafka_broker.bootstrap_servers, "group.id": "unused",
@@ -70,16 +71,17 @@ def test_retention_ms_empties_an_expired_log(kafka_broker, unique_topic):
         "segment.bytes": "2500", "retention.ms": "60000"})
     an_hour_ago = int(time.time() * 1000) - 3_600_000
     with BlockingClient(kafka_broker.bootstrap_servers) as client:
-        topic = client.topic(name)
+        client.topic(name)
+        tp = TopicPartition(name, 0)
         for n in range(10):
-            client.produce(topic, {0: _batch(n, timestamp_ms=an_hour_ago)}, acks=1)
+            client.produce({tp: _batch(n, timestamp_ms=an_hour_ago)}, acks=1)
         # every segment, the active one included, is older than retention.ms
-        _wait_for(lambda: client.list_offsets(topic, [0], EARLIEST)[0] == 100)
-        assert client.list_offsets(topic, [0], LATEST)[0] == 100
-        part = client.fetch(topic, {0: 100}, max_wait_ms=0)[0]
-        assert (part.error_code, part.records, part.log_start_offset) == (0, b"", 100)
+        _wait_for(lambda: client.list_offsets({tp: EARLIEST})[tp] == 100)
+        assert client.list_offsets({tp: LATEST})[tp] == 100
+        part = client.fetch_many({tp: 100}, max_wait_ms=0)[0]
+        assert (part.error, part.records, part.log_start_offset) == (0, b"", 100)
         # a fresh record is kept and gets the next offset
-        assert client.produce(topic, {0: _batch(99)}, acks=1)[0] == (0, 100)
+        assert client.produce({tp: _batch(99)}, acks=1)[tp][:2] == (0, 100)
         logs = kafka_broker.broker.state.logs
         assert kafka_broker.call(logs.run_retention, int(time.time() * 1000)) == 0
-        assert client.list_offsets(topic, [0], EARLIEST)[0] == 100
+        assert client.list_offsets({tp: EARLIEST})[tp] == 100
