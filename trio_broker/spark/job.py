@@ -77,9 +77,9 @@ class ExportSettings:
 
 
 class ExportJob:
-    """One export; ``batch()`` or ``follow()`` runs it. Source errors (``KafkaSourceError``)
-    and ``ExportFailed`` carry one-line messages; Ctrl-C during a batch is re-raised after the
-    staging files are removed."""
+    """One export; ``batch()`` or ``follow()`` runs it. The client's errors (``KafkaError``),
+    ``SourceOptionError`` and ``ExportFailed`` carry one-line messages; Ctrl-C during a batch is
+    re-raised after the staging files are removed."""
 
     def __init__(self, settings: ExportSettings) -> None:
         """Checks the source options now (``SourceOptionError``), before Spark starts."""
