@@ -65,3 +65,22 @@ def test_missing_credentials_fail_at_parse_time(sasl_ssl_broker):
                                                 r"kafka\.bootstrap\.servers"):
         parse_options({"kafka.bootstrap.servers": "nohost", "subscribe": "t"},
                       streaming=False)
+
+
+def test_export_takes_client_settings_like_every_client_tool(sasl_ssl_broker, tls_files,
+                                                              tmp_path, capsys):
+    from trio_broker.spark import export
+
+    settings = tmp_path / "client.properties"
+    settings.write_text(f"ssl.ca.location={tls_files.ca_pem}\nsasl.mechanism=SCRAM-SHA-512\n"
+                        f"sasl.username=bob\nsasl.password={password('bob')}\n")
+    args = ["--bootstrap-server", "SASL_SSL://" + sasl_ssl_broker.bootstrap_servers,
+            "--topic", "no-such-topic", "--out", str(tmp_path / "out"),
+            "--command-config", str(settings)]
+    # planning runs before Spark starts: it reaches the listener with the file's settings
+    assert export.main(args) == 1
+    assert "error: topic 'no-such-topic' does not exist" in capsys.readouterr().err
+    assert export.main([*args, "-X", "sasl.password=wrong"]) == 1
+    assert "Authentication failed" in capsys.readouterr().err
+    assert export.main([*args, "-X", "no.such.key=1"]) == 2
+    assert "unknown client config 'no.such.key'" in capsys.readouterr().err

@@ -38,6 +38,11 @@ def add_client_arguments(parser: argparse.ArgumentParser, *,
     """``--bootstrap-server``, ``--command-config`` and ``-X``."""
     parser.add_argument("--bootstrap-server", default=DEFAULT_BOOTSTRAP, metavar="HOST:PORT",
                         help=f"{what} (default {DEFAULT_BOOTSTRAP})")
+    add_client_config_arguments(parser)
+
+
+def add_client_config_arguments(parser: argparse.ArgumentParser) -> None:
+    """``--command-config`` and ``-X``: the client settings."""
     parser.add_argument("--command-config", metavar="FILE",
                         help="client settings (security.protocol, ssl.*, sasl.*) from a "
                              ".properties or .toml file")
@@ -47,7 +52,7 @@ def add_client_arguments(parser: argparse.ArgumentParser, *,
 
 
 def client_config(args: argparse.Namespace) -> dict[str, Any]:
-    """The client settings ``--command-config`` and ``-X`` give."""
+    """The client settings ``--command-config`` and ``-X`` give (the client checks the keys)."""
     config: dict[str, Any] = {}
     if args.command_config:
         try:

@@ -11,7 +11,9 @@ import argparse
 import sys
 from pathlib import Path
 
+from ..client_core.security import SECURITY_DEFAULTS
 from .base import CommandError, Tool, UsageError
+from .connect import add_client_config_arguments, client_config, describe
 
 FORMATS = ("parquet", "json", "csv")
 PARTITION_COLUMNS = ("topic", "partition")
@@ -44,6 +46,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="how often --follow looks for new records (default: 1 second)")
     parser.add_argument("--option", action="append", default=[], metavar="KEY=VALUE",
                         help="extra source option, e.g. maxOffsetsPerTrigger=100000")
+    add_client_config_arguments(parser)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -60,7 +63,8 @@ def run(args: argparse.Namespace) -> int:
         starting_offsets=args.starting_offsets, ending_offsets=args.ending_offsets,
         master=args.master, follow=args.follow,
         checkpoint=Path(args.checkpoint) if args.checkpoint else None,
-        trigger_interval=args.trigger_interval, options=_source_options(args.option))
+        trigger_interval=args.trigger_interval,
+        options={**_security_options(args), **_source_options(args.option)})
     try:
         job = ExportJob(settings)
     except ValueError as exc:  # SourceOptionError: the options, checked before Spark starts
@@ -75,7 +79,9 @@ def run(args: argparse.Namespace) -> int:
             job.follow(console, interactive)
         else:
             job.batch(console, interactive)
-    except (KafkaError, ConfigError, ExportFailed) as exc:  # ConfigError: SourceOptionError
+    except KafkaError as exc:
+        raise CommandError(describe(exc)) from None
+    except (ConfigError, ExportFailed) as exc:  # ConfigError: SourceOptionError
         raise CommandError(str(exc)) from None
     return 0
 
@@ -100,6 +106,16 @@ def _partition_columns(text: str | None) -> tuple[str, ...]:
         raise UsageError(f"--partition-by takes {', '.join(PARTITION_COLUMNS)}; "
                          f"not {', '.join(bad)}")
     return columns
+
+
+def _security_options(args: argparse.Namespace) -> dict[str, str]:
+    """``--command-config`` and ``-X`` settings as the source's ``kafka.*`` options."""
+    config = client_config(args)
+    unknown = sorted(set(config) - set(SECURITY_DEFAULTS))
+    if unknown:
+        raise UsageError(f"unknown client config {unknown[0]!r} (the export takes "
+                         f"{', '.join(SECURITY_DEFAULTS)})")
+    return {f"kafka.{key}": str(value) for key, value in config.items()}
 
 
 def _source_options(items: list[str]) -> dict[str, str]:
