@@ -349,7 +349,10 @@ def read_range(settings: _ReadSettings, offset_range: OffsetRange) -> Iterator[p
                 max_bytes = min(max_bytes * 2, 1 << 30)
                 continue
             if next_offset < end:
-                pending = client.send_fetch(tp, next_offset, max_bytes=max_bytes)
+                try:
+                    pending = client.send_fetch(tp, next_offset, max_bytes=max_bytes)
+                except (KafkaConnectionError, KafkaTimeoutError):
+                    pending = None  # the next round's fetch() reconnects and retries
             chunk = decode_fetched(result.records, topic=tp.topic, partition=tp.partition,
                                    start=offset, end=end,
                                    include_headers=settings.include_headers)
