@@ -9,9 +9,16 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 
 from tests.mock_cluster import MockCluster
 from tests.security_files import TlsFiles, make_tls_files, make_users_file
+
+# Property tests draw the same examples on every run (a failure replays exactly, and its
+# reproduction blob is printed); HYPOTHESIS_PROFILE=explore draws new ones, for local hunting.
+settings.register_profile("replayable", derandomize=True, print_blob=True, database=None)
+settings.register_profile("explore", print_blob=True, database=None)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "replayable"))
 
 
 @pytest.fixture

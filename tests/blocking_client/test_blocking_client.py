@@ -109,11 +109,12 @@ def test_versions_are_negotiated_per_connection(kafka_broker):
 
 
 def test_leader_routing_on_a_three_broker_cluster(mock_cluster: MockCluster):
+    topic = mock_cluster.spread_topic("spread")  # (the mock lacks CreateTopics)
     with BlockingClient(mock_cluster.bootstrap_servers, timeout_s=10) as client:
-        info = client.topic("spread", allow_auto_create=True)  # the mock lacks CreateTopics
+        info = client.topic(topic)
         leaders = {p.leader for p in info.partitions.values()}
-        assert len(leaders) > 1, "the mock should spread leaders over its brokers"
-        tps = [TopicPartition("spread", p) for p in info.partitions]
+        assert len(leaders) > 1
+        tps = [TopicPartition(topic, p) for p in info.partitions]
         acked = client.produce({tp: build_batch([(b"k", b"%d" % tp.partition)]) for tp in tps},
                                acks=-1)
         assert all(r.error == 0 for r in acked.values())

@@ -1,6 +1,7 @@
-"""The consumer's record decoder checked against the protocol layer's reference decoder, on
-batches from the project's builder and on hand-made batches the builder never writes
-(compacted, with gaps in the offset deltas; LogAppendTime)."""
+"""The consumer's record decoding (the one decoder in ``protocol.records``, as the consumer
+drives it) checked against a plain transcription of the record layout written here, on batches
+from the project's builder and on hand-made batches the builder never writes (compacted, with
+gaps in the offset deltas; LogAppendTime)."""
 
 from __future__ import annotations
 
@@ -11,12 +12,12 @@ from crc32c import crc32c
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from trio_broker.client.fetcher import ConsumerRecord, decode_chunk
-from trio_broker.client.metadata import TopicPartition
-from trio_broker.protocol.batch import set_log_append_time
-from trio_broker.protocol.compression import Compression
+from trio_broker.client_core.fetch import decode_fetched
+from trio_broker.client_core.structs import ConsumerRecord, TopicPartition
+from trio_broker.protocol.batch import BATCH_HEADER_SIZE, iter_batches, set_log_append_time
+from trio_broker.protocol.compression import Compression, decompress
 from trio_broker.protocol.errors import CorruptRecordError
-from trio_broker.protocol.records import build_batch, decode_batches
+from trio_broker.protocol.records import build_batch
 
 TP = TopicPartition("t", 3)
 
@@ -27,15 +28,57 @@ records_strategy = st.lists(
     min_size=1, max_size=120)
 
 
+def decode_chunk(tp: TopicPartition, raw: bytes, start: int, check_crcs: bool,
+                 ) -> list[ConsumerRecord]:
+    return decode_fetched(tp, raw, start, check_crcs=check_crcs)
+
+
+def _read_varint(data: bytes, pos: int) -> tuple[int, int]:
+    shift = result = 0
+    while True:
+        byte = data[pos]
+        pos += 1
+        result |= (byte & 0x7F) << shift
+        if byte < 0x80:
+            return (result >> 1) ^ -(result & 1), pos
+        shift += 7
+
+
+def _read_bytes(data: bytes, pos: int) -> tuple[bytes | None, int]:
+    n, pos = _read_varint(data, pos)
+    return (None, pos) if n < 0 else (data[pos:pos + n], pos + n)
+
+
 def reference(raw: bytes, start: int) -> list[ConsumerRecord]:
+    """The record layout read field by field, as the protocol spec writes it out."""
     out = []
-    for header, records in decode_batches(raw):
+    for pos, header in iter_batches(raw):
         if header.is_control:
             continue
-        for r in records:
-            if r.offset >= start:
-                out.append(ConsumerRecord(TP.topic, TP.partition, r.offset, r.timestamp,
-                                          header.timestamp_type, r.key, r.value, r.headers))
+        data = decompress(header.compression, raw[pos + BATCH_HEADER_SIZE:pos + header.size])
+        i = 0
+        for _ in range(header.records_count):
+            length, i = _read_varint(data, i)
+            end = i + length
+            i += 1  # attributes
+            ts_delta, i = _read_varint(data, i)
+            offset_delta, i = _read_varint(data, i)
+            key, i = _read_bytes(data, i)
+            value, i = _read_bytes(data, i)
+            count, i = _read_varint(data, i)
+            headers = []
+            for _ in range(count):
+                name, i = _read_bytes(data, i)
+                assert name is not None
+                header_value, i = _read_bytes(data, i)
+                headers.append((name.decode(), header_value))
+            assert i == end
+            offset = header.base_offset + offset_delta
+            timestamp = (header.max_timestamp if header.timestamp_type
+                         else header.base_timestamp + ts_delta)
+            if offset >= start:
+                out.append(ConsumerRecord(TP.topic, TP.partition, offset, timestamp,
+                                          header.timestamp_type, key, value, tuple(headers)))
     return out
 
 
@@ -96,6 +139,7 @@ def test_log_append_time_gives_every_record_the_broker_time() -> None:
     set_log_append_time(raw, 0, 777)
     got = decode_chunk(TP, bytes(raw), 0, True)
     assert [(r.timestamp, r.timestamp_type) for r in got] == [(777, 1), (777, 1)]
+    assert got == reference(bytes(raw), 0)
 
 
 def test_a_damaged_batch_is_reported_not_misread() -> None:

@@ -109,7 +109,7 @@ async def test_keys_land_where_librdkafka_puts_them(mock_cluster: Any) -> None:
 
 async def test_consumer_group_shares_partitions_across_three_brokers(
         mock_cluster: Any) -> None:
-    topic = "grouped"
+    topic = mock_cluster.spread_topic("grouped")
     records = make_records(400, "g")
     with trio.fail_after(60):
         async with (

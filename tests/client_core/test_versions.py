@@ -13,16 +13,27 @@ from trio_broker.client_core.versions import (
 )
 from trio_broker.protocol.api_keys import SUPPORTED_VERSIONS, ApiKey
 from trio_broker.protocol.errors import ErrorCode
-from trio_broker.protocol.messages import make_response, response_type
+from trio_broker.protocol.messages import (
+    decode_request_header,
+    encode_request,
+    encode_response,
+    make_request,
+    make_response,
+    response_type,
+)
 
 
 def api_versions_frame(version: int, versions: dict[int, tuple[int, int]],
                        error_code: int = 0, correlation_id: int = 1) -> bytes:
-    """A response frame (size prefix stripped), as the broker's encoder writes it."""
+    """A response frame (size prefix stripped) in the ``version`` layout, as the broker's
+    encoder writes it to a v3 request."""
+    request = encode_request(ApiKey.ApiVersions, 3, correlation_id, "t", make_request(
+        ApiKey.ApiVersions, 3, client_software_name="t", client_software_version="1"))
+    header = decode_request_header(request[4:])
     entry = response_type(ApiKey.ApiVersions).ApiVersion
     body = make_response(ApiKey.ApiVersions, version, error_code=error_code, api_keys=[
         entry(api_key=k, min_version=lo, max_version=hi) for k, (lo, hi) in versions.items()])
-    return correlation_id.to_bytes(4, "big") + body.encode(version=version)
+    return encode_response(header, body, version=version)[4:]
 
 
 def test_every_client_version_is_one_the_protocol_layer_encodes() -> None:

@@ -21,9 +21,9 @@ from trio_broker.apis.registry import HANDLERS
 from trio_broker.broker_state import BrokerState
 from trio_broker.config import BrokerConfig
 from trio_broker.coordinator import GroupCoordinator
-from trio_broker.coordinator.consumer_protocol import encode_subscription
 from trio_broker.protocol import messages
 from trio_broker.protocol.api_keys import ApiKey, request_class
+from trio_broker.protocol.consumer_protocol import encode_subscription
 
 load_handlers()
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from trio_broker.coordinator import GroupState
-from trio_broker.coordinator.consumer_protocol import encode_subscription
+from trio_broker.protocol.consumer_protocol import encode_subscription
 from trio_broker.protocol.errors import ErrorCode as E
 
 G = "group-b"

@@ -6,13 +6,13 @@ import trio
 import trio.testing
 
 from trio_broker.coordinator import GroupState
-from trio_broker.coordinator.consumer_protocol import (
+from trio_broker.protocol.api_keys import ApiKey
+from trio_broker.protocol.consumer_protocol import (
     decode_assignment,
     decode_subscription,
     encode_assignment,
     encode_subscription,
 )
-from trio_broker.protocol.api_keys import ApiKey
 from trio_broker.protocol.errors import ErrorCode as E
 
 G = "group-a"

@@ -17,13 +17,10 @@ import time
 import uuid
 from pathlib import Path
 
+import confluent_kafka
 import pytest
 
-from trio_broker.blocking_client import BrokerConnection, parse_address
-from trio_broker.coordinator.consumer_protocol import decode_assignment
-from trio_broker.protocol.api_keys import ApiKey, request_class
-
-from .group_workers import (
+from tests.coordinator.group_workers import (
     SESSION_MS,
     AiokafkaWorker,
     ConfluentWorker,
@@ -31,8 +28,9 @@ from .group_workers import (
     RecordBook,
     wait_for,
 )
-
-confluent_kafka = pytest.importorskip("confluent_kafka")
+from trio_broker.blocking_client import BrokerConnection, parse_address
+from trio_broker.protocol.api_keys import ApiKey, request_class
+from trio_broker.protocol.consumer_protocol import decode_assignment
 
 PARTITIONS = 6
 ALL = frozenset(range(PARTITIONS))

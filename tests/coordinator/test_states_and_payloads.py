@@ -6,18 +6,18 @@ import itertools
 
 import pytest
 
-from trio_broker.coordinator.consumer_protocol import (
-    PayloadError,
-    decode_assignment,
-    decode_subscription,
-    encode_assignment,
-    encode_subscription,
-)
 from trio_broker.coordinator.group import Group
 from trio_broker.coordinator.states import (
     VALID_PREVIOUS_STATES,
     GroupState,
     IllegalStateTransition,
+)
+from trio_broker.protocol.consumer_protocol import (
+    PayloadError,
+    decode_assignment,
+    decode_subscription,
+    encode_assignment,
+    encode_subscription,
 )
 
 S = GroupState

@@ -1,35 +1,14 @@
-"""Helpers for the hostile-conditions suite: memory and file descriptor counts, open-files limit.
+"""Fixtures for the hostile-conditions suite: the open-files limit for connection floods.
 
-(Certificates and SASL users are shared fixtures: ``tests/conftest.py``.)"""
+(Certificates and SASL users are shared fixtures: ``tests/conftest.py``; memory and file
+descriptor counts are in ``tests/hostile/process_stats.py``.)"""
 
 from __future__ import annotations
 
-import os
 import resource
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
-
-
-def vm_rss_kb(pid: int | str = "self") -> int:
-    """Resident set size of a process, from /proc."""
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1])
-    raise RuntimeError("no VmRSS line")
-
-
-def vm_hwm_kb(pid: int | str = "self") -> int:
-    """Peak resident set size of a process, from /proc."""
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmHWM:"):
-            return int(line.split()[1])
-    raise RuntimeError("no VmHWM line")
-
-
-def open_fds() -> int:
-    return len(os.listdir("/proc/self/fd"))
 
 
 @pytest.fixture

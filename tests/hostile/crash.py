@@ -24,10 +24,9 @@ from typing import Any
 
 import attrs
 
+from tests.hostile.harness import BrokerProcess
 from trio_broker.protocol.batch import read_batch_header
 from trio_broker.protocol.records import decode_batches
-
-from .harness import BrokerProcess
 
 TOPIC = "crash-soak"
 GROUP = "crash-soak-group"

@@ -13,8 +13,8 @@ from typing import Any
 import trio
 import trio.testing
 
-from tests.hostile.conftest import open_fds, vm_rss_kb
-from tests.raw_client import RawClient, size_prefix
+from tests.hostile.process_stats import open_fds, vm_rss_kb
+from tests.wire import RawClient, size_prefix
 from trio_broker import open_broker
 from trio_broker.protocol.api_keys import ApiKey
 from trio_broker.protocol.records import build_batch

@@ -10,20 +10,17 @@ from __future__ import annotations
 import logging
 import os
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from tests.raw_client import RawClient
+from tests import wire
+from tests.wire import RawClient, create_topic, produce_one
 from trio_broker import open_broker
-from trio_broker.protocol.api_keys import ApiKey, request_class
+from trio_broker.client_core.fetch import FetchedPartition
+from trio_broker.protocol.api_keys import ApiKey
 from trio_broker.protocol.batch import iter_batches
 from trio_broker.protocol.errors import ErrorCode
 from trio_broker.protocol.records import build_batch, decode_batches
-
-PRODUCE = request_class(ApiKey.Produce)
-FETCH = request_class(ApiKey.Fetch)
-CREATE = request_class(ApiKey.CreateTopics)
 
 
 @pytest.fixture
@@ -31,32 +28,16 @@ def small_disk(tmpfs) -> Path:
     return tmpfs("2m")
 
 
-async def create(client: RawClient, topic: str, partitions: int = 1) -> None:
-    resp = await client.request(ApiKey.CreateTopics, 4, timeout_ms=1000, validate_only=False,
-                                topics=[CREATE.CreatableTopic(name=topic, num_partitions=partitions,
-                                                              replication_factor=1,
-                                                              assignments=[], configs=[])])
-    assert resp.topics[0].error_code == 0, resp
+async def produce(client: RawClient, topic: str, value: bytes,
+                  partition: int = 0) -> tuple[int, int]:
+    """(error code, base offset) of one record, acks=all."""
+    return await produce_one(client, topic, build_batch([(b"k", value)]), partition=partition)
 
 
-async def produce(client: RawClient, topic: str, value: bytes, partition: int = 0) -> Any:
-    data = PRODUCE.TopicProduceData(name=topic, partition_data=[
-        PRODUCE.TopicProduceData.PartitionProduceData(
-            index=partition, records=build_batch([(b"k", value)]))])
-    resp = await client.request(ApiKey.Produce, 7, transactional_id=None, acks=-1,
-                                timeout_ms=5000, topic_data=[data])
-    return resp.responses[0].partition_responses[0]
-
-
-async def fetch(client: RawClient, topic: str, offset: int, partition: int = 0) -> Any:
-    part = FETCH.FetchTopic.FetchPartition(partition=partition, current_leader_epoch=-1,
-                                           fetch_offset=offset, log_start_offset=-1,
-                                           partition_max_bytes=1 << 20)
-    resp = await client.request(ApiKey.Fetch, 11, replica_id=-1, max_wait_ms=0, min_bytes=0,
-                                max_bytes=1 << 20, isolation_level=0, session_id=0,
-                                session_epoch=-1, forgotten_topics_data=[], rack_id="",
-                                topics=[FETCH.FetchTopic(topic=topic, partitions=[part])])
-    return resp.responses[0].partitions[0]
+async def fetch(client: RawClient, topic: str, offset: int, partition: int = 0,
+                ) -> FetchedPartition:
+    parts = await wire.fetch(client, topic, {partition: offset}, min_bytes=0, max_bytes=1 << 20)
+    return parts[partition]
 
 
 async def read_all(client: RawClient, topic: str) -> list[tuple[int, bytes]]:
@@ -65,7 +46,7 @@ async def read_all(client: RawClient, topic: str) -> list[tuple[int, bytes]]:
     offset = 0
     while True:
         part = await fetch(client, topic, offset)
-        assert part.error_code == 0, part
+        assert part.error == 0, part
         if not part.records:
             return out
         for header, records in decode_batches(part.records):
@@ -90,23 +71,23 @@ async def test_full_disk_is_a_storage_error_and_appends_resume(small_disk):
     async with open_broker(log_dirs=str(small_disk / "logs"),
                            log_flush_interval_messages=1) as broker:
         client = await RawClient.connect(broker.host, broker.port)
-        await create(client, "fills")
-        await create(client, "neighbour")
-        assert (await produce(client, "neighbour", b"before")).error_code == 0
+        await create_topic(client, "fills")
+        await create_topic(client, "neighbour")
+        assert (await produce(client, "neighbour", b"before"))[0] == 0
         ballast = small_disk / "ballast"
         ballast.write_bytes(bytes(512 * 1024))
         value = bytes(range(256)) * 64  # 16 KiB records
         acked = 0
         for _ in range(200):
             result = await produce(client, "fills", value)
-            if result.error_code:
+            if result[0]:
                 break
-            assert result.base_offset == acked
+            assert result[1] == acked
             acked += 1
-        assert result.error_code == ErrorCode.KAFKA_STORAGE_ERROR
+        assert result[0] == ErrorCode.KAFKA_STORAGE_ERROR
         assert acked > 10
         # Still full: the same error, for the neighbour too, and nothing half-written is served.
-        assert (await produce(client, "fills", value)).error_code == \
+        assert (await produce(client, "fills", value))[0] == \
             ErrorCode.KAFKA_STORAGE_ERROR
         assert (await read_all(client, "fills")) == [(i, value) for i in range(acked)]
         assert whole_batches_only(small_disk / "logs" / "fills-0") == acked
@@ -114,8 +95,8 @@ async def test_full_disk_is_a_storage_error_and_appends_resume(small_disk):
         # Space comes back: appends resume at the next offset.
         ballast.unlink()
         resumed = await produce(client, "fills", b"after")
-        assert (resumed.error_code, resumed.base_offset) == (0, acked)
-        assert (await produce(client, "neighbour", b"after")).error_code == 0
+        assert resumed == (0, acked)
+        assert (await produce(client, "neighbour", b"after"))[0] == 0
         records = await read_all(client, "fills")
         assert [o for o, _ in records] == list(range(acked + 1))
         assert records[-1] == (acked, b"after")
@@ -139,9 +120,9 @@ async def _fill_two_topics(log_dir: Path) -> None:
     async with open_broker(log_dirs=str(log_dir), log_segment_bytes=2048) as broker:
         client = await RawClient.connect(broker.host, broker.port)
         for topic in ("damaged", "healthy"):
-            await create(client, topic)
+            await create_topic(client, topic)
             for i in range(60):
-                assert (await produce(client, topic, b"%03d" % i * 8)).error_code == 0
+                assert (await produce(client, topic, b"%03d" % i * 8))[0] == 0
 
 
 @pytest.mark.parametrize("damage", ["segment-is-a-directory", "segment-truncated-mid-batch",
@@ -162,12 +143,12 @@ async def test_an_unreadable_segment_takes_only_its_partition_offline(tmp_path, 
         assert any("Partition damaged-0 is offline" in line and victim.name in line
                    for line in lines), lines
         client = await RawClient.connect(broker.host, broker.port)
-        assert (await produce(client, "damaged", b"x")).error_code == \
+        assert (await produce(client, "damaged", b"x"))[0] == \
             ErrorCode.KAFKA_STORAGE_ERROR
-        assert (await fetch(client, "damaged", 0)).error_code == ErrorCode.KAFKA_STORAGE_ERROR
+        assert (await fetch(client, "damaged", 0)).error == ErrorCode.KAFKA_STORAGE_ERROR
         # The other partition serves normally, reads and writes.
         assert len(await read_all(client, "healthy")) == 60
-        assert (await produce(client, "healthy", b"more")).base_offset == 60
+        assert (await produce(client, "healthy", b"more"))[1] == 60
     # Nothing after the damage was deleted or truncated.
     assert {p.name: p.stat().st_size for p in segments[2:]} == sizes
 
@@ -181,9 +162,9 @@ async def test_a_segment_damaged_while_serving_fails_only_that_partition(tmp_pat
         os.truncate(first, 100)  # cut under the broker's open file descriptor
         # What is still on disk is served whole (a cut-off tail is what clients skip) ...
         part = await fetch(client, "damaged", 0)
-        assert part.error_code == 0
+        assert part.error == 0
         assert [r.offset for _, rs in decode_batches(part.records) for r in rs] == [0]
         # ... and reading where the data is gone is an error for this partition only.
-        assert (await fetch(client, "damaged", 1)).error_code == ErrorCode.KAFKA_STORAGE_ERROR
+        assert (await fetch(client, "damaged", 1)).error == ErrorCode.KAFKA_STORAGE_ERROR
         assert len(await read_all(client, "healthy")) == 60
         assert (await client.request(ApiKey.ApiVersions, 0)).error_code == 0

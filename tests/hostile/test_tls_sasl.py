@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 import trio
 
-from tests.raw_client import RawClient, size_prefix
 from tests.security_files import LIGATURE_PASSWORD, TlsFiles, password
+from tests.wire import RawClient, size_prefix
 from trio_broker import open_broker
 from trio_broker.client_core.sasl import ScramClient
 from trio_broker.config import ConfigError

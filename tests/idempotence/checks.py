@@ -6,8 +6,8 @@ import itertools
 
 import attrs
 
-from .harness import ProxiedBroker, StoredBatch
-from .proxy import ProduceLedger
+from tests.idempotence.harness import ProxiedBroker, StoredBatch
+from tests.idempotence.proxy import ProduceLedger
 
 VALUE_PAD = b"." * 24
 

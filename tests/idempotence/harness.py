@@ -13,10 +13,9 @@ from typing import Any
 import attrs
 import trio
 
+from tests.idempotence.proxy import CuttingProxy
 from trio_broker.protocol.records import Record, decode_batches
 from trio_broker.testing import ThreadedBroker
-
-from .proxy import CuttingProxy
 
 
 @attrs.frozen

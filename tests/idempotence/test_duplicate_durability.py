@@ -14,10 +14,8 @@ from pathlib import Path
 import pytest
 import trio
 
-from tests.raw_client import RawClient
+from tests.wire import RawClient, idempotent_batch, init_producer_id, produce_one
 from trio_broker import open_broker
-
-from .wire import idempotent_batch, init_producer_id, produce
 
 TOPIC = "durable-duplicates"
 
@@ -53,10 +51,10 @@ async def test_duplicate_is_answered_only_once_its_original_is_fsynced(
             duplicate_answer: list[tuple[int, int, int]] = []
 
             async def send_original() -> None:
-                original_answer.append(await produce(first, TOPIC, batch))
+                original_answer.append(await produce_one(first, TOPIC, batch))
 
             async def send_duplicate() -> None:
-                error, offset = await produce(retry, TOPIC, batch)
+                error, offset = await produce_one(retry, TOPIC, batch)
                 duplicate_answer.append((error, offset, log.recovery_point))
                 stalled_or_answered.set()
 

@@ -13,10 +13,11 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import confluent_kafka
 import pytest
 
-from .checks import check_exactly_once, value_of
-from .harness import ProxiedBroker
+from tests.idempotence.checks import check_exactly_once, value_of
+from tests.idempotence.harness import ProxiedBroker
 
 LOGGER = logging.getLogger(__name__)
 
@@ -41,7 +42,6 @@ def make_harness(tmp_path: Path) -> Iterator:
 
 
 def test_confluent_kafka_idempotent_producer_exactly_once(make_harness) -> None:
-    confluent_kafka = pytest.importorskip("confluent_kafka")
     total = 100_000
     harness = make_harness((20 << 10, 160 << 10), seed=SEED)
     topic = "severed-librdkafka"

@@ -2,8 +2,8 @@ from pathlib import Path
 
 import attrs
 import pytest
-from log_helpers import SMALL, TS, append, make_batch, open_log
 
+from tests.log.log_helpers import SMALL, TS, append, make_batch, open_log
 from trio_broker.log import LogConfig, OffsetOutOfRangeError
 from trio_broker.protocol.batch import iter_batches, read_batch_header, validate_batch
 from trio_broker.protocol.compression import Compression

@@ -4,8 +4,8 @@ import contextlib
 from pathlib import Path
 
 import pytest
-from log_helpers import TS, make_batch
 
+from tests.log.log_helpers import TS, make_batch
 from trio_broker.log import KafkaStorageError, Log, LogConfig
 from trio_broker.protocol.records import decode_batches
 

@@ -1,7 +1,6 @@
 from pathlib import Path
 
-from log_helpers import SMALL, append, open_log
-
+from tests.log.log_helpers import SMALL, append, open_log
 from trio_broker.log import dump_segment
 from trio_broker.protocol.compression import Compression
 

@@ -4,8 +4,8 @@ from pathlib import Path
 
 import attrs
 import pytest
-from log_helpers import SMALL, TS, append, open_log
 
+from tests.log.log_helpers import SMALL, TS, append, open_log
 from trio_broker.log import LogConfig
 from trio_broker.protocol.records import decode_batches
 

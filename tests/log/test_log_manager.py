@@ -3,8 +3,8 @@ import logging
 from pathlib import Path
 
 import pytest
-from log_helpers import SMALL, TS, append
 
+from tests.log.log_helpers import SMALL, TS, append
 from trio_broker.log import (
     InvalidConfigError,
     InvalidPartitionsError,

@@ -3,8 +3,8 @@ from pathlib import Path
 
 import attrs
 import pytest
-from log_helpers import SMALL, TS, append, make_batch, open_log
 
+from tests.log.log_helpers import SMALL, TS, append, make_batch, open_log
 from trio_broker.log import (
     InvalidProducerEpochError,
     LogManager,

@@ -6,7 +6,7 @@ import pytest
 import trio
 import trio.testing
 
-from tests.raw_client import RawClient, size_prefix
+from tests.wire import RawClient, size_prefix
 from trio_broker import open_broker
 from trio_broker.apis import registry
 from trio_broker.protocol.api_keys import ApiKey

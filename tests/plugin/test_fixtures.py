@@ -7,7 +7,7 @@ import trio
 import trio.lowlevel
 from confluent_kafka import Consumer, Producer, TopicPartition
 
-from tests.raw_client import RawClient
+from tests.wire import RawClient
 from trio_broker.protocol.api_keys import ApiKey
 
 

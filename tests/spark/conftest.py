@@ -9,6 +9,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
+import pyarrow  # noqa: F401 - a dev dependency: missing, it fails loudly
+import pyspark  # noqa: F401 - a dev dependency: missing, it fails loudly
 import pytest
 
 

@@ -19,9 +19,8 @@ import pyarrow as pa
 import pyarrow.dataset as ds
 import pytest
 
+from tests.spark.producing import Produced, produce_confluent, produce_kafka_python
 from trio_broker.spark import export
-
-from .producing import Produced, produce_confluent, produce_kafka_python
 
 pytestmark = pytest.mark.spark
 

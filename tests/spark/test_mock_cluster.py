@@ -17,9 +17,8 @@ from typing import Any
 import confluent_kafka
 import pytest
 
+from tests.spark.producing import Produced, produce_confluent
 from trio_broker.spark import user_message
-
-from .producing import Produced, produce_confluent
 
 pytestmark = pytest.mark.spark
 

@@ -18,9 +18,8 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
+from tests.spark.producing import Produced, produce_confluent
 from trio_broker.spark import user_message
-
-from .producing import Produced, produce_confluent
 
 pytestmark = pytest.mark.spark
 

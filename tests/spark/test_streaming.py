@@ -10,9 +10,8 @@ import confluent_kafka
 import pytest
 from pyspark.errors import StreamingQueryException
 
+from tests.spark.producing import Produced, produce_confluent
 from trio_broker.spark import user_message
-
-from .producing import Produced, produce_confluent
 
 pytestmark = pytest.mark.spark
 

@@ -3,10 +3,9 @@ KafkaAdminClient: create, create partitions, describe and alter configs, delete.
 
 from __future__ import annotations
 
+import confluent_kafka
 import pytest
-
-confluent_kafka = pytest.importorskip("confluent_kafka")
-from confluent_kafka.admin import (  # noqa: E402
+from confluent_kafka.admin import (
     AdminClient,
     ConfigResource,
     ConfigSource,

@@ -7,13 +7,11 @@ import struct
 import pytest
 from crc32c import crc32c
 
-from tests.raw_client import RawClient
+from tests.wire import LATEST, RawClient, list_offsets, produce
 from trio_broker.protocol.api_keys import ApiKey, request_class
 from trio_broker.protocol.compression import Compression
 from trio_broker.protocol.errors import ErrorCode
 from trio_broker.protocol.records import build_batch
-
-from .wire import LATEST, list_offsets, produce
 
 TOPIC = "target"
 

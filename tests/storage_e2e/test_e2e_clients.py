@@ -7,11 +7,10 @@ import asyncio
 import random
 import time
 
+import confluent_kafka
 import pytest
 
 from trio_broker.blocking_client import partition_for_key
-
-confluent_kafka = pytest.importorskip("confluent_kafka")
 
 RECORDS = 10_000
 PARTITIONS = 3

@@ -3,13 +3,20 @@ by timestamp, raw and through a real client."""
 
 from __future__ import annotations
 
-import pytest
+import confluent_kafka
 
-from tests.raw_client import RawClient
+from tests.wire import (
+    EARLIEST,
+    LATEST,
+    RawClient,
+    batch_sizes,
+    fetch,
+    list_offsets,
+    produce,
+    records_of,
+)
 from trio_broker.protocol.errors import ErrorCode
 from trio_broker.protocol.records import build_batch
-
-from .wire import EARLIEST, LATEST, batch_sizes, fetch, list_offsets, produce, records_of
 
 TOPIC = "limits"
 BATCHES = 10
@@ -46,7 +53,7 @@ async def test_at_least_one_batch_even_over_the_limits_kip_74(trio_broker):
     parts = await fetch(client, TOPIC, {0: 10, 1: 0}, partition_max_bytes=10, max_bytes=10)
     assert batch_sizes(parts[0].records) == [size]  # the first partition makes progress
     assert parts[1].records in (b"", None)  # the response limit was already used up
-    assert parts[1].error_code == 0
+    assert parts[1].error == 0
 
 
 async def test_max_bytes_bounds_the_whole_response(trio_broker):
@@ -63,11 +70,11 @@ async def test_offset_out_of_range(trio_broker):
     end = BATCHES * RECORDS_PER_BATCH
     parts = await fetch(client, TOPIC, {0: end + 1, 1: -1})
     for p in (0, 1):
-        assert parts[p].error_code == ErrorCode.OFFSET_OUT_OF_RANGE
+        assert parts[p].error == ErrorCode.OFFSET_OUT_OF_RANGE
         assert parts[p].high_watermark == end
         assert parts[p].log_start_offset == 0
     parts = await fetch(client, TOPIC, {0: end})  # the end itself is empty, not an error
-    assert (parts[0].error_code, parts[0].records or b"") == (0, b"")
+    assert (parts[0].error, parts[0].records or b"") == (0, b"")
 
 
 async def test_list_offsets_by_timestamp(trio_broker):
@@ -94,7 +101,6 @@ async def test_list_offsets_by_timestamp(trio_broker):
 
 
 def test_offsets_for_times_through_confluent(kafka_broker, unique_topic):
-    confluent_kafka = pytest.importorskip("confluent_kafka")
     topic = kafka_broker.create_topic(unique_topic("times"), 1)
     producer = confluent_kafka.Producer({"bootstrap.servers": kafka_broker.bootstrap_servers})
     for i in range(100):

@@ -6,14 +6,12 @@ from __future__ import annotations
 import statistics
 import time
 
-import pytest
+import confluent_kafka
 import trio
 
-from tests.raw_client import RawClient
+from tests.wire import RawClient, fetch_body, produce, records_of
 from trio_broker.protocol.api_keys import ApiKey
 from trio_broker.protocol.records import build_batch
-
-from .wire import fetch_fields, produce, records_of
 
 PARKED = 200
 
@@ -27,7 +25,7 @@ async def test_parked_fetch_answers_when_a_record_arrives(trio_broker):
     consumer = await _connect(trio_broker)
     producer = await _connect(trio_broker)
     started = trio.current_time()
-    await consumer.send(ApiKey.Fetch, 11, **fetch_fields("quiet", {0: 0}, max_wait_ms=5000))
+    await consumer.send(ApiKey.Fetch, 11, body=fetch_body("quiet", {0: 0}, max_wait_ms=5000))
     await trio.sleep(0.2)  # the record is produced 200 ms after the fetch was sent
     assert await produce(producer, "quiet", {0: build_batch([(b"k", b"hello")])}) == {0: (0, 0)}
     with trio.fail_after(5):
@@ -44,7 +42,7 @@ async def test_parked_fetch_expires_at_max_wait_with_nothing(trio_broker):
     trio_broker.state.logs.create_topic("quiet", 1, {})
     consumer = await _connect(trio_broker)
     started = trio.current_time()
-    await consumer.send(ApiKey.Fetch, 11, **fetch_fields("quiet", {0: 0}, max_wait_ms=300))
+    await consumer.send(ApiKey.Fetch, 11, body=fetch_body("quiet", {0: 0}, max_wait_ms=300))
     with trio.fail_after(5):
         _, body = await consumer.receive(ApiKey.Fetch, 11)
     assert trio.current_time() - started >= 0.29
@@ -59,7 +57,7 @@ async def test_parked_fetches_do_not_starve_producers(trio_broker):
     consumers = []
     for _ in range(PARKED):
         client = await _connect(trio_broker)
-        await client.send(ApiKey.Fetch, 11, **fetch_fields("idle", {0: 0}, max_wait_ms=30_000))
+        await client.send(ApiKey.Fetch, 11, body=fetch_body("idle", {0: 0}, max_wait_ms=30_000))
         consumers.append(client)
     with trio.fail_after(10):
         # the purgatory offers no event to wait on; its size is the thing under test
@@ -93,7 +91,6 @@ async def test_parked_fetches_do_not_starve_producers(trio_broker):
 
 
 def test_confluent_consumer_gets_a_record_before_its_max_wait(kafka_broker, unique_topic):
-    confluent_kafka = pytest.importorskip("confluent_kafka")
     topic = kafka_broker.create_topic(unique_topic("long-poll"), 1)
     bootstrap = kafka_broker.bootstrap_servers
     consumer = confluent_kafka.Consumer({

@@ -5,13 +5,12 @@ from __future__ import annotations
 
 import time
 
+import confluent_kafka
 import pytest
 
 from trio_broker.blocking_client import EARLIEST, LATEST, BlockingClient, TopicPartition
 from trio_broker.protocol.errors import ErrorCode
 from trio_broker.protocol.records import build_batch
-
-confluent_kafka = pytest.importorskip("confluent_kafka")
 
 BATCH_RECORDS = 10
 
@@ -34,7 +33,6 @@ def test_retention_bytes_deletes_old_segments(kafka_broker, unique_topic):
         "segment.bytes": "2500", "retention.bytes": "5000"})
     log = kafka_broker.broker.state.logs.get_log(name, 0)
     with BlockingClient(kafka_broker.bootstrap_servers) as client:
-        client.topic(name)
         tp = TopicPartition(name, 0)
         for n in range(40):
             assert client.produce({tp: _batch(n)}, acks=1)[tp][:2] == (0, n * BATCH_RECORDS)
@@ -71,7 +69,6 @@ def test_retention_ms_empties_an_expired_log(kafka_broker, unique_topic):
         "segment.bytes": "2500", "retention.ms": "60000"})
     an_hour_ago = int(time.time() * 1000) - 3_600_000
     with BlockingClient(kafka_broker.bootstrap_servers) as client:
-        client.topic(name)
         tp = TopicPartition(name, 0)
         for n in range(10):
             client.produce({tp: _batch(n, timestamp_ms=an_hour_ago)}, acks=1)

@@ -10,31 +10,38 @@ rest to the least loaded broker. Each call retries retriable errors until
 
 from __future__ import annotations
 
-import enum
 from collections.abc import AsyncIterator, Iterable, Mapping
 from contextlib import asynccontextmanager
 from typing import Any, NamedTuple
 
 import trio
 
+from ..client_core import admin as requests
+from ..client_core import groups as group_requests
+from ..client_core.admin import BROKER_RESOURCE, TOPIC_RESOURCE
+from ..client_core.admin import ConfigEntry as ConfigEntry
+from ..client_core.admin import ConfigSource as ConfigSource
+from ..client_core.admin import NewTopic as NewTopic
 from ..client_core.errors import KafkaError, KafkaTimeoutError, describe_code, error_for
-from ..protocol.api_keys import ApiKey, request_class
+from ..client_core.groups import GroupDescription as GroupDescription
+from ..client_core.groups import GroupListing as GroupListing
+from ..client_core.groups import MemberDescription as MemberDescription
+from ..client_core.metadata import metadata_request
+from ..client_core.structs import (
+    EARLIEST,
+    LATEST,
+    BrokerInfo,
+    OffsetAndMetadata,
+    OffsetAndTimestamp,
+    PartitionInfo,
+    TopicPartition,
+)
+from ..protocol.api_keys import ApiKey
 from ..protocol.errors import ErrorCode
-from .assignors import ProtocolPayloadError, decode_assignment
 from .config import ADMIN_DEFAULTS, normalize
-from .group import CoordinatorLookup, fetch_committed
-from .metadata import BrokerInfo, PartitionInfo, TopicPartition
+from .consumer.group_coordinator import CoordinatorLookup, fetch_committed
 from .network import NetworkClient
-from .offsets import EARLIEST, LATEST, OffsetAndTimestamp, list_offsets
-
-
-class NewTopic(NamedTuple):
-    """A topic to create; -1 partitions or replication factor means the broker's default."""
-
-    name: str
-    num_partitions: int = -1
-    replication_factor: int = -1
-    configs: Mapping[str, str] | None = None
+from .offsets import list_offsets
 
 
 class TopicDescription(NamedTuple):
@@ -49,44 +56,6 @@ class ClusterDescription(NamedTuple):
     brokers: list[BrokerInfo]
 
 
-class ConfigSource(enum.IntEnum):
-    UNKNOWN = 0
-    DYNAMIC_TOPIC_CONFIG = 1
-    DYNAMIC_BROKER_CONFIG = 2
-    DYNAMIC_DEFAULT_BROKER_CONFIG = 3
-    STATIC_BROKER_CONFIG = 4
-    DEFAULT_CONFIG = 5
-    DYNAMIC_BROKER_LOGGER_CONFIG = 6
-
-
-class ConfigEntry(NamedTuple):
-    name: str
-    value: str | None
-    read_only: bool
-    source: int
-    sensitive: bool
-
-
-class GroupListing(NamedTuple):
-    group_id: str
-    protocol_type: str
-
-
-class MemberDescription(NamedTuple):
-    member_id: str
-    client_id: str
-    client_host: str
-    assignment: frozenset[TopicPartition]
-
-
-class GroupDescription(NamedTuple):
-    group_id: str
-    state: str
-    protocol_type: str
-    protocol: str
-    members: list[MemberDescription]
-
-
 class _Final(Exception):
     """A per-resource error the broker settled (e.g. the topic exists): not to be retried."""
 
@@ -98,9 +67,6 @@ class _Final(Exception):
 _RETRY_CODES = frozenset({ErrorCode.NOT_CONTROLLER, ErrorCode.THROTTLING_QUOTA_EXCEEDED,
                           ErrorCode.NOT_COORDINATOR, ErrorCode.COORDINATOR_NOT_AVAILABLE,
                           ErrorCode.COORDINATOR_LOAD_IN_PROGRESS})
-
-_TOPIC_RESOURCE = 2
-_BROKER_RESOURCE = 4
 
 
 class Admin:
@@ -173,29 +139,16 @@ class Admin:
                             ) -> None:
         """Create ``topics``; raises the first topic's error (e.g. ``TopicAlreadyExistsError``).
         """
-        cls = request_class(ApiKey.CreateTopics)
-        assert cls is not None
-        topic_cls = cls.CreatableTopic
-        config_cls = topic_cls.CreatableTopicConfig
         wanted = list(topics)
 
         def build(version: int) -> Any:
-            default = -1 if version >= 4 else 1
-            return cls[version](
-                topics=[topic_cls(
-                    name=t.name,
-                    num_partitions=t.num_partitions if t.num_partitions > 0 else default,
-                    replication_factor=(t.replication_factor if t.replication_factor > 0
-                                        else default),
-                    assignments=[],
-                    configs=[config_cls(name=k, value=v) for k, v in (t.configs or {}).items()])
-                    for t in wanted],
-                timeout_ms=self._request_timeout_ms, validate_only=validate_only)
+            return requests.create_topics_request(version, wanted,
+                                                  timeout_ms=self._request_timeout_ms,
+                                                  validate_only=validate_only)
 
         async def call() -> None:
             response = await self._to_controller(ApiKey.CreateTopics, build)
-            self._raise_first(((t.name, t.error_code, t.error_message)
-                               for t in response.topics), "creating topic")
+            self._raise_first(requests.parse_create_topics(response), "creating topic")
 
         await self._retrying(call)
 
@@ -203,43 +156,28 @@ class Admin:
         names = list(names)
 
         async def call() -> None:
-            response = await self._to_controller(ApiKey.DeleteTopics, {
-                "topic_names": names, "timeout_ms": self._request_timeout_ms})
-            self._raise_first(((r.name, r.error_code, None) for r in response.responses),
-                              "deleting topic")
+            response = await self._to_controller(ApiKey.DeleteTopics, lambda v: (
+                requests.delete_topics_request(v, names, timeout_ms=self._request_timeout_ms)))
+            self._raise_first(requests.parse_delete_topics(response), "deleting topic")
 
         await self._retrying(call)
 
     async def create_partitions(self, new_counts: Mapping[str, int], *,
                                 validate_only: bool = False) -> None:
         """Grow each topic to the given total number of partitions."""
-        cls = request_class(ApiKey.CreatePartitions)
-        assert cls is not None
-        topic_cls = cls.CreatePartitionsTopic
-
         async def call() -> None:
-            response = await self._to_controller(ApiKey.CreatePartitions, {
-                "topics": [topic_cls(name=t, count=n, assignments=None)
-                           for t, n in new_counts.items()],
-                "timeout_ms": self._request_timeout_ms, "validate_only": validate_only})
-            self._raise_first(((r.name, r.error_code, r.error_message)
-                               for r in response.results), "creating partitions of")
+            response = await self._to_controller(ApiKey.CreatePartitions, lambda v: (
+                requests.create_partitions_request(v, new_counts,
+                                                   timeout_ms=self._request_timeout_ms,
+                                                   validate_only=validate_only)))
+            self._raise_first(requests.parse_create_partitions(response),
+                              "creating partitions of")
 
         await self._retrying(call)
 
     async def _metadata(self, names: list[str] | None) -> Any:
-        cls = request_class(ApiKey.Metadata)
-        assert cls is not None
-
-        def build(version: int) -> Any:
-            topics: list[Any] | None
-            if names is None:
-                topics = [] if version == 0 else None
-            else:
-                topics = [cls.MetadataRequestTopic(name=n) for n in names]
-            return cls[version](topics=topics, allow_auto_topic_creation=False)
-
-        return await self._retrying(lambda: self._client.request_any(ApiKey.Metadata, build))
+        return await self._retrying(lambda: self._client.request_any(
+            ApiKey.Metadata, lambda v: metadata_request(v, names)))
 
     async def list_topics(self, *, internal: bool = False) -> set[str]:
         response = await self._metadata(None)
@@ -276,52 +214,37 @@ class Admin:
 
     async def describe_topic_configs(self, *topics: str,
                                      ) -> dict[str, dict[str, ConfigEntry]]:
-        return await self._describe_configs(_TOPIC_RESOURCE, list(topics), None)
+        return await self._describe_configs(TOPIC_RESOURCE, list(topics), None)
 
     async def describe_broker_configs(self, broker_id: int) -> dict[str, ConfigEntry]:
-        result = await self._describe_configs(_BROKER_RESOURCE, [str(broker_id)], broker_id)
+        result = await self._describe_configs(BROKER_RESOURCE, [str(broker_id)], broker_id)
         return result[str(broker_id)]
 
     async def _describe_configs(self, resource_type: int, names: list[str],
                                 node_id: int | None) -> dict[str, dict[str, ConfigEntry]]:
-        cls = request_class(ApiKey.DescribeConfigs)
-        assert cls is not None
-        resource_cls = cls.DescribeConfigsResource
-        body = {"resources": [resource_cls(resource_type=resource_type, resource_name=n,
-                                           configuration_keys=None) for n in names],
-                "include_synonyms": False, "include_documentation": False}
+        def body(version: int) -> Any:
+            return requests.describe_configs_request(version, [(resource_type, n)
+                                                               for n in names])
 
         async def call() -> Any:
             if node_id is None:
                 return await self._client.request_any(ApiKey.DescribeConfigs, body)
             return await self._client.request(node_id, ApiKey.DescribeConfigs, body)
 
-        response = await self._retrying(call)
-        self._raise_first(((r.resource_name, r.error_code, r.error_message)
-                           for r in response.results), "describing configs of")
-        return {r.resource_name: {
-            c.name: ConfigEntry(c.name, c.value, c.read_only,
-                                c.config_source if c.config_source is not None else 0,
-                                c.is_sensitive)
-            for c in r.configs} for r in response.results}
+        results = requests.parse_describe_configs(await self._retrying(call))
+        self._raise_first(((name, code, message) for name, code, message, _ in results),
+                          "describing configs of")
+        return {name: entries for name, _, _, entries in results}
 
     async def alter_topic_configs(self, topic: str, configs: Mapping[str, str | None], *,
                                   validate_only: bool = False) -> None:
         """Replace the topic's config overrides with ``configs`` (AlterConfigs semantics:
         overrides not named here return to their defaults)."""
-        cls = request_class(ApiKey.AlterConfigs)
-        assert cls is not None
-        resource_cls = cls.AlterConfigsResource
-        config_cls = resource_cls.AlterableConfig
-        body = {"resources": [resource_cls(
-            resource_type=_TOPIC_RESOURCE, resource_name=topic,
-            configs=[config_cls(name=k, value=v) for k, v in configs.items()])],
-            "validate_only": validate_only}
-
         async def call() -> None:
-            response = await self._client.request_any(ApiKey.AlterConfigs, body)
-            self._raise_first(((r.resource_name, r.error_code, r.error_message)
-                               for r in response.responses), "altering configs of")
+            response = await self._client.request_any(ApiKey.AlterConfigs, lambda v: (
+                requests.alter_configs_request(v, TOPIC_RESOURCE, topic, configs,
+                                               validate_only=validate_only)))
+            self._raise_first(requests.parse_alter_configs(response), "altering configs of")
 
         await self._retrying(call)
 
@@ -335,16 +258,17 @@ class Admin:
 
         async def ask(node_id: int) -> None:
             try:
-                response = await self._retrying(
-                    lambda: self._client.request(node_id, ApiKey.ListGroups, {}))
+                code, found = group_requests.parse_list_groups(await self._retrying(
+                    lambda: self._client.request(node_id, ApiKey.ListGroups,
+                                                 group_requests.list_groups_request)))
             except KafkaError as exc:
                 errors.append(exc)
                 return
-            if response.error_code:
-                errors.append(error_for(response.error_code, f"ListGroups on node {node_id}: "
-                                        f"{describe_code(response.error_code)}"))
+            if code:
+                errors.append(error_for(code, f"ListGroups on node {node_id}: "
+                                        f"{describe_code(code)}"))
                 return
-            listings.extend(GroupListing(g.group_id, g.protocol_type) for g in response.groups)
+            listings.extend(found)
 
         async with trio.open_nursery() as nursery:
             for node_id in self._client.metadata.brokers:
@@ -366,52 +290,38 @@ class Admin:
         return result
 
     async def _describe_group(self, group_id: str) -> GroupDescription:
-        async def call() -> Any:
+        async def call() -> GroupDescription:
             lookup = await self._coordinator(group_id)
-            response = await lookup.request(ApiKey.DescribeGroups, {
-                "groups": [group_id], "include_authorized_operations": False})
-            group = response.groups[0]
-            if group.error_code:
-                if group.error_code in (ErrorCode.NOT_COORDINATOR,
-                                        ErrorCode.COORDINATOR_NOT_AVAILABLE):
+            response = await lookup.request(ApiKey.DescribeGroups, lambda v: (
+                group_requests.describe_groups_request(v, [group_id])))
+            [(code, description)] = group_requests.parse_describe_groups(response)
+            if code:
+                if code in (ErrorCode.NOT_COORDINATOR, ErrorCode.COORDINATOR_NOT_AVAILABLE):
                     lookup.mark_unknown()
-                raise error_for(group.error_code, f"describing group {group_id!r}: "
-                                f"{describe_code(group.error_code)}")
-            return group
+                raise error_for(code, f"describing group {group_id!r}: {describe_code(code)}")
+            return description
 
-        group = await self._retrying(call)
-        members = []
-        for m in group.members:
-            assignment: frozenset[TopicPartition] = frozenset()
-            if group.protocol_type == "consumer":
-                try:
-                    parsed = decode_assignment(bytes(m.member_assignment or b""))
-                    assignment = frozenset(TopicPartition(t, p) for t, parts in parsed.items()
-                                           for p in parts)
-                except ProtocolPayloadError:
-                    pass
-            members.append(MemberDescription(m.member_id, m.client_id, m.client_host,
-                                             assignment))
-        return GroupDescription(group.group_id, group.group_state, group.protocol_type,
-                                group.protocol_data, members)
+        result: GroupDescription = await self._retrying(call)
+        return result
 
     async def delete_groups(self, group_ids: Iterable[str]) -> None:
         """Delete empty groups (``NonEmptyGroupError`` while members remain)."""
         for group_id in group_ids:
             async def call(group_id: str = group_id) -> None:
                 lookup = await self._coordinator(group_id)
-                response = await lookup.request(ApiKey.DeleteGroups, {"groups_names": [group_id]})
-                for r in response.results:
-                    if r.error_code in (ErrorCode.NOT_COORDINATOR,
-                                        ErrorCode.COORDINATOR_NOT_AVAILABLE):
-                        lookup.mark_unknown()
-                self._raise_first(((r.group_id, r.error_code, None) for r in response.results),
+                results = group_requests.parse_delete_groups(await lookup.request(
+                    ApiKey.DeleteGroups,
+                    lambda v: group_requests.delete_groups_request(v, [group_id])))
+                if any(code in (ErrorCode.NOT_COORDINATOR, ErrorCode.COORDINATOR_NOT_AVAILABLE)
+                       for code in results.values()):
+                    lookup.mark_unknown()
+                self._raise_first(((g, code, None) for g, code in results.items()),
                                   "deleting group")
 
             await self._retrying(call)
 
     async def list_consumer_group_offsets(self, group_id: str,
-                                          ) -> dict[TopicPartition, tuple[int, str | None]]:
+                                          ) -> dict[TopicPartition, OffsetAndMetadata]:
         """Committed (offset, metadata) of every partition the group committed."""
         lookup = await self._coordinator(group_id)
         return await fetch_committed(lookup, self._client, None, timeout_s=self._timeout_s)
@@ -451,3 +361,7 @@ async def open_admin(bootstrap_servers: str | list[str] | None = None, *,
         finally:
             admin.client.close()
             nursery.cancel_scope.cancel()
+
+
+__all__ = ["Admin", "ClusterDescription", "ConfigEntry", "ConfigSource", "GroupDescription",
+           "GroupListing", "MemberDescription", "NewTopic", "TopicDescription", "open_admin"]

@@ -1,8 +1,10 @@
 """Client configuration under Kafka's own names and defaults.
 
 Why Kafka's names: users move configs between this client, the Java client and librdkafka, so
-``linger.ms`` means here what it means there. Keys are accepted dotted (``{"linger.ms": 5}``) or
-as Python keywords (``linger_ms=5``); an unknown key is an error naming it, never silently ignored.
+``linger.ms`` means here what it means there. TLS and SASL keys are the client core's
+(``client_core.security``), the same for every face. Keys are accepted dotted
+(``{"linger.ms": 5}``) or as Python keywords (``linger_ms=5``); an unknown key is an error naming
+it, never silently ignored.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..client_core.errors import ConfigError
+from ..client_core.security import SECURITY_DEFAULTS
 
 _COMMON: dict[str, Any] = {
     "bootstrap.servers": None,
@@ -25,7 +28,7 @@ _COMMON: dict[str, Any] = {
     "connections.max.idle.ms": 540000,
     "metadata.max.age.ms": 300000,
     "max.in.flight.requests.per.connection": 5,
-    "security.protocol": "PLAINTEXT",
+    **SECURITY_DEFAULTS,
     "client.rack": "",
     "receive.buffer.bytes": 65536,
     "send.buffer.bytes": 131072,
@@ -93,9 +96,6 @@ def normalize(kind: str, defaults: Mapping[str, Any], config: Mapping[str, Any] 
             merged[name] = value
     if not merged["bootstrap.servers"]:
         raise ConfigError(f"{kind} config 'bootstrap.servers' is required")
-    if merged["security.protocol"] != "PLAINTEXT":
-        raise ConfigError(f"security.protocol {merged['security.protocol']!r} is not supported "
-                          "(PLAINTEXT only)")
     for name, default in defaults.items():
         value = merged[name]
         if isinstance(default, bool):

@@ -8,9 +8,10 @@ Why this shape (Kafka's ``KafkaChannel`` + ``InFlightRequests``, in Trio):
   ``send`` cannot leave half a frame on the wire.
 * The in-flight queue is bounded by ``max.in.flight.requests.per.connection``; ``send`` waits for
   a slot. Produce with ``acks=0`` gets no response, so it never takes a slot.
-* One reader task per connection pops the head of the queue for every response frame. Brokers
-  answer in request order, so a correlation id other than the head's means the stream is
-  unusable: the connection closes and every in-flight request fails with a retriable
+* One reader task per connection feeds what it reads to the client core's connection state
+  machine (``client_core.connection``), which matches each response to the oldest request in
+  flight. Brokers answer in request order, so a correlation id other than the head's means the
+  stream is unusable: the connection closes and every in-flight request fails with a retriable
   ``CorrelationIdMismatchError``.
 * Timeouts live in the reader's cancel scope, whose deadline is the earliest in-flight deadline
   (``request.timeout.ms``) or, with nothing in flight, the idle deadline
@@ -19,44 +20,37 @@ Why this shape (Kafka's ``KafkaChannel`` + ``InFlightRequests``, in Trio):
 
 Connection states::
 
-    CONNECTING --(tcp + ApiVersions)--> READY --(error / timeout / idle / close())--> CLOSED
+    CONNECTING --(tcp [+ TLS] + ApiVersions [+ SASL])--> READY
+               --(error / timeout / idle / close())--> CLOSED
 
-ApiVersions: v3 first; on UNSUPPORTED_VERSION retry with the ApiVersions maximum the broker
-listed, or v0 when its answer lists none or cannot be parsed (Java's fallback); on
-INVALID_REQUEST retry v0 (librdkafka's). Each request then uses the highest version inside both
-the broker's range and ``SUPPORTED_VERSIONS``.
+ApiVersions and the version of each request come from the client core (``client_core.versions``:
+v3 first with Java's and librdkafka's fallbacks; then the highest version in both the broker's
+range and the client's own); so does the SASL login (``client_core.sasl``).
 """
 
 from __future__ import annotations
 
 import logging
 import math
-import struct
-from collections import deque
 from collections.abc import Callable
 from typing import Any
 
 import trio
 
+from ..client_core.connection import NEED_DATA, ClientConnection, InFlight
 from ..client_core.errors import (
-    CorrelationIdMismatchError,
     KafkaConnectionError,
     KafkaError,
     RequestTimedOutError,
-    UnsupportedVersionError,
-    describe_code,
 )
-from ..protocol.api_keys import SUPPORTED_VERSIONS, ApiKey
-from ..protocol.errors import ErrorCode, RemoteProtocolError
-from ..protocol.framing import NEED_DATA, FrameDecoder
-from ..protocol.messages import decode_response, encode_request, make_request
+from ..client_core.sasl import SaslAuthentication, SaslCredentials, SaslStep
+from ..client_core.versions import ApiVersionsExchange, api_versions_request, choose_version
+from ..protocol.api_keys import ApiKey
+from ..protocol.messages import make_request
 
 LOGGER = logging.getLogger(__name__)
 
-CLIENT_SOFTWARE_NAME = "trio-broker"
-CLIENT_SOFTWARE_VERSION = "0.1.0"
 _RECEIVE_BYTES = 1 << 18
-_I32 = struct.Struct(">i")
 
 #: Body builders: keyword fields (any version ignores fields it lacks) or a callable of the
 #: chosen version.
@@ -68,16 +62,15 @@ class InFlightRequest:
     """A sent request awaiting its response: ``await wait()`` or a callback from the reader."""
 
     __slots__ = ("_event", "api_key", "api_version", "callback", "correlation_id", "deadline",
-                 "done", "error", "raw", "response")
+                 "done", "error", "response")
 
     def __init__(self, correlation_id: int, api_key: int, api_version: int, deadline: float,
-                 callback: ResponseCallback | None = None, raw: bool = False) -> None:
+                 callback: ResponseCallback | None = None) -> None:
         self.correlation_id = correlation_id
         self.api_key = api_key
         self.api_version = api_version
         self.deadline = deadline
         self.callback = callback
-        self.raw = raw  # deliver the undecoded frame (ApiVersions negotiation decodes itself)
         self.done = False
         self.response: Any = None
         self.error: BaseException | None = None
@@ -107,49 +100,6 @@ class InFlightRequest:
         return self.response
 
 
-class InFlightRequests:
-    """FIFO of requests sent on one connection and not yet answered (Kafka's InFlightRequests)."""
-
-    __slots__ = ("_queue",)
-
-    def __init__(self) -> None:
-        self._queue: deque[InFlightRequest] = deque()
-
-    def __len__(self) -> int:
-        return len(self._queue)
-
-    def __iter__(self):  # type: ignore[no-untyped-def]
-        return iter(self._queue)
-
-    def add(self, request: InFlightRequest) -> None:
-        self._queue.append(request)
-
-    def complete_next(self, correlation_id: int) -> InFlightRequest:
-        """Pop the oldest request, which must carry ``correlation_id``.
-
-        Raises ``CorrelationIdMismatchError`` (leaving the request queued, so the caller fails it
-        with the rest) when the response is not for the oldest request.
-        """
-        if not self._queue:
-            raise CorrelationIdMismatchError(
-                f"response with correlation id {correlation_id} but nothing is in flight")
-        head = self._queue[0]
-        if head.correlation_id != correlation_id:
-            raise CorrelationIdMismatchError(
-                f"response correlation id {correlation_id} does not match the oldest in-flight "
-                f"request's {head.correlation_id} ({ApiKey(head.api_key).name})")
-        return self._queue.popleft()
-
-    def drain(self) -> list[InFlightRequest]:
-        """Remove and return every request (the connection is closing)."""
-        requests = list(self._queue)
-        self._queue.clear()
-        return requests
-
-    def earliest_deadline(self) -> float:
-        return min((r.deadline for r in self._queue), default=math.inf)
-
-
 class BrokerConnection:
     """A connection to one broker node; created by ``NetworkClient``, never by applications."""
 
@@ -163,17 +113,20 @@ class BrokerConnection:
         self.request_timeout_s = request_timeout_s
         self.idle_timeout_s = idle_timeout_s
         self.max_in_flight = max_in_flight
-        self.in_flight = InFlightRequests()
+        self.where = f"node {node_id}"
+        self._state = ClientConnection(client_id, address=self.where)
+        #: requests sent and not yet answered, oldest first (``InFlight.context`` is the
+        #: ``InFlightRequest`` a caller waits on)
+        self.in_flight = self._state.in_flight
         self.api_versions: dict[int, tuple[int, int]] = {}
         self.closed = False
         self.close_reason: KafkaError | None = None
         self._on_close = on_close
-        self._stream: trio.SocketStream | None = None
+        self._stream: trio.abc.Stream | None = None
         self._slots = trio.Semaphore(max_in_flight)
         self._write_buffer = bytearray()
         self._write_wakeup = trio.Event()
         self._write_drained = trio.Event()
-        self._correlation_id = 0
         self._last_active = trio.current_time()
         self._read_scope: trio.CancelScope | None = None
         self._cancel_scope = trio.CancelScope()
@@ -186,7 +139,7 @@ class BrokerConnection:
 
     # --- lifecycle ---------------------------------------------------------------------------
 
-    async def run(self, stream: trio.SocketStream, *,
+    async def run(self, stream: trio.abc.Stream, *,
                   task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         """Own ``stream``: run the reader and writer until the connection closes."""
         self._stream = stream
@@ -221,73 +174,50 @@ class BrokerConnection:
         self._cancel_scope.cancel()
         self._write_wakeup.set()
         self._write_drained.set()
-        for request in self.in_flight.drain():
+        for request in self._state.fail_all():
             self._slots.release()
-            request._finish(None, error)
+            request.context._finish(None, error)
         if self._on_close is not None:
             self._on_close(self)
 
-    # --- versions ----------------------------------------------------------------------------
+    # --- versions and authentication ---------------------------------------------------------
 
     def version_for(self, api_key: int) -> int:
         """The highest version of ``api_key`` both the broker and this client support."""
         version = self._version_cache.get(api_key)
-        if version is not None:
-            return version
-        ours = SUPPORTED_VERSIONS.get(api_key)  # type: ignore[call-overload]
-        theirs = self.api_versions.get(api_key)
-        if ours is None:
-            raise UnsupportedVersionError(f"the client does not implement {ApiKey(api_key).name}")
-        if theirs is None:
-            raise UnsupportedVersionError(
-                f"broker {self.node_id} does not support {ApiKey(api_key).name}")
-        version = min(ours.max, theirs[1])
-        if version < max(ours.min, theirs[0]):
-            raise UnsupportedVersionError(
-                f"no common version of {ApiKey(api_key).name}: broker {self.node_id} supports "
-                f"{theirs[0]}-{theirs[1]}, the client {ours.min}-{ours.max}")
-        self._version_cache[api_key] = version
+        if version is None:
+            version = self._version_cache[api_key] = choose_version(
+                api_key, self.api_versions, f"broker {self.node_id}")
         return version
 
     def supports(self, api_key: int) -> bool:
         try:
             self.version_for(api_key)
-        except UnsupportedVersionError:
+        except KafkaError:
             return False
         return True
 
     async def negotiate_versions(self) -> None:
-        """ApiVersions v3 with Java's and librdkafka's fallbacks (see the module docstring)."""
-        version = 3
-        for _ in range(4):
-            request = await self.send(
-                ApiKey.ApiVersions,
-                {"client_software_name": CLIENT_SOFTWARE_NAME,
-                 "client_software_version": CLIENT_SOFTWARE_VERSION},
-                version=version, raw=True)
+        """ApiVersions, with the client core's fallbacks."""
+        exchange = ApiVersionsExchange(f"node {self.node_id}")
+        while True:
+            request = await self.send(ApiKey.ApiVersions, api_versions_request,
+                                      version=exchange.version, raw=True)
             assert request is not None
-            frame = await request.wait()
-            error, keys = _parse_api_versions(frame, version)
-            if error == ErrorCode.NONE and keys is not None:
-                self.api_versions = keys
+            found = exchange.receive(await request.wait())
+            if found is not None:
+                self.api_versions = found
                 self._version_cache.clear()
                 return
-            if error == ErrorCode.UNSUPPORTED_VERSION and version > 0:
-                listed = (keys or {}).get(ApiKey.ApiVersions)
-                version = min(listed[1], version - 1) if listed else 0
-                continue
-            if error == ErrorCode.INVALID_REQUEST and version > 0:
-                version = 0
-                continue
-            raise KafkaConnectionError(
-                f"ApiVersions v{version} to node {self.node_id} failed with {describe_code(error)}")
-        raise KafkaConnectionError(f"ApiVersions negotiation with node {self.node_id} failed")
+
+    async def authenticate(self, credentials: SaslCredentials) -> None:
+        """The SASL login (after ApiVersions, before anything else)."""
+        auth = SaslAuthentication(credentials, f"node {self.node_id} ({self.host}:{self.port})")
+        step: SaslStep | None = auth.first()
+        while step is not None:
+            step = auth.receive(await self.request(step.api_key, step.build))
 
     # --- requests ----------------------------------------------------------------------------
-
-    def next_correlation_id(self) -> int:
-        self._correlation_id = (self._correlation_id + 1) & 0x7FFFFFFF
-        return self._correlation_id
 
     async def send(self, api_key: int, body: BodySpec, *, expect_response: bool = True,
                    timeout_s: float | None = None, callback: ResponseCallback | None = None,
@@ -305,8 +235,9 @@ class BrokerConnection:
             version = self.version_for(api_key) if version is None else version
             message = body(version) if callable(body) else make_request(api_key, version, **body)
             drained = self._write_drained
-            self._write(encode_request(api_key, version, self.next_correlation_id(),
-                                       self.client_id, message))
+            _, frame = self._state.send_request(api_key, version, message,
+                                                expect_response=False)
+            self._write(frame)
             await drained.wait()
             if self.closed:
                 raise self._closed_error()
@@ -338,15 +269,16 @@ class BrokerConnection:
             if version is None:
                 version = self.version_for(api_key)
             message = body(version) if callable(body) else make_request(api_key, version, **body)
-            correlation_id = self.next_correlation_id()
-            frame = encode_request(api_key, version, correlation_id, self.client_id, message)
+            deadline = trio.current_time() + (self.request_timeout_s if timeout_s is None
+                                              else timeout_s)
+            request = InFlightRequest(0, api_key, version, deadline, callback)
+            wire, frame = self._state.send_request(api_key, version, message, context=request,
+                                                   raw=raw)
         except BaseException:
             self._slots.release()
             raise
-        deadline = trio.current_time() + (self.request_timeout_s if timeout_s is None
-                                          else timeout_s)
-        request = InFlightRequest(correlation_id, api_key, version, deadline, callback, raw)
-        self.in_flight.add(request)
+        assert wire is not None
+        request.correlation_id = wire.correlation_id
         scope = self._read_scope
         if scope is not None and deadline < scope.deadline:
             scope.deadline = deadline
@@ -363,6 +295,9 @@ class BrokerConnection:
     def _closed_error(self) -> KafkaError:
         return self.close_reason or KafkaConnectionError(f"connection to node {self.node_id} "
                                                          "is closed")
+
+    def _earliest_deadline(self) -> float:
+        return min((r.context.deadline for r in self.in_flight), default=math.inf)
 
     def _write(self, frame: bytes) -> None:
         self._write_buffer += frame
@@ -398,11 +333,11 @@ class BrokerConnection:
     async def _reader(self) -> None:
         stream = self._stream
         assert stream is not None
-        decoder = FrameDecoder()
+        state = self._state
         in_flight = self.in_flight
         while True:
             idle_deadline = self._last_active + self.idle_timeout_s
-            deadline = min(in_flight.earliest_deadline(), idle_deadline)
+            deadline = min(self._earliest_deadline(), idle_deadline)
             with trio.CancelScope(deadline=deadline) as scope:
                 self._read_scope = scope
                 try:
@@ -414,11 +349,11 @@ class BrokerConnection:
             self._read_scope = None
             now = trio.current_time()
             if scope.cancelled_caught:
-                if len(in_flight) and in_flight.earliest_deadline() <= now:
+                if in_flight and self._earliest_deadline() <= now:
                     self._fail(RequestTimedOutError(
                         f"request to node {self.node_id} timed out; closing the connection"))
                     return
-                if not len(in_flight) and self._last_active + self.idle_timeout_s <= now:
+                if not in_flight and self._last_active + self.idle_timeout_s <= now:
                     LOGGER.debug("closing idle connection to node %s", self.node_id)
                     self._fail(KafkaConnectionError(f"connection to node {self.node_id} idle"))
                     return
@@ -427,44 +362,17 @@ class BrokerConnection:
                 self._fail(KafkaConnectionError(f"node {self.node_id} closed the connection"))
                 return
             self._last_active = now
-            decoder.receive_data(data)
+            state.receive_data(data)
             try:
-                while (frame := decoder.next_frame()) is not NEED_DATA:
-                    assert isinstance(frame, bytes)
-                    self._dispatch(frame)
+                while (response := state.next_response()) is not NEED_DATA:
+                    self._slots.release()
+                    response.request.context._finish(response.body, None)
                     if self.closed:
                         return
-            except RemoteProtocolError as exc:
-                self._fail(KafkaConnectionError(f"bad response from node {self.node_id}: {exc}"))
+            except KafkaConnectionError as exc:
+                LOGGER.warning("node %s: %s; closing the connection", self.node_id, exc)
+                self._fail(exc)
                 return
 
-    def _dispatch(self, frame: bytes) -> None:
-        if len(frame) < 4:
-            raise RemoteProtocolError("response frame shorter than a correlation id")
-        (correlation_id,) = _I32.unpack_from(frame, 0)
-        try:
-            request = self.in_flight.complete_next(correlation_id)
-        except CorrelationIdMismatchError as exc:
-            LOGGER.warning("node %s: %s; closing the connection", self.node_id, exc)
-            self._fail(exc)
-            return
-        self._slots.release()
-        if request.raw:
-            request._finish(frame, None)
-            return
-        _, body = decode_response(request.api_key, request.api_version, frame)
-        request._finish(body, None)
 
-
-def _parse_api_versions(frame: bytes,
-                        version: int) -> tuple[int, dict[int, tuple[int, int]] | None]:
-    """(error code, {api_key: (min, max)} or None when the body cannot be parsed)."""
-    if len(frame) < 6:
-        return ErrorCode.UNKNOWN_SERVER_ERROR, None
-    error = struct.unpack_from(">h", frame, 4)[0]
-    try:
-        _, body = decode_response(ApiKey.ApiVersions, version, frame)
-    except RemoteProtocolError:
-        return error, None
-    keys = {k.api_key: (k.min_version, k.max_version) for k in body.api_keys or ()}
-    return error, keys
+__all__ = ["BodySpec", "BrokerConnection", "InFlight", "InFlightRequest"]

@@ -11,6 +11,10 @@ nodes -1, -2, ... until the first Metadata response names the real brokers; a gr
 gets its own connection, as node ``2**31 - 1 - node_id`` (Java does the same so that long
 JoinGroup waits never block other requests to that broker).
 
+Security: TLS wraps the stream before ApiVersions, and SASL logs in right after it (Kafka's
+order); a refused login or an untrusted certificate is not retried silently: it reaches
+whoever waits for metadata or a connection, as Java's ``AuthenticationException`` does.
+
 Metadata: one updater task refreshes when asked (``request_update`` after an error that says the
 cache is stale, ``refresh_metadata`` to wait for fresh data) or when ``metadata.max.age.ms`` has
 passed, never more often than ``retry.backoff.ms``. It asks for the topics someone registered
@@ -23,6 +27,7 @@ from __future__ import annotations
 import logging
 import math
 import random
+import ssl
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -34,13 +39,15 @@ from ..client_core.errors import (
     KafkaConnectionError,
     KafkaError,
     KafkaTimeoutError,
+    SslAuthenticationError,
     describe_code,
     error_for,
 )
-from ..protocol.api_keys import ApiKey, request_class
+from ..client_core.metadata import ClusterMetadata, TopicInfo, metadata_request
+from ..client_core.security import resolve_security
+from ..protocol.api_keys import ApiKey
 from ..protocol.errors import ErrorCode
 from .connection import BodySpec, BrokerConnection
-from .metadata import ClusterMetadata, TopicInfo
 
 LOGGER = logging.getLogger(__name__)
 
@@ -95,8 +102,9 @@ class NetworkClient:
         self._idle_timeout_s = config["connections.max.idle.ms"] / 1000
         self._max_in_flight = config["max.in.flight.requests.per.connection"]
         self._max_age_s = config["metadata.max.age.ms"] / 1000
-        self._bootstrap = {-(i + 1): addr
+        self._bootstrap = {-(i + 1): (addr.host, addr.port)
                            for i, addr in enumerate(parse_bootstrap(config["bootstrap.servers"]))}
+        self.security = resolve_security(config, config["bootstrap.servers"])
         self._extra_nodes: dict[int, tuple[str, int]] = dict(self._bootstrap)
         self._connections: dict[int, BrokerConnection] = {}
         self._pending: dict[int, _ConnectAttempt] = {}
@@ -108,7 +116,9 @@ class NetworkClient:
         self._update_wakeup = Wakeup()
         self._updated = trio.Event()
         self._last_update_attempt = -math.inf
-        self._metadata_error: KafkaError | None = None
+        #: the last metadata attempt's error when it cannot go away by retrying (a refused
+        #: login, an untrusted certificate); None again after a successful update
+        self.fatal_error: KafkaError | None = None
         self._nursery: trio.Nursery | None = None
         self._listeners: list[Callable[[], None]] = []
         self.closed = False
@@ -211,8 +221,13 @@ class NetworkClient:
         conn: BrokerConnection | None = None
         try:
             host, port = self.address(node_id)
+            security = self.security
             with trio.fail_after(self._setup_timeout_s):
-                stream = await trio.open_tcp_stream(host, port)
+                stream: trio.abc.Stream = await trio.open_tcp_stream(host, port)
+                if security.ssl_context is not None:
+                    stream = trio.SSLStream(stream, security.ssl_context, server_hostname=host,
+                                            https_compatible=True)
+                    await stream.do_handshake()
                 conn = BrokerConnection(
                     node_id, host, port, client_id=self.client_id,
                     request_timeout_s=self.request_timeout_s,
@@ -220,7 +235,13 @@ class NetworkClient:
                     on_close=self._on_connection_closed)
                 await self._nursery.start(conn.run, stream)
                 await conn.negotiate_versions()
-        except (OSError, trio.TooSlowError, KafkaError) as exc:
+                if security.sasl is not None:
+                    await conn.authenticate(security.sasl)
+        except (OSError, trio.TooSlowError, trio.BrokenResourceError, KafkaError) as exc:
+            if isinstance(exc, trio.BrokenResourceError) and isinstance(exc.__cause__,
+                                                                        ssl.SSLError):
+                exc = SslAuthenticationError(f"TLS handshake with node {node_id} failed: "
+                                             f"{exc.__cause__.reason or exc.__cause__}")
             failures = self._failures.get(node_id, 0)
             delay_ms = self._reconnect_backoff.backoff_ms(failures)
             self._failures[node_id] = failures + 1
@@ -230,9 +251,12 @@ class NetworkClient:
                         node_id, what, delay_ms)
             if conn is not None:
                 conn.close()
-            attempt.error = (exc if isinstance(exc, KafkaConnectionError)
-                             else KafkaConnectionError(f"connecting to node {node_id} failed: "
-                                                       f"{what}"))
+            if isinstance(exc, KafkaConnectionError) or (
+                    isinstance(exc, KafkaError) and not exc.retriable):
+                attempt.error = exc  # an authentication failure reaches the caller as it is
+            else:
+                attempt.error = KafkaConnectionError(f"connecting to node {node_id} failed: "
+                                                     f"{what}")
         else:
             self._failures.pop(node_id, None)
             self._backoff_until.pop(node_id, None)
@@ -322,6 +346,8 @@ class NetworkClient:
         target = self._update_requested
         self._update_wakeup.set()
         while self._update_completed < target:
+            if self.fatal_error is not None:
+                raise self.fatal_error
             await self._updated.wait()
 
     async def wait_for_topic(self, topic: str, timeout_s: float) -> TopicInfo:
@@ -367,8 +393,14 @@ class NetworkClient:
                 failures += 1
                 if not self.closed:
                     LOGGER.info("metadata request failed: %r", exc)
+                if not exc.retriable:  # waiters raise it; the loop keeps trying, as Java's
+                    self.fatal_error = exc
+                    self._updated.set()
+                    self._updated = trio.Event()
+                    self._notify()
                 continue
             failures = 0
+            self.fatal_error = None
             self._update_completed = target
             self._updated.set()
             self._updated = trio.Event()
@@ -378,11 +410,7 @@ class NetworkClient:
         wanted = sorted(self._wanted_topics)
         node_id = self.least_loaded_node()
         conn = await self.connection(node_id)
-        topic_cls = request_class(ApiKey.Metadata).MetadataRequestTopic  # type: ignore[union-attr]
-        body = {
-            # v0 reads an empty list as "all topics": acceptable for a broker that old
-            "topics": [topic_cls(name=name) for name in wanted],
-            "allow_auto_topic_creation": self.allow_auto_topic_creation,
-        }
-        response = await conn.request(ApiKey.Metadata, body)
+        # (v0 reads an empty list as "all topics": acceptable for a broker that old)
+        response = await conn.request(ApiKey.Metadata, lambda v: metadata_request(
+            v, wanted, allow_auto_create=self.allow_auto_topic_creation))
         self.metadata.update(response, trio.current_time(), requested=wanted)

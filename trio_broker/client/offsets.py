@@ -8,25 +8,17 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
-from typing import Any, NamedTuple
 
 import trio
 
 from ..client_core.errors import KafkaError, KafkaTimeoutError, describe_code, error_for
-from ..protocol.api_keys import ApiKey, request_class
+from ..client_core.offsets import list_offsets_request, parse_list_offsets
+from ..client_core.structs import OffsetAndTimestamp, TopicPartition
+from ..protocol.api_keys import ApiKey
 from ..protocol.errors import ErrorCode
-from .metadata import TopicPartition
 from .network import NetworkClient
 
 LOGGER = logging.getLogger(__name__)
-
-EARLIEST = -2
-LATEST = -1
-
-
-class OffsetAndTimestamp(NamedTuple):
-    offset: int  # -1 when no record has a timestamp at or after the one asked for
-    timestamp: int
 
 
 async def list_offsets(client: NetworkClient, timestamps: Mapping[TopicPartition, int], *,
@@ -73,32 +65,17 @@ async def list_offsets(client: NetworkClient, timestamps: Mapping[TopicPartition
 async def _ask_node(client: NetworkClient, node_id: int, wanted: dict[TopicPartition, int],
                     result: dict[TopicPartition, OffsetAndTimestamp],
                     errors: list[KafkaError]) -> None:
-    cls = request_class(ApiKey.ListOffsets)
-    assert cls is not None
-    topic_cls = cls.ListOffsetsTopic
-    part_cls = topic_cls.ListOffsetsPartition
-    by_topic: dict[str, list[Any]] = {}
-    for tp, ts in wanted.items():
-        by_topic.setdefault(tp.topic, []).append(part_cls(
-            partition_index=tp.partition, current_leader_epoch=-1, timestamp=ts,
-            max_num_offsets=1))
-    body = {"replica_id": -1, "isolation_level": 0,
-            "topics": [topic_cls(name=t, partitions=p) for t, p in by_topic.items()]}
     try:
-        response = await client.request(node_id, ApiKey.ListOffsets, body)
+        response = await client.request(node_id, ApiKey.ListOffsets,
+                                        lambda v: list_offsets_request(v, wanted))
     except KafkaError as exc:
         errors.append(exc)
         return
-    for topic in response.topics:
-        for part in topic.partitions:
-            tp = TopicPartition(topic.name, part.partition_index)
-            if tp not in wanted:
-                continue
-            if part.error_code == ErrorCode.NONE:
-                offset = part.offset
-                if offset is None or (offset == -1 and part.old_style_offsets):
-                    offset = part.old_style_offsets[0]
-                result[tp] = OffsetAndTimestamp(offset, part.timestamp)
-            else:
-                errors.append(error_for(part.error_code, f"ListOffsets for {tp.topic}-"
-                                        f"{tp.partition}: {describe_code(part.error_code)}"))
+    for tp, (code, found) in parse_list_offsets(response).items():
+        if tp not in wanted:
+            continue
+        if code == ErrorCode.NONE:
+            result[tp] = found
+        else:
+            errors.append(error_for(code, f"ListOffsets for {tp.topic}-{tp.partition}: "
+                                    f"{describe_code(code)}"))

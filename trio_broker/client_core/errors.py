@@ -98,6 +98,13 @@ class CorrelationIdMismatchError(KafkaConnectionError):
     """A response arrived out of order: the connection is closed, its requests fail retriably."""
 
 
+class SslAuthenticationError(KafkaConnectionError):
+    """The TLS handshake failed (an untrusted or mismatched certificate, no common protocol):
+    as Kafka's ``SslAuthenticationException``, not retriable."""
+
+    retriable = False
+
+
 class InvalidResponseError(KafkaConnectionError):
     """The broker sent a frame that is too large or does not decode: the connection is unusable.
     """
@@ -152,6 +159,7 @@ __all__ = [
     "KafkaError",
     "KafkaTimeoutError",
     "NoOffsetForPartitionError",
+    "SslAuthenticationError",
     "describe_code",
     "error_class",
     "error_for",

@@ -58,13 +58,14 @@ def partition_for_key(key: bytes, num_partitions: int) -> int:
 class StickyPartitioner:
     """Keyless records stick to one partition per topic until that partition's batch is sent."""
 
-    __slots__ = ("_sticky",)
+    __slots__ = ("sticky",)
 
     def __init__(self) -> None:
-        self._sticky: dict[str, int] = {}
+        #: topic -> its sticky partition (read directly on the producer's per-record path)
+        self.sticky: dict[str, int] = {}
 
     def partition(self, topic: str, available: list[int], num_partitions: int) -> int:
-        part = self._sticky.get(topic)
+        part = self.sticky.get(topic)
         if part is None:
             part = self.next_partition(topic, available, num_partitions, None)
         return part
@@ -76,5 +77,5 @@ class StickyPartitioner:
         if len(choices) > 1 and previous is not None:
             choices = [p for p in choices if p != previous]
         part = random.choice(choices)
-        self._sticky[topic] = part
+        self.sticky[topic] = part
         return part

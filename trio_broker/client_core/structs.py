@@ -30,6 +30,17 @@ class TopicPartition(NamedTuple):
         return f"{self.topic}-{self.partition}"
 
 
+class ConsumerRecord(NamedTuple):
+    topic: str
+    partition: int
+    offset: int
+    timestamp: int
+    timestamp_type: int  # 0 CreateTime, 1 LogAppendTime
+    key: bytes | None
+    value: bytes | None
+    headers: tuple[tuple[str, bytes | None], ...]
+
+
 class OffsetAndMetadata(NamedTuple):
     """A committed offset (the next one to read) with its metadata string."""
 
@@ -58,5 +69,5 @@ class PartitionInfo(NamedTuple):
 
 
 __all__ = ["EARLIEST", "EARLIEST_LOCAL", "LATEST", "LATEST_TIERED", "MAX_RESPONSE_BYTES",
-           "MAX_TIMESTAMP", "BrokerInfo", "OffsetAndMetadata", "OffsetAndTimestamp",
-           "PartitionInfo", "TopicPartition"]
+           "MAX_TIMESTAMP", "BrokerInfo", "ConsumerRecord", "OffsetAndMetadata",
+           "OffsetAndTimestamp", "PartitionInfo", "TopicPartition"]

@@ -1,6 +1,8 @@
-"""Records inside a magic-v2 batch: decoding for consumers, tools and tests, building for producers.
+"""Records inside a magic-v2 batch: the one decoder (consumers, tools, tests, the broker's
+timestamp lookups) and the builder (producers), with the one zig-zag varint reader and writer.
 
-The broker never calls this on its produce or fetch path (batches stay bytes; see ``batch``).
+The broker never decodes records on its produce or fetch path (batches stay bytes; see
+``batch``).
 
 Each record inside ``records``: length varint (bytes that follow), attributes i8 (0),
 timestampDelta varlong, offsetDelta varint, key (varint length, -1 = null, bytes), value
@@ -12,9 +14,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator, Sequence
-from typing import TypeAlias
-
-import attrs
+from typing import Any, NamedTuple, TypeAlias
 
 from .batch import (
     BATCH_HEADER_SIZE,
@@ -30,8 +30,7 @@ from .compression import Buffer, Compression, compress, decompress
 from .errors import CorruptRecordError
 
 
-@attrs.frozen(slots=True)
-class Record:
+class Record(NamedTuple):
     offset: int
     timestamp: int
     key: bytes | None
@@ -39,13 +38,15 @@ class Record:
     headers: tuple[tuple[str, bytes | None], ...] = ()
 
 
-def _read_varint(data: bytes, pos: int, end: int) -> tuple[int, int]:
+def read_varint(data: Buffer, pos: int) -> tuple[int, int]:
+    """The zig-zag varint at ``pos`` -> (value, position after it)."""
     result = 0
     shift = 0
     while True:
-        if pos >= end:
-            raise CorruptRecordError("varint runs past the end of the record")
-        byte = data[pos]
+        try:
+            byte = data[pos]
+        except IndexError:
+            raise CorruptRecordError("varint runs past the end of the record") from None
         pos += 1
         result |= (byte & 0x7F) << shift
         if byte < 0x80:
@@ -55,20 +56,169 @@ def _read_varint(data: bytes, pos: int, end: int) -> tuple[int, int]:
             raise CorruptRecordError("varint longer than 10 bytes")
 
 
-def _read_bytes(data: bytes, pos: int, end: int) -> tuple[bytes | None, int]:
-    byte = data[pos] if pos < end else 0x80
-    if byte < 0x80:  # one-byte varint, the common case
-        length = (byte >> 1) ^ -(byte & 1)
-        pos += 1
-    else:
-        length, pos = _read_varint(data, pos, end)
-    if length < 0:
-        if length != -1:
-            raise CorruptRecordError(f"negative field length {length}")
-        return None, pos
-    if length > end - pos:
-        raise CorruptRecordError(f"field of {length} bytes overruns the record")
-    return data[pos : pos + length], pos + length
+def decode_batch_into(out: list[Any], raw: bytes, pos: int, header: BatchHeader, *,
+                      cls: type[tuple[Any, ...]] = Record, topic: str | None = None,
+                      partition: int = -1, check_crc: bool = True,
+                      max_uncompressed_bytes: int | None = None) -> None:
+    """Append a row per record of the whole batch at ``raw[pos:]`` to ``out``.
+
+    Rows are ``Record(offset, timestamp, key, value, headers)``, or with a ``topic``, rows of
+    ``cls(topic, partition, offset, timestamp, timestamp_type, key, value, headers)`` (the
+    consumer's ``ConsumerRecord``), built with ``tuple.__new__``. Keys and values are ``bytes``
+    slices of ``raw`` or of the decompressed payload.
+
+    This is the decoding loop of every reader of records, so it is written for speed: the one-
+    and two-byte varint cases are inlined (at 100-byte values the record length, the value
+    length and the timestamp delta all take two bytes), record lengths are skipped (the fields
+    delimit themselves; the records must end exactly where the batch does, and the CRC covers
+    the lengths), and for a batch whose offset deltas are 0, 1, 2, ... (any batch not compacted)
+    offsets come from a counter.
+    """
+    if check_crc:
+        verify_crc(raw, pos, header)
+    end = pos + header.size
+    if header.compression:
+        data: Any = decompress(header.compression,
+                               memoryview(raw)[pos + BATCH_HEADER_SIZE:end],
+                               max_output=max_uncompressed_bytes)
+        i, stop = 0, len(data)
+    elif type(raw) is bytes:
+        data, i, stop = raw, pos + BATCH_HEADER_SIZE, end
+    else:  # slices of a bytearray or memoryview would not be bytes
+        data = bytes(memoryview(raw)[pos + BATCH_HEADER_SIZE:end])
+        i, stop = 0, len(data)
+    count = header.records_count
+    if count < 0 or count > stop - i:  # every record needs at least one byte
+        raise CorruptRecordError(f"records_count {count} does not fit in {stop - i} bytes")
+    base_offset = header.base_offset
+    base_ts = header.base_timestamp
+    log_append = header.timestamp_type == LOG_APPEND_TIME
+    timestamp_type = int(log_append)
+    full = topic is not None
+    dense = header.last_offset_delta == count - 1
+    new = tuple.__new__
+    append = out.append
+    first = len(out)
+    try:
+        for offset in range(base_offset, base_offset + count):
+            # length (skipped), then attributes (1 byte, unused)
+            if data[i] < 0x80:
+                i += 2
+            elif data[i + 1] < 0x80:
+                i += 3
+            else:
+                _, i = read_varint(data, i)
+                i += 1
+            # timestamp delta
+            b = data[i]
+            if b < 0x80:
+                ts_delta = (b >> 1) ^ -(b & 1)
+                i += 1
+            else:
+                b2 = data[i + 1]
+                if b2 < 0x80:
+                    b = (b & 0x7F) | (b2 << 7)
+                    ts_delta = (b >> 1) ^ -(b & 1)
+                    i += 2
+                else:
+                    ts_delta, i = read_varint(data, i)
+            # offset delta
+            if dense:
+                if data[i] < 0x80:
+                    i += 1
+                elif data[i + 1] < 0x80:
+                    i += 2
+                else:
+                    _, i = read_varint(data, i)
+            else:
+                offset_delta, i = read_varint(data, i)
+                offset = base_offset + offset_delta
+            # key
+            b = data[i]
+            if b == 1:  # null, the common case
+                key = None
+                i += 1
+            else:
+                if b < 0x80:
+                    n = (b >> 1) ^ -(b & 1)
+                    i += 1
+                else:
+                    n, i = read_varint(data, i)
+                if n < 0:
+                    if n != -1:
+                        raise CorruptRecordError(f"negative field length {n}")
+                    key = None
+                else:
+                    key = data[i:i + n]
+                    i += n
+            # value
+            b = data[i]
+            if b < 0x80:
+                n = (b >> 1) ^ -(b & 1)
+                i += 1
+            else:
+                b2 = data[i + 1]
+                if b2 < 0x80:
+                    n = (b & 0x7F) | (b2 << 7)
+                    n = (n >> 1) ^ -(n & 1)
+                    i += 2
+                else:
+                    n, i = read_varint(data, i)
+            if n < 0:
+                if n != -1:
+                    raise CorruptRecordError(f"negative field length {n}")
+                value = None
+            else:
+                value = data[i:i + n]
+                i += n
+            # headers
+            if data[i] == 0:
+                headers: tuple[tuple[str, bytes | None], ...] = ()
+                i += 1
+            else:
+                n, i = read_varint(data, i)
+                headers, i = _read_headers(data, i, n, stop)
+            if full:
+                append(new(cls, (topic, partition, offset, base_ts + ts_delta, timestamp_type,
+                                 key, value, headers)))
+            else:
+                append(new(cls, (offset, base_ts + ts_delta, key, value, headers)))
+    except IndexError:
+        raise CorruptRecordError(f"record runs past the end of the batch at offset "
+                                 f"{base_offset}") from None
+    if i != stop:
+        raise CorruptRecordError(f"{stop - i} bytes left after {count} records of the batch at "
+                                 f"offset {base_offset}")
+    if log_append:  # every record carries the broker's time (rare: a topic setting)
+        at = 3 if full else 1
+        max_ts = (header.max_timestamp,)
+        out[first:] = [new(cls, r[:at] + max_ts + r[at + 1:]) for r in out[first:]]
+
+
+def _read_headers(data: Any, i: int, count: int,
+                  stop: int) -> tuple[tuple[tuple[str, bytes | None], ...], int]:
+    if count < 0 or count > stop - i:
+        raise CorruptRecordError(f"header count {count} overruns the record")
+    headers = []
+    for _ in range(count):
+        n, i = read_varint(data, i)
+        if n < 0:
+            raise CorruptRecordError("record header key is null")
+        try:
+            name = bytes(data[i:i + n]).decode()
+        except UnicodeDecodeError:
+            raise CorruptRecordError("record header key is not UTF-8") from None
+        i += n
+        n, i = read_varint(data, i)
+        if n < 0:
+            if n != -1:
+                raise CorruptRecordError(f"negative field length {n}")
+            value = None
+        else:
+            value = bytes(data[i:i + n])
+            i += n
+        headers.append((name, value))
+    return tuple(headers), i
 
 
 def decode_records(
@@ -78,59 +228,9 @@ def decode_records(
     header = read_batch_header(batch)
     if header.size > len(batch):
         raise CorruptRecordError(f"record batch of {header.size} bytes truncated to {len(batch)}")
-    if check_crc:
-        verify_crc(batch, 0, header)
-    payload = memoryview(batch)[BATCH_HEADER_SIZE : header.size]
-    data = decompress(header.compression, payload, max_output=max_uncompressed_bytes)
-    count = header.records_count
-    end = len(data)
-    if count < 0 or count > end:  # every record needs at least one byte
-        raise CorruptRecordError(f"records_count {count} does not fit in {end} bytes")
-    log_append = header.timestamp_type == LOG_APPEND_TIME
-    base_offset = header.base_offset
-    base_timestamp = header.base_timestamp
-    max_timestamp = header.max_timestamp
     records: list[Record] = []
-    pos = 0
-    for _ in range(count):
-        length, pos = _read_varint(data, pos, end)
-        if length < 0 or length > end - pos:
-            raise CorruptRecordError(f"record length {length} overruns the batch")
-        record_end = pos + length
-        pos += 1  # attributes, unused
-        timestamp_delta, pos = _read_varint(data, pos, record_end)
-        offset_delta, pos = _read_varint(data, pos, record_end)
-        key, pos = _read_bytes(data, pos, record_end)
-        value, pos = _read_bytes(data, pos, record_end)
-        header_count, pos = _read_varint(data, pos, record_end)
-        if header_count < 0 or header_count > record_end - pos:
-            raise CorruptRecordError(f"header count {header_count} overruns the record")
-        headers: list[tuple[str, bytes | None]] = []
-        for _ in range(header_count):
-            raw_key, pos = _read_bytes(data, pos, record_end)
-            if raw_key is None:
-                raise CorruptRecordError("record header key is null")
-            try:
-                header_key = raw_key.decode()
-            except UnicodeDecodeError as exc:
-                raise CorruptRecordError(f"record header key is not UTF-8: {exc}") from None
-            header_value, pos = _read_bytes(data, pos, record_end)
-            headers.append((header_key, header_value))
-        if pos != record_end:
-            raise CorruptRecordError(
-                f"record declares {length} bytes but its fields end at a different place"
-            )
-        records.append(
-            Record(
-                base_offset + offset_delta,
-                max_timestamp if log_append else base_timestamp + timestamp_delta,
-                key,
-                value,
-                tuple(headers),
-            )
-        )
-    if pos != end:
-        raise CorruptRecordError(f"{end - pos} bytes left after {count} records")
+    decode_batch_into(records, batch, 0, header, check_crc=check_crc,  # type: ignore[arg-type]
+                      max_uncompressed_bytes=max_uncompressed_bytes)
     return records
 
 
@@ -138,11 +238,11 @@ def decode_batches(
     buf: Buffer, *, max_uncompressed_bytes: int | None = None
 ) -> Iterator[tuple[BatchHeader, list[Record]]]:
     """Decode a fetched partition payload batch by batch, ignoring a truncated tail."""
-    view = memoryview(buf)
-    for pos, header in iter_batches(view):
-        records = decode_records(
-            view[pos : pos + header.size], max_uncompressed_bytes=max_uncompressed_bytes
-        )
+    raw = buf if type(buf) is bytes else bytes(buf)
+    for pos, header in iter_batches(raw):
+        records: list[Record] = []
+        decode_batch_into(records, raw, pos, header,
+                          max_uncompressed_bytes=max_uncompressed_bytes)
         yield header, records
 
 
@@ -152,7 +252,8 @@ RecordInput: TypeAlias = (
 )
 
 
-def _put_varint(out: bytearray, value: int) -> None:
+def write_varint(out: bytearray, value: int) -> None:
+    """Append ``value`` as a zig-zag varint."""
     zigzag = (value << 1) ^ (value >> 63)
     while zigzag > 0x7F:
         out.append((zigzag & 0x7F) | 0x80)
@@ -168,7 +269,7 @@ def _put_bytes(out: bytearray, value: bytes | None) -> None:
     if length < 64:
         out.append(length << 1)
     else:
-        _put_varint(out, length)
+        write_varint(out, length)
     out += value
 
 
@@ -211,22 +312,22 @@ def build_batch(
         if deltas is None:
             record.append(0)  # timestamp delta 0
         else:
-            _put_varint(record, deltas[offset_delta])
+            write_varint(record, deltas[offset_delta])
         if offset_delta < 64:
             record.append(offset_delta << 1)
         else:
-            _put_varint(record, offset_delta)
+            write_varint(record, offset_delta)
         _put_bytes(record, item[0])
         _put_bytes(record, item[1])
         headers = item[2] if len(item) > 2 else ()  # type: ignore[misc]
         if headers:
-            _put_varint(record, len(headers))
+            write_varint(record, len(headers))
             for header_key, header_value in headers:
                 _put_bytes(record, header_key.encode())
                 _put_bytes(record, header_value)
         else:
             record.append(0)
-        _put_varint(body, len(record))
+        write_varint(body, len(record))
         body += record
 
     if compression != Compression.NONE:

@@ -18,29 +18,34 @@ Per partition::
 Invariant: the buffered chunks of a partition cover ``[position, fetch_offset)`` in order.
 
 Records are decoded only when the application takes them (``collect``), chunk by chunk, straight
-into ``ConsumerRecord`` tuples: the per-record loop is the consumer's hot path, so batch headers,
-CRCs and decompression go through ``protocol.batch`` and ``protocol.compression`` while the loop
-over records is written out here with the one-byte varint case inlined.
+into ``ConsumerRecord`` tuples by the one record decoder (``client_core.fetch.decode_fetched`` over
+``protocol.records``).
 """
 
 from __future__ import annotations
 
-import gc
 import logging
 import math
 from collections import deque
 from collections.abc import Callable
-from typing import Any, NamedTuple
+from typing import Any
 
 import trio
 
-from ..client_core.errors import KafkaError, describe_code, error_for
-from ..protocol.api_keys import ApiKey, request_class
-from ..protocol.batch import BATCH_HEADER_SIZE, LOG_APPEND_TIME, iter_batches, verify_crc
-from ..protocol.compression import decompress
-from ..protocol.errors import CorruptRecordError, ErrorCode
-from .metadata import TopicPartition
-from .network import NetworkClient, Wakeup
+from ...client_core.errors import KafkaError, describe_code, error_for
+from ...client_core.fetch import (
+    decode_fetched,
+    fetch_entry,
+    fetch_request,
+    move_entry,
+    next_fetch_offset,
+    parse_fetch,
+)
+from ...client_core.structs import ConsumerRecord, TopicPartition
+from ...protocol.api_keys import ApiKey
+from ...protocol.errors import CorruptRecordError, ErrorCode
+from ..network import NetworkClient, Wakeup
+from .subscription_state import PartitionState, SubscriptionState
 
 LOGGER = logging.getLogger(__name__)
 
@@ -55,58 +60,6 @@ _STALE_METADATA = frozenset({
     ErrorCode.OFFSET_NOT_AVAILABLE,
     ErrorCode.UNKNOWN_TOPIC_ID,
 })
-
-
-class ConsumerRecord(NamedTuple):
-    topic: str
-    partition: int
-    offset: int
-    timestamp: int
-    timestamp_type: int  # 0 CreateTime, 1 LogAppendTime
-    key: bytes | None
-    value: bytes | None
-    headers: tuple[tuple[str, bytes | None], ...]
-
-
-class PartitionState:
-    """What the consumer knows about one assigned partition."""
-
-    __slots__ = ("buffered", "epoch", "error", "fetch_offset", "high_watermark", "in_flight",
-                 "last_stable_offset", "log_start_offset", "paused", "position", "request_entry",
-                 "reset", "tp")
-
-    def __init__(self, tp: TopicPartition) -> None:
-        self.tp = tp
-        self.position: int | None = None
-        self.fetch_offset: int | None = None
-        #: None, "committed" (look up the group's offset), "earliest" or "latest"
-        self.reset: str | None = "committed"
-        self.epoch = 0
-        self.paused = False
-        self.buffered = 0
-        self.in_flight = False
-        self.high_watermark: int | None = None
-        self.last_stable_offset: int | None = None
-        self.log_start_offset: int | None = None
-        self.error: KafkaError | None = None
-        #: this partition's entry in Fetch requests, built once, its fetch_offset updated
-        self.request_entry: Any = None
-
-    def seek(self, offset: int) -> None:
-        self.position = self.fetch_offset = offset
-        self.reset = None
-        self.epoch += 1
-        self.error = None
-
-    def request_reset(self, strategy: str) -> None:
-        self.position = self.fetch_offset = None
-        self.reset = strategy
-        self.epoch += 1
-
-    @property
-    def fetching(self) -> bool:
-        """Whether this partition takes part in Fetch requests at all right now."""
-        return self.position is not None and not self.paused and self.error is None
 
 
 class _Chunk:
@@ -129,9 +82,11 @@ class Fetcher:
     """Sends Fetch requests to partition leaders and buffers the answers for ``collect``."""
 
     def __init__(self, client: NetworkClient, config: dict[str, Any],
+                 subscriptions: SubscriptionState,
                  on_offset_out_of_range: Callable[[PartitionState], None]) -> None:
         self._client = client
-        self.states: dict[TopicPartition, PartitionState] = {}
+        #: the assigned partitions' states (the subscription state's, shared)
+        self.states = subscriptions.states
         self._chunks: deque[_Chunk] = deque()
         self._in_flight_nodes: set[int] = set()
         self._node_backoff: dict[int, float] = {}
@@ -146,22 +101,11 @@ class Fetcher:
         self._rack = config["client.rack"]
         self._retry_backoff_s = config["retry.backoff.ms"] / 1000
         self._request_timeout_s = (config["request.timeout.ms"] + self._max_wait_ms) / 1000
-        cls = request_class(ApiKey.Fetch)
-        assert cls is not None
-        self._topic_class = cls.FetchTopic
-        self._partition_class = cls.FetchTopic.FetchPartition
 
     # --- assignment --------------------------------------------------------------------------
 
-    def set_assignment(self, partitions: set[TopicPartition]) -> None:
-        """Keep state for ``partitions`` only; dropped partitions lose their buffered data."""
-        for tp in list(self.states):
-            if tp not in partitions:
-                state = self.states.pop(tp)
-                state.epoch += 1
-        for tp in partitions:
-            if tp not in self.states:
-                self.states[tp] = PartitionState(tp)
+    def assignment_changed(self) -> None:
+        """Drop buffered data of partitions no longer assigned (or seeked meanwhile)."""
         self._chunks = deque(c for c in self._chunks
                              if c.state.tp in self.states and c.epoch == c.state.epoch)
         self.wakeup()
@@ -243,34 +187,26 @@ class Fetcher:
         return next_check
 
     def _send_fetch(self, conn: Any, node_id: int, states: list[PartitionState]) -> None:
-        topics: dict[str, list[Any]] = {}
+        entries: list[tuple[str, Any]] = []
         sent: list[tuple[PartitionState, int, int]] = []
         for state in states:
-            assert state.fetch_offset is not None
+            offset = state.fetch_offset
+            assert offset is not None
             entry = state.request_entry
             if entry is None:
-                entry = state.request_entry = self._partition_class(
-                    partition=state.tp.partition, current_leader_epoch=-1,
-                    fetch_offset=state.fetch_offset, log_start_offset=-1,
-                    partition_max_bytes=self._partition_max_bytes)
+                entry = state.request_entry = fetch_entry(state.tp.partition, offset,
+                                                          self._partition_max_bytes)
             else:
-                entry.fetch_offset = state.fetch_offset
-            topics.setdefault(state.tp.topic, []).append(entry)
+                move_entry(entry, offset)
+            entries.append((state.tp.topic, entry))
             state.in_flight = True
-            sent.append((state, state.epoch, state.fetch_offset))
-        body = {
-            "replica_id": -1,
-            "max_wait_ms": self._max_wait_ms,
-            "min_bytes": self._min_bytes,
-            "max_bytes": self._max_bytes,
-            "isolation_level": 0,
-            "session_id": 0,
-            "session_epoch": -1,  # no incremental fetch session: every fetch is a full one
-            "topics": [self._topic_class(topic=name, partitions=parts)
-                       for name, parts in topics.items()],
-            "forgotten_topics_data": [],
-            "rack_id": self._rack,
-        }
+            sent.append((state, state.epoch, offset))
+
+        def body(version: int) -> Any:
+            return fetch_request(version, entries, max_wait_ms=self._max_wait_ms,
+                                 min_bytes=self._min_bytes, max_bytes=self._max_bytes,
+                                 rack_id=self._rack)
+
         self._in_flight_nodes.add(node_id)
         try:
             conn.send_nowait(ApiKey.Fetch, body, timeout_s=self._request_timeout_s,
@@ -295,30 +231,24 @@ class Fetcher:
             self._on_failure(node_id, sent, request.error)
             return
         self._in_flight_nodes.discard(node_id)
-        response = request.response
-        results: dict[tuple[str, int], Any] = {}
-        for topic in response.responses:
-            for part in topic.partitions:
-                results[(topic.topic, part.partition_index)] = part
+        _, results = parse_fetch(request.response)
         added = False
         stale = False
         for state, epoch, fetch_offset in sent:
             state.in_flight = False
             if epoch != state.epoch or self.states.get(state.tp) is not state:
                 continue  # seeked, reset or revoked meanwhile
-            part = results.get((state.tp.topic, state.tp.partition))
+            part = results.get(state.tp)
             if part is None:
                 continue
-            code = part.error_code
+            code = part.error
             if code == ErrorCode.NONE:
                 state.high_watermark = part.high_watermark
                 state.last_stable_offset = part.last_stable_offset
                 state.log_start_offset = part.log_start_offset
                 raw = part.records
-                if raw and type(raw) is not bytes:
-                    raw = bytes(raw)  # keys and values are slices of it: they must be bytes
                 if raw:
-                    next_offset = _next_offset(raw, fetch_offset)
+                    next_offset = next_fetch_offset(raw, fetch_offset)
                     if next_offset > fetch_offset:
                         self._chunks.append(_Chunk(state, raw, fetch_offset, next_offset))
                         state.buffered += 1
@@ -366,8 +296,8 @@ class Fetcher:
             records = chunk.records
             if records is None:
                 try:
-                    records = chunk.records = decode_chunk(
-                        state.tp, chunk.raw, chunk.start_offset, self._check_crcs)
+                    records = chunk.records = decode_fetched(
+                        state.tp, chunk.raw, chunk.start_offset, check_crcs=self._check_crcs)
                 except CorruptRecordError as exc:
                     chunks.popleft()
                     state.buffered -= 1
@@ -405,187 +335,3 @@ class Fetcher:
             if state.error is not None:
                 error, state.error = state.error, None
                 raise error
-
-
-def _next_offset(raw: bytes, fetch_offset: int) -> int:
-    """The offset after the last whole batch in ``raw`` (a truncated tail is ignored)."""
-    next_offset = fetch_offset
-    for _, header in iter_batches(raw):
-        next_offset = max(next_offset, header.next_offset)
-    return next_offset
-
-
-def decode_chunk(tp: TopicPartition, raw: bytes, start_offset: int,
-                 check_crcs: bool) -> list[ConsumerRecord]:
-    """Every data record at or after ``start_offset`` in the whole batches of ``raw``.
-
-    The cyclic garbage collector is paused while the records are built: they are thousands of
-    new container objects that cannot form cycles, and collecting in the middle of building
-    them cost a fifth of the consumer's time.
-    """
-    if not gc.isenabled():
-        return _decode_chunk(tp, raw, start_offset, check_crcs)
-    gc.disable()
-    try:
-        return _decode_chunk(tp, raw, start_offset, check_crcs)
-    finally:
-        gc.enable()
-
-
-def _decode_chunk(tp: TopicPartition, raw: bytes, start_offset: int,
-                  check_crcs: bool) -> list[ConsumerRecord]:
-    topic, partition = tp
-    out: list[ConsumerRecord] = []
-    append = out.append
-    new = tuple.__new__
-    cls = ConsumerRecord
-    view = memoryview(raw)
-    for pos, header in iter_batches(view):
-        if header.is_control or header.next_offset <= start_offset:
-            continue
-        if check_crcs:
-            verify_crc(view, pos, header)
-        end = pos + header.size
-        if header.compression:
-            data = decompress(header.compression, view[pos + BATCH_HEADER_SIZE:end])
-            i, stop = 0, len(data)
-        else:
-            data, i, stop = raw, pos + BATCH_HEADER_SIZE, end
-        base_offset = header.base_offset
-        log_append = header.timestamp_type == LOG_APPEND_TIME
-        base_ts = header.base_timestamp
-        count = header.records_count
-        # Offset deltas strictly increase; when the last is count - 1 they are 0, 1, 2, ...
-        # (any batch not compacted), so the offsets come from a counter and the deltas are
-        # only skipped.
-        dense = header.last_offset_delta == count - 1
-        first = len(out)
-        try:
-            for offset in range(base_offset, base_offset + count):
-                # Varints of one and two bytes are inlined: at 100-byte values the record
-                # length, the value length and the timestamp delta all take two.
-                # length (skipped: the fields delimit themselves), then attributes (1 byte)
-                if data[i] < 0x80:
-                    i += 2
-                elif data[i + 1] < 0x80:
-                    i += 3
-                else:
-                    _, i = _varint(data, i)
-                    i += 1
-                # timestamp delta
-                b = data[i]
-                if b < 0x80:
-                    ts_delta = (b >> 1) ^ -(b & 1)
-                    i += 1
-                else:
-                    b2 = data[i + 1]
-                    if b2 < 0x80:
-                        b = (b & 0x7F) | (b2 << 7)
-                        ts_delta = (b >> 1) ^ -(b & 1)
-                        i += 2
-                    else:
-                        ts_delta, i = _varint(data, i)
-                # offset delta
-                if dense:
-                    if data[i] < 0x80:
-                        i += 1
-                    elif data[i + 1] < 0x80:
-                        i += 2
-                    else:
-                        _, i = _varint(data, i)
-                else:
-                    offset_delta, i = _varint(data, i)
-                    offset = base_offset + offset_delta
-                # key
-                b = data[i]
-                if b == 1:  # null, the common case
-                    key = None
-                    i += 1
-                else:
-                    if b < 0x80:
-                        n = (b >> 1) ^ -(b & 1)
-                        i += 1
-                    else:
-                        n, i = _varint(data, i)
-                    if n < 0:
-                        key = None
-                    else:
-                        key = data[i:i + n]
-                        i += n
-                # value
-                b = data[i]
-                if b < 0x80:
-                    n = (b >> 1) ^ -(b & 1)
-                    i += 1
-                else:
-                    b2 = data[i + 1]
-                    if b2 < 0x80:
-                        n = (b & 0x7F) | (b2 << 7)
-                        n = (n >> 1) ^ -(n & 1)
-                        i += 2
-                    else:
-                        n, i = _varint(data, i)
-                if n < 0:
-                    value = None
-                else:
-                    value = data[i:i + n]
-                    i += n
-                # headers
-                if data[i] == 0:
-                    headers: tuple[tuple[str, bytes | None], ...] = ()
-                    i += 1
-                else:
-                    count, i = _varint(data, i)
-                    headers, i = _headers(data, i, count)
-                append(new(cls, (topic, partition, offset, base_ts + ts_delta, 0, key, value,
-                                 headers)))
-        except IndexError:
-            raise CorruptRecordError(f"record runs past the end of the batch at offset "
-                                     f"{base_offset}") from None
-        if i != stop:
-            raise CorruptRecordError(f"batch at offset {base_offset}: records end at byte "
-                                     f"{i - pos}, batch at {stop - pos}")
-        if log_append:  # every record carries the broker's time (rare: a topic setting)
-            max_ts = header.max_timestamp
-            out[first:] = [r._replace(timestamp=max_ts, timestamp_type=1) for r in out[first:]]
-        if base_offset < start_offset:  # the batch holding the fetch offset starts before it
-            out[first:] = [r for r in out[first:] if r.offset >= start_offset]
-    return out
-
-
-def _varint(data: Any, i: int) -> tuple[int, int]:
-    result = 0
-    shift = 0
-    while True:
-        b = data[i]
-        i += 1
-        result |= (b & 0x7F) << shift
-        if b < 0x80:
-            return (result >> 1) ^ -(result & 1), i
-        shift += 7
-        if shift > 63:
-            raise CorruptRecordError("varint longer than 10 bytes")
-
-
-def _headers(data: Any, i: int,
-             count: int) -> tuple[tuple[tuple[str, bytes | None], ...], int]:
-    if count < 0 or count > len(data) - i:
-        raise CorruptRecordError(f"header count {count} overruns the record")
-    headers = []
-    for _ in range(count):
-        n, i = _varint(data, i)
-        if n < 0:
-            raise CorruptRecordError("record header key is null")
-        try:
-            name = bytes(data[i:i + n]).decode()
-        except UnicodeDecodeError:
-            raise CorruptRecordError("record header key is not UTF-8") from None
-        i += n
-        n, i = _varint(data, i)
-        if n < 0:
-            value = None
-        else:
-            value = bytes(data[i:i + n])
-            i += n
-        headers.append((name, value))
-    return tuple(headers), i

@@ -22,29 +22,37 @@ from __future__ import annotations
 import logging
 import math
 from collections.abc import Awaitable, Callable, Iterable, Mapping
+from functools import partial
 from typing import Any
 
 import trio
 
-from ..client_core.errors import (
+from ...client_core import groups as requests
+from ...client_core.errors import (
     ConfigError,
     KafkaConnectionError,
     KafkaError,
     describe_code,
     error_for,
 )
-from ..protocol.api_keys import ApiKey, request_class
-from ..protocol.errors import ErrorCode
-from .assignors import (
-    ASSIGNORS,
-    ProtocolPayloadError,
+from ...client_core.offsets import (
+    offset_commit_request,
+    offset_fetch_request,
+    parse_offset_commit,
+    parse_offset_fetch,
+)
+from ...client_core.structs import OffsetAndMetadata, TopicPartition
+from ...protocol.api_keys import ApiKey
+from ...protocol.consumer_protocol import (
+    PayloadError,
     decode_assignment,
     decode_subscription,
     encode_assignment,
     encode_subscription,
 )
-from .metadata import TopicPartition
-from .network import NetworkClient, Wakeup
+from ...protocol.errors import ErrorCode
+from ..network import NetworkClient, Wakeup
+from .assignors import ASSIGNORS
 
 LOGGER = logging.getLogger(__name__)
 
@@ -62,7 +70,7 @@ _FATAL_JOIN_ERRORS = frozenset({
     ErrorCode.UNSUPPORTED_VERSION,
 })
 
-OffsetMap = Mapping[TopicPartition, tuple[int, str | None]]
+OffsetMap = Mapping[TopicPartition, OffsetAndMetadata]
 
 
 class CoordinatorLookup:
@@ -84,12 +92,13 @@ class CoordinatorLookup:
         attempts = 0
         while self.node_id is None:
             try:
-                response = await self._client.request_any(
-                    ApiKey.FindCoordinator, {"key": self.group_id, "key_type": 0})
-                code = response.error_code
+                found = requests.parse_find_coordinator(await self._client.request_any(
+                    ApiKey.FindCoordinator,
+                    lambda v: requests.find_coordinator_request(v, self.group_id)))
+                code = found.error
                 if code == ErrorCode.NONE:
-                    self.node_id = self._client.coordinator_node(response.node_id, response.host,
-                                                                 response.port)
+                    self.node_id = self._client.coordinator_node(found.node_id, found.host,
+                                                                 found.port)
                     break
                 error = error_for(code, f"FindCoordinator for group {self.group_id!r}: "
                                   f"{describe_code(code)}")
@@ -239,52 +248,37 @@ class GroupMember:
         topics = sorted(self.topics)
         self._client.add_topics(topics)
         metadata = encode_subscription(topics)
-        join_cls = request_class(ApiKey.JoinGroup)
-        assert join_cls is not None
-        response = await self._coordinator.request(ApiKey.JoinGroup, {
-            "group_id": self.group_id,
-            "session_timeout_ms": self._session_timeout_ms,
-            "rebalance_timeout_ms": self._rebalance_timeout_ms,
-            "member_id": self.member_id,
-            "group_instance_id": None,
-            "protocol_type": "consumer",
-            "protocols": [join_cls.JoinGroupRequestProtocol(name=a.name, metadata=metadata)
-                          for a in self._assignors],
-        }, timeout_s=self._rebalance_timeout_ms / 1000 + 5 + self._request_timeout_s)
-        code = response.error_code
+        protocols = [(a.name, metadata) for a in self._assignors]
+        joined = requests.parse_join_group(await self._coordinator.request(
+            ApiKey.JoinGroup, lambda v: requests.join_group_request(
+                v, self.group_id, self.member_id, session_timeout_ms=self._session_timeout_ms,
+                rebalance_timeout_ms=self._rebalance_timeout_ms, protocols=protocols),
+            timeout_s=self._rebalance_timeout_ms / 1000 + 5 + self._request_timeout_s))
+        code = joined.error
         if code == ErrorCode.MEMBER_ID_REQUIRED:
-            self.member_id = response.member_id
+            self.member_id = joined.member_id
             return None
         if code != ErrorCode.NONE:
             self._handle_group_error(code, "JoinGroup")
             return None
-        self.member_id = response.member_id
-        self.generation = response.generation_id
-        self.protocol = response.protocol_name
-        self.leader_id = response.leader
-        if response.leader == response.member_id:
-            assignments = await self._assign(response.protocol_name, response.members)
+        self.member_id = joined.member_id
+        self.generation = joined.generation
+        self.protocol = joined.protocol
+        self.leader_id = joined.leader
+        if joined.leader == joined.member_id:
+            assignments = await self._assign(joined.protocol or "", joined.members)
         else:
             assignments = {}
-        sync_cls = request_class(ApiKey.SyncGroup)
-        assert sync_cls is not None
-        response = await self._coordinator.request(ApiKey.SyncGroup, {
-            "group_id": self.group_id,
-            "generation_id": self.generation,
-            "member_id": self.member_id,
-            "group_instance_id": None,
-            "protocol_type": "consumer",
-            "protocol_name": self.protocol,
-            "assignments": [sync_cls.SyncGroupRequestAssignment(member_id=m, assignment=a)
-                            for m, a in assignments.items()],
-        })
-        code = response.error_code
+        code, assignment = requests.parse_sync_group(await self._coordinator.request(
+            ApiKey.SyncGroup, lambda v: requests.sync_group_request(
+                v, self.group_id, self.generation, self.member_id,
+                protocol_name=self.protocol, assignments=assignments)))
         if code != ErrorCode.NONE:
             self._handle_group_error(code, "SyncGroup")
             return None
         try:
-            return decode_assignment(bytes(response.assignment or b""))
-        except ProtocolPayloadError as exc:
+            return decode_assignment(assignment).partitions
+        except PayloadError as exc:
             raise error_for(ErrorCode.INCONSISTENT_GROUP_PROTOCOL,
                             f"group {self.group_id!r}: unreadable assignment: {exc}") from None
 
@@ -303,21 +297,21 @@ class GroupMember:
             return
         raise error
 
-    async def _assign(self, protocol: str, members: Any) -> dict[str, bytes]:
+    async def _assign(self, protocol: str,
+                      members: list[tuple[str, bytes]]) -> dict[str, bytes]:
         """As the leader: run the chosen assignor over every member's subscription."""
         assignor = ASSIGNORS.get(protocol)
         if assignor is None:
             raise error_for(ErrorCode.INCONSISTENT_GROUP_PROTOCOL,
                             f"the group chose assignor {protocol!r}, which this client lacks")
         subscriptions: dict[str, list[str]] = {}
-        for member in members:
+        for member_id, metadata in members:
             try:
-                subscriptions[member.member_id] = decode_subscription(
-                    bytes(member.metadata)).topics
-            except ProtocolPayloadError as exc:
+                subscriptions[member_id] = decode_subscription(metadata).topics
+            except PayloadError as exc:
                 LOGGER.warning("group %s: member %s sent an unreadable subscription (%s)",
-                               self.group_id, member.member_id, exc)
-                subscriptions[member.member_id] = []
+                               self.group_id, member_id, exc)
+                subscriptions[member_id] = []
         all_topics = {t for topics in subscriptions.values() for t in topics}
         self._client.add_topics(all_topics)
         with trio.move_on_after(self._request_timeout_s):
@@ -340,9 +334,9 @@ class GroupMember:
             self._check_partition_counts()
             generation, member_id = self.generation, self.member_id
             try:
-                response = await self._coordinator.request(ApiKey.Heartbeat, {
-                    "group_id": self.group_id, "generation_id": generation,
-                    "member_id": member_id, "group_instance_id": None})
+                response = await self._coordinator.request(
+                    ApiKey.Heartbeat, partial(requests.heartbeat_request, group_id=self.group_id,
+                                              generation=generation, member_id=member_id))
                 code = response.error_code
             except KafkaError as exc:
                 LOGGER.info("group %s: heartbeat failed: %r", self.group_id, exc)
@@ -387,8 +381,8 @@ class GroupMember:
         self.stable = False
         with trio.move_on_after(self._request_timeout_s):
             try:
-                await self._coordinator.request(ApiKey.LeaveGroup, {
-                    "group_id": self.group_id, "member_id": member_id})
+                await self._coordinator.request(ApiKey.LeaveGroup, lambda v: (
+                    requests.leave_group_request(v, self.group_id, member_id)))
                 LOGGER.info("group %s: member %s left", self.group_id, member_id)
             except KafkaError as exc:
                 LOGGER.info("group %s: LeaveGroup failed: %r", self.group_id, exc)
@@ -401,35 +395,22 @@ async def commit_offsets(coordinator: CoordinatorLookup, client: NetworkClient,
     if not offsets:
         await trio.lowlevel.checkpoint()
         return
-    commit_cls = request_class(ApiKey.OffsetCommit)
-    assert commit_cls is not None
-    topic_cls = commit_cls.OffsetCommitRequestTopic
-    part_cls = topic_cls.OffsetCommitRequestPartition
-    by_topic: dict[str, list[Any]] = {}
-    for tp, (offset, metadata) in offsets.items():
-        by_topic.setdefault(tp.topic, []).append(part_cls(
-            partition_index=tp.partition, committed_offset=offset, committed_leader_epoch=-1,
-            commit_timestamp=-1, committed_metadata=metadata))
-    body = {
-        "group_id": coordinator.group_id,
-        "generation_id_or_member_epoch": generation,
-        "member_id": member_id,
-        "group_instance_id": None,
-        "retention_time_ms": -1,
-        "topics": [topic_cls(name=t, partitions=parts) for t, parts in by_topic.items()],
-    }
+    group_id = coordinator.group_id
+
+    def body(version: int) -> Any:
+        return offset_commit_request(version, group_id, offsets, generation=generation,
+                                     member_id=member_id)
+
     attempts = 0
     with trio.fail_after(timeout_s):
         while True:
             try:
                 response = await coordinator.request(ApiKey.OffsetCommit, body)
                 error: KafkaError | None = None
-                for topic in response.topics:
-                    for part in topic.partitions:
-                        if part.error_code and error is None:
-                            error = error_for(part.error_code,
-                                              f"committing {topic.name}-{part.partition_index}:"
-                                              f" {describe_code(part.error_code)}")
+                for tp, code in parse_offset_commit(response).items():
+                    if code and error is None:
+                        error = error_for(code, f"committing {tp.topic}-{tp.partition}: "
+                                          f"{describe_code(code)}")
                 if error is None:
                     return
                 if error.code in _COORDINATOR_ERRORS:
@@ -445,34 +426,21 @@ async def commit_offsets(coordinator: CoordinatorLookup, client: NetworkClient,
 
 async def fetch_committed(coordinator: CoordinatorLookup, client: NetworkClient,
                           partitions: Iterable[TopicPartition] | None, *,
-                          timeout_s: float) -> dict[TopicPartition, tuple[int, str | None]]:
+                          timeout_s: float) -> dict[TopicPartition, OffsetAndMetadata]:
     """OffsetFetch: committed (offset, metadata) per partition; partitions never committed are
     absent. ``partitions=None`` asks for every partition the group committed."""
-    fetch_cls = request_class(ApiKey.OffsetFetch)
-    assert fetch_cls is not None
-    topic_cls = fetch_cls.OffsetFetchRequestTopic
-    by_topic: dict[str, list[int]] = {}
-    for tp in partitions or ():
-        by_topic.setdefault(tp.topic, []).append(tp.partition)
-    body = {
-        "group_id": coordinator.group_id,
-        "topics": None if partitions is None else [
-            topic_cls(name=t, partition_indexes=p) for t, p in by_topic.items()],
-        "require_stable": False,
-    }
+    group_id = coordinator.group_id
+    wanted = None if partitions is None else list(partitions)
+
+    def body(version: int) -> Any:
+        return offset_fetch_request(version, group_id, wanted)
+
     attempts = 0
     with trio.fail_after(timeout_s):
         while True:
             try:
-                response = await coordinator.request(ApiKey.OffsetFetch, body)
-                code = getattr(response, "error_code", 0) or 0
-                result: dict[TopicPartition, tuple[int, str | None]] = {}
-                for topic in response.topics or ():
-                    for part in topic.partitions or ():
-                        code = code or part.error_code
-                        if part.committed_offset >= 0:
-                            result[TopicPartition(topic.name, part.partition_index)] = (
-                                part.committed_offset, part.metadata)
+                code, result = parse_offset_fetch(await coordinator.request(
+                    ApiKey.OffsetFetch, body))
                 if code == ErrorCode.NONE:
                     return result
                 if code in _COORDINATOR_ERRORS:

@@ -1,13 +1,15 @@
-"""The consumer: subscription or manual assignment, positions, commits, and the public API.
+"""The consumer's public face: subscription or manual assignment, positions, commits, queries.
 
-Why positions and commits are tracked the way Java's consumer tracks them: a record counts as
-processed once the application asks for more (the next ``getmany`` or the next step of
-``async for``), or calls ``commit()``. Auto-commit (``enable.auto.commit``, every
-``auto.commit.interval.ms``) stores only processed positions, so a crash between taking records
-and handling them replays them rather than losing them (at-least-once).
+Its parts, as in Kafka's and aiokafka's consumers: ``subscription_state`` (what is assigned and
+which positions are processed), ``fetcher`` (pipelined Fetch requests, buffered chunks),
+``positions`` (committed offsets, ``auto.offset.reset``), ``group_coordinator`` (membership,
+heartbeats, commits) and ``assignors``. Auto-commit
+(``enable.auto.commit``, every ``auto.commit.interval.ms``) stores only processed positions, so
+a crash between taking records and handling them replays them rather than losing them
+(at-least-once).
 
 Background tasks, all in the nursery of ``open_consumer``: the fetcher (pipelined Fetch
-requests), the offset initialiser (committed offsets, ``auto.offset.reset``, seeks to the
+requests), the position resolver (committed offsets, ``auto.offset.reset``, seeks to the
 beginning or end), the metadata updater, and with a group the group task, the heartbeat task and
 the auto-commit task. Leaving the ``async with`` block commits (with auto-commit on), leaves the
 group and stops them all.
@@ -19,60 +21,37 @@ of aborted transactions are returned like any others.
 from __future__ import annotations
 
 import logging
-from collections import deque
 from collections.abc import AsyncIterator, Iterable, Mapping
 from contextlib import asynccontextmanager
-from typing import Any, Protocol
+from typing import Any
 
 import trio
 import trio.lowlevel
 
-from ..client_core.errors import (
+from ...client_core.errors import (
     ConfigError,
     IllegalStateError,
     KafkaError,
-    NoOffsetForPartitionError,
-    OffsetOutOfRangeError,
 )
-from ..protocol.api_keys import ApiKey, request_class
-from .config import CONSUMER_DEFAULTS, normalize
-from .fetcher import ConsumerRecord, Fetcher, PartitionState
-from .group import CoordinatorLookup, GroupMember, commit_offsets, fetch_committed
-from .metadata import TopicPartition
-from .network import NetworkClient, Wakeup
-from .offsets import EARLIEST, LATEST, OffsetAndTimestamp, list_offsets
+from ...client_core.metadata import metadata_request
+from ...client_core.structs import (
+    EARLIEST,
+    LATEST,
+    ConsumerRecord,
+    OffsetAndMetadata,
+    OffsetAndTimestamp,
+    TopicPartition,
+)
+from ...protocol.api_keys import ApiKey
+from ..config import CONSUMER_DEFAULTS, normalize
+from ..network import NetworkClient
+from ..offsets import list_offsets
+from .fetcher import Fetcher
+from .group_coordinator import CoordinatorLookup, GroupMember, commit_offsets, fetch_committed
+from .positions import PositionResolver
+from .subscription_state import ConsumerRebalanceListener, PartitionState, SubscriptionState
 
 LOGGER = logging.getLogger(__name__)
-
-_RESETS = {"earliest": EARLIEST, "latest": LATEST}
-
-
-class ConsumerRebalanceListener(Protocol):
-    """Called by the group task around every rebalance (eager: all partitions are revoked)."""
-
-    async def on_partitions_revoked(self, revoked: set[TopicPartition]) -> None: ...
-
-    async def on_partitions_assigned(self, assigned: set[TopicPartition]) -> None: ...
-
-
-class OffsetAndMetadata(tuple):  # type: ignore[type-arg]
-    """A committed offset with its metadata string."""
-
-    __slots__ = ()
-
-    def __new__(cls, offset: int, metadata: str | None = "") -> OffsetAndMetadata:
-        return tuple.__new__(cls, (offset, metadata))
-
-    @property
-    def offset(self) -> int:
-        return int(self[0])
-
-    @property
-    def metadata(self) -> str | None:
-        return self[1]  # type: ignore[no-any-return]
-
-    def __repr__(self) -> str:
-        return f"OffsetAndMetadata(offset={self[0]}, metadata={self[1]!r})"
 
 
 class Consumer:
@@ -88,10 +67,11 @@ class Consumer:
         if reset not in ("earliest", "latest", "none"):
             raise ConfigError(f"auto.offset.reset must be earliest, latest or none, "
                               f"got {reset!r}")
-        self._reset_policy: str = reset
         self._client = NetworkClient(config,
                                      allow_auto_topic_creation=config["allow.auto.create.topics"])
-        self._fetcher = Fetcher(self._client, config, self._on_out_of_range)
+        self._subs = SubscriptionState()
+        self._fetcher = Fetcher(self._client, config, self._subs,
+                                lambda state: self._positions.on_out_of_range(state))
         self._group_id: str | None = config["group.id"]
         self._coordinator = (CoordinatorLookup(self._client, self._group_id)
                              if self._group_id else None)
@@ -101,19 +81,11 @@ class Consumer:
                                        on_revoke=self._on_revoke, on_assign=self._on_assign,
                                        on_fatal=lambda: self._fetcher.data_ready.set())
         self._api_timeout_s = config["default.api.timeout.ms"] / 1000
+        self._positions = PositionResolver(self._client, self._subs, self._fetcher,
+                                           self._coordinator, reset_policy=reset,
+                                           api_timeout_s=self._api_timeout_s)
         self._max_poll_records = config["max.poll.records"]
         self._auto_commit = bool(config["enable.auto.commit"]) and self._group_id is not None
-        self._subscription: set[str] | None = None
-        self._manual = False
-        self._listener: ConsumerRebalanceListener | None = None
-        self._offsets_wakeup = Wakeup()
-        self._positions_changed = trio.Event()
-        self._consumed: dict[TopicPartition, int] = {}
-        self._returned: dict[TopicPartition, int] = {}
-        self._committed_by_auto: dict[TopicPartition, int] = {}
-        self._iter_records: deque[ConsumerRecord] = deque()
-        self._last_yielded: ConsumerRecord | None = None
-        self._errors: list[KafkaError] = []
         self._closed = False
 
     @property
@@ -123,20 +95,25 @@ class Consumer:
     # --- lifecycle ---------------------------------------------------------------------------
 
     async def _start(self, nursery: trio.Nursery) -> None:
+        self._client.add_listener(self._on_cluster_change)
         self._client.start(nursery)
         nursery.start_soon(self._fetcher.run)
-        nursery.start_soon(self._offsets_loop)
+        nursery.start_soon(self._positions.run)
         if self._member is not None:
             nursery.start_soon(self._member.run)
             nursery.start_soon(self._member.heartbeat_loop)
             if self._auto_commit:
                 nursery.start_soon(self._auto_commit_loop)
 
+    def _on_cluster_change(self) -> None:
+        if self._client.fatal_error is not None:
+            self._fetcher.data_ready.set()  # a waiting getmany raises it
+
     async def _close(self) -> None:
         self._closed = True
         if self._member is not None:
             if self._auto_commit and self._member.stable:
-                self._mark_consumed()
+                self._subs.mark_consumed()
                 try:
                     await self._commit_consumed(set(self._member.assignment))
                 except KafkaError as exc:
@@ -152,28 +129,28 @@ class Consumer:
         """
         if self._member is None:
             raise IllegalStateError("subscribe() needs a group.id; use assign() without one")
-        if self._manual:
+        if self._subs.manual:
             raise IllegalStateError("subscribe() after assign(): call unsubscribe() first")
         names = {topics} if isinstance(topics, str) else set(topics)
         if not names:
             raise ValueError("subscribe() needs at least one topic")
-        self._subscription = names
-        self._listener = listener
+        self._subs.subscription = names
+        self._subs.listener = listener
         self._client.set_topics(names)
         self._member.subscribe(names)
 
     def assign(self, partitions: Iterable[TopicPartition]) -> None:
         """Consume exactly ``partitions``, without group membership."""
-        if self._subscription is not None:
+        if self._subs.subscription is not None:
             raise IllegalStateError("assign() after subscribe(): call unsubscribe() first")
         wanted = {TopicPartition(*tp) for tp in partitions}
-        self._manual = True
+        self._subs.manual = True
         self._client.set_topics({tp.topic for tp in wanted})
         self._set_assignment(wanted)
 
     async def unsubscribe(self) -> None:
         """Drop the subscription (leaving the group) or the manual assignment."""
-        if self._member is not None and self._subscription is not None:
+        if self._member is not None and self._subs.subscription is not None:
             self._member.subscribe(())
             if self._member.assignment:
                 revoked, self._member.assignment = self._member.assignment, set()
@@ -181,49 +158,41 @@ class Consumer:
             await self._member.leave()
         else:
             await trio.lowlevel.checkpoint()
-        self._subscription = None
-        self._manual = False
+        self._subs.subscription = None
+        self._subs.manual = False
         self._set_assignment(set())
 
     def subscription(self) -> set[str]:
-        return set(self._subscription or ())
+        return set(self._subs.subscription or ())
 
     def assignment(self) -> set[TopicPartition]:
-        return set(self._fetcher.states)
+        return set(self._subs.states)
 
     def _set_assignment(self, partitions: set[TopicPartition]) -> None:
-        self._fetcher.set_assignment(partitions)
-        for tp in list(self._consumed):
-            if tp not in partitions:
-                del self._consumed[tp]
-        self._returned = {tp: o for tp, o in self._returned.items() if tp in partitions}
-        self._iter_records = deque(r for r in self._iter_records
-                                   if (r.topic, r.partition) in partitions)
-        self._offsets_wakeup.set()
+        self._subs.set_assignment(partitions)
+        self._fetcher.assignment_changed()
+        self._positions.wakeup.set()
 
     async def _on_revoke(self, revoked: set[TopicPartition]) -> None:
         if self._auto_commit:
-            self._mark_consumed()
+            self._subs.mark_consumed()
             try:
                 await self._commit_consumed(revoked)
             except KafkaError as exc:
                 LOGGER.warning("commit before rebalance failed: %r", exc)
-        if self._listener is not None:
-            await self._listener.on_partitions_revoked(set(revoked))
+        if self._subs.listener is not None:
+            await self._subs.listener.on_partitions_revoked(set(revoked))
         self._set_assignment(set())
 
     async def _on_assign(self, assigned: set[TopicPartition]) -> None:
         self._set_assignment(assigned)
-        if self._listener is not None:
-            await self._listener.on_partitions_assigned(set(assigned))
+        if self._subs.listener is not None:
+            await self._subs.listener.on_partitions_assigned(set(assigned))
 
     # --- positions ---------------------------------------------------------------------------
 
     def _state(self, tp: TopicPartition) -> PartitionState:
-        state = self._fetcher.states.get(TopicPartition(*tp))
-        if state is None:
-            raise IllegalStateError(f"{tp} is not assigned to this consumer")
-        return state
+        return self._subs.state(tp)
 
     def seek(self, tp: TopicPartition, offset: int) -> None:
         """Consume ``tp`` from ``offset`` on (the next records returned start there)."""
@@ -231,8 +200,8 @@ class Consumer:
             raise ValueError(f"offset {offset} is negative")
         state = self._state(tp)
         state.seek(offset)
-        self._after_seek(state)
-        self._consumed[state.tp] = offset
+        self._positions.after_seek(state)
+        self._subs.consumed[state.tp] = offset
 
     def seek_to_beginning(self, *partitions: TopicPartition) -> None:
         """Move to the earliest offset (looked up before the next fetch)."""
@@ -243,20 +212,8 @@ class Consumer:
         self._seek_reset(partitions, "latest")
 
     def _seek_reset(self, partitions: Iterable[TopicPartition], strategy: str) -> None:
-        states = ([self._state(tp) for tp in partitions] if partitions
-                  else list(self._fetcher.states.values()))
-        for state in states:
-            state.request_reset(strategy)
-            self._after_seek(state)
-        self._offsets_wakeup.set()
-
-    def _after_seek(self, state: PartitionState) -> None:
-        self._fetcher.invalidate(state)
-        tp = state.tp
-        self._returned.pop(tp, None)
-        if self._iter_records:
-            self._iter_records = deque(r for r in self._iter_records
-                                       if (r.topic, r.partition) != tp)
+        self._positions.reset([self._state(tp) for tp in partitions] if partitions
+                              else list(self._subs.states.values()), strategy)
 
     async def position(self, tp: TopicPartition) -> int:
         """The offset of the next record this consumer will return for ``tp``."""
@@ -264,104 +221,22 @@ class Consumer:
         with trio.fail_after(self._api_timeout_s):
             while state.position is None:
                 self._raise_errors()
-                self._offsets_wakeup.set()
-                await self._positions_changed.wait()
-        if self._iter_records:
-            for record in self._iter_records:
-                if (record.topic, record.partition) == state.tp:
-                    return record.offset
-        return state.position
-
-    def _on_out_of_range(self, state: PartitionState) -> None:
-        if self._reset_policy == "none":
-            state.error = OffsetOutOfRangeError(
-                f"{state.tp.topic}-{state.tp.partition}: offset {state.fetch_offset} is out of "
-                "range and auto.offset.reset=none")
-            self._fetcher.data_ready.set()
-            return
-        state.request_reset(self._reset_policy)
-        self._after_seek(state)
-        self._offsets_wakeup.set()
-
-    async def _offsets_loop(self) -> None:
-        attempts = 0
-        while True:
-            pending = [s for s in self._fetcher.states.values()
-                       if s.position is None and s.reset is not None and s.error is None]
-            if not pending:
-                await self._offsets_wakeup.wait()
-                continue
-            try:
-                await self._initialize_positions(pending)
-                attempts = 0
-            except KafkaError as exc:
-                if not exc.retriable:
-                    self._errors.append(exc)
-                    self._fetcher.data_ready.set()
-                LOGGER.info("looking up offsets failed: %r", exc)
-                await trio.sleep(self._client.retry_backoff.backoff_ms(attempts) / 1000)
-                attempts += 1
-            except trio.TooSlowError:
-                attempts += 1
-            finally:
-                self._positions_changed.set()
-                self._positions_changed = trio.Event()
-
-    async def _initialize_positions(self, pending: list[PartitionState]) -> None:
-        epochs = {state.tp: state.epoch for state in pending}
-
-        def current(state: PartitionState) -> bool:
-            return (self._fetcher.states.get(state.tp) is state
-                    and state.epoch == epochs[state.tp] and state.position is None)
-
-        need_committed = [s for s in pending if s.reset == "committed"]
-        if need_committed:
-            committed: dict[TopicPartition, tuple[int, str | None]] = {}
-            if self._coordinator is not None:
-                committed = await fetch_committed(
-                    self._coordinator, self._client, [s.tp for s in need_committed],
-                    timeout_s=self._api_timeout_s)
-            for state in need_committed:
-                if not current(state):
-                    continue
-                if state.tp in committed:
-                    state.seek(committed[state.tp][0])
-                    epochs[state.tp] = state.epoch
-                    self._consumed[state.tp] = state.position  # type: ignore[assignment]
-                elif self._reset_policy == "none":
-                    state.error = NoOffsetForPartitionError(
-                        f"{state.tp.topic}-{state.tp.partition} has no committed offset and "
-                        "auto.offset.reset=none")
-                    self._fetcher.data_ready.set()
-                else:
-                    state.reset = self._reset_policy
-        to_reset = {s.tp: _RESETS[s.reset] for s in pending
-                    if current(s) and s.reset in _RESETS}
-        if to_reset:
-            found = await list_offsets(self._client, to_reset, timeout_s=self._api_timeout_s)
-            for state in pending:
-                if state.tp in found and current(state):
-                    state.seek(found[state.tp].offset)
-                    self._consumed[state.tp] = state.position  # type: ignore[assignment]
-        self._fetcher.wakeup()
+                self._positions.wakeup.set()
+                await self._positions.positions_changed.wait()
+        position = self._subs.next_position(state)
+        assert position is not None
+        return position
 
     # --- consuming ---------------------------------------------------------------------------
 
     def _raise_errors(self) -> None:
         if self._member is not None and self._member.fatal_error is not None:
             raise self._member.fatal_error
-        if self._errors:
-            raise self._errors.pop(0)
+        if self._client.fatal_error is not None:
+            raise self._client.fatal_error
+        if self._positions.errors:
+            raise self._positions.errors.pop(0)
         self._fetcher.raise_partition_errors()
-
-    def _mark_consumed(self) -> None:
-        if self._returned:
-            self._consumed.update(self._returned)
-            self._returned = {}
-        if self._last_yielded is not None:
-            record = self._last_yielded
-            self._consumed[TopicPartition(record.topic, record.partition)] = record.offset + 1
-            self._last_yielded = None
 
     async def getmany(self, *partitions: TopicPartition, timeout_ms: float = 0,
                       max_records: int | None = None,
@@ -372,8 +247,8 @@ class Consumer:
         """
         if self._closed:
             raise IllegalStateError("the consumer is closed")
-        self._mark_consumed()
-        if self._iter_records:
+        self._subs.mark_consumed()
+        if self._subs.iter_records:
             raise IllegalStateError("getmany() while an async for loop holds records")
         limit = self._max_poll_records if max_records is None else max_records
         fetcher = self._fetcher
@@ -400,7 +275,8 @@ class Consumer:
         fetcher = self._fetcher
         if partitions:
             wanted = {TopicPartition(*tp) for tp in partitions}
-            paused = [s for tp, s in fetcher.states.items() if tp not in wanted and not s.paused]
+            paused = [s for tp, s in self._subs.states.items()
+                      if tp not in wanted and not s.paused]
             for state in paused:
                 state.paused = True
             try:
@@ -412,8 +288,7 @@ class Consumer:
                     fetcher.data_ready.set()
         else:
             records = fetcher.collect(limit)
-        for tp, recs in records.items():
-            self._returned[tp] = recs[-1].offset + 1
+        self._subs.mark_returned(records)
         return records
 
     async def getone(self) -> ConsumerRecord:
@@ -424,14 +299,12 @@ class Consumer:
         return self
 
     async def __anext__(self) -> ConsumerRecord:
-        if self._last_yielded is not None:
-            record = self._last_yielded
-            self._consumed[TopicPartition(record.topic, record.partition)] = record.offset + 1
-            self._last_yielded = None
-        if not self._iter_records:
+        subs = self._subs
+        subs.mark_yielded_consumed()
+        if not subs.iter_records:
             if self._closed:
                 raise StopAsyncIteration
-            self._mark_consumed()
+            subs.mark_consumed()
             fetcher = self._fetcher
             while True:
                 self._raise_errors()
@@ -440,9 +313,9 @@ class Consumer:
                     break
                 await fetcher.data_ready.wait()
             for recs in batch.values():
-                self._iter_records.extend(recs)
-        record = self._iter_records.popleft()
-        self._last_yielded = record
+                subs.iter_records.extend(recs)
+        record = subs.iter_records.popleft()
+        subs.last_yielded = record
         return record
 
     def pause(self, *partitions: TopicPartition) -> None:
@@ -458,7 +331,7 @@ class Consumer:
         self._fetcher.wakeup()
 
     def paused(self) -> set[TopicPartition]:
-        return {tp for tp, s in self._fetcher.states.items() if s.paused}
+        return self._subs.paused()
 
     def highwater(self, tp: TopicPartition) -> int | None:
         """The partition's high watermark as of the last fetch response (None before one)."""
@@ -473,30 +346,29 @@ class Consumer:
         if self._coordinator is None:
             raise IllegalStateError("commit() needs a group.id")
         if offsets is None:
-            self._mark_consumed()
-            await self._commit_consumed(set(self._fetcher.states))
+            self._subs.mark_consumed()
+            await self._commit_consumed(set(self._subs.states))
             return
-        prepared: dict[TopicPartition, tuple[int, str | None]] = {}
+        prepared: dict[TopicPartition, OffsetAndMetadata] = {}
         for tp, value in offsets.items():
             if isinstance(value, tuple):
-                prepared[TopicPartition(*tp)] = (int(value[0]), value[1])
+                prepared[TopicPartition(*tp)] = OffsetAndMetadata(int(value[0]), value[1])
             else:
-                prepared[TopicPartition(*tp)] = (int(value), "")
+                prepared[TopicPartition(*tp)] = OffsetAndMetadata(int(value), "")
         await self._commit(prepared)
 
     async def _commit_consumed(self, partitions: set[TopicPartition]) -> None:
-        offsets = {tp: (self._consumed[tp], "") for tp in partitions if tp in self._consumed}
-        await self._commit(offsets)
+        await self._commit(self._subs.consumed_offsets(partitions))
 
-    async def _commit(self, offsets: Mapping[TopicPartition, tuple[int, str | None]]) -> None:
+    async def _commit(self, offsets: Mapping[TopicPartition, OffsetAndMetadata]) -> None:
         assert self._coordinator is not None
         generation, member_id = -1, ""
-        if self._member is not None and self._subscription is not None:
+        if self._member is not None and self._subs.subscription is not None:
             generation, member_id = self._member.commit_identity
         await commit_offsets(self._coordinator, self._client, offsets, generation=generation,
                              member_id=member_id, timeout_s=self._api_timeout_s)
         for tp, (offset, _) in offsets.items():
-            self._committed_by_auto[tp] = offset
+            self._subs.committed[tp] = offset
 
     async def _auto_commit_loop(self) -> None:
         interval_s = self.config["auto.commit.interval.ms"] / 1000
@@ -505,8 +377,7 @@ class Consumer:
             member = self._member
             if member is None or not member.stable:
                 continue
-            offsets = {tp: (o, "") for tp, o in self._consumed.items()
-                       if tp in member.assignment and self._committed_by_auto.get(tp) != o}
+            offsets = self._subs.uncommitted(member.assignment)
             if not offsets:
                 continue
             try:
@@ -522,17 +393,14 @@ class Consumer:
         found = await fetch_committed(self._coordinator, self._client, [tp],
                                       timeout_s=self._api_timeout_s)
         entry = found.get(tp)
-        return None if entry is None else entry[0]
+        return None if entry is None else entry.offset
 
     # --- cluster queries ---------------------------------------------------------------------
 
     async def topics(self) -> set[str]:
         """Every topic in the cluster (internal ones excluded if ``exclude.internal.topics``)."""
-        metadata_cls = request_class(ApiKey.Metadata)
-        assert metadata_cls is not None
         response = await self._client.request_any(
-            ApiKey.Metadata, lambda v: metadata_cls[v](
-                topics=[] if v == 0 else None, allow_auto_topic_creation=False))
+            ApiKey.Metadata, lambda v: metadata_request(v, None))
         exclude = self.config["exclude.internal.topics"]
         return {t.name for t in response.topics
                 if t.error_code == 0 and not (exclude and getattr(t, "is_internal", False))}
