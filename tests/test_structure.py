@@ -27,8 +27,9 @@ LAYERS: list[tuple[str, ...]] = [
     ("apis",),  # one handler per Kafka API, the broker state handlers see, purgatories
     ("network",),  # Kafka's SocketServer in Trio
     ("broker",),  # lifecycle: start the parts, stop them in Kafka's order
-    # faces: the Trio client, the blocking client, HTTP endpoints, CLI, Spark, pytest plugin
-    ("client", "blocking_client", "http", "cli", "spark", "testing", "__init__", "__main__"),
+    ("client", "blocking_client"),  # the client core's two I/O drivers: Trio and sockets
+    ("spark", "testing", "http"),  # faces built on them: Spark stage, pytest plugin, HTTP
+    ("cli", "__init__", "__main__"),  # the command line and the package's public face
 ]
 #: layers that must stay free of I/O frameworks (h11's rule: bytes in, events out)
 SANS_IO = {"protocol": ("trio", "socket", "ssl"), "client_core": ("trio", "socket")}

@@ -70,8 +70,8 @@ def test_unknown_environment_key_is_an_error():
 def test_cli_reports_bad_config_in_one_line_and_exit_code_2(capsys, tmp_path):
     assert main(["serve", "--override", "num.partitions=x"]) == 2
     err = capsys.readouterr().err
-    assert err == ("trio-broker: --override: Invalid value x for configuration num.partitions: "
-                   "Not a number of type INT\n")
+    assert err == ("trio-broker serve: error: --override: Invalid value x for configuration "
+                   "num.partitions: Not a number of type INT\n")
     assert main(["serve", str(tmp_path / "missing.properties")]) == 2
     assert "config file" in capsys.readouterr().err
     assert main(["serve", "--override", "novalue"]) == 2

@@ -23,7 +23,8 @@ from .broker import BrokerConfig, ConfigError, build_config, normalise
 from .keys import ALIASES, BROKER_KEYS, HONOURED_KEYS
 
 __all__ = ["ENV_PREFIX", "build_config", "describe_keys", "load_config", "normalise",
-           "parse_overrides", "read_config_file", "read_environment", "read_properties"]
+           "parse_overrides", "read_config_entries", "read_config_file", "read_environment",
+           "read_properties"]
 
 ENV_PREFIX = "TRIO_BROKER_"
 #: keys ``trio-broker serve --help`` lists
@@ -57,8 +58,13 @@ def _flatten_toml(data: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
     return out
 
 
-def read_config_file(path: str | os.PathLike[str]) -> list[tuple[str, Any, str]]:
-    """A properties or TOML file -> [(key, value, origin)]."""
+def read_config_file(path: str | os.PathLike[str]) -> dict[str, Any]:
+    """A properties or TOML file -> {key: value} (later lines win), any keys (client files too)."""
+    return {key: value for key, value, _ in read_config_entries(path)}
+
+
+def read_config_entries(path: str | os.PathLike[str]) -> list[tuple[str, Any, str]]:
+    """A properties or TOML file -> [(key, value, origin)], origin ``file:line`` or ``file``."""
     p = Path(path)
     try:
         text = p.read_text(encoding="utf-8")
@@ -113,7 +119,7 @@ def load_config(config_file: str | os.PathLike[str] | None = None, *,
     """Defaults < file < environment < overrides, validated into a BrokerConfig."""
     entries: list[tuple[str, Any, str]] = []
     if config_file is not None:
-        entries += read_config_file(config_file)
+        entries += read_config_entries(config_file)
     entries += read_environment(os.environ if environ is None else environ)
     entries += [(k, v, "--override") for k, v in (overrides or {}).items()]
     values: dict[str, Any] = {}
