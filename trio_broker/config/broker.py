@@ -242,8 +242,9 @@ class BrokerConfig:
         """Keys given that have no meaning on one node (logged once at start-up)."""
         out = []
         for name in self.originals:
-            key = BROKER_KEYS.get(name) or BROKER_KEYS.get(base_key(name) or "")
-            if key is None or key.support is Support.IGNORED:
+            key = BROKER_KEYS.get(name)
+            # per-listener settings (listener.name.L.<key>) are not applied per listener here
+            if key is None or key.support is Support.IGNORED or base_key(name) is not None:
                 out.append(name)
         return sorted(out)
 
@@ -378,7 +379,8 @@ def check_config(config: BrokerConfig) -> None:
 # --- building from raw values ------------------------------------------------------------
 
 _NULLS = ("", "null", "None")
-_ATTRIBUTE_TO_KEY = {name.replace(".", "_"): name for name in HONOURED_KEYS}
+#: keyword-argument spelling (dots as underscores) -> Kafka name, for every known key
+_ATTRIBUTE_TO_KEY = {name.replace(".", "_"): name for name in (*BROKER_KEYS, *ALIASES)}
 
 
 def normalise(values: Mapping[str, Any], source: str,
@@ -400,7 +402,12 @@ def _parse_one(name: str, raw: Any) -> tuple[Any, str]:
     if raw is None or (key.default is None and isinstance(raw, str) and raw.strip() in _NULLS
                        and key.type not in (ConfigType.STRING, ConfigType.PASSWORD)):
         return None, ""
-    parsed = key.parse(_from_toml(raw, key.type))
+    try:
+        parsed = key.parse(_from_toml(raw, key.type))
+    except ConfigValueError as exc:
+        if key.name == name:
+            raise
+        raise ConfigValueError(name, exc.value, exc.reason) from None
     text = raw.strip() if isinstance(raw, str) else (key.render(parsed) or "")
     return parsed, text
 
