@@ -80,7 +80,7 @@ def test_errors_name_the_environment_variable_and_the_override():
         load_config(environ={}, overrides={"log.cleanup.policy": "delete,shred"})
     assert str(override.value) == ("--override: Invalid value shred for configuration "
                                    "log.cleanup.policy: String must be one of: compact, delete")
-    with pytest.raises(ConfigError, match="^environment TRIO_BROKER_NO_SUCH: unknown config key"):
+    with pytest.raises(ConfigError, match=r"^environment TRIO_BROKER_NO_SUCH: unknown config key"):
         load_config(environ={"TRIO_BROKER_NO_SUCH": "1"})
 
 
@@ -140,10 +140,10 @@ def test_listener_prefixed_keys_are_accepted_and_checked():
         "listener.name.internal.ssl.keystore.location": "/etc/k.jks",
         "listener.name.internal.max.connections": "10"})
     assert "listener.name.internal.max.connections" in config.ignored_keys()
-    with pytest.raises(ConfigError, match="Invalid value ten for configuration "
-                                          "listener.name.internal.max.connections"):
+    with pytest.raises(ConfigError, match=r"Invalid value ten for configuration "
+                                          r"listener\.name\.internal\.max\.connections"):
         load_config(environ={}, overrides={"listener.name.internal.max.connections": "ten"})
-    with pytest.raises(ConfigError, match="unknown config key 'listener.name.internal.nope'"):
+    with pytest.raises(ConfigError, match=r"unknown config key 'listener\.name\.internal\.nope'"):
         load_config(environ={}, overrides={"listener.name.internal.nope": "1"})
 
 
@@ -176,7 +176,7 @@ def test_log_dir_is_used_when_log_dirs_is_not_given(tmp_path):
 
 
 def test_values_set_in_code_are_checked_like_values_read_from_a_file():
-    with pytest.raises(ConfigError, match="Invalid value 0 for configuration num.io.threads"):
+    with pytest.raises(ConfigError, match=r"Invalid value 0 for configuration num\.io\.threads"):
         BrokerConfig(num_io_threads=0)
     config = BrokerConfig().evolve(**{"log.retention.hours": 1, "num_partitions": 4})
     assert (config.log_retention_effective_ms, config.num_partitions) == (3_600_000, 4)
