@@ -28,7 +28,7 @@ from .defs import ConfigType as T
 from .kafka_keys_more import SECTIONS as MORE_SECTIONS
 from .topic_keys import COMPRESSION_TYPES, GZIP_LEVEL, METADATA_VERSION
 
-__all__ = ["KAFKA_BROKER_KEYS"]
+__all__ = ["AREAS", "KAFKA_BROKER_KEYS"]
 
 BOOLEAN, STRING, INT, SHORT, LONG, DOUBLE, LIST, CLASS, PASSWORD = (
     T.BOOLEAN,
@@ -439,3 +439,5 @@ def _build() -> dict[str, ConfigKey]:
 
 #: Kafka broker key -> definition (Kafka's default, validator and dynamic update mode)
 KAFKA_BROKER_KEYS: dict[str, ConfigKey] = _build()
+#: the areas of Kafka's broker keys, in table order (docs group the ignored keys by them)
+AREAS: tuple[str, ...] = tuple(dict.fromkeys(area for area, _ in (*_SECTIONS, *MORE_SECTIONS)))

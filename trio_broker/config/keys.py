@@ -57,15 +57,15 @@ def _h(name: str, doc: str, *, type_: T | None = None, default: object = None,
 
 _HONOURED: tuple[ConfigKey, ...] = (
     # --- identity, roles and listeners ---------------------------------------------------------
-    _h("node.id", "This broker's id, advertised in Metadata (alias broker.id).", default=0,
-       validator=AtLeast(0), note="Kafka's default -1 means unset"),
+    _h("node.id", "This broker's id, advertised in Metadata.", default=0,
+       validator=AtLeast(0)),
     _h("process.roles", "Roles of this node; it is always broker and controller of its "
        "one-node cluster, so the value must include broker.", default=["broker", "controller"],
        validator=Check(_roles, "[broker, controller]")),
     _h("controller.listener.names", "Listeners of the controller role: accepted in listeners "
        "and advertised.listeners, never bound or shown to clients."),
     _h("listeners", "Comma list of NAME://host:port to bind; port 0 picks a free port.",
-       default="PLAINTEXT://127.0.0.1:9092", note="Kafka's default PLAINTEXT://:9092"),
+       default="PLAINTEXT://127.0.0.1:9092"),
     _h("advertised.listeners", "What Metadata tells clients to connect to; empty = the bound "
        "addresses.", default=""),
     _h("listener.security.protocol.map", "Listener name to security protocol, NAME:PROTOCOL,...; "
@@ -88,19 +88,18 @@ _HONOURED: tuple[ConfigKey, ...] = (
     _h("metrics.listener", "http://host:port serving Prometheus metrics; empty = off.", own=True,
        type_=T.STRING, default=""),
     # --- security (docs/security.md) ------------------------------------------------------------
-    _h("ssl.certfile", "PEM certificate chain of SSL/SASL_SSL listeners (may hold the key too; "
-       "alias ssl.keystore.location).", own=True, type_=T.STRING, default=""),
+    _h("ssl.certfile", "PEM certificate chain of SSL/SASL_SSL listeners (may hold the key "
+       "too).", own=True, type_=T.STRING, default=""),
     _h("ssl.keyfile", "PEM private key, if not in ssl.certfile.", own=True, type_=T.STRING,
        default=""),
     _h("ssl.key.password", "Password of an encrypted private key.", default=""),
-    _h("ssl.cafile", "PEM CA certificates that sign client certificates (alias "
-       "ssl.truststore.location).", own=True, type_=T.STRING, default=""),
+    _h("ssl.cafile", "PEM CA certificates that sign client certificates.", own=True,
+       type_=T.STRING, default=""),
     _h("ssl.client.auth", "Client certificates: none, requested or required."),
     _h("ssl.enabled.protocols", "TLS versions accepted."),
     _h("ssl.cipher.suites", "OpenSSL cipher list for TLS 1.2; empty = OpenSSL's default."),
     _h("sasl.enabled.mechanisms", "SASL mechanisms offered on SASL listeners (GSSAPI and "
-       "OAUTHBEARER are not supported).", default=list(SASL_MECHANISMS),
-       note="Kafka's default GSSAPI"),
+       "OAUTHBEARER are not supported).", default=list(SASL_MECHANISMS)),
     _h("sasl.credentials.file", "JSON file of SCRAM-hashed users (python -m "
        "trio_broker.security.credentials add USER --file F).", own=True, type_=T.STRING,
        default=""),
@@ -109,15 +108,15 @@ _HONOURED: tuple[ConfigKey, ...] = (
     _h("connection.failed.authentication.delay.ms", "Delay before answering and closing a failed "
        "login."),
     # --- logs -----------------------------------------------------------------------------------
-    _h("log.dirs", "Comma list of directories holding partition logs.", default="./data",
-       note="Kafka's default: log.dir"),
+    _h("log.dirs", "Comma list of directories holding partition logs (log.dir when not "
+       "given).", default="./data"),
     _h("log.dir", "The log directory when log.dirs is not given."),
     _h("log.roll.hours", "Roll a segment after this age, in hours (if log.roll.ms is unset)."),
     _h("log.retention.minutes", "Retention in minutes (if log.retention.ms is unset)."),
     _h("log.retention.hours", "Retention in hours (if the finer keys are unset)."),
     _h("log.retention.check.interval.ms", "How often retention runs."),
-    _h("log.flush.scheduler.interval.ms", "How often the flusher checks flush.ms.", default=1000,
-       validator=AtLeast(1), note="Kafka's default Long.MAX_VALUE never runs the flusher"),
+    _h("log.flush.scheduler.interval.ms", "How often the flusher checks flush.ms (Kafka's "
+       "default never runs it).", default=1000, validator=AtLeast(1)),
     # --- topics ---------------------------------------------------------------------------------
     _h("auto.create.topics.enable", "Create unknown topics on Metadata/Produce requests."),
     _h("num.partitions", "Partitions of an auto-created topic."),
@@ -162,6 +161,9 @@ def _registry() -> dict[str, ConfigKey]:
             keys[broker_key] = _topic_default_key(broker_key)
     for key in _HONOURED:
         keys[key.name] = key
+    for alias, target in ALIASES.items():
+        keys[alias] = attrs.evolve(keys[alias], support=Support.HONOURED,
+                                   doc=f"Read as {target} (same value).")
     # message.max.bytes and the log.* defaults the broker acts on keep Kafka's facts but read
     # as honoured (their topic configs are).
     return dict(sorted(keys.items()))
