@@ -163,7 +163,7 @@ def test_cross_field_checks() -> None:
     assert tiered.with_overrides({"remote.storage.enable": "true"}).remote_storage_enable
     with pytest.raises(InvalidConfigError, match="unsupported for the compacted topics"):
         tiered.with_overrides({"remote.storage.enable": "true", "cleanup.policy": "compact"})
-    with pytest.raises(InvalidConfigError, match="Value must not be more than retention.bytes"):
+    with pytest.raises(InvalidConfigError, match=r"Value must not be more than retention\.bytes"):
         tiered.with_overrides({"remote.storage.enable": "true", "retention.bytes": "100",
                                "local.retention.bytes": "200"})
 
@@ -179,7 +179,8 @@ def test_every_broker_synonym_sets_its_topic_default() -> None:
     assert (config.delete_retention_ms, config.min_compaction_lag_ms,
             config.max_compaction_lag_ms) == (5, 6, 7)
     assert (config.min_cleanable_dirty_ratio, config.file_delete_delay_ms) == (0.9, 8)
-    assert config.preallocate and config.unclean_leader_election_enable
+    assert config.preallocate
+    assert config.unclean_leader_election_enable
     assert (config.segment_jitter_ms, config.segment_index_bytes) == (3_600_000, 4096)
     assert (config.message_timestamp_after_max_ms, config.compression_gzip_level) == (3_600_000, 6)
     assert config.local_retention_ms == -1

@@ -17,8 +17,6 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-import javaproperties
-
 from .broker import BrokerConfig, ConfigError, build_config, normalise
 from .keys import ALIASES, BROKER_KEYS, HONOURED_KEYS
 
@@ -35,6 +33,8 @@ COMMON_KEYS = ("node.id", "listeners", "advertised.listeners", "metrics.listener
 
 def read_properties(text: str, source: str) -> list[tuple[str, str, str]]:
     """Java properties text -> [(key, value, "source:line")], in order (later keys win)."""
+    import javaproperties  # imported when a file is read: embedders never pay for it
+
     out: list[tuple[str, str, str]] = []
     line = 1
     try:
