@@ -12,7 +12,7 @@ from __future__ import annotations
 import enum
 import math
 import re
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable
 from typing import Any
 
 import attrs
@@ -308,17 +308,3 @@ class ConfigKey:
         if self.default is NO_DEFAULT:
             return None
         return self.render(self.default)
-
-
-def index(keys: Iterable[ConfigKey]) -> dict[str, ConfigKey]:
-    """Name -> key, refusing a name defined twice (Kafka: "defined twice")."""
-    out: dict[str, ConfigKey] = {}
-    for key in keys:
-        if key.name in out:
-            raise ValueError(f"Configuration {key.name} is defined twice.")
-        out[key.name] = key
-    return out
-
-
-def one_line(values: Sequence[str]) -> str:
-    return ", ".join(values)

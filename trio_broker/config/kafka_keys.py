@@ -42,10 +42,6 @@ BOOLEAN, STRING, INT, SHORT, LONG, DOUBLE, LIST, CLASS, PASSWORD = (
     T.PASSWORD,
 )
 DOUBLE_MAX = 1.7976931348623157e308
-NON_EMPTY = Check(lambda v: "String must be non-empty" if not v else None, "non-empty string")
-POOL_SIZE = Check(
-    lambda v: "Value can be -1 or greater than 0" if v < -1 or v == 0 else None, "[-1,1,...]"
-)
 COMPRESSION_TYPE = OneOf(COMPRESSION_TYPES)
 SECURITY_PROTOCOL = OneOf(("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"))
 
