@@ -105,6 +105,8 @@ async def test_describe_leaves_out_what_was_not_asked(client):
 
 @pytest.mark.parametrize(("resource_type", "name", "code", "message"), [
     (TOPIC, "missing", ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, None),
+    (TOPIC, "no/slash", ErrorCode.INVALID_TOPIC_EXCEPTION, 'Topic name "no/slash" is illegal, it '
+     "contains a character other than ASCII alphanumerics, '.', '_' and '-'"),
     (BROKER, "7", ErrorCode.INVALID_REQUEST,
      "Unexpected broker id, expected 0 or empty string, but received 7"),
     (BROKER, "x", ErrorCode.INVALID_REQUEST, "Broker id must be an integer, but it is: x"),
@@ -189,6 +191,8 @@ async def test_incremental_topic_errors_change_nothing(trio_broker, client, ops,
 async def test_alter_errors(client):
     assert await incremental(client, 1, TOPIC, "missing", [("retention.ms", SET, "1")]) == (
         ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, "The topic 'missing' does not exist.")
+    assert await incremental(client, 1, TOPIC, "", [("retention.ms", SET, "1")]) == (
+        ErrorCode.INVALID_REQUEST, "Default topic resources are not allowed.")
     assert await alter(client, 2, [(TOPIC, "orders", {"retention.ms": "1"}),
                                    (TOPIC, "orders", {"retention.ms": "2"})]) == [
         (ErrorCode.INVALID_REQUEST, "Each resource must appear at most once.")] * 2

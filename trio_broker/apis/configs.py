@@ -20,7 +20,7 @@ from ..config.describe import ConfigSource, Entry, Sources, describe_broker, des
 from ..config.dynamic import DynamicConfigError
 from ..config.keys import BROKER_KEYS, base_key
 from ..config.topic_keys import TOPIC_KEYS
-from ..log import StorageError, log_config_from
+from ..log import StorageError, log_config_from, validate_topic_name
 from ..protocol.api_keys import ApiKey
 from ..protocol.errors import ErrorCode
 from ..protocol.messages import response_type
@@ -85,6 +85,9 @@ def _describe(broker: BrokerState, resource_type: int, name: str,
               keys: set[str] | None) -> list[Entry]:
     dynamic = broker.dynamic_configs
     if resource_type == TOPIC:
+        invalid = validate_topic_name(name)
+        if invalid is not None:
+            raise _Refused(ErrorCode.INVALID_TOPIC_EXCEPTION, invalid)
         if name not in broker.logs.topics():
             raise _Refused(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, None)
         values = broker.logs.topic_config(name).to_topic_configs()
@@ -222,6 +225,11 @@ def _apply_ops(current: dict[str, str], ops: list[tuple[str, int, str | None]],
 
 def _alter_topic(broker: BrokerState, name: str, ops: list[tuple[str, int, str | None]],
                  incremental: bool, validate_only: bool) -> None:
+    if not name:
+        raise _Refused(ErrorCode.INVALID_REQUEST, "Default topic resources are not allowed.")
+    invalid = validate_topic_name(name)
+    if invalid is not None:
+        raise _Refused(ErrorCode.INVALID_TOPIC_EXCEPTION, invalid)
     logs = broker.logs
     exists = name in logs.topics()
     current = logs.topic_overrides(name) if exists and incremental else {}
