@@ -284,6 +284,10 @@ def _alter_broker(broker: BrokerState, per_broker: bool,
     except (DynamicConfigError, ConfigError) as exc:
         # Kafka answers INVALID_REQUEST for a broker config it cannot apply (KAFKA-13609).
         raise _Refused(ErrorCode.INVALID_REQUEST, str(exc)) from None
+    except OSError as exc:
+        LOGGER.error("Cannot persist dynamic broker configs: %s", exc)
+        raise _Refused(ErrorCode.UNKNOWN_SERVER_ERROR,
+                       f"Cannot persist dynamic broker configs: {exc.strerror or exc}") from None
     if not validate_only:
         LOGGER.info("Dynamic %s configs are now: %s",
                     "per-broker" if per_broker else "cluster default", sorted(new))
