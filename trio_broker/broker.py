@@ -13,7 +13,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import time
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Iterator, Mapping
 
 import attrs
 import trio
@@ -94,10 +94,12 @@ async def serve(config: ConfigInput = None, *,
                         ) -> None:
         with parts_scope:
             async with trio.open_nursery() as nursery:
-                logs = await _load_storage(cfg)
-                coordinator = GroupCoordinator(cfg, cfg.log_dir_list[0])
-                await nursery.start(coordinator.run)
-                bound = await server.start(nursery)
+                with _names_key(cfg, "log.dirs"):
+                    logs = await _load_storage(cfg)
+                    coordinator = GroupCoordinator(cfg, cfg.log_dir_list[0])
+                    await nursery.start(coordinator.run)
+                with _names_key(cfg, "listeners"):
+                    bound = await server.start(nursery)
                 host, port = _advertised_address(cfg, bound)
                 # Every part exists from here on: the one place the handlers' state is built.
                 state = BrokerState(
@@ -109,7 +111,9 @@ async def serve(config: ConfigInput = None, *,
                 await nursery.start(pool.run)
                 metrics_addr = None
                 if cfg.metrics_listener:
-                    metrics_addr = await nursery.start(serve_metrics, cfg.metrics_listener, metrics)
+                    with _names_key(cfg, "metrics.listener"):
+                        metrics_addr = await nursery.start(serve_metrics, cfg.metrics_listener,
+                                                           metrics)
                 nursery.start_soon(_retention_loop, state)
                 nursery.start_soon(_flush_loop, state)
                 task_status.started(Broker(cfg, state, bound, metrics_addr))
@@ -129,6 +133,23 @@ async def serve(config: ConfigInput = None, *,
             with trio.CancelScope(shield=True):
                 await _shutdown(broker.state, server, cfg)
             parts_scope.cancel()
+
+
+@contextlib.contextmanager
+def _names_key(cfg: BrokerConfig, key: str) -> Iterator[None]:
+    """An OSError while starting the part ``key`` configures says which key, which value and
+    where it was set: ``listeners=PLAINTEXT://127.0.0.1:9092 (--override): Address already in
+    use``, instead of the bare ``[Errno 98]``."""
+    try:
+        yield
+    except OSError as exc:
+        value = cfg.originals.get(key)
+        if value is None:
+            value = str(getattr(cfg, key.replace(".", "_"), ""))
+        where = cfg.origins.get(key, "the default")
+        error = OSError(f"{key}={value} ({where}): {exc.strerror or exc}")
+        error.errno = exc.errno
+        raise error from exc
 
 
 async def _shutdown(state: BrokerState, server: SocketServer, cfg: BrokerConfig) -> None:
