@@ -24,10 +24,11 @@ from .config import BrokerConfig, ConfigError, build_config
 from .config.dynamic import DynamicBrokerConfigs
 from .coordinator import GroupCoordinator
 from .log import LogManager, ProducerIdManager, log_config_from
-from .metrics import BrokerMetrics
+from .metrics import RUNNING, SHUTTING_DOWN, BrokerMetrics
 from .network.metrics_http import serve_metrics
 from .network.request_handler import RequestHandlerPool
 from .network.socket_server import SocketServer
+from .network.state_metrics import register as register_state_metrics
 
 LOGGER = logging.getLogger(__name__)
 
@@ -86,7 +87,7 @@ async def serve(config: ConfigInput = None, *,
     ignored = cfg.ignored_keys()
     if ignored:
         LOGGER.info("Ignored on one node (accepted and checked): %s", ", ".join(ignored))
-    metrics = BrokerMetrics()
+    metrics = BrokerMetrics(node_id=cfg.node_id)
     server = SocketServer(cfg, metrics)
     parts_scope = trio.CancelScope(shield=True)
 
@@ -107,6 +108,7 @@ async def serve(config: ConfigInput = None, *,
                     producer_ids=ProducerIdManager(cfg.log_dir_list[0]),
                     fetch_purgatory=Purgatory(nursery), advertised_host=host,
                     advertised_port=port, dynamic_configs=dynamic)
+                register_state_metrics(state)
                 pool = RequestHandlerPool(state, server.request_channel, cfg.num_io_threads)
                 await nursery.start(pool.run)
                 metrics_addr = None
@@ -119,8 +121,12 @@ async def serve(config: ConfigInput = None, *,
                 task_status.started(Broker(cfg, state, bound, metrics_addr))
                 await trio.sleep_forever()
 
+    instrument = metrics.io_wait_instrument()
+    trio.lowlevel.add_instrument(instrument)
     async with trio.open_nursery() as root:
         broker: Broker = await root.start(run_parts)
+        metrics.broker_state = RUNNING
+        metrics.readiness = lambda: _readiness(broker)
         for name, host, port in broker.listeners:
             LOGGER.info("listening on %s://%s:%d (advertised %s)", name, host, port,
                         broker.bootstrap_servers)
@@ -130,9 +136,20 @@ async def serve(config: ConfigInput = None, *,
         try:
             await broker._stop.wait()
         finally:
+            metrics.broker_state = SHUTTING_DOWN
             with trio.CancelScope(shield=True):
                 await _shutdown(broker.state, server, cfg)
             parts_scope.cancel()
+            trio.lowlevel.remove_instrument(instrument)
+
+
+def _readiness(broker: Broker) -> tuple[bool, str]:
+    """``/ready``: serving, or why not (the group coordinator still loading, shutting down)."""
+    if broker._stop.is_set():
+        return False, "shutting down"
+    if not broker.state.groups.loaded:
+        return False, "loading consumer group offsets"
+    return True, "ready"
 
 
 @contextlib.contextmanager
