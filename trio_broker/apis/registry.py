@@ -62,6 +62,7 @@ HANDLERS: dict[int, Handler] = {
     ApiKey.SaslAuthenticate: sasl.handle_sasl_authenticate,
     ApiKey.CreatePartitions: admin.handle_create_partitions,
     ApiKey.DeleteGroups: groups.delete_groups,
+    ApiKey.OffsetDelete: offsets.offset_delete,
 }
 
 
