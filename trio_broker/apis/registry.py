@@ -14,7 +14,19 @@ from collections.abc import Awaitable, Callable
 from ..protocol.api_keys import SUPPORTED_VERSIONS, ApiKey, VersionRange
 from ..protocol.errors import ErrorCode
 from ..protocol.messages import response_type
-from . import admin, fetch, groups, init_producer_id, list_offsets, metadata, offsets, produce, sasl
+from . import (
+    admin,
+    cluster,
+    fetch,
+    groups,
+    init_producer_id,
+    list_offsets,
+    metadata,
+    offsets,
+    produce,
+    sasl,
+    scram,
+)
 from .bodies import ApiVersionsRequest, RequestBody, Struct
 from .context import HandlerContext, HandlerResult
 
@@ -22,7 +34,10 @@ Handler = Callable[[HandlerContext, RequestBody], Awaitable[HandlerResult]]
 
 
 async def handle_api_versions(ctx: HandlerContext, request: ApiVersionsRequest) -> HandlerResult:
-    """ApiVersions v0-v4 (an unknown version is answered by the handler pool, in v0's layout)."""
+    """ApiVersions v0-v4 (an unknown version is answered by the handler pool, in v0's layout).
+
+    v3+ names the client software (KIP-511); v4 is v3's layout, for clients that understand an
+    UNSUPPORTED_VERSION answer listing the ApiVersions range."""
     if ctx.version >= 3:
         # Kafka validates the software name/version (KIP-511); a bad one is INVALID_REQUEST.
         for value in (request.client_software_name, request.client_software_version):
@@ -63,6 +78,12 @@ HANDLERS: dict[int, Handler] = {
     ApiKey.CreatePartitions: admin.handle_create_partitions,
     ApiKey.DeleteGroups: groups.delete_groups,
     ApiKey.OffsetDelete: offsets.offset_delete,
+    ApiKey.ElectLeaders: cluster.handle_elect_leaders,
+    ApiKey.AlterPartitionReassignments: cluster.handle_alter_partition_reassignments,
+    ApiKey.ListPartitionReassignments: cluster.handle_list_partition_reassignments,
+    ApiKey.DescribeUserScramCredentials: scram.handle_describe_user_scram_credentials,
+    ApiKey.AlterUserScramCredentials: scram.handle_alter_user_scram_credentials,
+    ApiKey.DescribeCluster: cluster.handle_describe_cluster,
 }
 
 
