@@ -53,6 +53,7 @@ def test_topics_and_configs_survive_restart(tmp_path: Path) -> None:
         "topic_id": topic_id_str(manager.topic_id("t")),
         "partitions": 2,
         "configs": {"cleanup.policy": "compact", "retention.ms": "-1"},
+        "leader_epochs": [0, 0],
     }
     again = _manager([tmp_path])
     assert again.topics() == {"t": 2}

@@ -16,6 +16,13 @@ and in the first log dir only::
 
     topic-configs/<topic>.json              which topics exist, their ids (``topic_metadata.py``)
 
+Leader epochs: this broker is the leader of every partition it holds, and each opening of a
+partition (its creation, every start) is a new leadership with a new epoch: 0 at creation, then
+one above both the epoch in the topic's file and the newest in the partition's epoch cache. It is
+recorded in the partition's ``leader-epoch-checkpoint`` before the partition serves, and in the
+topic's file once all are loaded (the record a KRaft controller would keep). A cluster that moves
+leaders calls ``Log.become_leader`` with its controller's epoch instead.
+
 Metadata files are replaced atomically (temp file, fsync, rename, fsync dir); the checkpoint's
 format is Kafka's (``checkpoint.py``).
 """
@@ -174,8 +181,10 @@ class LogManager:
                 LOGGER.warning("Partition %s-%d has no directory; creating it empty",
                                topic, partition)
                 self._open_log(topic, partition, self._choose_dir(), create=True)
-            if not self._topic_store.exists(topic):
+            try:  # new leader epochs (and the file of an adopted topic)
                 self._topic_store.write(topic, meta)
+            except KafkaStorageError as exc:
+                LOGGER.error("Recording the leader epochs of topic %s failed: %s", topic, exc)
         LOGGER.info("Loaded %d partition(s) of %d topic(s) from %d log dir(s); %d offline",
                     len(self._logs), len(self._topics), len(self.log_dirs),
                     len(self.offline_partitions))
@@ -189,6 +198,18 @@ class LogManager:
             log = Log(path, self._topics[topic].config, recovery_point=recovery_point,
                       clean_shutdown=clean_shutdown,
                       producer_id_expiration_ms=self.producer_id_expiration_ms)
+            try:
+                meta = self._topics[topic]
+                if create:
+                    epoch = 0
+                else:  # each start is a new leadership, as a re-elected KRaft broker's is
+                    cached = log.epochs.latest_epoch
+                    epoch = max(meta.leader_epoch(partition), -1 if cached is None else cached) + 1
+                log.become_leader(epoch)
+                meta.set_leader_epoch(partition, epoch)
+            except KafkaStorageError:
+                log.close(flush=False)
+                raise
         except _LOAD_ERRORS as exc:
             if create:
                 raise KafkaStorageError(f"creating {path} failed: {exc}") from exc
@@ -280,7 +301,7 @@ class LogManager:
         config = self.default_config.with_overrides(overrides)
         if validate_only:
             return None
-        meta = TopicMetadata(num_partitions, overrides, config)
+        meta = TopicMetadata(num_partitions, overrides, config, leader_epochs=[0] * num_partitions)
         self._topic_store.write(name, meta)
         self._topics[name] = meta
         self._names_by_id[meta.topic_id] = name
@@ -314,8 +335,10 @@ class LogManager:
         if validate_only:
             return
         old_total = meta.partitions
-        self._topic_store.write(name, attrs.evolve(meta, partitions=new_total))
-        meta.partitions = new_total
+        epochs = [*meta.leader_epochs, *[0] * (new_total - len(meta.leader_epochs))]
+        self._topic_store.write(name, attrs.evolve(meta, partitions=new_total,
+                                                   leader_epochs=epochs))
+        meta.partitions, meta.leader_epochs = new_total, epochs
         self._create_partitions(name, range(old_total, new_total))
         LOGGER.info("Topic %s now has %d partitions (was %d)", name, new_total, old_total)
 

@@ -5,12 +5,17 @@ Why one file per topic: creating, growing, re-configuring or deleting a topic re
 only that topic's file, atomically (temp file, fsync, rename, fsync dir), so a crash leaves every
 topic either as it was or as it became. Layout, in the first log dir::
 
-    topic-configs/<topic>.json      {"version": 1, "topic", "topic_id", "partitions", "configs"}
+    topic-configs/<topic>.json      {"version": 1, "topic", "topic_id", "partitions", "configs",
+                                     "leader_epochs"}
 
 The topic id (KIP-516) is a random UUID made when the topic is created and kept for its life, so
 a deleted and re-created topic of the same name has a new one. It is written in Kafka's text
 form (URL-safe base64 without padding, as ``kafka-topics --describe`` shows it). A file from
 before topic ids gets one at load, written back at once so it stays stable.
+
+``leader_epochs`` holds each partition's current leader epoch, the record a KRaft controller keeps
+in its metadata log: the next leadership (the next start) takes a higher one, even when the
+partition's own epoch cache lost its newest entries with a torn log tail.
 
 A file that cannot be read marks its topic *broken*: its partitions stay offline (an operator can
 fix the file), the rest of the broker serves.
@@ -96,6 +101,18 @@ class TopicMetadata:
     config: LogConfig
     #: the topic's id for its whole life (a new one after delete and re-create)
     topic_id: uuid.UUID = attrs.field(factory=new_topic_id)
+    #: partition -> its current leader epoch (-1: none recorded yet)
+    leader_epochs: list[int] = attrs.field(factory=list)
+
+    def leader_epoch(self, partition: int) -> int:
+        epochs = self.leader_epochs
+        return epochs[partition] if partition < len(epochs) else -1
+
+    def set_leader_epoch(self, partition: int, epoch: int) -> None:
+        missing = partition + 1 - len(self.leader_epochs)
+        if missing > 0:
+            self.leader_epochs.extend([-1] * missing)
+        self.leader_epochs[partition] = epoch
     #: its metadata file could not be read: partitions stay offline, config unknown
     broken: bool = False
     #: found on disk without a metadata file (written during load)
@@ -130,6 +147,7 @@ class TopicMetadataStore:
                 config = default_config.with_overrides(overrides)
                 stored_id = doc.get("topic_id")
                 topic_id = None if stored_id is None else parse_topic_id(str(stored_id))
+                epochs = [int(e) for e in doc.get("leader_epochs", [])]
             except (OSError, ValueError, KeyError, TypeError, StorageError) as exc:
                 LOGGER.error(
                     "Topic config %s is unreadable (%s); the topic's partitions stay offline",
@@ -138,7 +156,7 @@ class TopicMetadataStore:
                 )
                 topics[topic] = TopicMetadata(0, {}, default_config, broken=True)
                 continue
-            meta = TopicMetadata(partitions, overrides, config)
+            meta = TopicMetadata(partitions, overrides, config, leader_epochs=epochs)
             if topic_id is not None:
                 meta.topic_id = topic_id
             else:
@@ -161,6 +179,7 @@ class TopicMetadataStore:
             "topic_id": topic_id_str(meta.topic_id),
             "partitions": meta.partitions,
             "configs": meta.overrides,
+            "leader_epochs": meta.leader_epochs,
         }
         try:
             self.directory.mkdir(parents=True, exist_ok=True)
