@@ -14,7 +14,20 @@ from collections.abc import Awaitable, Callable
 from ..protocol.api_keys import SUPPORTED_VERSIONS, ApiKey, VersionRange
 from ..protocol.errors import ErrorCode
 from ..protocol.messages import response_type
-from . import admin, fetch, groups, init_producer_id, list_offsets, metadata, offsets, produce, sasl
+from . import (
+    admin,
+    describe,
+    fetch,
+    groups,
+    init_producer_id,
+    leader_epochs,
+    list_offsets,
+    metadata,
+    offsets,
+    produce,
+    sasl,
+    telemetry,
+)
 from .bodies import ApiVersionsRequest, RequestBody, Struct
 from .context import HandlerContext, HandlerResult
 
@@ -62,6 +75,12 @@ HANDLERS: dict[int, Handler] = {
     ApiKey.SaslAuthenticate: sasl.handle_sasl_authenticate,
     ApiKey.CreatePartitions: admin.handle_create_partitions,
     ApiKey.DeleteGroups: groups.delete_groups,
+    ApiKey.OffsetForLeaderEpoch: leader_epochs.handle_offset_for_leader_epoch,
+    ApiKey.DescribeLogDirs: describe.handle_describe_log_dirs,
+    ApiKey.DescribeProducers: describe.handle_describe_producers,
+    ApiKey.GetTelemetrySubscriptions: telemetry.handle_get_telemetry_subscriptions,
+    ApiKey.PushTelemetry: telemetry.handle_push_telemetry,
+    ApiKey.DescribeTopicPartitions: describe.handle_describe_topic_partitions,
 }
 
 

@@ -49,7 +49,11 @@ from .info import FetchDataInfo, LogAppendInfo, parse_partition_dir
 from .leader_epoch import LeaderEpochCache
 from .loader import LogLoader
 from .lookups import TimestampAndOffset, legacy_offsets_before, offset_by_timestamp
-from .producer_state import DEFAULT_PRODUCER_ID_EXPIRATION_MS, ProducerStateManager
+from .producer_state import (
+    DEFAULT_PRODUCER_ID_EXPIRATION_MS,
+    ProducerSnapshot,
+    ProducerStateManager,
+)
 from .retention import segments_to_delete
 from .segment import LOG_SUFFIX, LogSegment
 
@@ -176,6 +180,10 @@ class Log:
     @property
     def producer_state(self) -> ProducerStateManager:
         return self._producer_state
+
+    def active_producers(self) -> list[ProducerSnapshot]:
+        with self._lock:
+            return self._producer_state.active_producers()
 
     @property
     def closed(self) -> bool:
