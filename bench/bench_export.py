@@ -175,7 +175,7 @@ def main() -> int:
 
     from trio_broker.spark import register
     from trio_broker.spark._session import build_session
-    from trio_broker.spark.export import PARQUET_WRITE_OPTIONS
+    from trio_broker.spark.job import PARQUET_WRITE_OPTIONS
 
     work = Path(tempfile.mkdtemp(prefix="bench-export-"))
     load = ", ".join(f"{x:.1f}" for x in os.getloadavg())

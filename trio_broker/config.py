@@ -166,6 +166,11 @@ class BrokerConfig:
         metadata=_key("log.cleanup.policy", "delete (compact is accepted but not run)."))
     message_max_bytes: int = attrs.field(default=1_048_588, validator=_positive, metadata=_key(
         "message.max.bytes", "Largest record batch accepted (topic: max.message.bytes)."))
+    compression_type: str = attrs.field(default="producer", validator=_one_of(
+        "uncompressed", "zstd", "lz4", "snappy", "gzip", "producer"), metadata=_key(
+        "compression.type", "Codec of stored batches; producer keeps the producer's codec."))
+    min_insync_replicas: int = attrs.field(default=1, validator=_positive, metadata=_key(
+        "min.insync.replicas", "In-sync replicas an acks=all write needs (1 on one node)."))
 
     # --- topics ---------------------------------------------------------------------------
     auto_create_topics_enable: bool = attrs.field(default=True, metadata=_key(

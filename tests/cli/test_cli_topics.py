@@ -117,7 +117,7 @@ def test_unreachable_broker(capsys, action):
     assert main(["topics", *action, "--bootstrap-server", f"127.0.0.1:{port}"]) == 1
     out, err = capsys.readouterr()
     assert out == ""
-    assert f"cannot connect to 127.0.0.1:{port}" in _one_line_error(err)
+    assert f"cannot connect to the broker at 127.0.0.1:{port}" in _one_line_error(err)
 
 
 def test_bad_bootstrap_server(capsys):

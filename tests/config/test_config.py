@@ -66,7 +66,7 @@ def test_unknown_environment_key_is_an_error():
 def test_cli_reports_bad_config_in_one_line_and_exit_code_2(capsys, tmp_path):
     assert main(["serve", "--override", "num.partitions=x"]) == 2
     err = capsys.readouterr().err
-    assert err == "trio-broker: num.partitions='x': expected an integer\n"
+    assert err == "trio-broker serve: error: num.partitions='x': expected an integer\n"
     assert main(["serve", str(tmp_path / "missing.properties")]) == 2
     assert "config file" in capsys.readouterr().err
     assert main(["serve", "--override", "novalue"]) == 2

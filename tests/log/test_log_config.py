@@ -16,6 +16,8 @@ def test_defaults_match_kafka() -> None:
     assert config.flush_interval_ms is None
     assert config.message_timestamp_type == "CreateTime"
     assert config.cleanup_policy == "delete"
+    assert config.compression_type == "producer"
+    assert config.min_insync_replicas == 1
 
 
 def test_with_overrides_parses_kafka_names() -> None:
@@ -32,6 +34,8 @@ def test_with_overrides_parses_kafka_names() -> None:
             "flush.ms": "1000",
             "index.interval.bytes": "128",
             "segment.index.bytes": "4096",
+            "compression.type": "zstd",
+            "min.insync.replicas": "2",
         }
     )
     assert config == LogConfig(
@@ -46,6 +50,8 @@ def test_with_overrides_parses_kafka_names() -> None:
         flush_interval_ms=1000,
         index_interval_bytes=128,
         segment_index_bytes=4096,
+        compression_type="zstd",
+        min_insync_replicas=2,
     )
     assert config.log_append_time
     assert LogConfig().with_overrides({"flush.ms": str(LONG_MAX)}).flush_interval_ms is None
@@ -61,6 +67,8 @@ def test_with_overrides_parses_kafka_names() -> None:
         ("cleanup.policy", "shred", "delete, compact"),
         ("flush.messages", "0", "[1,"),
         ("made.up", "1", "unknown topic config"),
+        ("compression.type", "brotli", "uncompressed, zstd, lz4, snappy, gzip, producer"),
+        ("min.insync.replicas", "0", "[1,"),
     ],
 )
 def test_invalid_overrides(key: str, value: str, expected: str) -> None:
@@ -97,3 +105,18 @@ def test_from_broker_config_precedence() -> None:
     assert config.segment_bytes == 2048
     assert config.max_message_bytes == 100
     assert LogConfig.from_broker_config({"log.retention.hours": "-1"}).retention_ms == -1
+
+
+def test_compression_and_min_insync_from_broker_keys() -> None:
+    config = LogConfig.from_broker_config({"compression.type": "lz4", "min.insync.replicas": "2"})
+    assert (config.compression_type, config.min_insync_replicas) == ("lz4", 2)
+    for codec in ("producer", "uncompressed", "gzip", "snappy", "lz4", "zstd"):
+        assert LogConfig().with_overrides({"compression.type": codec}).compression_type == codec
+
+
+def test_log_config_from_broker_config_carries_codec_and_min_insync() -> None:
+    from trio_broker.config import BrokerConfig
+    from trio_broker.log import log_config_from
+
+    config = log_config_from(BrokerConfig(compression_type="gzip", min_insync_replicas=3))
+    assert (config.compression_type, config.min_insync_replicas) == ("gzip", 3)

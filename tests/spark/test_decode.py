@@ -7,6 +7,7 @@ from crc32c import crc32c
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from trio_broker.blocking_client import next_fetch_offset
 from trio_broker.protocol.batch import set_log_append_time
 from trio_broker.protocol.compression import Compression
 from trio_broker.protocol.errors import CorruptRecordError
@@ -15,7 +16,6 @@ from trio_broker.spark._decode import (
     ARROW_SCHEMA,
     ARROW_SCHEMA_WITH_HEADERS,
     decode_fetched,
-    next_fetch_offset,
 )
 
 TS = 1_700_000_000_000
@@ -128,3 +128,11 @@ def test_corruption_is_reported() -> None:
     with pytest.raises(CorruptRecordError, match="CRC"):
         decode_fetched(bytes(buf), topic="t", partition=0, start=0, end=3,
                        include_headers=False)
+
+
+def test_records_longer_than_two_varint_bytes() -> None:
+    """Lengths of 8192 bytes and more take the general varint reader, not the fast paths."""
+    recs = [(b"k", b"x" * size, [("h", b"v" * size)]) for size in (9000, 5, 70_000, 8192)]
+    buf = build_batch(recs, timestamps=[TS] * len(recs), compression=Compression.ZSTD)
+    assert _actual(buf, 0, 4) == _expected(buf, 0, 4)
+    assert [len(row["value"]) for row in _actual(buf, 0, 4)] == [9000, 5, 70_000, 8192]

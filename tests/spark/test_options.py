@@ -7,6 +7,7 @@ import sys
 
 import pytest
 
+from trio_broker.blocking_client import TopicPartition
 from trio_broker.spark._options import (
     OffsetRange,
     SourceOptionError,
@@ -15,7 +16,6 @@ from trio_broker.spark._options import (
     rate_limit,
     split_ranges,
 )
-from trio_broker.spark._wire import TopicPartition
 
 BASE = {"kafka.bootstrap.servers": "127.0.0.1:9092"}
 

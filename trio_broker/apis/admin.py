@@ -48,6 +48,7 @@ _BROKER_SYNONYM = {
     "max.message.bytes": "message.max.bytes",
     "message.timestamp.type": "log.message.timestamp.type",
     "cleanup.policy": "log.cleanup.policy",
+    "compression.type": "compression.type", "min.insync.replicas": "min.insync.replicas",
 }
 
 

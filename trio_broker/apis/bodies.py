@@ -47,6 +47,12 @@ AlterUserScramCredentialsRequest: TypeAlias = RequestBody
 ElectLeadersRequest: TypeAlias = RequestBody
 AlterPartitionReassignmentsRequest: TypeAlias = RequestBody
 ListPartitionReassignmentsRequest: TypeAlias = RequestBody
+OffsetForLeaderEpochRequest: TypeAlias = RequestBody
+DescribeLogDirsRequest: TypeAlias = RequestBody
+DescribeProducersRequest: TypeAlias = RequestBody
+GetTelemetrySubscriptionsRequest: TypeAlias = RequestBody
+PushTelemetryRequest: TypeAlias = RequestBody
+DescribeTopicPartitionsRequest: TypeAlias = RequestBody
 
 #: An element of a request or response array (a topic, a partition, a member): the codec's
 #: nested struct classes, built through ``protocol.messages.response_type``.

@@ -17,15 +17,18 @@ from ..protocol.messages import response_type
 from . import (
     admin,
     cluster,
+    describe,
     fetch,
     groups,
     init_producer_id,
+    leader_epochs,
     list_offsets,
     metadata,
     offsets,
     produce,
     sasl,
     scram,
+    telemetry,
 )
 from .bodies import ApiVersionsRequest, RequestBody, Struct
 from .context import HandlerContext, HandlerResult
@@ -84,6 +87,12 @@ HANDLERS: dict[int, Handler] = {
     ApiKey.DescribeUserScramCredentials: scram.handle_describe_user_scram_credentials,
     ApiKey.AlterUserScramCredentials: scram.handle_alter_user_scram_credentials,
     ApiKey.DescribeCluster: cluster.handle_describe_cluster,
+    ApiKey.OffsetForLeaderEpoch: leader_epochs.handle_offset_for_leader_epoch,
+    ApiKey.DescribeLogDirs: describe.handle_describe_log_dirs,
+    ApiKey.DescribeProducers: describe.handle_describe_producers,
+    ApiKey.GetTelemetrySubscriptions: telemetry.handle_get_telemetry_subscriptions,
+    ApiKey.PushTelemetry: telemetry.handle_push_telemetry,
+    ApiKey.DescribeTopicPartitions: describe.handle_describe_topic_partitions,
 }
 
 

@@ -19,6 +19,7 @@ from ..security.credentials import (
     CredentialsError,
     ScramDeletion,
     ScramUpsertion,
+    UserResult,
     alter_scram_credentials,
     describe_scram_credentials,
 )
@@ -57,6 +58,7 @@ async def handle_alter_user_scram_credentials(
                                  bytes(u.salt), bytes(u.salted_password))
                   for u in request.upsertions]
     path = ctx.broker.config.sasl_credentials_file
+    results: list[UserResult]
     if not path:
         users = dict.fromkeys([*(d.user for d in deletions), *(u.user for u in upsertions)])
         results = [(user, ErrorCode.SECURITY_DISABLED,

@@ -20,6 +20,7 @@ from ..coordinator import GroupCoordinator
 from ..log import LogManager, ProducerIdManager, log_config_from
 from ..metrics import BrokerMetrics
 from .purgatory import Purgatory
+from .telemetry_state import TelemetryState
 
 
 @attrs.frozen(slots=True)
@@ -48,6 +49,8 @@ class BrokerState:
     #: (host, port) that Metadata and FindCoordinator advertise for this broker
     advertised_host: str
     advertised_port: int
+    #: client instances that asked for a telemetry subscription (KIP-714)
+    telemetry: TelemetryState = attrs.field(factory=TelemetryState)
 
     @property
     def node_id(self) -> int:

@@ -20,6 +20,8 @@ LONG_MAX = 2**63 - 1
 INT_MAX = 2**31 - 1
 TIMESTAMP_TYPES = ("CreateTime", "LogAppendTime")
 CLEANUP_POLICIES = ("delete", "compact")
+#: Kafka's BrokerCompressionType names: "producer" keeps batches as the producer sent them
+COMPRESSION_TYPES = ("uncompressed", "zstd", "lz4", "snappy", "gzip", "producer")
 
 
 @attrs.frozen(slots=True)
@@ -46,6 +48,10 @@ class LogConfig:
     message_timestamp_type: str = "CreateTime"
     #: cleanup.policy / log.cleanup.policy; "compact" is stored but not acted upon
     cleanup_policy: str = "delete"
+    #: compression.type / compression.type: codec batches are stored with; producer = as sent
+    compression_type: str = "producer"
+    #: min.insync.replicas / min.insync.replicas: acks=all needs this many in-sync replicas
+    min_insync_replicas: int = 1
 
     @property
     def log_append_time(self) -> bool:
@@ -100,6 +106,8 @@ def log_config_from(config: BrokerConfig) -> LogConfig:
         max_message_bytes=config.message_max_bytes,
         message_timestamp_type=config.log_message_timestamp_type,
         cleanup_policy=config.log_cleanup_policy,
+        compression_type=config.compression_type,
+        min_insync_replicas=config.min_insync_replicas,
     )
 
 
@@ -132,6 +140,12 @@ def _parse_flush_ms(key: str, raw: str) -> int | None:
 def _parse_timestamp_type(key: str, raw: str) -> str:
     if raw not in TIMESTAMP_TYPES:
         raise InvalidConfigError(key, raw, f"expected one of {', '.join(TIMESTAMP_TYPES)}")
+    return raw
+
+
+def _parse_compression_type(key: str, raw: str) -> str:
+    if raw not in COMPRESSION_TYPES:
+        raise InvalidConfigError(key, raw, f"String must be one of: {', '.join(COMPRESSION_TYPES)}")
     return raw
 
 
@@ -186,6 +200,18 @@ _TOPIC_SPECS: dict[str, _ConfigSpec] = {
         str,
         "delete enables retention; compact is accepted but compaction is not implemented.",
     ),
+    "compression.type": _ConfigSpec(
+        "compression_type",
+        _parse_compression_type,
+        str,
+        "Codec of stored batches; producer keeps the codec the producer chose.",
+    ),
+    "min.insync.replicas": _ConfigSpec(
+        "min_insync_replicas",
+        _int_parser(1, INT_MAX),
+        str,
+        "In-sync replicas an acks=all write needs; above 1 fails on one node.",
+    ),
 }
 _SPECS_BY_ATTR = {spec.attr: spec for spec in _TOPIC_SPECS.values()}
 
@@ -213,4 +239,6 @@ _BROKER_KEYS: dict[str, tuple[str, int]] = {
     "message.max.bytes": ("max_message_bytes", 1),
     "log.message.timestamp.type": ("message_timestamp_type", 1),
     "log.cleanup.policy": ("cleanup_policy", 1),
+    "compression.type": ("compression_type", 1),
+    "min.insync.replicas": ("min_insync_replicas", 1),
 }

@@ -27,10 +27,10 @@ __all__ = ["KAFKA_VERSIONS", "SUPPORTED_VERSIONS", "ApiKey", "KafkaVersions", "V
            "is_flexible", "kafka_range", "request_class", "response_class"]
 
 SUPPORTED_VERSIONS: dict[ApiKey, VersionRange] = {
-    ApiKey.Produce: VersionRange(3, 7),
-    ApiKey.Fetch: VersionRange(4, 11),
-    ApiKey.ListOffsets: VersionRange(1, 3),
-    ApiKey.Metadata: VersionRange(0, 5),
+    ApiKey.Produce: kafka_range(ApiKey.Produce),
+    ApiKey.Fetch: kafka_range(ApiKey.Fetch),
+    ApiKey.ListOffsets: kafka_range(ApiKey.ListOffsets),
+    ApiKey.Metadata: kafka_range(ApiKey.Metadata),
     ApiKey.OffsetCommit: kafka_range(ApiKey.OffsetCommit),
     ApiKey.OffsetFetch: kafka_range(ApiKey.OffsetFetch),
     ApiKey.FindCoordinator: kafka_range(ApiKey.FindCoordinator),
@@ -57,6 +57,12 @@ SUPPORTED_VERSIONS: dict[ApiKey, VersionRange] = {
     ApiKey.DescribeUserScramCredentials: kafka_range(ApiKey.DescribeUserScramCredentials),
     ApiKey.AlterUserScramCredentials: kafka_range(ApiKey.AlterUserScramCredentials),
     ApiKey.DescribeCluster: kafka_range(ApiKey.DescribeCluster),
+    ApiKey.OffsetForLeaderEpoch: kafka_range(ApiKey.OffsetForLeaderEpoch),
+    ApiKey.DescribeLogDirs: kafka_range(ApiKey.DescribeLogDirs),
+    ApiKey.DescribeProducers: kafka_range(ApiKey.DescribeProducers),
+    ApiKey.GetTelemetrySubscriptions: kafka_range(ApiKey.GetTelemetrySubscriptions),
+    ApiKey.PushTelemetry: kafka_range(ApiKey.PushTelemetry),
+    ApiKey.DescribeTopicPartitions: kafka_range(ApiKey.DescribeTopicPartitions),
 }
 
 

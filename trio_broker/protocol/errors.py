@@ -140,6 +140,8 @@ class ErrorCode(enum.IntEnum):
     UNKNOWN_TOPIC_ID = 100
     MISMATCHED_ENDPOINT_TYPE = 114
     UNSUPPORTED_ENDPOINT_TYPE = 115
+    UNKNOWN_SUBSCRIPTION_ID = 117
+    TELEMETRY_TOO_LARGE = 118
 
     @property
     def retriable(self) -> bool:

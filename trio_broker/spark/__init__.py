@@ -7,6 +7,11 @@ Imported only with the ``spark`` extra, so the broker itself never pays for impo
     df = (spark.read.format("trio_broker")
           .option("kafka.bootstrap.servers", "127.0.0.1:9092")
           .option("subscribe", "events").load())
+
+It reads through the one blocking client (``trio_broker.blocking_client``), so its errors are
+the client core's: a ``KafkaError`` per Kafka error code (``OffsetOutOfRangeError`` when
+retention deleted planned offsets, ``UnknownTopicOrPartitionError``, ``KafkaConnectionError``),
+and ``SourceOptionError`` (a ``ValueError``) for options Spark's Kafka source would refuse.
 """
 
 from __future__ import annotations
@@ -21,23 +26,23 @@ except ImportError as exc:  # pragma: no cover - depends on what is installed
         "pip install 'trio-broker[spark]'"
     ) from exc
 
-from ._wire import (
-    BrokerError,
-    BrokerUnreachableError,
-    KafkaSourceError,
+from ..client_core.errors import (
+    KafkaConnectionError,
+    KafkaError,
     OffsetOutOfRangeError,
-    UnknownTopicError,
+    UnknownTopicOrPartitionError,
 )
+from ._options import SourceOptionError
 from .source import FORMAT_NAME, TrioBrokerDataSource, register, user_message
 
 __all__ = [
     "FORMAT_NAME",
-    "BrokerError",
-    "BrokerUnreachableError",
-    "KafkaSourceError",
+    "KafkaConnectionError",
+    "KafkaError",
     "OffsetOutOfRangeError",
+    "SourceOptionError",
     "TrioBrokerDataSource",
-    "UnknownTopicError",
+    "UnknownTopicOrPartitionError",
     "register",
     "user_message",
 ]

@@ -29,6 +29,7 @@ import pyarrow as pa
 from trio_broker.protocol.batch import BATCH_HEADER_SIZE, iter_batches, verify_crc
 from trio_broker.protocol.compression import Compression, decompress
 from trio_broker.protocol.errors import CorruptRecordError
+from trio_broker.protocol.records import read_varint
 
 #: Spark's Kafka source schema (``KafkaRecordToRowConverter``), as a Spark DDL string.
 SCHEMA_DDL = ("key binary, value binary, topic string, partition int, offset long, "
@@ -73,14 +74,6 @@ class DecodedChunk(NamedTuple):
     payload_bytes: int
 
 
-def next_fetch_offset(records: bytes | memoryview, start: int) -> int:
-    """Where the fetch after this response should start: past its last whole batch."""
-    next_offset = start
-    for _, header in iter_batches(records):
-        next_offset = max(next_offset, header.next_offset)
-    return next_offset
-
-
 def decode_fetched(records: bytes | memoryview, *, topic: str, partition: int, start: int,
                    end: int, include_headers: bool, check_crcs: bool = True) -> DecodedChunk:
     """Decode one partition's fetched record set, keeping offsets in ``[start, end)``.
@@ -123,20 +116,6 @@ def decode_fetched(records: bytes | memoryview, *, topic: str, partition: int, s
 
 # --- record starts -----------------------------------------------------------------------------
 
-def _read_varint(data: bytes, pos: int) -> tuple[int, int]:
-    result = 0
-    shift = 0
-    while True:
-        byte = data[pos]
-        pos += 1
-        result |= (byte & 0x7F) << shift
-        if byte < 0x80:
-            return (result >> 1) ^ -(result & 1), pos
-        shift += 7
-        if shift >= 70:
-            raise CorruptRecordError("varint longer than 10 bytes")
-
-
 def _loop_starts(data: bytes, pos: int, limit: int, n: int, out: list[int]) -> int:
     """Walk ``n`` records from ``pos`` in Python; returns the position after the last one."""
     append = out.append
@@ -152,7 +131,7 @@ def _loop_starts(data: bytes, pos: int, limit: int, n: int, out: list[int]) -> i
         if byte2 < 0x80:  # length < 8192
             pos += 2 + (((byte2 << 7) | (byte & 0x7F)) >> 1)
             continue
-        length, after = _read_varint(data, pos)
+        length, after = read_varint(data, pos)
         if length < 0:
             raise CorruptRecordError(f"record length {length} is negative")
         pos = after + length
@@ -173,7 +152,7 @@ def _record_starts(data: bytes, u8: np.ndarray, begin: int, limit: int, count: i
     while remaining > 0:
         if pos >= limit:
             raise CorruptRecordError(f"batch declares {count} records, holds {count - remaining}")
-        length, after = _read_varint(data, pos)
+        length, after = read_varint(data, pos)
         stride = after - pos + length
         if length < 0 or stride <= 0:
             raise CorruptRecordError(f"record length {length} is invalid")

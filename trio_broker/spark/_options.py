@@ -16,15 +16,17 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ._wire import (
+from ..blocking_client import (
     EARLIEST,
     LATEST,
-    KafkaSourceError,
-    KafkaWireClient,
-    OffsetOutOfRangeError,
+    BlockingClient,
+    ConfigError,
     TopicPartition,
-    UnknownTopicError,
+    parse_bootstrap,
 )
+from ..client_core.errors import OffsetOutOfRangeError, UnknownTopicOrPartitionError
+from ..client_core.security import SECURITY_DEFAULTS, resolve_security
+from ..protocol.errors import ErrorCode
 
 #: what ``failOnDataLoss`` errors end with, as Spark's do
 DATA_LOSS_HINT = ("If you want the query to skip lost data instead of failing, set the source "
@@ -37,7 +39,7 @@ DEFAULT_REQUEST_TIMEOUT_MS = 30_000
 PROGRESS_OPTION = "trio_broker.progressaddress"
 
 
-class SourceOptionError(KafkaSourceError, ValueError):
+class SourceOptionError(ConfigError):
     """An option is missing, malformed or not allowed for this kind of query."""
 
 
@@ -63,10 +65,13 @@ class SourceOptions:
     max_partition_fetch_bytes: int
     client_id: str
     progress_address: tuple[str, int] | None
+    #: TLS and SASL settings: the ``kafka.``-prefixed options named as the client core names
+    #: them (``kafka.security.protocol``, ``kafka.sasl.username``, ...), without the prefix
+    security: tuple[tuple[str, str], ...] = ()
 
-    def client(self) -> KafkaWireClient:
-        return KafkaWireClient(self.bootstrap_servers, timeout_s=self.request_timeout_ms / 1000,
-                               client_id=self.client_id)
+    def client(self) -> BlockingClient:
+        return BlockingClient(self.bootstrap_servers, timeout_s=self.request_timeout_ms / 1000,
+                              client_id=self.client_id, config=dict(self.security))
 
 
 @dataclass(frozen=True)
@@ -139,6 +144,17 @@ def parse_options(options: Mapping[str, str], *, streaming: bool) -> SourceOptio
     if PROGRESS_OPTION in opts:
         host, _, port = opts[PROGRESS_OPTION].rpartition(":")
         progress = (host, int(port))
+    security = tuple(sorted((key, opts[f"kafka.{key}"]) for key in SECURITY_DEFAULTS
+                            if f"kafka.{key}" in opts))
+    # A bad address or security setting fails here, before any task starts.
+    try:
+        parse_bootstrap(servers)
+    except ConfigError as exc:
+        raise SourceOptionError(f"{exc} (option 'kafka.bootstrap.servers')") from None
+    try:
+        resolve_security({**SECURITY_DEFAULTS, **dict(security)}, servers)
+    except ConfigError as exc:
+        raise SourceOptionError(f"{exc} (set as option 'kafka.<key>')") from None
 
     return SourceOptions(
         bootstrap_servers=servers,
@@ -164,6 +180,7 @@ def parse_options(options: Mapping[str, str], *, streaming: bool) -> SourceOptio
             "kafka.max.partition.fetch.bytes", minimum=1024),
         client_id=opts.get("kafka.client.id", "trio-broker-spark"),
         progress_address=progress,
+        security=security,
     )
 
 
@@ -249,7 +266,7 @@ def parse_offsets_dict(data: Mapping[str, Mapping[str, int]]) -> dict[TopicParti
 
 # --- planning (driver side) ----------------------------------------------------------------
 
-def subscribed_partitions(client: KafkaWireClient, opts: SourceOptions) -> list[TopicPartition]:
+def subscribed_partitions(client: BlockingClient, opts: SourceOptions) -> list[TopicPartition]:
     """The partitions the subscription covers right now; unknown topics are an error."""
     if opts.subscribe is not None:
         return client.partitions_for(opts.subscribe)
@@ -258,16 +275,18 @@ def subscribed_partitions(client: KafkaWireClient, opts: SourceOptions) -> list[
         existing = set(client.partitions_for(topics))
         missing = [str(tp) for tp in opts.assign if tp not in existing]
         if missing:
-            raise UnknownTopicError("assigned partitions do not exist: " + ", ".join(missing))
+            raise UnknownTopicOrPartitionError("assigned partitions do not exist: "
+                                               + ", ".join(missing))
         return sorted(set(opts.assign))
     assert opts.subscribe_pattern is not None
     pattern = re.compile(opts.subscribe_pattern)
-    md = client.metadata(None)
-    topics = [t for t in md.leaders if pattern.fullmatch(t) and t not in md.internal_topics]
-    return sorted(TopicPartition(t, p) for t in topics for p in md.leaders[t])
+    matched = [info for name, info in client.metadata(None).topics.items()
+               if pattern.fullmatch(name) and not info.internal
+               and info.error in (ErrorCode.NONE, ErrorCode.LEADER_NOT_AVAILABLE)]
+    return sorted(TopicPartition(t.name, p) for t in matched for p in t.partitions)
 
 
-def resolve_offsets(client: KafkaWireClient, tps: Iterable[TopicPartition], spec: OffsetSpec,
+def resolve_offsets(client: BlockingClient, tps: Iterable[TopicPartition], spec: OffsetSpec,
                     name: str) -> dict[TopicPartition, int]:
     """Concrete offsets for ``spec`` on ``tps`` (JSON must name every partition, as in Spark)."""
     tps = sorted(set(tps))
@@ -294,7 +313,7 @@ def resolve_offsets(client: KafkaWireClient, tps: Iterable[TopicPartition], spec
     return out
 
 
-def starting_offsets(client: KafkaWireClient, tps: Iterable[TopicPartition],
+def starting_offsets(client: BlockingClient, tps: Iterable[TopicPartition],
                      opts: SourceOptions) -> dict[TopicPartition, int]:
     """``startingTimestamp`` if given, else ``startingOffsets``."""
     tps = sorted(set(tps))
@@ -313,7 +332,7 @@ def starting_offsets(client: KafkaWireClient, tps: Iterable[TopicPartition],
     return found
 
 
-def check_range(client: KafkaWireClient, starts: Mapping[TopicPartition, int],
+def check_range(client: BlockingClient, starts: Mapping[TopicPartition, int],
                 ends: Mapping[TopicPartition, int], *, fail_on_data_loss: bool,
                 earliest: Mapping[TopicPartition, int] | None = None,
                 latest: Mapping[TopicPartition, int] | None = None) -> list[OffsetRange]:

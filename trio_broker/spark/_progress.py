@@ -1,4 +1,5 @@
-"""Executor-to-driver progress for ``trio-broker export``: UDP datagrams of (records, bytes).
+"""Progress of ``trio-broker export``: executors' counts to the driver, and what the terminal
+shows while the export runs and when it ends.
 
 Why a side channel: Spark accumulators only reach the driver when a task ends, so a progress bar
 fed by them jumps once per partition. Executors instead send small increments, at most every
@@ -6,6 +7,8 @@ fed by them jumps once per partition. Executors instead send small increments, a
 a lost or unreachable one costs a less accurate bar, never the job.
 
 Datagram: two big-endian i64, records then payload bytes, since the previous datagram.
+
+The terminal part imports rich only when it runs: executors import this module for the sender.
 """
 
 from __future__ import annotations
@@ -15,6 +18,14 @@ import socket
 import struct
 import threading
 import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from ._options import OffsetRange
 
 LOGGER = logging.getLogger(__name__)
 
@@ -94,3 +105,86 @@ class ProgressListener:
                 records, payload_bytes = _DATAGRAM.unpack(data)
                 self.records += records
                 self.bytes += payload_bytes
+
+
+# --- the terminal ------------------------------------------------------------------------------
+
+def show_progress(console: Console, thread: threading.Thread, listener: ProgressListener,
+                  planned: int) -> None:
+    """A bar of records and bytes done of ``planned`` records until ``thread`` ends."""
+    from rich.progress import (
+        BarColumn,
+        Progress,
+        TaskProgressColumn,
+        TextColumn,
+        TimeElapsedColumn,
+    )
+
+    columns = (
+        TextColumn("[bold]exporting"), BarColumn(), TaskProgressColumn(),
+        TextColumn("{task.fields[records]}"), TextColumn("{task.fields[bytes]}"),
+        TextColumn("{task.fields[rate]}"), TimeElapsedColumn(),
+    )
+    started = time.monotonic()
+    with Progress(*columns, console=console, transient=True) as bar:
+        task = bar.add_task("export", total=planned, records="", bytes="", rate="")
+        while thread.is_alive():
+            thread.join(0.2)
+            done = min(listener.records, planned)
+            estimate = listener.bytes * planned / done if done else 0
+            rate = done / max(time.monotonic() - started, 1e-9)
+            bar.update(task, completed=done,
+                       records=f"{done:,}/{planned:,} records",
+                       bytes=f"{_size(listener.bytes)} of ~{_size(estimate)}",
+                       rate=f"{rate:,.0f} rec/s")
+
+
+def show_summary(console: Console, ranges: list[OffsetRange], manifest: Mapping[str, Any],
+                 out: Path, elapsed_s: float, manifest_path: str) -> None:
+    """The ranges exported and one line of totals."""
+    from rich.table import Table
+
+    table = Table(title=f"Exported to {out}", title_justify="left")
+    for name in ("topic", "partition", "from offset", "to offset", "offsets"):
+        table.add_column(name, justify="left" if name == "topic" else "right")
+    for r in ranges:
+        last = f"{r.end - 1:,}" if r.size else "-"
+        table.add_row(r.topic, str(r.partition), f"{r.start:,}", last, f"{r.size:,}")
+    console.print(table)
+    records = manifest["records"]
+    console.print(
+        f"{records:,} records, {_size(manifest['payload_bytes'])} of keys and values, "
+        f"{len(manifest['files'])} {manifest['format']} files in {elapsed_s:.1f} s "
+        f"({records / max(elapsed_s, 1e-9):,.0f} records/s); manifest {manifest_path}"
+        + (f"; replaced {len(manifest['replaced'])} earlier export(s)"
+           if [r for r in manifest["replaced"] if r != manifest["export_id"]] else ""),
+        highlight=False)
+
+
+def watch_stream(console: Console, interactive: bool, query: Any,
+                 stop: threading.Event) -> int:
+    """Wait for ``stop`` (or the query's end), showing batches as they commit; records seen."""
+    counted: dict[int, int] = {}
+    status = console.status("following", spinner="dots") if interactive else None
+    if status is not None:
+        status.start()
+    try:
+        while not stop.is_set() and query.isActive:
+            stop.wait(0.5)
+            for progress in query.recentProgress:
+                counted[progress["batchId"]] = progress["numInputRows"]
+            if status is not None:
+                status.update(f"following: {sum(counted.values()):,} records in "
+                              f"{len(counted)} batches; Ctrl-C stops")
+    finally:
+        if status is not None:
+            status.stop()
+    return sum(counted.values())
+
+
+def _size(n: float) -> str:
+    for unit in ("B", "KB", "MB", "GB"):
+        if n < 1000 or unit == "GB":
+            return f"{n:,.0f} {unit}" if unit == "B" else f"{n:,.1f} {unit}"
+        n /= 1000
+    return f"{n:,.1f} TB"

@@ -32,9 +32,24 @@ from pyspark.sql.datasource import (
 )
 from pyspark.sql.types import StructType
 
-from trio_broker.protocol.errors import ErrorCode
-
-from ._decode import decode_fetched, next_fetch_offset, schema_ddl
+from ..blocking_client import (
+    EARLIEST,
+    LATEST,
+    BlockingClient,
+    TopicPartition,
+    error_name,
+    next_fetch_offset,
+)
+from ..client_core import errors
+from ..client_core.errors import (
+    KafkaConnectionError,
+    KafkaError,
+    KafkaTimeoutError,
+    OffsetOutOfRangeError,
+    error_for,
+)
+from ..protocol.errors import ErrorCode
+from ._decode import decode_fetched, schema_ddl
 from ._options import (
     DATA_LOSS_HINT,
     OffsetRange,
@@ -51,16 +66,6 @@ from ._options import (
     subscribed_partitions,
 )
 from ._progress import ProgressSender
-from ._wire import (
-    EARLIEST,
-    LATEST,
-    BrokerError,
-    BrokerUnreachableError,
-    KafkaWireClient,
-    OffsetOutOfRangeError,
-    TopicPartition,
-    error_name,
-)
 
 try:  # read limits arrived in pyspark 4.2; older versions call latestOffset() without them
     from pyspark.sql.streaming.datasource import (
@@ -89,12 +94,13 @@ class _ReadSettings:
     include_headers: bool
     fail_on_data_loss: bool
     progress_address: tuple[str, int] | None
+    security: tuple[tuple[str, str], ...]
 
     @classmethod
     def of(cls, opts: SourceOptions) -> _ReadSettings:
         return cls(opts.bootstrap_servers, opts.request_timeout_ms, opts.client_id,
                    opts.max_partition_fetch_bytes, opts.include_headers, opts.fail_on_data_loss,
-                   opts.progress_address)
+                   opts.progress_address, opts.security)
 
 
 class KafkaInputPartition(InputPartition):
@@ -177,7 +183,7 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):  #
     def __init__(self, opts: SourceOptions) -> None:
         self._opts = opts
         self._settings = _ReadSettings.of(opts)
-        self._client: KafkaWireClient | None = None
+        self._client: BlockingClient | None = None
         self._last_end: dict[TopicPartition, int] | None = None
         self._available_now: dict[TopicPartition, int] | None = None
 
@@ -186,7 +192,7 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):  #
         state["_client"] = None  # sockets stay in the process that opened them
         return state
 
-    def _wire(self) -> KafkaWireClient:
+    def _get_client(self) -> BlockingClient:
         if self._client is None:
             self._client = self._opts.client()
         return self._client
@@ -198,7 +204,7 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):  #
 
     def initialOffset(self) -> dict:
         try:
-            client = self._wire()
+            client = self._get_client()
             tps = subscribed_partitions(client, self._opts)
             return offsets_dict(starting_offsets(client, tps, self._opts))
         except BaseException:
@@ -218,7 +224,7 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):  #
             raise
 
     def _latest(self, start: dict | None, limit: Any) -> dict:
-        client = self._wire()
+        client = self._get_client()
         if start is not None:
             starts = parse_offsets_dict(start)
         elif self._last_end is not None:
@@ -249,7 +255,7 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):  #
         return None
 
     def prepareForTriggerAvailableNow(self) -> None:
-        client = self._wire()
+        client = self._get_client()
         tps = subscribed_partitions(client, self._opts)
         self._available_now = client.list_offsets({tp: LATEST for tp in tps})
 
@@ -261,7 +267,7 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):  #
             raise
 
     def _partitions(self, start: dict, end: dict) -> list[InputPartition]:
-        client = self._wire()
+        client = self._get_client()
         starts = parse_offsets_dict(start)
         ends = parse_offsets_dict(end)
         self._last_end = dict(ends)
@@ -309,26 +315,26 @@ def read_range(settings: _ReadSettings, offset_range: OffsetRange) -> Iterator[p
     offset = offset_range.start
     progress = ProgressSender(settings.progress_address)
     max_bytes = settings.max_partition_fetch_bytes
-    client = KafkaWireClient(settings.bootstrap_servers,
-                             timeout_s=settings.request_timeout_ms / 1000,
-                             client_id=settings.client_id)
+    client = BlockingClient(settings.bootstrap_servers,
+                            timeout_s=settings.request_timeout_ms / 1000,
+                            client_id=settings.client_id, config=dict(settings.security))
     try:
         pending = None
         while offset < end:
             if pending is not None:
                 try:
                     result = client.receive_fetch(pending)
-                except BrokerUnreachableError:
+                except (KafkaConnectionError, KafkaTimeoutError):  # fetch() retries those
                     result = client.fetch(tp, offset, max_bytes=max_bytes)
                 pending = None
             else:
                 result = client.fetch(tp, offset, max_bytes=max_bytes)
-            if result.error_code == ErrorCode.OFFSET_OUT_OF_RANGE:
+            if result.error == ErrorCode.OFFSET_OUT_OF_RANGE:
                 offset = _after_out_of_range(client, tp, offset, end, settings.fail_on_data_loss)
                 continue
-            if result.error_code:
-                raise BrokerError(f"Fetch for {tp} at offset {offset} failed: "
-                                  f"{error_name(result.error_code)}", result.error_code)
+            if result.error:
+                raise error_for(result.error, f"Fetch for {tp} at offset {offset} failed: "
+                                f"{error_name(result.error)}")
             next_offset = next_fetch_offset(result.records, offset)
             if next_offset <= offset:
                 if result.high_watermark <= offset:
@@ -343,7 +349,10 @@ def read_range(settings: _ReadSettings, offset_range: OffsetRange) -> Iterator[p
                 max_bytes = min(max_bytes * 2, 1 << 30)
                 continue
             if next_offset < end:
-                pending = client.send_fetch(tp, next_offset, max_bytes=max_bytes)
+                try:
+                    pending = client.send_fetch(tp, next_offset, max_bytes=max_bytes)
+                except (KafkaConnectionError, KafkaTimeoutError):
+                    pending = None  # the next round's fetch() reconnects and retries
             chunk = decode_fetched(result.records, topic=tp.topic, partition=tp.partition,
                                    start=offset, end=end,
                                    include_headers=settings.include_headers)
@@ -356,7 +365,7 @@ def read_range(settings: _ReadSettings, offset_range: OffsetRange) -> Iterator[p
         client.close()
 
 
-def _after_out_of_range(client: KafkaWireClient, tp: TopicPartition, offset: int, end: int,
+def _after_out_of_range(client: BlockingClient, tp: TopicPartition, offset: int, end: int,
                         fail_on_data_loss: bool) -> int:
     """Where to continue after OFFSET_OUT_OF_RANGE (retention ran while the task was reading)."""
     earliest = client.list_offsets({tp: EARLIEST})[tp]
@@ -375,6 +384,13 @@ def _after_out_of_range(client: KafkaWireClient, tp: TopicPartition, offset: int
     return end
 
 
+#: the errors the source raises: the client's (one per Kafka error code, connection and
+#: timeout errors, bad settings) and bad options
+_ERROR_NAMES = "|".join(sorted(
+    {name for name in errors.__all__ if isinstance(cls := getattr(errors, name), type)
+     and issubclass(cls, KafkaError | errors.ConfigError)} | {SourceOptionError.__name__}))
+
+
 def user_message(exc: BaseException) -> str | None:
     """The message of the trio-broker source error buried in a Spark exception, if any.
 
@@ -382,11 +398,7 @@ def user_message(exc: BaseException) -> str | None:
     the Python traceback (and, for task failures, JVM frames); callers show just this line.
     """
     text = str(exc)
-    names = "|".join(sorted({
-        "KafkaSourceError", "BrokerUnreachableError", "UnknownTopicError",
-        "OffsetOutOfRangeError", "BrokerError", "SourceOptionError",
-    }))
-    found = re.findall(rf"(?:^|\.)({names}): (.+)", text, flags=re.MULTILINE)
+    found = re.findall(rf"(?:^|\.)({_ERROR_NAMES}): (.+)", text, flags=re.MULTILINE)
     if not found:
         return None
     return found[-1][1].strip()

@@ -1,22 +1,14 @@
-"""``trio-broker groups``: the parts that need no broker."""
+"""``trio-broker groups``: errors without a broker, and a live group as the command shows it."""
 
 from __future__ import annotations
 
-import argparse
 import socket
 import time
 import uuid
 
 import pytest
 
-from trio_broker import cli_groups
-from trio_broker._blocking_client import parse_address
-
-
-def _args(*argv: str) -> argparse.Namespace:
-    parser = argparse.ArgumentParser()
-    cli_groups.add_arguments(parser)
-    return parser.parse_args(argv)
+from trio_broker.cli import main
 
 
 def _closed_port() -> int:
@@ -28,20 +20,21 @@ def _closed_port() -> int:
 @pytest.mark.parametrize("action", [["list"], ["describe", "g"]])
 def test_unreachable_broker_is_one_line(capsys, action):
     port = _closed_port()
-    code = cli_groups.main(_args(*action, "--bootstrap-server", f"127.0.0.1:{port}"))
+    code = main(["groups", *action, "--bootstrap-server", f"127.0.0.1:{port}"])
     out, err = capsys.readouterr()
     assert code == 1
     assert out == ""
     assert err.count("\n") == 1
-    assert f"cannot connect to 127.0.0.1:{port}" in err
+    assert f"cannot connect to the broker at 127.0.0.1:{port}" in err
 
 
-def test_parse_address():
-    assert parse_address("localhost:9093") == ("localhost", 9093)
-    assert parse_address("[::1]:9094,other:1") == ("::1", 9094)
-    assert parse_address("host") == ("host", 9092)
-    with pytest.raises(ValueError, match="host:port"):
-        parse_address("host:port")
+@pytest.mark.parametrize("servers", ["host:port", "localhost", "::1:9092"])
+def test_a_malformed_bootstrap_server_is_bad_input(capsys, servers):
+    assert main(["groups", "list", "--bootstrap-server", servers]) == 2
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert err.count("\n") == 1
+    assert f"bad bootstrap server {servers!r}" in err
 
 
 def test_list_and_describe_a_live_group(kafka_broker, unique_topic, capsys, monkeypatch):
@@ -67,9 +60,9 @@ def test_list_and_describe_a_live_group(kafka_broker, unique_topic, capsys, monk
         consumer.commit(offsets=[confluent_kafka.TopicPartition(topic, 0, 4),
                                  confluent_kafka.TopicPartition(topic, 1, 10)],
                         asynchronous=False)
-        assert cli_groups.main(_args("describe", group, "--bootstrap-server", bootstrap)) == 0
+        assert main(["groups", "describe", group, "--bootstrap-server", bootstrap]) == 0
         described = capsys.readouterr().out
-        assert cli_groups.main(_args("list", "--bootstrap-server", bootstrap)) == 0
+        assert main(["groups", "list", "--bootstrap-server", bootstrap]) == 0
         listed = capsys.readouterr().out
     finally:
         consumer.close()

@@ -8,26 +8,25 @@ Metadata names (Kafka answers NOT_CONTROLLER elsewhere); offsets are asked of ea
 from __future__ import annotations
 
 import argparse
-import sys
-from typing import Any
+from collections.abc import Callable
 
 from rich.console import Console
 from rich.table import Table
 
-from ._blocking_client import (
-    DEFAULT_BOOTSTRAP,
+from ..blocking_client import (
     EARLIEST,
     LATEST,
     BlockingClient,
-    ClientError,
-    KafkaResponseError,
+    KafkaError,
     TopicInfo,
+    TopicPartition,
+    error_name,
+    source_name,
 )
-from .protocol.errors import ErrorCode
-
-
-class UsageError(Exception):
-    """Bad command-line input (exit code 2)."""
+from ..client_core.errors import error_for
+from ..protocol.errors import ErrorCode
+from .base import Tool, UsageError
+from .connect import add_client_arguments, open_client
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -52,27 +51,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     delete.add_argument("--if-exists", action="store_true",
                         help="succeed quietly if a topic does not exist")
     for p in (create, listing, describe, delete):
-        p.add_argument("--bootstrap-server", default=DEFAULT_BOOTSTRAP, metavar="HOST:PORT",
-                       help=f"broker(s) to connect to (default {DEFAULT_BOOTSTRAP})")
+        add_client_arguments(p)
         p.add_argument("--timeout", type=float, default=10.0, metavar="SECONDS",
                        help="socket timeout per request (default 10)")
 
 
-def main(args: argparse.Namespace) -> int:
-    try:
-        client = BlockingClient(args.bootstrap_server, timeout_s=args.timeout)
-    except ValueError as exc:  # a bad --bootstrap-server
-        print(f"trio-broker topics: {exc}", file=sys.stderr)
-        return 2
-    try:
-        with client:
-            return _COMMANDS[args.topics_command](client, args)
-    except UsageError as exc:
-        print(f"trio-broker topics: {exc}", file=sys.stderr)
-        return 2
-    except ClientError as exc:
-        print(f"trio-broker topics: {exc}", file=sys.stderr)
-        return 1
+def run(args: argparse.Namespace) -> int:
+    with open_client(args, timeout_s=args.timeout) as client:
+        return _ACTIONS[args.topics_command](client, args)
 
 
 def console() -> Console:
@@ -103,7 +89,7 @@ def _create(client: BlockingClient, args: argparse.Namespace) -> int:
         raise UsageError(f"--partitions must be at least 1, got {args.partitions}")
     try:
         client.create_topic(args.topic, args.partitions, args.replication_factor, configs)
-    except KafkaResponseError as exc:
+    except KafkaError as exc:
         if args.if_not_exists and exc.code == ErrorCode.TOPIC_ALREADY_EXISTS:
             return 0
         raise
@@ -115,7 +101,7 @@ def _delete(client: BlockingClient, args: argparse.Namespace) -> int:
     for name in args.topics:
         try:
             client.delete_topic(name)
-        except KafkaResponseError as exc:
+        except KafkaError as exc:
             if args.if_exists and exc.code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION:
                 continue
             raise
@@ -141,9 +127,9 @@ def _describe(client: BlockingClient, args: argparse.Namespace) -> int:
     cluster = client.metadata(names or None)
     for name in names:
         info = cluster.topics.get(name)
-        if info is None or info.error_code:
-            code = info.error_code if info else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-            raise KafkaResponseError(code, f"cannot describe topic {name!r}")
+        if info is None or info.error:
+            code = info.error if info else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+            raise error_for(code, f"cannot describe topic {name!r}: {error_name(code)}")
     out = console()
     for _name, info in sorted(cluster.topics.items()):
         _describe_one(client, out, info)
@@ -152,9 +138,9 @@ def _describe(client: BlockingClient, args: argparse.Namespace) -> int:
 
 def _describe_one(client: BlockingClient, out: Console, info: TopicInfo) -> None:
     parts = sorted(info.partitions)
-    led = [p for p in parts if info.partitions[p].leader >= 0]
-    start = client.list_offsets(info, led, EARLIEST) if led else {}
-    end = client.list_offsets(info, led, LATEST) if led else {}
+    led = [TopicPartition(info.name, p) for p in parts if info.partitions[p].leader >= 0]
+    start = client.list_offsets(dict.fromkeys(led, EARLIEST)) if led else {}
+    end = client.list_offsets(dict.fromkeys(led, LATEST)) if led else {}
     rf = max((len(p.replicas) for p in info.partitions.values()), default=0)
     out.print(f"Topic: {info.name}  PartitionCount: {len(parts)}  ReplicationFactor: {rf}",
               soft_wrap=True)
@@ -163,20 +149,22 @@ def _describe_one(client: BlockingClient, out: Console, info: TopicInfo) -> None
         table.add_column(column, justify="left" if column in ("replicas", "isr") else "right")
     for p in parts:
         pi = info.partitions[p]
+        tp = TopicPartition(info.name, p)
         table.add_row(str(p), str(pi.leader), _ids(pi.replicas), _ids(pi.isr),
-                      _offset(start.get(p)), _offset(end.get(p)))
+                      _offset(start.get(tp)), _offset(end.get(tp)))
     out.print(table)
     try:
-        configs = client.describe_topic_configs(info.name)
-    except ClientError as exc:
+        configs = client.describe_configs(info.name)
+    except KafkaError as exc:
         out.print(f"configs unavailable: {exc}")
         return
     ctable = Table()
     ctable.add_column("config")
     ctable.add_column("value")
     ctable.add_column("source")
-    for key, value, source in configs:
-        ctable.add_row(key, "null" if value is None else value, source)
+    for entry in configs:
+        ctable.add_row(entry.name, "null" if entry.value is None else entry.value,
+                       source_name(entry.source))
     out.print(ctable)
 
 
@@ -188,5 +176,7 @@ def _offset(value: int | None) -> str:
     return "-" if value is None else str(value)
 
 
-_COMMANDS: dict[str, Any] = {"create": _create, "list": _list, "describe": _describe,
-                             "delete": _delete}
+_ACTIONS: dict[str, Callable[[BlockingClient, argparse.Namespace], int]] = {
+    "create": _create, "list": _list, "describe": _describe, "delete": _delete}
+
+TOPICS = Tool(add_arguments, run)

@@ -27,20 +27,22 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from ._blocking_client import (
-    DEFAULT_BOOTSTRAP,
+from ..blocking_client import (
     EARLIEST,
     LATEST,
     BlockingClient,
-    ClientError,
-    KafkaResponseError,
     TopicInfo,
+    TopicPartition,
+    error_name,
     partition_for_key,
 )
-from .protocol.batch import iter_batches
-from .protocol.compression import Compression
-from .protocol.errors import CorruptRecordError, ErrorCode, UnsupportedCompressionError
-from .protocol.records import build_batch, decode_records
+from ..client_core.errors import error_for
+from ..protocol.batch import iter_batches
+from ..protocol.compression import Compression
+from ..protocol.errors import CorruptRecordError, ErrorCode, UnsupportedCompressionError
+from ..protocol.records import build_batch, decode_records
+from .base import CommandError, Tool, UsageError
+from .connect import add_client_arguments, open_client
 
 _CODECS = {c.name.lower(): c for c in Compression}
 _ACKS = {"0": 0, "1": 1, "all": -1, "-1": -1}
@@ -49,21 +51,11 @@ _MAX_RECORDS_PER_BATCH = 10_000
 _FLUSH = object()
 
 
-class UsageError(Exception):
-    """Bad command-line input (exit code 2)."""
-
-
 def _common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("topic", metavar="TOPIC")
-    parser.add_argument("--bootstrap-server", default=DEFAULT_BOOTSTRAP, metavar="HOST:PORT",
-                        help=f"broker(s) to connect to (default {DEFAULT_BOOTSTRAP})")
+    add_client_arguments(parser)
     parser.add_argument("--request-timeout-ms", type=int, default=30_000, metavar="MS",
                         help="how long to wait for any one answer (default 30000)")
-
-
-def _fail(command: str, message: object, code: int) -> int:
-    print(f"trio-broker {command}: {message}", file=sys.stderr)
-    return code
 
 
 # --- produce ---------------------------------------------------------------------------------
@@ -88,24 +80,14 @@ def add_produce_arguments(parser: argparse.ArgumentParser) -> None:
                         help="send what is gathered once input pauses this long (default 50)")
 
 
-def main_produce(args: argparse.Namespace) -> int:
-    try:
-        client = BlockingClient(args.bootstrap_server,
-                                timeout_s=args.request_timeout_ms / 1000)
-    except ValueError as exc:
-        return _fail("produce", exc, 2)
-    try:
+def run_produce(args: argparse.Namespace) -> int:
+    with open_client(args, timeout_s=args.request_timeout_ms / 1000) as client:
         if args.key_separator == "":
             raise UsageError("--key-separator must not be empty")
         if args.batch_size < 1:
             raise UsageError("--batch-size must be at least 1")
-        with client:
-            producer = _ConsoleProducer(client, args)
-            producer.run(_stdin_chunks(args.linger_ms / 1000))
-    except UsageError as exc:
-        return _fail("produce", exc, 2)
-    except ClientError as exc:
-        return _fail("produce", exc, 1)
+        producer = _ConsoleProducer(client, args)
+        producer.run(_stdin_chunks(args.linger_ms / 1000))
     print(f"Produced {producer.produced} record(s) to {args.topic}.", file=sys.stderr)
     return 0
 
@@ -153,8 +135,8 @@ class _ConsoleProducer:
         if self.separator is not None:
             key, sep, value = line.partition(self.separator)
             if not sep:
-                raise ClientError(f"no key separator {self.args.key_separator!r} on line "
-                                  f"{self.line_number}")
+                raise CommandError(f"no key separator {self.args.key_separator!r} on line "
+                                   f"{self.line_number}")
         else:
             value = line
         if self.args.partition is not None:
@@ -177,17 +159,18 @@ class _ConsoleProducer:
         for p in partitions:
             records = self.pending.pop(p)
             self.pending_bytes.pop(p, None)
-            batches[p] = build_batch(records, compression=self.codec)
+            batches[TopicPartition(self.topic.name, p)] = build_batch(records,
+                                                                      compression=self.codec)
             if p == self.keyless_partition and self.args.partition is None:
                 self.keyless_partition = next(self.round_robin)
             self.produced += len(records)
         needs = 7 if self.codec == Compression.ZSTD else 3
-        results = self.client.produce(self.topic, batches, acks=self.acks,
-                                      timeout_ms=self.args.request_timeout_ms,
-                                      needs_version=needs)
-        for p, (code, _offset) in sorted(results.items()):
-            if code:
-                raise KafkaResponseError(code, f"producing to {self.topic.name}-{p} failed")
+        results = self.client.produce(batches, acks=self.acks,
+                                      timeout_ms=self.args.request_timeout_ms, min_version=needs)
+        for tp, result in sorted(results.items()):
+            if result.error:
+                raise error_for(result.error,
+                                f"producing to {tp} failed: {error_name(result.error)}")
 
 
 def _stdin_chunks(linger_s: float) -> Iterator[bytes | object]:
@@ -250,27 +233,16 @@ def add_consume_arguments(parser: argparse.ArgumentParser) -> None:
                         metavar="BYTES", help="per-partition fetch limit (default 1048576)")
 
 
-def main_consume(args: argparse.Namespace) -> int:
-    try:
-        client = BlockingClient(args.bootstrap_server,
-                                timeout_s=args.request_timeout_ms / 1000)
-    except ValueError as exc:
-        return _fail("consume", exc, 2)
-    consumer = None
-    try:
+def run_consume(args: argparse.Namespace) -> int:
+    with open_client(args, timeout_s=args.request_timeout_ms / 1000) as client:
         props = _parse_properties(args.property)
         start = _start_position(args)
         if args.max_messages is not None and args.max_messages < 0:
             raise UsageError("--max-messages must not be negative")
-        with client:
-            consumer = _ConsoleConsumer(client, args, props, start)
+        consumer = _ConsoleConsumer(client, args, props, start)
+        try:
             consumer.run()
-    except UsageError as exc:
-        return _fail("consume", exc, 2)
-    except ClientError as exc:
-        return _fail("consume", exc, 1)
-    finally:
-        if consumer is not None:
+        finally:
             sys.stdout.flush()
             print(f"Processed a total of {consumer.printed} messages", file=sys.stderr)
     return 0
@@ -324,11 +296,12 @@ class _ConsoleConsumer:
                 raise UsageError(f"topic {args.topic!r} has no partition {args.partition} "
                                  f"(it has {len(partitions)})")
             partitions = [args.partition]
+        tps = [TopicPartition(self.topic.name, p) for p in partitions]
         self.reset_to = EARLIEST if start == EARLIEST or args.from_beginning else LATEST
         if start < 0:
-            self.positions = client.list_offsets(self.topic, partitions, start)
+            self.positions = client.list_offsets(dict.fromkeys(tps, start))
         else:
-            self.positions = {p: start for p in partitions}
+            self.positions = dict.fromkeys(tps, start)
         self.out = sys.stdout.buffer if hasattr(sys.stdout, "buffer") else None
 
     def run(self) -> None:
@@ -347,51 +320,50 @@ class _ConsoleConsumer:
                 last_record = time.monotonic()
 
     def poll(self, wait_ms: int, limit: int | None) -> int:
-        fetched = self.client.fetch(self.topic, self.positions, max_wait_ms=wait_ms,
-                                    partition_max_bytes=self.args.max_partition_fetch_bytes)
+        fetched = self.client.fetch_many(
+            self.positions, max_wait_ms=wait_ms,
+            partition_max_bytes=self.args.max_partition_fetch_bytes)
         printed = 0
-        for part in sorted(fetched, key=lambda f: f.partition):
-            p = part.partition
-            if part.error_code == ErrorCode.OFFSET_OUT_OF_RANGE:
-                reset = self.client.list_offsets(self.topic, [p], self.reset_to)[p]
-                print(f"trio-broker consume: offset {self.positions[p]} of "
-                      f"{self.topic.name}-{p} is out of range; resetting to {reset}",
-                      file=sys.stderr)
-                self.positions[p] = reset
+        for part in sorted(fetched, key=lambda f: f.tp):
+            tp = part.tp
+            if part.error == ErrorCode.OFFSET_OUT_OF_RANGE:
+                reset = self.client.list_offsets({tp: self.reset_to})[tp]
+                print(f"trio-broker consume: offset {self.positions[tp]} of {tp} is out of "
+                      f"range; resetting to {reset}", file=sys.stderr)
+                self.positions[tp] = reset
                 continue
-            if part.error_code:
-                raise KafkaResponseError(part.error_code,
-                                         f"fetching {self.topic.name}-{p} failed")
-            printed += self._print_records(p, part.records, limit)
+            if part.error:
+                raise error_for(part.error, f"fetching {tp} failed: {error_name(part.error)}")
+            printed += self._print_records(tp, part.records, limit)
             if limit is not None and self.printed >= limit:
                 break
         self._flush()
         return printed
 
-    def _print_records(self, partition: int, data: bytes, limit: int | None) -> int:
+    def _print_records(self, tp: TopicPartition, data: bytes, limit: int | None) -> int:
         printed = 0
-        position = self.positions[partition]
+        position = self.positions[tp]
         view = memoryview(data)
         try:
             for pos, header in iter_batches(view):
                 if header.next_offset <= position:
                     continue
                 if header.is_control:
-                    self.positions[partition] = position = header.next_offset
+                    self.positions[tp] = position = header.next_offset
                     continue
                 for record in decode_records(view[pos:pos + header.size]):
                     if record.offset < position:
                         continue
-                    self._write(partition, record, header.timestamp_type)
+                    self._write(tp.partition, record, header.timestamp_type)
                     printed += 1
                     self.printed += 1
-                    self.positions[partition] = position = record.offset + 1
+                    self.positions[tp] = position = record.offset + 1
                     if limit is not None and self.printed >= limit:
                         return printed
-                self.positions[partition] = position = max(position, header.next_offset)
+                self.positions[tp] = position = max(position, header.next_offset)
         except (CorruptRecordError, UnsupportedCompressionError) as exc:
-            raise ClientError(f"cannot decode a batch of {self.topic.name}-{partition} at "
-                              f"offset {position}: {exc}") from None
+            raise CommandError(f"cannot decode a batch of {tp} at offset {position}: {exc}"
+                               ) from None
         return printed
 
     def _write(self, partition: int, record: Any, timestamp_type: int) -> None:
@@ -439,29 +411,30 @@ def add_dump_log_arguments(parser: argparse.ArgumentParser) -> None:
                         help="also print every record: offset, timestamp, key, value, headers")
 
 
-def main_dump_log(args: argparse.Namespace) -> int:
-    from .log import dump_segment
+def run_dump_log(args: argparse.Namespace) -> int:
+    """Dump every file given; a bad one is reported and the rest are still dumped (exit 1)."""
+    from ..log import dump_segment
 
-    status = 0
+    failures = []
     for name in args.files:
         path = Path(name)
         if not path.is_file():
-            _fail("dump-log", f"{name}: no such file", 1)
-            status = 1
+            failures.append(f"{name}: no such file")
             continue
         if path.suffix not in (".log", ".index", ".timeindex"):
-            _fail("dump-log", f"{name}: not a .log, .index or .timeindex file", 1)
-            status = 1
+            failures.append(f"{name}: not a .log, .index or .timeindex file")
             continue
         try:
             for line in dump_segment(path, print_records=args.print_data_log):
                 print(line)
         except OSError as exc:
-            _fail("dump-log", f"{name}: {exc.strerror or exc}", 1)
-            status = 1
-    return status
+            failures.append(f"{name}: {exc.strerror or exc}")
+    if failures:
+        raise CommandError("; ".join(failures))
+    return 0
 
 
-__all__ = ["add_consume_arguments", "add_dump_log_arguments", "add_produce_arguments",
-           "main_consume", "main_dump_log", "main_produce"]
+PRODUCE = Tool(add_produce_arguments, run_produce)
+CONSUME = Tool(add_consume_arguments, run_consume)
+DUMP_LOG = Tool(add_dump_log_arguments, run_dump_log)
 

@@ -1,0 +1,126 @@
+"""The ``trio-broker`` command line: one table of commands, each imported only when it runs.
+
+Why ``main(argv) -> int``: the CLI is tested by calling it directly. Why a table of loaders:
+``trio-broker --help`` lists every command, and ``serve`` starts without importing the client
+tools or Spark; each loader imports its module statically, so mypy and the structure check see
+what it returns. Every error reaches the user one way, in argparse's own form: one line
+``trio-broker COMMAND: error: MESSAGE`` on stderr, exit status 2 for bad input (``UsageError``),
+1 for a failure at run time (``CommandError``), 130 after Ctrl-C.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable, Sequence
+from typing import NamedTuple
+
+from .base import CommandError, Tool, UsageError
+
+EXIT_OK = 0
+EXIT_FAILED = 1
+EXIT_USAGE = 2
+EXIT_INTERRUPTED = 130
+
+
+class Command(NamedTuple):
+    help: str
+    load: Callable[[], Tool]
+
+
+def _serve() -> Tool:
+    from .serve import SERVE
+
+    return SERVE
+
+
+def _topics() -> Tool:
+    from .topics import TOPICS
+
+    return TOPICS
+
+
+def _produce() -> Tool:
+    from .console import PRODUCE
+
+    return PRODUCE
+
+
+def _consume() -> Tool:
+    from .console import CONSUME
+
+    return CONSUME
+
+
+def _dump_log() -> Tool:
+    from .console import DUMP_LOG
+
+    return DUMP_LOG
+
+
+def _groups() -> Tool:
+    from .groups import GROUPS
+
+    return GROUPS
+
+
+def _export() -> Tool:
+    from .export import EXPORT
+
+    return EXPORT
+
+
+#: command name -> its one-line help and the loader of its Tool, in the order --help lists them
+COMMANDS: dict[str, Command] = {
+    "serve": Command("run the broker", _serve),
+    "topics": Command("create, list, describe or delete topics", _topics),
+    "produce": Command("produce lines from stdin to a topic", _produce),
+    "consume": Command("print records of a topic", _consume),
+    "dump-log": Command("print the batches and records of a segment file", _dump_log),
+    "groups": Command("list consumer groups or describe one", _groups),
+    "export": Command("export topics with Spark (Parquet, JSON, CSV)", _export),
+}
+
+
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The argument parser; only ``command``'s module is imported (``serve`` imports no Spark)."""
+    parser = argparse.ArgumentParser(prog="trio-broker",
+                                     description="A Kafka-compatible broker on Trio.")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for name, entry in COMMANDS.items():
+        p = sub.add_parser(name, help=entry.help,
+                           formatter_class=argparse.RawDescriptionHelpFormatter)
+        if name == command:  # the others are listed in --help, never imported
+            entry.load().add_arguments(p)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``trio-broker ARGS...``: the exit status."""
+    args_list = list(sys.argv[1:] if argv is None else argv)
+    command = next((a for a in args_list if not a.startswith("-")), None)
+    args = build_parser(command).parse_args(args_list)
+    return run(args.command, args)
+
+
+def run(command: str, args: argparse.Namespace) -> int:
+    """Run ``command`` with arguments its parser produced; its errors reported on one line."""
+    tool = COMMANDS[command].load()
+    try:
+        return tool.run(args)
+    except UsageError as exc:
+        return report(command, exc, EXIT_USAGE)
+    except CommandError as exc:
+        return report(command, exc, EXIT_FAILED)
+    except KeyboardInterrupt:
+        return EXIT_INTERRUPTED
+
+
+def report(command: str, error: object, status: int) -> int:
+    """Print ``error`` as one line on stderr; returns ``status``."""
+    message = " ".join(str(error).splitlines()) or type(error).__name__
+    print(f"trio-broker {command}: error: {message}", file=sys.stderr, flush=True)
+    return status
+
+
+__all__ = ["COMMANDS", "CommandError", "Tool", "UsageError", "build_parser", "main", "run"]

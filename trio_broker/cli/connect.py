@@ -1,0 +1,98 @@
+"""How a client command reaches a cluster: its address, its TLS/SASL settings, the one client.
+
+Why one place: every client command takes the same options and turns the client's errors into
+the CLI's the same way. A malformed address or setting is bad input (exit 2); whatever the client
+reports at run time is a failure (exit 1).
+
+Settings use the client core's Kafka client keys (``security.protocol``, ``ssl.ca.location``,
+``sasl.mechanism``, ``sasl.username``, ...): from ``--command-config FILE`` (a ``.properties``
+or ``.toml`` file, as Kafka's tools take one), then ``-X KEY=VALUE`` (as kcat takes them), which
+wins. A ``SSL://`` or ``SASL_SSL://`` prefix on ``--bootstrap-server`` sets the protocol too.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from ..blocking_client import (
+    DEFAULT_BOOTSTRAP,
+    BlockingClient,
+    ConfigError,
+    KafkaConnectionError,
+    KafkaError,
+    KafkaTimeoutError,
+    error_name,
+)
+from ..config import ConfigError as FileConfigError
+from ..config import read_config_file
+from .base import CommandError, UsageError
+
+CLIENT_ID = "trio-broker-console"
+
+
+def add_client_arguments(parser: argparse.ArgumentParser, *,
+                         what: str = "broker(s) to connect to") -> None:
+    """``--bootstrap-server``, ``--command-config`` and ``-X``."""
+    parser.add_argument("--bootstrap-server", default=DEFAULT_BOOTSTRAP, metavar="HOST:PORT",
+                        help=f"{what} (default {DEFAULT_BOOTSTRAP})")
+    add_client_config_arguments(parser)
+
+
+def add_client_config_arguments(parser: argparse.ArgumentParser) -> None:
+    """``--command-config`` and ``-X``: the client settings."""
+    parser.add_argument("--command-config", metavar="FILE",
+                        help="client settings (security.protocol, ssl.*, sasl.*) from a "
+                             ".properties or .toml file")
+    parser.add_argument("-X", dest="client_config", action="append", default=[],
+                        metavar="KEY=VALUE", help="a client setting, e.g. "
+                        "-X sasl.mechanism=SCRAM-SHA-256 (repeatable; wins over the file)")
+
+
+def client_config(args: argparse.Namespace) -> dict[str, Any]:
+    """The client settings ``--command-config`` and ``-X`` give (the client checks the keys)."""
+    config: dict[str, Any] = {}
+    if args.command_config:
+        try:
+            config.update(read_config_file(args.command_config))
+        except FileConfigError as exc:
+            raise UsageError(f"--command-config: {exc}") from None
+    for item in args.client_config:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise UsageError(f"-X {item!r}: expected KEY=VALUE")
+        config[key.strip()] = value.strip()
+    return config
+
+
+@contextmanager
+def client_errors() -> Iterator[None]:
+    """The client's failures inside the block become ``CommandError`` (exit 1)."""
+    try:
+        yield
+    except KafkaError as exc:
+        raise CommandError(describe(exc)) from None
+
+
+def describe(exc: KafkaError) -> str:
+    """The error's message, naming the Kafka error code a broker answered if it does not yet
+    (``topic 'x' does not exist (UNKNOWN_TOPIC_OR_PARTITION)``), so a user can look it up."""
+    message = str(exc)
+    if isinstance(exc, KafkaConnectionError | KafkaTimeoutError):  # the client's own
+        return message
+    name = error_name(exc.code)
+    return message if name in message else f"{message} ({name})"
+
+
+@contextmanager
+def open_client(args: argparse.Namespace, *, timeout_s: float) -> Iterator[BlockingClient]:
+    """A client of ``args.bootstrap_server``, closed on exit; its failures are CommandErrors."""
+    try:
+        client = BlockingClient(args.bootstrap_server, timeout_s=timeout_s, client_id=CLIENT_ID,
+                                config=client_config(args))
+    except ConfigError as exc:  # a malformed --bootstrap-server or setting
+        raise UsageError(str(exc)) from None
+    with client_errors(), client:
+        yield client

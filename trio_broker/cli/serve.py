@@ -1,0 +1,84 @@
+"""``trio-broker serve``: run the broker until SIGINT or SIGTERM stops it gracefully."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import signal
+
+from ..config import ConfigError, describe_keys, load_config, parse_overrides
+from .base import CommandError, Tool, UsageError
+
+LOGGER = logging.getLogger("trio_broker")
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.epilog = _epilog()
+    parser.add_argument("config_file", nargs="?", metavar="CONFIG_FILE",
+                        help="server.properties or .toml file")
+    parser.add_argument("--override", action="append", default=[], metavar="KEY=VALUE",
+                        help="set a config key (repeatable; wins over file and environment)")
+
+
+def _epilog() -> str:
+    rows = describe_keys(common_only=True)
+    width = max(len(k) for k, _, _ in rows)
+    lines = ["common config keys (Kafka names; see docs/configuration.md for all):"]
+    lines += [f"  {k:<{width}}  {doc} (default: {d or 'unset'})" for k, d, doc in rows]
+    lines.append("environment: TRIO_BROKER_<KEY>, e.g. TRIO_BROKER_LOG_DIRS=/var/lib/broker")
+    return "\n".join(lines)
+
+
+def run(args: argparse.Namespace) -> int:
+    import trio
+
+    try:
+        config = load_config(args.config_file, overrides=parse_overrides(args.override))
+    except ConfigError as exc:
+        raise UsageError(str(exc)) from None
+    logging.basicConfig(level=config.log_level,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+
+    from ..broker import serve
+
+    async def serve_until_signalled() -> None:
+        # Signals are caught from before the broker starts: one that arrives during start-up
+        # waits in the receiver and then stops the broker gracefully like any other.
+        with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+            async with trio.open_nursery() as nursery:
+                broker = await nursery.start(serve, config)
+                for name, host, port in broker.listeners:
+                    print(f"trio-broker listening on {name}://{_fmt(host)}:{port}", flush=True)
+                if broker.metrics_address:
+                    h, p = broker.metrics_address
+                    print(f"trio-broker metrics on http://{_fmt(h)}:{p}/metrics", flush=True)
+                async for signum in signals:
+                    LOGGER.info("received %s, shutting down", signal.Signals(signum).name)
+                    broker.stop()
+                    break
+
+    try:
+        trio.run(serve_until_signalled)
+    except BaseExceptionGroup as group:
+        first = _first_leaf(group)
+        if isinstance(first, KeyboardInterrupt):
+            raise first from None
+        if isinstance(first, ConfigError):
+            raise UsageError(str(first)) from None
+        if isinstance(first, OSError):
+            raise CommandError(f"cannot start: {first}") from None
+        raise
+    return 0
+
+
+def _first_leaf(exc: BaseException) -> BaseException:
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        exc = exc.exceptions[0]
+    return exc
+
+
+def _fmt(host: str) -> str:
+    return f"[{host}]" if ":" in host else host
+
+
+SERVE = Tool(add_arguments, run)
