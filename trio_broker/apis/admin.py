@@ -101,10 +101,10 @@ def _create_one(broker: BrokerState, t: Struct, validate_only: bool) -> Struct:
     error, message, partitions = _partition_count(broker, t)
     if error:
         return failed(error, message)
-    topic_id = ZERO_UUID
+    topic_id = ZERO_UUID  # validate_only: no topic, no id
     if not validate_only:
         try:
-            broker.logs.create_topic(t.name, partitions, configs)
+            topic_id = broker.logs.create_topic(t.name, partitions, configs) or ZERO_UUID
         except StorageError as exc:
             return failed(exc.error_code, str(exc))
         broker.topics_changed(TopicChange(t.name, 0, partitions))
