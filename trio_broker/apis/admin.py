@@ -61,8 +61,6 @@ _CT = response_type(ApiKey.CreateTopics)
 #: the broker.
 MAX_PARTITIONS_PER_TOPIC = 10_000
 
-#: Kafka's ZERO_UUID: "no topic id" in requests and answers
-ZERO_UUID = uuid.UUID(int=0)
 
 
 async def handle_create_topics(ctx: HandlerContext, request: CreateTopicsRequest) -> HandlerResult:
@@ -75,7 +73,7 @@ async def handle_create_topics(ctx: HandlerContext, request: CreateTopicsRequest
     for name in counts:  # each name answered once, in the order first asked
         if counts[name] > 1:
             results.append(_CT.CreatableTopicResult(
-                name=name, topic_id=ZERO_UUID, error_code=ErrorCode.INVALID_REQUEST,
+                name=name, topic_id=None, error_code=ErrorCode.INVALID_REQUEST,
                 error_message="Duplicate topic name.", configs=[]))
             continue
         [topic] = (t for t in request.topics if t.name == name)
@@ -85,7 +83,7 @@ async def handle_create_topics(ctx: HandlerContext, request: CreateTopicsRequest
 
 def _create_one(broker: BrokerState, t: Struct, validate_only: bool) -> Struct:
     def failed(error: int, message: str | None) -> Struct:
-        return _CT.CreatableTopicResult(name=t.name, topic_id=ZERO_UUID, error_code=error,
+        return _CT.CreatableTopicResult(name=t.name, topic_id=None, error_code=error,
                                         error_message=message, configs=[])
 
     configs: dict[str, str] = {}
@@ -101,10 +99,10 @@ def _create_one(broker: BrokerState, t: Struct, validate_only: bool) -> Struct:
     error, message, partitions = _partition_count(broker, t)
     if error:
         return failed(error, message)
-    topic_id = ZERO_UUID  # validate_only: no topic, no id
+    topic_id = None  # validate_only: no topic, no id (Kafka's zero uuid on the wire)
     if not validate_only:
         try:
-            topic_id = broker.logs.create_topic(t.name, partitions, configs) or ZERO_UUID
+            topic_id = broker.logs.create_topic(t.name, partitions, configs)
         except StorageError as exc:
             return failed(exc.error_code, str(exc))
         broker.topics_changed(TopicChange(t.name, 0, partitions))
@@ -203,12 +201,14 @@ _DT = response_type(ApiKey.DeleteTopics)
 
 
 async def handle_delete_topics(ctx: HandlerContext, request: DeleteTopicsRequest) -> HandlerResult:
-    """DeleteTopics v0-v6 (v6 names topics by name or by id), as a KRaft controller answers."""
+    """DeleteTopics v0-v6 (v6 names topics by name or by id), as a KRaft controller answers.
+
+    A topic id of None is Kafka's zero uuid: "no id" (the codec reads and writes it so)."""
     broker = ctx.broker
     v = ctx.version
-    asked: list[tuple[str | None, uuid.UUID]] = (
+    asked: list[tuple[str | None, uuid.UUID | None]] = (
         [(t.name, t.topic_id) for t in request.topics] if v >= 6
-        else [(name, ZERO_UUID) for name in request.topic_names])
+        else [(name, None) for name in request.topic_names])
     if not broker.config.delete_topic_enable:
         error = ErrorCode.TOPIC_DELETION_DISABLED if v >= 3 else ErrorCode.INVALID_REQUEST
         return ctx.response(throttle_time_ms=0, responses=[
@@ -217,29 +217,30 @@ async def handle_delete_topics(ctx: HandlerContext, request: DeleteTopicsRequest
             for name, tid in asked])
     results: list[Struct] = []
 
-    def answer(name: str | None, tid: uuid.UUID, error: int, message: str | None) -> None:
+    def answer(name: str | None, tid: uuid.UUID | None, error: int,
+               message: str | None) -> None:
         results.append(_DT.DeletableTopicResult(name=name, topic_id=tid, error_code=error,
                                                 error_message=message))
 
-    names = Counter(name for name, tid in asked if name is not None and tid == ZERO_UUID)
-    ids = Counter(tid for name, tid in asked if name is None and tid != ZERO_UUID)
+    names = Counter(name for name, tid in asked if name is not None and tid is None)
+    ids = Counter(tid for name, tid in asked if name is None and tid is not None)
     targets: dict[str, uuid.UUID] = {}  # what to delete: name -> id
     for name, tid in asked:
-        if name is None and tid == ZERO_UUID:
-            answer(None, ZERO_UUID, ErrorCode.INVALID_REQUEST,
+        if name is None and tid is None:
+            answer(None, None, ErrorCode.INVALID_REQUEST,
                    "Neither topic name nor id were specified.")
-        elif name is not None and tid != ZERO_UUID:
+        elif name is not None and tid is not None:
             answer(name, tid, ErrorCode.INVALID_REQUEST,
                    "You may not specify both topic name and topic id.")
-        elif name is not None and names[name] > 1:
-            if names[name] != -1:
-                answer(name, ZERO_UUID, ErrorCode.INVALID_REQUEST, "Duplicate topic name.")
-                names[name] = -1
-        elif name is None and ids[tid] > 1:
-            if ids[tid] != -1:
+        elif name is not None and names[name] != 1:
+            if names[name] > 1:  # answered once, then marked
+                answer(name, None, ErrorCode.INVALID_REQUEST, "Duplicate topic name.")
+                names[name] = 0
+        elif tid is not None and ids[tid] != 1:
+            if ids[tid] > 1:
                 answer(None, tid, ErrorCode.INVALID_REQUEST, "Duplicate topic id.")
-                ids[tid] = -1
-        elif name is None:
+                ids[tid] = 0
+        elif tid is not None:
             found = broker.logs.topic_name(tid)
             if found is None:
                 answer(None, tid, ErrorCode.UNKNOWN_TOPIC_ID,
@@ -250,9 +251,10 @@ async def handle_delete_topics(ctx: HandlerContext, request: DeleteTopicsRequest
             else:
                 targets[found] = tid
         else:
+            assert name is not None
             found_id = broker.logs.topic_id(name)
             if found_id is None:
-                answer(name, ZERO_UUID, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+                answer(name, None, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
                        "This server does not host this topic-partition.")
             elif name in targets:
                 answer(name, found_id, ErrorCode.INVALID_REQUEST,
