@@ -265,3 +265,15 @@ def test_crc32_is_plain_crc32_not_crc32c() -> None:
     message_set = build_message_set(1, [(0, TS, b"k", b"v")])
     stored_crc = int.from_bytes(message_set[12:16], "big")
     assert stored_crc == zlib.crc32(message_set[16:])
+
+
+def test_compacted_topics_need_keys_on_every_record() -> None:
+    from trio_broker.protocol.conversion import check_keys_for_compaction
+
+    check_keys_for_compaction(build_batch([(b"a", b"1"), (b"b", None)]), "t-0")  # tombstones ok
+    with pytest.raises(RecordValidationError) as caught:
+        check_keys_for_compaction(build_batch([(b"a", b"1"), (None, b"2"), (None, b"3")],
+                                              compression=Compression.GZIP), "t-0")
+    assert [i for i, _ in caught.value.record_errors] == [1, 2]
+    assert caught.value.record_errors[0][1] == (
+        "Compacted topic cannot accept message without key in topic partition t-0.")

@@ -131,11 +131,13 @@ def read_partitions(broker: BrokerState, request: FetchRequest, version: int) ->
                 errors += 1
                 parts.append(_part(p.partition, ErrorCode.UNSUPPORTED_COMPRESSION_TYPE))
                 continue
-            except (StorageError, CorruptRecordError) as exc:
+            except CorruptRecordError:  # stored records that do not convert within bounds
                 errors += 1
-                code = (exc.error_code if isinstance(exc, StorageError)
-                        else ErrorCode.KAFKA_STORAGE_ERROR)  # stored data that will not convert
-                parts.append(_part(p.partition, _storage_error(code, version),
+                parts.append(_part(p.partition, ErrorCode.CORRUPT_MESSAGE))
+                continue
+            except StorageError as exc:
+                errors += 1
+                parts.append(_part(p.partition, _storage_error(exc.error_code, version),
                                    log.high_watermark, log.log_start_offset))
                 continue
             n = len(records)

@@ -3,9 +3,10 @@
 Why bytes only, almost always: the batch header and its CRC-32C are all the broker needs to check
 a v2 batch; records are not decoded, compressed batches are stored as they came, and the only
 rewrites are the base offset and leader epoch (outside the CRC) and, under LogAppendTime, the
-max timestamp. Records are decoded in two cases only, both in ``protocol.conversion``: Produce
-v0-v2 message sets of format v0/v1 (stored as one v2 batch, as Kafka 3.x does), and a topic
-whose ``compression.type`` names a codec the batch does not have (rebuilt with it, as Kafka does).
+max timestamp. Records are decoded in three cases only, all in ``protocol.conversion``: Produce
+v0-v2 message sets of format v0/v1 (stored as one v2 batch, as Kafka 3.x does), a topic whose
+``compression.type`` names a codec the batch does not have (rebuilt with it, as Kafka does), and
+a compacted topic, which refuses records without a key (per-record errors, v8+).
 
 Per version: v3+ carries exactly one v2 batch per partition; v7 allows zstd; v8 adds per-record
 errors (KIP-467); v9 is flexible; v10's current-leader fields are only for NOT_LEADER_OR_FOLLOWER,
@@ -25,6 +26,7 @@ from ..protocol.compression import Compression
 from ..protocol.conversion import (
     TOPIC_CODECS,
     RecordValidationError,
+    check_keys_for_compaction,
     legacy_to_batch,
     recompress_batch,
 )
@@ -145,6 +147,8 @@ def _append(ctx: HandlerContext, log: Log, index: int, records: bytes | None,
             return _part(index, ErrorCode.INVALID_TXN_STATE)
         if target is not None and header.compression != target:
             records, header = _recompressed(records, target, config.max_message_bytes)
+        if "compact" in config.cleanup_policy:
+            check_keys_for_compaction(records, log.name)
         return log.append(records, header, now_ms=now_ms)  # bytes: the log copies the header
     except RecordValidationError as exc:
         errors = [_RecordError(batch_index=i, batch_index_error_message=m)

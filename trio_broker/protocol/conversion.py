@@ -14,6 +14,8 @@ them on a request path:
 - **down-conversion** (Fetch v0-v3): stored batches become message sets of the format the
   version allows, one compressed wrapper per compressed batch (same codec), headers dropped.
 
+And one check reads records too: a compacted topic refuses records without a key.
+
 Errors: ``CorruptRecordError`` (bad CRC or framing, Kafka CORRUPT_MESSAGE),
 ``RecordValidationError`` (records refused one by one, Kafka INVALID_RECORD with KIP-467's
 per-record errors), ``InvalidRecordError``, ``UnsupportedCompressionError``.
@@ -101,14 +103,27 @@ def recompress_batch(batch: Buffer, codec: Compression, *,
         base_sequence=header.base_sequence, is_transactional=header.is_transactional)
 
 
+def check_keys_for_compaction(batch: Buffer, topic_partition: str, *,
+                              max_uncompressed_bytes: int = MAX_CONVERTED_BYTES) -> None:
+    """Raise RecordValidationError naming every record without a key: a compacted topic keeps
+    the last record per key, so Kafka refuses keyless records there (KIP-467 errors)."""
+    message = f"Compacted topic cannot accept message without key in topic partition " \
+              f"{topic_partition}."
+    records = decode_records(batch, max_uncompressed_bytes=max_uncompressed_bytes)
+    errors = [(i, message) for i, record in enumerate(records) if record.key is None]
+    if errors:
+        raise RecordValidationError(errors)
+
+
 def batches_to_legacy(data: Buffer, magic: int, fetch_offset: int, max_bytes: int, *,
-                      max_uncompressed_bytes: int | None = None) -> bytes:
+                      max_uncompressed_bytes: int = MAX_CONVERTED_BYTES) -> bytes:
     """Stored v2 batches as a v0/v1 message set (Kafka's ``RecordsUtil.downConvert``).
 
     Records below ``fetch_offset`` are dropped from uncompressed batches (a compressed wrapper is
     kept whole; clients skip them). Control batches are left out. Whole entries are returned
     while they fit ``max_bytes``, and always the first one, so the consumer makes progress.
-    Raises UnsupportedCompressionError for a zstd batch (v0/v1 cannot carry zstd).
+    Raises UnsupportedCompressionError for a zstd batch (v0/v1 cannot carry zstd), and
+    CorruptRecordError for a batch that does not decode (or inflates past the bound).
     """
     raw = data if isinstance(data, bytes) else bytes(data)
     out = bytearray()
@@ -144,5 +159,5 @@ def _entry_slices(message_set: bytes) -> list[bytes]:
     return out
 
 
-__all__ = ["MAX_CONVERTED_BYTES", "TOPIC_CODECS", "RecordValidationError",
-           "batches_to_legacy", "legacy_to_batch", "recompress_batch"]
+__all__ = ["MAX_CONVERTED_BYTES", "TOPIC_CODECS", "RecordValidationError", "batches_to_legacy",
+           "check_keys_for_compaction", "legacy_to_batch", "recompress_batch"]
