@@ -178,6 +178,8 @@ async def leave_group(ctx: HandlerContext, request: LeaveGroupRequest) -> Handle
     error, errors = ctx.broker.groups.leave_group(request.group_id, leaving)
     if ctx.version < 3:  # one member: its error is the answer's
         return ctx.response(throttle_time_ms=0, error_code=error or errors[0])
+    if error:  # a group-level error is answered alone, as Kafka's error response
+        return ctx.response(throttle_time_ms=0, error_code=error, members=[])
     cls = response_type(ApiKey.LeaveGroup).MemberResponse
     return ctx.response(throttle_time_ms=0, error_code=error, members=[
         cls(member_id=m.member_id, group_instance_id=m.group_instance_id, error_code=e)
