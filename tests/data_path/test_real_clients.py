@@ -12,6 +12,7 @@ librdkafka when Metadata shows a newer epoch) carry on from where they were, exa
 from __future__ import annotations
 
 import asyncio
+import base64
 import collections
 import socket
 import time
@@ -328,3 +329,35 @@ def test_offset_for_leader_epoch_is_advertised_with_metadata_v7_plus() -> None:
     advertised = registry.advertised_versions()
     assert advertised[ApiKey.Metadata].max >= 7
     assert ApiKey.OffsetForLeaderEpoch in advertised
+
+
+def test_confluent_admin_list_offsets_and_describe_topics(kafka_broker, unique_topic,
+                                                          versions_seen):
+    from confluent_kafka import TopicCollection, TopicPartition
+    from confluent_kafka.admin import AdminClient, OffsetSpec
+
+    topic = kafka_broker.create_topic(unique_topic("admin"), 2)
+    producer = confluent_kafka.Producer({"bootstrap.servers": kafka_broker.bootstrap_servers})
+    for i, ts in enumerate([TS + 5, TS + 90, TS + 20]):
+        producer.produce(topic, value=b"%d" % i, partition=0, timestamp=ts)
+    assert producer.flush(10) == 0
+    admin = AdminClient({"bootstrap.servers": kafka_broker.bootstrap_servers})
+    tp = TopicPartition(topic, 0)
+    answers = {}
+    for name, spec in (("latest", OffsetSpec.latest()), ("earliest", OffsetSpec.earliest()),
+                       ("max", OffsetSpec.max_timestamp()),
+                       ("time", OffsetSpec.for_timestamp(TS + 10))):
+        answers[name] = admin.list_offsets({tp: spec})[tp].result(10)
+    assert answers["latest"].offset == 3
+    assert answers["earliest"].offset == 0
+    assert (answers["max"].offset, answers["max"].timestamp) == (1, TS + 90)  # KIP-734
+    assert (answers["time"].offset, answers["time"].timestamp) == (1, TS + 90)
+    assert any(api == "ListOffsets" and version >= 7 for api, version in versions_seen)
+
+    described = admin.describe_topics(TopicCollection([topic]))[topic].result(10)
+    assert described.name == topic
+    assert len(described.partitions) == 2
+    topic_id = kafka_broker.call(kafka_broker.broker.state.logs.topic_id, topic)
+    # librdkafka prints ids in standard base64 (Kafka: URL-safe); the bytes are what count
+    assert base64.b64decode(str(described.topic_id) + "==") == topic_id.bytes
+    assert [p.leader.id for p in described.partitions] == [0, 0]
