@@ -10,7 +10,8 @@ from typing import Any
 import confluent_kafka
 import pytest
 
-from trio_broker.spark import export, user_message
+from trio_broker.cli import main as cli_main
+from trio_broker.spark import user_message
 
 pytestmark = pytest.mark.spark
 
@@ -32,7 +33,7 @@ def test_unreachable_broker(spark: Any, free_port: int, tmp_path: Path,
     assert message == (f"no broker reachable at {address}: "
                        f"cannot connect to the broker at {address}: Connection refused")
 
-    assert export.main(["--bootstrap-server", address, "--topic", "t",
+    assert cli_main(["export", "--bootstrap-server", address, "--topic", "t",
                         "--out", str(tmp_path)]) == 1
     assert f"error: {message}" in " ".join(capsys.readouterr().err.split())
 
@@ -42,7 +43,7 @@ def test_unknown_topic(spark: Any, kafka_broker: Any, tmp_path: Path,
     options = {"kafka.bootstrap.servers": kafka_broker.bootstrap_servers,
                "subscribe": "no-such-topic"}
     assert _load_error(spark, **options) == "topic 'no-such-topic' does not exist"
-    assert export.main(["--bootstrap-server", kafka_broker.bootstrap_servers, "--topic",
+    assert cli_main(["export", "--bootstrap-server", kafka_broker.bootstrap_servers, "--topic",
                         "no-such-topic", "--follow", "--out", str(tmp_path)]) == 1
     assert "error: topic 'no-such-topic' does not exist" in capsys.readouterr().err
 

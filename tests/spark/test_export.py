@@ -20,7 +20,7 @@ import pyarrow.dataset as ds
 import pytest
 
 from tests.spark.producing import Produced, produce_confluent, produce_kafka_python
-from trio_broker.spark import export
+from trio_broker.cli import main as cli_main
 
 pytestmark = pytest.mark.spark
 
@@ -61,7 +61,7 @@ def test_export_is_exactly_the_produced_records_and_reruns_replace(
     args = ["--bootstrap-server", bootstrap, "--topic", topic, "--out", str(out),
             "--partition-by", "topic,partition", "--master", "local[2]"]
 
-    assert export.main(args) == 0
+    assert cli_main(["export", *args]) == 0
     assert capsys.readouterr().out == ""  # quiet when stdout is not a terminal
     assert _read_back(out) == produced.rows(topic)
     (manifest,) = _manifests(out)
@@ -73,7 +73,7 @@ def test_export_is_exactly_the_produced_records_and_reruns_replace(
 
     # Same ranges again: the files are replaced, not added; on a terminal, a summary.
     monkeypatch.setattr(sys.stdout, "isatty", lambda: True)
-    assert export.main(args) == 0
+    assert cli_main(["export", *args]) == 0
     summary = re.sub(r"\x1b\[[0-9;?]*[a-zA-Z]", "", capsys.readouterr().out)
     assert "100,000 records" in summary, summary
     assert f"Exported to {out}" in summary, summary
@@ -85,7 +85,7 @@ def test_export_is_exactly_the_produced_records_and_reruns_replace(
 
     # A range that only partly overlaps the export would duplicate records: refused.
     partial = json.dumps({topic: {"0": 5, "1": 0, "2": 0}})
-    assert export.main([*args, "--starting-offsets", partial]) == 1
+    assert cli_main(["export", *args, "--starting-offsets", partial]) == 1
     assert "already exported" in capsys.readouterr().err
 
 
@@ -123,7 +123,7 @@ def test_follow_exports_new_records_until_interrupted(
     following.set()
     driver.start()
     try:
-        code = export.main(["--bootstrap-server", bootstrap, "--topic", topic, "--out",
+        code = cli_main(["export", "--bootstrap-server", bootstrap, "--topic", topic, "--out",
                             str(out), "--follow", "--trigger-interval", "200 milliseconds"])
     finally:
         with lock:
@@ -147,7 +147,7 @@ def test_csv_and_json_hold_text_and_base64(spark: Any, kafka_broker: Any, unique
     assert producer.flush(30) == 0
 
     csv_out = tmp_path / "csv"
-    assert export.main(["--bootstrap-server", bootstrap, "--topic", topic, "--format", "csv",
+    assert cli_main(["export", "--bootstrap-server", bootstrap, "--topic", topic, "--format", "csv",
                         "--out", str(csv_out)]) == 0
     rows = []
     for path in sorted(csv_out.glob("export-*.csv")):
@@ -160,8 +160,8 @@ def test_csv_and_json_hold_text_and_base64(spark: Any, kafka_broker: Any, unique
     assert by_offset[1]["key"] == ""  # null key
 
     json_out = tmp_path / "json"
-    assert export.main(["--bootstrap-server", bootstrap, "--topic", topic, "--format", "json",
-                        "--out", str(json_out)]) == 0
+    assert cli_main(["export", "--bootstrap-server", bootstrap, "--topic", topic,
+                     "--format", "json", "--out", str(json_out)]) == 0
     records = [json.loads(line) for path in sorted(json_out.glob("export-*.json"))
                for line in path.read_text().splitlines()]
     values = {r["offset"]: base64.b64decode(r["value"]) for r in records}

@@ -69,7 +69,7 @@ def test_missing_credentials_fail_at_parse_time(sasl_ssl_broker):
 
 def test_export_takes_client_settings_like_every_client_tool(sasl_ssl_broker, tls_files,
                                                               tmp_path, capsys):
-    from trio_broker.spark import export
+    from trio_broker.cli import main as cli_main
 
     settings = tmp_path / "client.properties"
     settings.write_text(f"ssl.ca.location={tls_files.ca_pem}\nsasl.mechanism=SCRAM-SHA-512\n"
@@ -78,9 +78,9 @@ def test_export_takes_client_settings_like_every_client_tool(sasl_ssl_broker, tl
             "--topic", "no-such-topic", "--out", str(tmp_path / "out"),
             "--command-config", str(settings)]
     # planning runs before Spark starts: it reaches the listener with the file's settings
-    assert export.main(args) == 1
+    assert cli_main(["export", *args]) == 1
     assert "error: topic 'no-such-topic' does not exist" in capsys.readouterr().err
-    assert export.main([*args, "-X", "sasl.password=wrong"]) == 1
+    assert cli_main(["export", *args, "-X", "sasl.password=wrong"]) == 1
     assert "Authentication failed" in capsys.readouterr().err
-    assert export.main([*args, "-X", "no.such.key=1"]) == 2
+    assert cli_main(["export", *args, "-X", "no.such.key=1"]) == 2
     assert "unknown client config 'no.such.key'" in capsys.readouterr().err
