@@ -189,3 +189,38 @@ async def test_read_committed_reads_to_the_last_stable_offset(trio_broker):
     log = trio_broker.state.logs.get_log("committed", 0)
     assert part.last_stable_offset == log.last_stable_offset == 9
     assert part.aborted_transactions == []
+
+
+@pytest.mark.parametrize("version", [v for v in VERSIONS if v >= 4])
+async def test_v4_plus_serves_the_bytes_read_without_touching_records(trio_broker, monkeypatch,
+                                                                      version):
+    """No per-record work and no copy: the records of the response are the very bytes object
+    the log's one read returned, and no decoder or converter runs."""
+    from trio_broker.apis import fetch as fetch_api
+    from trio_broker.log import log as log_module
+    from trio_broker.protocol import records as records_module
+
+    _fill(trio_broker, "zero-copy", Compression.LZ4)
+    returned = []
+    original_read = log_module.Log.read
+
+    def read(self, *args, **kwargs):  # type: ignore[no-untyped-def]
+        data = original_read(self, *args, **kwargs)
+        returned.append(data.records)
+        return data
+
+    def forbidden(*args, **kwargs):  # type: ignore[no-untyped-def]
+        raise AssertionError("records were decoded or converted on the v4+ fetch path")
+
+    monkeypatch.setattr(log_module.Log, "read", read)
+    monkeypatch.setattr(fetch_api, "batches_to_legacy", forbidden)
+    monkeypatch.setattr(records_module, "decode_batch_into", forbidden)
+    logs = trio_broker.state.logs
+    body = fetch_body(version, "zero-copy" if version < 13 else "", 0,
+                      topic_id=logs.topic_id("zero-copy") if version >= 13 else None)
+    read_result = fetch_api.read_partitions(trio_broker.state, body, version)
+    [topic] = read_result.topics
+    [part] = topic.partitions
+    [served] = returned
+    assert part.records is served
+    assert len(served) > 0

@@ -136,9 +136,16 @@ class LeaderEpochCache:
         self._write(durable=False)
 
     def _write(self, *, durable: bool) -> None:
+        """Replace the file; a failed truncation is only logged (the next load redoes it from
+        the log), a failed new epoch raises OSError (it must be on disk before it is used)."""
         lines = ["0", str(len(self._entries))]
         lines += [f"{e.epoch} {e.start_offset}" for e in self._entries]
-        atomic_write(self.path, ("\n".join(lines) + "\n").encode(), durable=durable)
+        try:
+            atomic_write(self.path, ("\n".join(lines) + "\n").encode(), durable=durable)
+        except OSError as exc:
+            if durable:
+                raise
+            LOGGER.warning("Rewriting %s failed: %s", self.path, exc)
 
 
 def _read(path: Path) -> list[EpochEntry]:

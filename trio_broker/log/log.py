@@ -434,20 +434,10 @@ class Log:
                 self._base_offsets = [s.base_offset for s in self._segments]
                 self._log_start_offset = max(self._log_start_offset, self._segments[0].base_offset)
                 self._producer_state.truncate_head(self._log_start_offset)
-                self._truncate_epochs_from_start()
-            LOGGER.info(
-                "Deleted %d segment(s) of %s by retention; log start offset is now %d",
-                len(doomed),
-                self.name,
-                self._log_start_offset,
-            )
+                self._epochs.truncate_from_start(self._log_start_offset)
+            LOGGER.info("Deleted %d segment(s) of %s by retention; log start offset is now %d",
+                        len(doomed), self.name, self._log_start_offset)
             return len(doomed)
-
-    def _truncate_epochs_from_start(self) -> None:
-        try:
-            self._epochs.truncate_from_start(self._log_start_offset)
-        except OSError as exc:  # rewritten from the log start on the next load
-            LOGGER.warning("Rewriting the leader epochs of %s failed: %s", self.name, exc)
 
     def remove_expired_producers(self, now_ms: int) -> int:
         with self._lock:
