@@ -80,7 +80,7 @@ def test_create_topic_errors(tmp_path: Path) -> None:
     with pytest.raises(InvalidConfigError, match=r"retention\.ms") as bad:
         manager.create_topic("cfg", 1, {"retention.ms": "soon"})
     assert bad.value.error_code == ErrorCode.INVALID_CONFIG
-    with pytest.raises(InvalidConfigError, match="unknown topic config"):
+    with pytest.raises(InvalidConfigError, match="Unknown topic config name"):
         manager.create_topic("cfg", 1, {"no.such.key": "1"})
     manager.create_topic("dry", 1, {}, validate_only=True)
     assert manager.topics() == {"a.b": 1}

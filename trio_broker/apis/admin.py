@@ -1,9 +1,10 @@
-"""Topic administration: CreateTopics, DeleteTopics, CreatePartitions, DescribeConfigs,
-AlterConfigs.
+"""Topic administration: CreateTopics (v0-7), DeleteTopics (v0-6), CreatePartitions (v0-3).
 
 Why replication is fixed at 1: a single broker holds the only replica, so a request for more is
-INVALID_REPLICATION_FACTOR, as Kafka answers when too few brokers exist. Config sources follow
-Kafka: 1 topic override, 4 static broker config, 5 default.
+INVALID_REPLICATION_FACTOR, as Kafka answers when too few brokers exist. The checks, their order
+and their messages are a KRaft controller's. The config APIs (DescribeConfigs, AlterConfigs,
+IncrementalAlterConfigs) are in ``configs.py``; CreateTopics v5+ describes the new topic's
+configs the way DescribeConfigs does (``config.describe``).
 """
 
 from __future__ import annotations
@@ -12,45 +13,23 @@ import logging
 import uuid
 from collections import Counter
 
-import attrs
 import trio
 
-from ..config import SENSITIVE_KEYS, describe_keys
-from ..log import TOPIC_CONFIG_KEYS, StorageError, log_config_from
+from ..config.describe import Sources, describe_topic
+from ..log import StorageError
 from ..protocol.api_keys import ApiKey
 from ..protocol.errors import ErrorCode
 from ..protocol.messages import response_type
 from .bodies import (
-    AlterConfigsRequest,
     CreatePartitionsRequest,
     CreateTopicsRequest,
     DeleteTopicsRequest,
-    DescribeConfigsRequest,
     Struct,
 )
 from .context import HandlerContext, HandlerResult
 from .state import BrokerState, TopicChange
 
 LOGGER = logging.getLogger(__name__)
-
-RESOURCE_TOPIC = 2
-RESOURCE_BROKER = 4
-SOURCE_TOPIC = 1
-SOURCE_STATIC_BROKER = 4
-SOURCE_DEFAULT = 5
-
-# topic config -> the broker key that supplies its default
-_BROKER_SYNONYM = {
-    "segment.bytes": "log.segment.bytes", "segment.ms": "log.roll.ms",
-    "retention.ms": "log.retention.ms", "retention.bytes": "log.retention.bytes",
-    "index.interval.bytes": "log.index.interval.bytes",
-    "flush.messages": "log.flush.interval.messages", "flush.ms": "log.flush.interval.ms",
-    "max.message.bytes": "message.max.bytes",
-    "message.timestamp.type": "log.message.timestamp.type",
-    "cleanup.policy": "log.cleanup.policy",
-    "compression.type": "compression.type", "min.insync.replicas": "min.insync.replicas",
-}
-
 
 # --- CreateTopics ----------------------------------------------------------------------------
 
@@ -178,21 +157,12 @@ def replica_assignment_problem(replicas: list[int], node: int) -> str | None:
 
 
 def _effective_topic_configs(broker: BrokerState,
-                             overrides: dict[str, str]) -> list[tuple[str, str, int]]:
+                             overrides: dict[str, str]) -> list[tuple[str, str | None, int]]:
     """(name, value, source) of every config of a topic created with ``overrides``, sorted, as
-    CreateTopics v5+ returns them (source 1: set for the topic, 4: broker config, 5: default)."""
+    CreateTopics v5+ returns them: what DescribeConfigs would show for the new topic."""
     values = broker.logs.default_config.with_overrides(overrides).to_topic_configs()
-    broker_values = _broker_defaults(broker)
-    out = []
-    for name, value in sorted(values.items()):
-        if name in overrides:
-            source = SOURCE_TOPIC
-        elif broker_values.get(name) != TOPIC_CONFIG_KEYS[name][1]:
-            source = SOURCE_STATIC_BROKER
-        else:
-            source = SOURCE_DEFAULT
-        out.append((name, value, source))
-    return out
+    return [(e.name, e.value, int(e.source))
+            for e in describe_topic(values, overrides, Sources(broker.dynamic_configs), None)]
 
 
 # --- DeleteTopics ----------------------------------------------------------------------------
@@ -332,117 +302,3 @@ def _add_partitions(broker: BrokerState, t: Struct, validate_only: bool,
     if not validate_only:
         broker.topics_changed(TopicChange(t.name, current, t.count))
     return ErrorCode.NONE, None
-
-
-# --- DescribeConfigs -------------------------------------------------------------------------
-
-_DC = response_type(ApiKey.DescribeConfigs)
-_DCResult = _DC.DescribeConfigsResult
-_DCConfig = _DCResult.DescribeConfigsResourceResult
-_DCSyn = _DCConfig.DescribeConfigsSynonym
-
-
-async def handle_describe_configs(ctx: HandlerContext,
-                                  request: DescribeConfigsRequest) -> HandlerResult:
-    results = []
-    for r in request.resources:
-        keys = set(r.configuration_keys) if r.configuration_keys is not None else None
-        error, message = 0, None
-        configs: list[Struct] = []
-        if r.resource_type == RESOURCE_TOPIC:
-            error, message, configs = _topic_configs(ctx.broker, r.resource_name, keys,
-                                                     request.include_synonyms)
-        elif r.resource_type == RESOURCE_BROKER:
-            if r.resource_name not in ("", str(ctx.broker.node_id)):
-                error, message = ErrorCode.INVALID_REQUEST, f"Unknown broker {r.resource_name!r}"
-            else:
-                configs = _broker_configs(ctx.broker, keys)
-        else:
-            error = ErrorCode.INVALID_REQUEST
-            message = f"Unsupported resource type {r.resource_type}"
-        results.append(_DCResult(error_code=error, error_message=message,
-                                 resource_type=r.resource_type,
-                                 resource_name=r.resource_name, configs=configs))
-    return ctx.response(throttle_time_ms=0, results=results)
-
-
-def _broker_defaults(broker: BrokerState) -> dict[str, str]:
-    """Topic config values implied by the broker's config (before any topic override)."""
-    return log_config_from(broker.config).to_topic_configs()
-
-
-def _topic_configs(broker: BrokerState, name: str, keys: set[str] | None,
-                   synonyms: bool) -> tuple[int, str | None, list[Struct]]:
-    logs = broker.logs
-    if name not in logs.topics():
-        return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"Topic {name!r} does not exist.", []
-    current = logs.topic_config(name).to_topic_configs()
-    overrides = logs.topic_overrides(name)
-    broker_values = _broker_defaults(broker)
-    configs = []
-    for key, value in sorted(current.items()):
-        if keys is not None and key not in keys:
-            continue
-        default = TOPIC_CONFIG_KEYS[key][1]
-        if key in overrides:
-            source = SOURCE_TOPIC
-        elif broker_values.get(key) != default:
-            source = SOURCE_STATIC_BROKER
-        else:
-            source = SOURCE_DEFAULT
-        syn = []
-        if synonyms:
-            if key in overrides:
-                syn.append(_DCSyn(name=key, value=overrides[key], source=SOURCE_TOPIC))
-            if key in _BROKER_SYNONYM:
-                bsrc = SOURCE_STATIC_BROKER if broker_values.get(key) != default else SOURCE_DEFAULT
-                syn.append(_DCSyn(name=_BROKER_SYNONYM[key], value=broker_values.get(key),
-                                  source=bsrc))
-        configs.append(_DCConfig(name=key, value=value, read_only=False, config_source=source,
-                                 is_sensitive=False, synonyms=syn))
-    return 0, None, configs
-
-
-def _broker_configs(broker: BrokerState, keys: set[str] | None) -> list[Struct]:
-    values = attrs.asdict(broker.config)
-    defaults = {k: d for k, d, _ in describe_keys()}
-    configs = []
-    for kafka_key, _default, _doc in describe_keys():
-        if keys is not None and kafka_key not in keys:
-            continue
-        raw = values[kafka_key.replace(".", "_")]
-        value = None if raw is None else str(raw).lower() if isinstance(raw, bool) else str(raw)
-        source = SOURCE_DEFAULT if (value or "") == defaults[kafka_key] else SOURCE_STATIC_BROKER
-        sensitive = kafka_key in SENSITIVE_KEYS
-        configs.append(_DCConfig(name=kafka_key, value=None if sensitive else value,
-                                 read_only=True, config_source=source, is_sensitive=sensitive,
-                                 synonyms=[]))
-    return configs
-
-
-# --- AlterConfigs ----------------------------------------------------------------------------
-
-_AC = response_type(ApiKey.AlterConfigs)
-
-
-async def handle_alter_configs(ctx: HandlerContext, request: AlterConfigsRequest) -> HandlerResult:
-    logs = ctx.broker.logs
-    results = []
-    for r in request.resources:
-        error, message = 0, None
-        if r.resource_type != RESOURCE_TOPIC:
-            error = ErrorCode.INVALID_REQUEST
-            message = "Only topic configs can be altered; broker configs are static."
-        elif r.resource_name not in logs.topics():
-            error = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-            message = f"Topic {r.resource_name!r} does not exist."
-        else:
-            try:
-                logs.alter_topic_config(r.resource_name, {c.name: c.value for c in r.configs},
-                                        validate_only=request.validate_only)
-            except StorageError as exc:
-                error, message = exc.error_code, str(exc)
-        results.append(_AC.AlterConfigsResourceResponse(
-            error_code=error, error_message=message, resource_type=r.resource_type,
-            resource_name=r.resource_name))
-    return ctx.response(throttle_time_ms=0, responses=results)

@@ -17,6 +17,7 @@ from ..protocol.messages import response_type
 from . import (
     admin,
     cluster,
+    configs,
     describe,
     fetch,
     groups,
@@ -75,8 +76,8 @@ HANDLERS: dict[int, Handler] = {
     ApiKey.CreateTopics: admin.handle_create_topics,
     ApiKey.DeleteTopics: admin.handle_delete_topics,
     ApiKey.InitProducerId: init_producer_id.handle_init_producer_id,
-    ApiKey.DescribeConfigs: admin.handle_describe_configs,
-    ApiKey.AlterConfigs: admin.handle_alter_configs,
+    ApiKey.DescribeConfigs: configs.handle_describe_configs,
+    ApiKey.AlterConfigs: configs.handle_alter_configs,
     ApiKey.SaslAuthenticate: sasl.handle_sasl_authenticate,
     ApiKey.CreatePartitions: admin.handle_create_partitions,
     ApiKey.DeleteGroups: groups.delete_groups,
@@ -93,6 +94,7 @@ HANDLERS: dict[int, Handler] = {
     ApiKey.GetTelemetrySubscriptions: telemetry.handle_get_telemetry_subscriptions,
     ApiKey.PushTelemetry: telemetry.handle_push_telemetry,
     ApiKey.DescribeTopicPartitions: describe.handle_describe_topic_partitions,
+    ApiKey.IncrementalAlterConfigs: configs.handle_incremental_alter_configs,
 }
 
 

@@ -16,6 +16,7 @@ import attrs
 import trio
 
 from ..config import BrokerConfig
+from ..config.dynamic import DynamicBrokerConfigs
 from ..coordinator import GroupCoordinator
 from ..log import LogManager, ProducerIdManager, log_config_from
 from ..metrics import BrokerMetrics
@@ -51,6 +52,9 @@ class BrokerState:
     advertised_port: int
     #: client instances that asked for a telemetry subscription (KIP-714)
     telemetry: TelemetryState = attrs.field(factory=TelemetryState)
+    #: dynamic broker configs (AlterConfigs on a broker), persisted in the first log dir
+    dynamic_configs: DynamicBrokerConfigs = attrs.field(default=attrs.Factory(
+        lambda self: DynamicBrokerConfigs.load(self.config), takes_self=True))
 
     @property
     def node_id(self) -> int:

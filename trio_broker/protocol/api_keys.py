@@ -45,8 +45,8 @@ SUPPORTED_VERSIONS: dict[ApiKey, VersionRange] = {
     ApiKey.CreateTopics: kafka_range(ApiKey.CreateTopics),
     ApiKey.DeleteTopics: kafka_range(ApiKey.DeleteTopics),
     ApiKey.InitProducerId: kafka_range(ApiKey.InitProducerId),
-    ApiKey.DescribeConfigs: VersionRange(1, 1),
-    ApiKey.AlterConfigs: VersionRange(0, 1),
+    ApiKey.DescribeConfigs: kafka_range(ApiKey.DescribeConfigs),
+    ApiKey.AlterConfigs: kafka_range(ApiKey.AlterConfigs),
     ApiKey.SaslAuthenticate: kafka_range(ApiKey.SaslAuthenticate),
     ApiKey.CreatePartitions: kafka_range(ApiKey.CreatePartitions),
     ApiKey.DeleteGroups: kafka_range(ApiKey.DeleteGroups),
@@ -63,6 +63,7 @@ SUPPORTED_VERSIONS: dict[ApiKey, VersionRange] = {
     ApiKey.GetTelemetrySubscriptions: kafka_range(ApiKey.GetTelemetrySubscriptions),
     ApiKey.PushTelemetry: kafka_range(ApiKey.PushTelemetry),
     ApiKey.DescribeTopicPartitions: kafka_range(ApiKey.DescribeTopicPartitions),
+    ApiKey.IncrementalAlterConfigs: kafka_range(ApiKey.IncrementalAlterConfigs),
 }
 
 
