@@ -105,7 +105,7 @@ def group_metrics(state: BrokerState) -> Iterator[Metric]:
     lag_sum = _gauge("kafka_consumergroup_lag_sum", "The group's lag summed over the topic.",
                      "consumergroup", "topic")
     offsets = 0
-    for group_id, _protocol_type in sorted(coordinator.list_groups()):
+    for group_id in sorted(listed.group_id for listed in coordinator.list_groups()):
         summary = coordinator.describe_group(group_id)
         if summary is not None:
             name = str(summary.state)
