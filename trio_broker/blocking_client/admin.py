@@ -51,12 +51,12 @@ class AdminCalls(Cluster):
     # --- records -------------------------------------------------------------------------
 
     def delete_records(self, offsets: Mapping[TopicPartition, int], *, timeout_ms: int = 30_000,
-                       ) -> dict[TopicPartition, int]:
-        """Delete the records below each offset (-1: all of them), one request per leader;
-        the new log start offset of each partition. A partition's error is raised at once
-        (after the other leaders answered), naming the partition."""
+                       ) -> dict[TopicPartition, tuple[int, int]]:
+        """Delete the records below each offset (-1: all of them), one request per leader:
+        {partition: (error code, new log start offset)}, as Kafka's admin client reports each
+        partition on its own. Leadership errors and lost connections are retried."""
         pending = {TopicPartition(*tp): offset for tp, offset in offsets.items()}
-        result: dict[TopicPartition, int] = {}
+        result: dict[TopicPartition, tuple[int, int]] = {}
 
         def attempt() -> None:
             retry: KafkaError | None = None
@@ -73,14 +73,11 @@ class AdminCalls(Cluster):
                 for tp in tps:
                     code, low = answers.get((tp.topic, tp.partition),
                                             (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, -1))
-                    if code == ErrorCode.NONE:
-                        result[tp] = low
-                        del pending[tp]
-                    elif code in LEADER_ERRORS:
+                    if code in LEADER_ERRORS:
                         retry = error_for(code, f"DeleteRecords for {tp}: {error_name(code)}")
-                    else:
-                        raise error_for(code, f"cannot delete records of {tp} below offset "
-                                        f"{pending[tp]}: {error_name(code)}")
+                        continue
+                    result[tp] = (code, low)
+                    del pending[tp]
             if retry is not None:
                 raise retry
 

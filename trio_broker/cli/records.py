@@ -13,8 +13,8 @@ import argparse
 import json
 from pathlib import Path
 
-from ..blocking_client import TopicPartition
-from .base import Tool, UsageError
+from ..blocking_client import TopicPartition, error_name
+from .base import CommandError, Tool, UsageError
 from .connect import add_client_arguments, open_client
 from .output import Report, add_output_argument
 
@@ -75,15 +75,21 @@ def _from_file(name: str) -> dict[TopicPartition, int]:
 def run(args: argparse.Namespace) -> int:
     offsets = read_offsets(args)
     with open_client(args, timeout_s=args.timeout) as client:
-        low = client.delete_records(offsets, timeout_ms=int(args.timeout * 1000))
+        results = client.delete_records(offsets, timeout_ms=int(args.timeout * 1000))
+    rows = [(tp.topic, tp.partition, low if not code else None, error_name(code))
+            for tp, (code, low) in sorted(results.items())]
     report = Report(args.output)
     report.line("Records delete operation completed:")
-    report.table(["topic", "partition", "low watermark"],
-                 [(tp.topic, tp.partition, low[tp]) for tp in sorted(low)],
+    report.table(["topic", "partition", "low watermark", "error"], rows,
                  numeric=["partition", "low watermark"])
-    report.document = [{"topic": tp.topic, "partition": tp.partition, "low_watermark": low[tp]}
-                       for tp in sorted(low)]
+    report.document = [{"topic": t, "partition": p, "low_watermark": low, "error": e}
+                       for t, p, low, e in rows]
     report.emit()
+    failed = [(tp, code) for tp, (code, _) in sorted(results.items()) if code]
+    if failed:
+        tp, code = failed[0]
+        raise CommandError(f"cannot delete the records of {len(failed)} partition(s) "
+                           f"({tp} below offset {offsets[tp]}: {error_name(code)})")
     return 0
 
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 import importlib.metadata
 import platform
 from collections.abc import Callable, Iterable, Iterator
+from typing import Any
 
 import trio
 from prometheus_client import (
@@ -58,6 +59,16 @@ class TopicMetrics:
         if entry is None:
             entry = self._topics[topic] = [0, 0, 0]
         entry[1] += size
+
+    def fetched(self, topics: Iterable[Any], name_of: Callable[[Any], str | None]) -> None:
+        """BytesOutPerSec of one Fetch response: the records of each topic response
+        (``topic``, or ``topic_id`` resolved by ``name_of`` from v13)."""
+        for t in topics:
+            size = sum(len(p.records or b"") for p in t.partitions)
+            if size:
+                name = t.topic or name_of(t.topic_id)
+                if name:
+                    self.bytes_out(name, size)
 
     def forget(self, keep: Iterable[str]) -> None:
         """Drop the counters of deleted topics, as Kafka removes their MBeans."""
