@@ -4,28 +4,9 @@ from __future__ import annotations
 
 import io
 import sys
-from collections.abc import Iterator
-from pathlib import Path
 
-import pytest
-
-from tests.security_files import TlsFiles, password
+from tests.security_files import password
 from trio_broker.cli import main
-from trio_broker.testing import ThreadedBroker
-
-
-@pytest.fixture(scope="module")
-def sasl_ssl_broker(tmp_path_factory: pytest.TempPathFactory, tls_files: TlsFiles,
-                    users_file: Path) -> Iterator[ThreadedBroker]:
-    broker = ThreadedBroker(listeners="SASL_SSL://127.0.0.1:0",
-                            log_dirs=str(tmp_path_factory.mktemp("cli-sasl-ssl")),
-                            ssl_certfile=str(tls_files.server_pem),
-                            sasl_credentials_file=str(users_file),
-                            sasl_enabled_mechanisms="PLAIN,SCRAM-SHA-256",
-                            connection_failed_authentication_delay_ms=0,
-                            shutdown_timeout_ms=1000).start()
-    yield broker
-    broker.stop()
 
 
 def _one_line_error(err: str) -> str:

@@ -95,9 +95,13 @@ def print_rich(parts: Sequence[str | Table], out: TextIO) -> None:
     from rich.console import Console
     from rich.table import Table as RichTable
 
-    console = Console(file=out, highlight=False, soft_wrap=True)
+    class _Console(Console):
+        def on_broken_pipe(self) -> None:
+            raise BrokenPipeError  # rich would exit 1; a closed pipe is no failure
+
+    console = _Console(file=out, highlight=False, soft_wrap=True)
     if not console.is_terminal:
-        console = Console(file=out, highlight=False, soft_wrap=True, width=1 << 20)
+        console = _Console(file=out, highlight=False, soft_wrap=True, width=1 << 20)
     for part in parts:
         if isinstance(part, str):
             console.print(part, markup=False)
