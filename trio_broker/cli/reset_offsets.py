@@ -60,12 +60,11 @@ def reset_offsets(client: BlockingClient, args: argparse.Namespace, groups: list
     if not args.from_file and not (args.topic or args.all_topics):
         raise UsageError("one of the reset scopes is needed: --all-topics or --topic")
     from_file = _read_file(args.from_file, groups) if args.from_file else {}
-    if not (args.dry_run or args.execute or args.export):
-        print("WARN: No action will be performed as the --execute option is missing. In a "
-              "future major release, the default behavior of this command will be to prompt "
-              "the user before executing the reset rather than doing a dry run. You should "
-              "add the --dry-run option explicitly if you are scripting this command and "
-              "want to keep the current default behavior without prompting.", file=sys.stderr)
+    if args.to_datetime is not None:  # checked before anything is asked of the broker
+        args.when_ms = parse_when(args.to_datetime, "--to-datetime")
+    elif args.by_duration is not None:
+        args.when_ms = (int(time.time() * 1000)
+                        - parse_duration_ms(args.by_duration, "--by-duration"))
     plans: dict[str, dict[TopicPartition, int]] = {}
     for group in groups:
         state = client.describe_group(group).state
@@ -73,6 +72,12 @@ def reset_offsets(client: BlockingClient, args: argparse.Namespace, groups: list
             raise CommandError(f"assignments can only be reset if the group '{group}' is "
                                f"inactive, but the current state is {state}")
         plans[group] = plan(client, args, group, from_file.get(group, {}))
+    if not (args.dry_run or args.execute or args.export):
+        print("WARN: No action will be performed as the --execute option is missing. In a "
+              "future major release, the default behavior of this command will be to prompt "
+              "the user before executing the reset rather than doing a dry run. You should "
+              "add the --dry-run option explicitly if you are scripting this command and "
+              "want to keep the current default behavior without prompting.", file=sys.stderr)
     if args.execute:
         for group, offsets in plans.items():
             if offsets:
@@ -129,11 +134,7 @@ def plan(client: BlockingClient, args: argparse.Namespace, group: str,
             raise CommandError(f"cannot shift the offset of {missing[0]} since group "
                                f"'{group}' has no committed offset for it")
         return {tp: clamp(tp, committed[tp] + args.shift_by) for tp in partitions}
-    if args.to_datetime is not None:
-        when = parse_when(args.to_datetime, "--to-datetime")
-    else:
-        when = int(time.time() * 1000) - parse_duration_ms(args.by_duration, "--by-duration")
-    found = client.list_offsets(dict.fromkeys(partitions, when))
+    found = client.list_offsets(dict.fromkeys(partitions, args.when_ms))
     return {tp: found[tp] if found.get(tp, -1) >= 0 else latest[tp] for tp in partitions}
 
 
