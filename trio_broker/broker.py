@@ -121,26 +121,28 @@ async def serve(config: ConfigInput = None, *,
                 task_status.started(Broker(cfg, state, bound, metrics_addr))
                 await trio.sleep_forever()
 
-    instrument = metrics.io_wait_instrument()
+    instrument = metrics.io_wait_instrument()  # the network loop's idle time
     trio.lowlevel.add_instrument(instrument)
-    async with trio.open_nursery() as root:
-        broker: Broker = await root.start(run_parts)
-        metrics.broker_state = RUNNING
-        metrics.readiness = lambda: _readiness(broker)
-        for name, host, port in broker.listeners:
-            LOGGER.info("listening on %s://%s:%d (advertised %s)", name, host, port,
-                        broker.bootstrap_servers)
-        LOGGER.info("broker %d started in %.0f ms", cfg.node_id,
-                    (time.perf_counter() - started_at) * 1000)
-        task_status.started(broker)
-        try:
-            await broker._stop.wait()
-        finally:
-            metrics.broker_state = SHUTTING_DOWN
-            with trio.CancelScope(shield=True):
-                await _shutdown(broker.state, server, cfg)
-            parts_scope.cancel()
-            trio.lowlevel.remove_instrument(instrument)
+    try:
+        async with trio.open_nursery() as root:
+            broker: Broker = await root.start(run_parts)
+            metrics.broker_state = RUNNING
+            metrics.readiness = lambda: _readiness(broker)
+            for name, host, port in broker.listeners:
+                LOGGER.info("listening on %s://%s:%d (advertised %s)", name, host, port,
+                            broker.bootstrap_servers)
+            LOGGER.info("broker %d started in %.0f ms", cfg.node_id,
+                        (time.perf_counter() - started_at) * 1000)
+            task_status.started(broker)
+            try:
+                await broker._stop.wait()
+            finally:
+                metrics.broker_state = SHUTTING_DOWN
+                with trio.CancelScope(shield=True):
+                    await _shutdown(broker.state, server, cfg)
+                parts_scope.cancel()
+    finally:
+        trio.lowlevel.remove_instrument(instrument)
 
 
 def _readiness(broker: Broker) -> tuple[bool, str]:
