@@ -59,23 +59,38 @@ class RequestTimes:
 
 
 class _ApiTimes:
-    """One API's six timings: buckets for the life of the broker and for two windows."""
+    """One API's six timings: bucket counts for the life of the broker, and the counts as they
+    were when the current and the previous window began (copied once a window, so a request
+    only ever adds to one list per timing)."""
 
-    __slots__ = ("counts", "previous", "recent", "sums", "window")
+    __slots__ = ("at_current", "at_previous", "counts", "sums", "versions", "window")
 
     def __init__(self, window: int) -> None:
         n = len(RequestMetrics.BOUNDS) + 1
         self.counts = [[0] * n for _ in TIMINGS]
-        self.recent = [[0] * n for _ in TIMINGS]
-        self.previous = [[0] * n for _ in TIMINGS]
         self.sums = [0.0] * len(TIMINGS)
+        self.at_current = [list(c) for c in self.counts]
+        self.at_previous = self.at_current
+        #: version -> requests
+        self.versions: dict[int, int] = {}
         self.window = window
 
     def rotate(self, window: int) -> None:
-        n = len(RequestMetrics.BOUNDS) + 1
-        self.previous = self.recent if window == self.window + 1 else [[0] * n for _ in TIMINGS]
-        self.recent = [[0] * n for _ in TIMINGS]
+        now = [list(c) for c in self.counts]
+        # after a gap the windows in between saw nothing: they all begin with today's counts
+        self.at_previous = self.at_current if window == self.window + 1 else now
+        self.at_current = now
         self.window = window
+
+    def recent(self, i: int, now_window: int) -> list[int]:
+        """Bucket counts of timing ``i`` in the current and the previous window."""
+        if self.window == now_window:
+            since = self.at_previous[i]
+        elif self.window == now_window - 1:
+            since = self.at_current[i]
+        else:
+            return [0] * len(self.counts[i])
+        return [a - b for a, b in zip(self.counts[i], since, strict=True)]
 
 
 class RequestMetrics:
@@ -85,8 +100,6 @@ class RequestMetrics:
 
     def __init__(self) -> None:
         self._times: dict[int, _ApiTimes] = {}
-        #: (api key, version) -> requests
-        self._requests: dict[tuple[int, int], int] = {}
         #: (api key, error code) -> responses (or partitions) answered with it
         self._errors: dict[tuple[int, int], int] = {}
 
@@ -99,14 +112,12 @@ class RequestMetrics:
             entry = self._times[api_key] = _ApiTimes(window)
         elif entry.window != window:
             entry.rotate(window)
-        key = (api_key, version)
-        self._requests[key] = self._requests.get(key, 0) + 1
+        versions = entry.versions
+        versions[version] = versions.get(version, 0) + 1
         bounds = self.BOUNDS
-        counts, recent, sums = entry.counts, entry.recent, entry.sums
+        counts, sums = entry.counts, entry.sums
         for i, value in enumerate(times_ms):
-            b = bisect_left(bounds, value)
-            counts[i][b] += 1
-            recent[i][b] += 1
+            counts[i][bisect_left(bounds, value)] += 1
             sums[i] += value
 
     def record_timings(self, api_key: int, times: RequestTimes, send_done_ns: int) -> None:
@@ -137,14 +148,16 @@ class RequestMetrics:
             errors[key] = errors.get(key, 0) + 1
 
     def count(self, api_key: int) -> int:
-        return sum(n for (key, _), n in self._requests.items() if key == api_key)
+        entry = self._times.get(api_key)
+        return sum(entry.versions.values()) if entry else 0
 
     def collect(self) -> Iterator[Metric]:
         requests = CounterMetricFamily("kafka_network_requestmetrics_requests",
                                        "Requests by API and version (RequestsPerSec).",
                                        labels=["request", "version"])
-        for (api_key, version), n in sorted(self._requests.items()):
-            requests.add_metric([api_name(api_key), str(version)], n)
+        for api_key, entry in sorted(self._times.items()):
+            for version, n in sorted(entry.versions.items()):
+                requests.add_metric([api_name(api_key), str(version)], n)
         yield requests
         errors = CounterMetricFamily("kafka_network_requestmetrics_errors",
                                      "Error codes in responses, by API (ErrorsPerSec).",
@@ -160,22 +173,13 @@ class RequestMetrics:
             base = family.name
             for api_key, entry in sorted(self._times.items()):
                 labels = {"request": api_name(api_key)}
-                recent = _window_counts(entry, i, now_window)
+                recent = entry.recent(i, now_window)
                 for label, q in QUANTILES:
                     family.add_sample(base, {**labels, "quantile": label},
                                       quantile(self.BOUNDS, recent, q))
                 family.add_sample(f"{base}_count", labels, float(sum(entry.counts[i])))
                 family.add_sample(f"{base}_sum", labels, entry.sums[i])
             yield family
-
-
-def _window_counts(entry: _ApiTimes, i: int, now_window: int) -> list[int]:
-    """Bucket counts of timing ``i`` over the current and the previous window."""
-    if entry.window == now_window:
-        return [a + b for a, b in zip(entry.recent[i], entry.previous[i], strict=True)]
-    if entry.window == now_window - 1:
-        return list(entry.recent[i])
-    return [0] * len(entry.recent[i])
 
 
 def quantile(bounds: tuple[float, ...], counts: list[int], q: float) -> float:
