@@ -257,3 +257,27 @@ def test_the_dashboard_and_alerts_name_only_exported_metrics(broker):
                  "kafka_server_kafkarequesthandlerpool_requesthandleravgidle_percent",
                  "kafka_network_socketserver_networkprocessoravgidle_percent"):
         assert name in named
+
+
+def test_request_time_quantiles_cover_the_last_minute_or_two():
+    from trio_broker.metrics import RequestMetrics
+    from trio_broker.metrics.requests import TIMINGS, WINDOW_NS
+
+    metrics = RequestMetrics()
+    start = 10 * WINDOW_NS
+    for i in range(100):  # total times 1..100 ms in one window
+        metrics.record(0, (0.0,) * 5 + (float(i + 1),), version=9, now_ns=start + i)
+    assert TIMINGS[-1] == "TotalTimeMs"
+    now = metrics.quantiles(0, "TotalTimeMs", start + WINDOW_NS // 2)
+    assert 40 <= now["0.50"] <= 60  # interpolated within the (25, 50] and (50, 100] buckets
+    assert 95 <= now["0.99"] <= 100
+    later = metrics.quantiles(0, "TotalTimeMs", start + WINDOW_NS + 1)  # the previous window
+    assert later == now
+    # a fast request in a new window: the slow ones still count until their window is gone
+    metrics.record(0, (0.0,) * 6, version=9, now_ns=start + WINDOW_NS + 2)
+    assert metrics.quantiles(0, "TotalTimeMs", start + WINDOW_NS + 3)["0.99"] > 90
+    gone = metrics.quantiles(0, "TotalTimeMs", start + 2 * WINDOW_NS + 3)
+    assert gone["0.99"] <= 0.1  # only the fast one is left
+    assert all(v != v for v in metrics.quantiles(0, "TotalTimeMs", start + 5 * WINDOW_NS)
+               .values())  # NaN: nothing in the window, as Prometheus summaries report it
+    assert metrics.count(0) == 101

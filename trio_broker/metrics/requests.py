@@ -147,6 +147,16 @@ class RequestMetrics:
             key = (api_key, code)
             errors[key] = errors.get(key, 0) + 1
 
+    def quantiles(self, api_key: int, timing: str, now_ns: int | None = None,
+                  ) -> dict[str, float]:
+        """{quantile label: ms} of one API's timing over the last one to two minutes."""
+        entry = self._times.get(api_key)
+        if entry is None:
+            return {label: float("nan") for label, _ in QUANTILES}
+        now_window = (time.monotonic_ns() if now_ns is None else now_ns) // WINDOW_NS
+        recent = entry.recent(TIMINGS.index(timing), now_window)
+        return {label: quantile(self.BOUNDS, recent, q) for label, q in QUANTILES}
+
     def count(self, api_key: int) -> int:
         entry = self._times.get(api_key)
         return sum(entry.versions.values()) if entry else 0
@@ -165,7 +175,7 @@ class RequestMetrics:
         for (api_key, code), n in sorted(self._errors.items()):
             errors.add_metric([api_name(api_key), error_label(code)], n)
         yield errors
-        now_window = time.monotonic_ns() // WINDOW_NS
+        now_ns = time.monotonic_ns()
         for i, name in enumerate(TIMINGS):
             family = Metric(f"kafka_network_requestmetrics_{name.lower()}",
                             f"Kafka's {name} by API (quantiles of the last minute or two).",
@@ -173,10 +183,8 @@ class RequestMetrics:
             base = family.name
             for api_key, entry in sorted(self._times.items()):
                 labels = {"request": api_name(api_key)}
-                recent = entry.recent(i, now_window)
-                for label, q in QUANTILES:
-                    family.add_sample(base, {**labels, "quantile": label},
-                                      quantile(self.BOUNDS, recent, q))
+                for label, value in self.quantiles(api_key, name, now_ns).items():
+                    family.add_sample(base, {**labels, "quantile": label}, value)
                 family.add_sample(f"{base}_count", labels, float(sum(entry.counts[i])))
                 family.add_sample(f"{base}_sum", labels, entry.sums[i])
             yield family
