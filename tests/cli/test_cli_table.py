@@ -61,3 +61,50 @@ def test_export_without_spark_says_how_to_install(tmp_path: object) -> None:
     assert done.stderr.count("\n") == 1, done.stderr
     assert done.stderr.startswith("trio-broker export: error: export needs Spark")
     assert "pip install 'trio-broker[spark]'" in done.stderr
+
+
+#: Kafka's tools' option names (and kcat's where Kafka has none), as each --help must show them
+KAFKA_OPTIONS = {
+    ("topics", "create"): ["--partitions", "--replication-factor", "--config",
+                           "--if-not-exists", "--bootstrap-server", "--command-config"],
+    ("topics", "describe"): ["--topic", "--output"],
+    ("topics", "alter"): ["--partitions", "--config", "--delete-config"],
+    ("configs", "describe"): ["--entity-type", "--entity-name", "--entity-default", "--all",
+                              "--topic", "--broker", "--broker-defaults", "--output"],
+    ("configs", "alter"): ["--add-config", "--delete-config", "--entity-type", "--entity-name"],
+    ("produce",): ["--topic", "--property", "--header", "--producer.config",
+                   "--producer-property", "--request-required-acks", "--compression-codec",
+                   "--request-timeout-ms", "-X"],
+    ("consume",): ["--topic", "--group", "--from-beginning", "--partition", "--offset",
+                   "--from-timestamp", "--format", "--output", "--exit-at-end",
+                   "--max-messages", "--timeout-ms", "--property", "--consumer.config",
+                   "--consumer-property", "--reconnect-timeout-ms"],
+    ("groups", "describe"): ["--group", "--all-groups", "--members", "--state", "--offsets",
+                             "--output"],
+    ("groups", "reset-offsets"): ["--group", "--all-groups", "--topic", "--all-topics",
+                                  "--to-earliest", "--to-latest", "--to-current",
+                                  "--to-datetime", "--by-duration", "--shift-by", "--to-offset",
+                                  "--from-file", "--dry-run", "--execute", "--export"],
+    ("groups", "delete"): ["--group", "--all-groups"],
+    ("groups", "delete-offsets"): ["--group", "--topic"],
+    ("delete-records",): ["--offset-json-file", "--topic", "--partition", "--offset"],
+    ("cluster", "describe"): ["--output", "--command-config", "-X"],
+    ("dump-log",): ["--files", "--print-data-log"],
+}
+
+
+@pytest.mark.parametrize("command", sorted(KAFKA_OPTIONS), ids=" ".join)
+def test_help_shows_kafkas_option_names(command, capsys):
+    with pytest.raises(SystemExit) as exited:
+        build_parser(command[0]).parse_args([*command, "--help"])
+    assert exited.value.code == 0
+    shown = capsys.readouterr().out
+    for option in KAFKA_OPTIONS[command]:
+        assert f"{option} " in shown or f"{option}," in shown or f"{option}\n" in shown, option
+
+
+def test_version_at_the_top(capsys):
+    with pytest.raises(SystemExit) as exited:
+        main(["--version"])
+    assert exited.value.code == 0
+    assert capsys.readouterr().out == "trio-broker 0.1.0\n"
