@@ -130,9 +130,8 @@ def test_help_shows_kafkas_option_names(command: tuple[str, ...],
         assert re.search(rf"(?<![\w-]){re.escape(option)}(?![\w.-])", shown), option
 
 
-def test_every_command_is_in_the_option_table() -> None:
-    listed = {c[0] for c in KAFKA_OPTIONS} | {"serve", "export"}
-    assert listed == set(COMMANDS)
+def test_the_option_table_names_real_commands() -> None:
+    assert {c[0] for c in KAFKA_OPTIONS} <= set(COMMANDS)
 
 
 def test_version_at_the_top(capsys: pytest.CaptureFixture[str]) -> None:
