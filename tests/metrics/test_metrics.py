@@ -281,3 +281,21 @@ def test_request_time_quantiles_cover_the_last_minute_or_two():
     assert all(v != v for v in metrics.quantiles(0, "TotalTimeMs", start + 5 * WINDOW_NS)
                .values())  # NaN: nothing in the window, as Prometheus summaries report it
     assert metrics.count(0) == 101
+
+
+def test_buckets_count_every_request_of_an_api_for_the_brokers_life():
+    from trio_broker.metrics import RequestMetrics
+    from trio_broker.metrics.requests import WINDOW_NS
+
+    metrics = RequestMetrics()
+    assert metrics.buckets(0) == [0] * (len(RequestMetrics.BOUNDS_MS) + 1)
+    for window, total_ms in enumerate((0.05, 3.0, 3.0, 99_999.0)):  # windows do not reset them
+        metrics.record(0, (1.0,) * 5 + (total_ms,), now_ns=window * WINDOW_NS)
+    totals = metrics.buckets(0)
+    bounds = RequestMetrics.BOUNDS_MS
+    assert sum(totals) == 4
+    assert totals[0] == 1  # <= 0.1 ms
+    assert totals[bounds.index(5.0)] == 2  # (2.5, 5] ms
+    assert totals[-1] == 1  # +Inf
+    assert metrics.buckets(0, "LocalTimeMs")[bounds.index(1.0)] == 4
+    assert metrics.buckets(1) == [0] * (len(bounds) + 1)

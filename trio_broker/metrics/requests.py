@@ -97,6 +97,8 @@ class RequestMetrics:
     """Kafka's RequestMetrics and ErrorsPerSec, cheap to record, expanded when scraped."""
 
     BOUNDS = tuple(float(b) for b in _MS_BUCKETS)
+    #: the bucket upper bounds, in ms (readers that compute their own rates and percentiles)
+    BOUNDS_MS = BOUNDS
 
     def __init__(self) -> None:
         self._times: dict[int, _ApiTimes] = {}
@@ -156,6 +158,14 @@ class RequestMetrics:
         now_window = (time.monotonic_ns() if now_ns is None else now_ns) // WINDOW_NS
         recent = entry.recent(TIMINGS.index(timing), now_window)
         return {label: quantile(self.BOUNDS, recent, q) for label, q in QUANTILES}
+
+    def buckets(self, api_key: int, timing: str = "TotalTimeMs") -> list[int]:
+        """Requests of one API per bucket of one timing so far (upper bounds ``BOUNDS_MS``,
+        then +Inf), for readers that compute their own rates and percentiles."""
+        entry = self._times.get(api_key)
+        if entry is None:
+            return [0] * (len(self.BOUNDS) + 1)
+        return list(entry.counts[TIMINGS.index(timing)])
 
     def count(self, api_key: int) -> int:
         entry = self._times.get(api_key)
