@@ -197,6 +197,17 @@ def test_health_readiness_and_process_metrics(broker):
     assert dict(labels)["version"] == "0.1.0"
 
 
+def test_a_kafka_frame_on_the_metrics_port_is_answered_400_at_once(broker):
+    """A Kafka client pointed at the metrics port hears HTTP straight away (and can say so),
+    rather than after the server's wait for a request's end."""
+    frame = (10).to_bytes(4, "big") + bytes(10)  # a length prefix, then a request header
+    with socket.create_connection(broker.broker.metrics_address, timeout=10) as sock:
+        sock.sendall(frame)
+        sock.settimeout(3)  # the wait for an unfinished HTTP request is 5 s
+        got = sock.recv(64)
+        assert got.startswith(b"HTTP/1.1 400 "), got
+
+
 def test_ready_is_503_while_the_broker_is_not_serving():
     from trio_broker.metrics import BrokerMetrics
     from trio_broker.network.metrics_http import metrics_response

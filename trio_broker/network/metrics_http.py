@@ -81,9 +81,11 @@ async def _handle(stream: trio.abc.Stream, metrics: BrokerMetrics) -> None:
                 if not chunk:
                     break
                 data += chunk
+                if not data[:1].isalpha():  # not HTTP (a Kafka client's frame): answer now
+                    break
         first = data.split(b"\r\n", 1)[0].split()
         answer: HttpAnswer | None
-        if len(first) < 2:
+        if len(first) < 2 or not data[:1].isalpha():
             answer = HttpAnswer(400, "text/plain", b"bad request\n")
         elif first[0] not in (b"GET", b"HEAD"):
             answer = HttpAnswer(405, "text/plain", b"method not allowed\n")
