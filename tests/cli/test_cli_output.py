@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import time
+from importlib.metadata import version
 from pathlib import Path
 
 import confluent_kafka
@@ -76,7 +77,7 @@ def test_dump_log_and_the_version_through_head(loaded, sasl_ssl_broker):
     done = run_cli("dump-log", "--print-data-log", str(segment), pipe="head -1")
     assert (done.returncode, done.stderr, done.stdout) == (0, "", f"Dumping {segment}\n")
     done = run_cli("--version")
-    assert (done.returncode, done.stdout) == (0, "trio-broker 0.1.0\n")
+    assert (done.returncode, done.stdout) == (0, f"trio-broker {version('trio-broker')}\n")
 
 
 def test_consume_through_head_is_closed_early(loaded, secure_cli: Cli):
