@@ -15,6 +15,7 @@ from typing import Any
 
 import attrs
 
+from .consumer_groups import KEYS as CONSUMER_GROUP_TIMEOUT_KEYS
 from .consumer_groups import consumer_group_bounds_error
 from .defs import NO_DEFAULT, ConfigKey, ConfigType, ConfigValueError, Support
 from .keys import (
@@ -405,7 +406,8 @@ def check_config(config: BrokerConfig) -> None:
         if not config.sasl_credentials_file:
             raise ConfigError(f"listeners={config.listeners!r}: a SASL listener needs "
                               "sasl.credentials.file", key="listeners")
-    bounds = consumer_group_bounds_error(config)
+    bounds = consumer_group_bounds_error(
+        {k: config.value_of(k) for k in CONSUMER_GROUP_TIMEOUT_KEYS})
     if bounds is not None:
         raise ConfigError(bounds[1], key=bounds[0])
 
