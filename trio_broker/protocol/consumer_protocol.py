@@ -13,8 +13,10 @@ below all of them. The layout is Kafka's ``ConsumerProtocolSubscription`` and
                        user_data bytes (nullable)
 
 Later versions only append fields, so a reader takes the fields it knows and ignores the rest,
-as the protocol asks of readers. Writers write v0, as kafka-python and aiokafka do, with topics
-and partitions sorted so equal assignments are equal bytes.
+as the protocol asks of readers. Writers write v0 subscriptions, as kafka-python and aiokafka
+do, or v1/v2 when the member owns partitions (cooperative rebalancing needs the owned partitions
+and the generation they were owned in), with topics and partitions sorted so equal assignments
+are equal bytes.
 """
 
 from __future__ import annotations

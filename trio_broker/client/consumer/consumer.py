@@ -11,8 +11,8 @@ a crash between taking records and handling them replays them rather than losing
 Background tasks, all in the nursery of ``open_consumer``: the fetcher (pipelined Fetch
 requests), the position resolver (committed offsets, ``auto.offset.reset``, seeks to the
 beginning or end), the metadata updater, and with a group the group task, the heartbeat task and
-the auto-commit task. Leaving the ``async with`` block commits (with auto-commit on), leaves the
-group and stops them all.
+the auto-commit task. Leaving the ``async with`` block (by any exit, cancellation and Ctrl-C
+included) commits (with auto-commit on), leaves the group and stops them all.
 
 Only ``isolation.level=read_uncommitted`` is supported: transaction markers are skipped, records
 of aborted transactions are returned like any others.
@@ -21,6 +21,7 @@ of aborted transactions are returned like any others.
 from __future__ import annotations
 
 import logging
+import math
 from collections.abc import AsyncIterator, Iterable, Mapping
 from contextlib import asynccontextmanager
 from typing import Any
@@ -109,15 +110,18 @@ class Consumer:
         if self._client.fatal_error is not None:
             self._fetcher.data_ready.set()  # a waiting getmany raises it
 
-    async def _close(self) -> None:
+    async def _close(self, commit_budget_s: float = math.inf) -> None:
+        """The final commit (bounded by ``commit_budget_s``, so the leave still gets its turn)
+        and leaving the group."""
         self._closed = True
         if self._member is not None:
             if self._auto_commit and self._member.stable:
                 self._subs.mark_consumed()
-                try:
-                    await self._commit_consumed(set(self._member.assignment))
-                except KafkaError as exc:
-                    LOGGER.warning("final commit failed: %r", exc)
+                with trio.move_on_after(commit_budget_s):
+                    try:
+                        await self._commit_consumed(set(self._member.assignment))
+                    except (KafkaError, trio.TooSlowError) as exc:
+                        LOGGER.warning("final commit failed: %r", exc)
             await self._member.leave()
         self._client.close()
 
@@ -428,27 +432,51 @@ class Consumer:
         return {tp: (v if v.offset >= 0 else None) for tp, v in found.items()}
 
 
+#: how long leaving the block may spend on the final commit and the leave, when it was left by
+#: cancellation or an exception (Ctrl-C included): long enough for two round trips, short
+#: enough that a Ctrl-C still feels immediate.
+LEAVE_DEADLINE_S = 5.0
+
+
 @asynccontextmanager
 async def open_consumer(*topics: str, bootstrap_servers: str | list[str] | None = None,
                         config: Mapping[str, Any] | None = None,
                         **kwargs: Any) -> AsyncIterator[Consumer]:
     """A consumer whose background tasks live exactly as long as the ``async with`` block.
 
-    Topics given here are subscribed at once (which needs ``group_id``).
+    Topics given here are subscribed at once (which needs ``group_id``). However the block is
+    left (normally, by an exception, by cancellation or Ctrl-C) the consumer commits (with
+    auto-commit on) and leaves its group; after an abnormal exit that happens under a shielded
+    deadline of ``LEAVE_DEADLINE_S``, so the group rebalances at once instead of waiting out
+    ``session.timeout.ms``.
     """
     if bootstrap_servers is not None:
         kwargs["bootstrap_servers"] = bootstrap_servers
     consumer = Consumer(normalize("consumer", CONSUMER_DEFAULTS, config, kwargs))
     async with trio.open_nursery() as nursery:
-        await consumer._start(nursery)
-        if topics:
-            consumer.subscribe(topics)
+        # the background tasks run shielded, so the connections still work for the final
+        # commit and leave when the block is cancelled; they stop when ``background`` does
+        background, tasks = await nursery.start(_shielded_nursery)
         try:
-            yield consumer
-        except BaseException:
+            await consumer._start(tasks)
+            if topics:
+                consumer.subscribe(topics)
+            try:
+                yield consumer
+            except BaseException:
+                with trio.CancelScope(shield=True) as scope:
+                    scope.deadline = trio.current_time() + LEAVE_DEADLINE_S
+                    await consumer._close(commit_budget_s=LEAVE_DEADLINE_S / 2)
+                raise
+            await consumer._close()
+        finally:
             consumer._closed = True
             consumer.client.close()
-            nursery.cancel_scope.cancel()
-            raise
-        await consumer._close()
-        nursery.cancel_scope.cancel()
+            background.cancel()
+
+
+async def _shielded_nursery(*, task_status: Any = trio.TASK_STATUS_IGNORED) -> None:
+    with trio.CancelScope(shield=True) as scope:
+        async with trio.open_nursery() as tasks:
+            task_status.started((scope, tasks))
+            await trio.sleep_forever()
