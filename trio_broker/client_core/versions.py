@@ -52,6 +52,7 @@ CLIENT_VERSIONS: dict[int, VersionRange] = {
     ApiKey.SaslAuthenticate: VersionRange(0, 1),
     ApiKey.CreatePartitions: VersionRange(0, 1),
     ApiKey.DeleteGroups: VersionRange(0, 1),
+    ApiKey.ConsumerGroupHeartbeat: VersionRange(0, 1),
     ApiKey.ConsumerGroupDescribe: VersionRange(0, 1),
 }
 

@@ -113,11 +113,13 @@ class CoordinatorLookup:
             attempts += 1
         return self.node_id
 
-    async def request(self, api_key: int, body: Any, *, timeout_s: float | None = None) -> Any:
+    async def request(self, api_key: int, body: Any, *, timeout_s: float | None = None,
+                      version: int | None = None) -> Any:
         """A request to the coordinator; a broken connection marks the coordinator unknown."""
         node_id = await self.find()
         try:
-            return await self._client.request(node_id, api_key, body, timeout_s=timeout_s)
+            return await self._client.request(node_id, api_key, body, timeout_s=timeout_s,
+                                              version=version)
         except KafkaConnectionError:
             self.mark_unknown()
             raise
@@ -390,8 +392,9 @@ class GroupMember:
 
 async def commit_offsets(coordinator: CoordinatorLookup, client: NetworkClient,
                          offsets: OffsetMap, *, generation: int, member_id: str,
-                         timeout_s: float) -> None:
-    """OffsetCommit, retrying retriable errors until ``timeout_s``; raises the rest."""
+                         timeout_s: float, version: int | None = None) -> None:
+    """OffsetCommit, retrying retriable errors until ``timeout_s``; raises the rest.
+    ``version`` pins one (a consumer-protocol member commits at v9+, with its epoch)."""
     if not offsets:
         await trio.lowlevel.checkpoint()
         return
@@ -405,7 +408,8 @@ async def commit_offsets(coordinator: CoordinatorLookup, client: NetworkClient,
     with trio.fail_after(timeout_s):
         while True:
             try:
-                response = await coordinator.request(ApiKey.OffsetCommit, body)
+                response = await coordinator.request(ApiKey.OffsetCommit, body,
+                                                     version=version)
                 error: KafkaError | None = None
                 for tp, code in parse_offset_commit(response).items():
                     if code and error is None:
