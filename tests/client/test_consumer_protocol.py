@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 import trio
 
+from tests.client.ledger import Ledger
 from trio_broker.client import TopicPartition, open_consumer, open_producer
 from trio_broker.client.admin import NewTopic, open_admin
-from trio_broker.client.consumer import ConsumerRebalanceListener
 
 pytestmark = pytest.mark.broker_config(**{
     "group.consumer.heartbeat.interval.ms": 200,
@@ -21,24 +21,6 @@ pytestmark = pytest.mark.broker_config(**{
 })
 SETTINGS = {"group_protocol": "consumer", "auto_offset_reset": "earliest",
             "auto_commit_interval_ms": 200}
-
-
-class Ledger(ConsumerRebalanceListener):
-    """Who owns what, from every member's callbacks; fails the moment two own one partition."""
-
-    def __init__(self, owners: dict[TopicPartition, str], name: str,
-                 revoked: list[TopicPartition]) -> None:
-        self.owners, self.name, self.revoked = owners, name, revoked
-
-    async def on_partitions_revoked(self, revoked: set[TopicPartition]) -> None:
-        for tp in revoked:
-            assert self.owners.pop(tp) == self.name
-        self.revoked.extend(revoked)
-
-    async def on_partitions_assigned(self, assigned: set[TopicPartition]) -> None:
-        for tp in assigned:
-            assert tp not in self.owners, f"{tp} owned by {self.owners[tp]} and {self.name}"
-            self.owners[tp] = self.name
 
 
 async def _create(servers: str, topic: str, partitions: int) -> None:
