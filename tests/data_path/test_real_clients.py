@@ -88,11 +88,9 @@ def test_kafka_python_pinned_produces_and_consumes(kafka_broker, unique_topic, v
     topic = kafka_broker.create_topic(unique_topic(codec), 1)
     pinned = {} if pin is None else {"api_version": pin}
     with_headers = pin is None or pin >= (0, 11)  # message format v2 carries headers
-    # InitProducerId v2+ (what 2.x pins send for idempotence) is the groups room's range
-    idempotent = {} if pin is None or pin < (2, 0) else {"enable_idempotence": False}
     producer = KafkaProducer(bootstrap_servers=kafka_broker.bootstrap_servers,
                              compression_type=None if codec == "none" else codec, linger_ms=5,
-                             **pinned, **idempotent)
+                             **pinned)
     for i in range(RECORDS):
         producer.send(topic, key=b"key-%d" % i, value=b"value %d " % i * (i % 7),
                       headers=[("i", b"%d" % i)] if with_headers else None,
