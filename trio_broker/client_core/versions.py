@@ -57,6 +57,8 @@ CLIENT_VERSIONS: dict[int, VersionRange] = {
     ApiKey.IncrementalAlterConfigs: VersionRange(0, 1),
     ApiKey.OffsetDelete: VersionRange(0, 0),
     ApiKey.DescribeCluster: VersionRange(0, 1),
+    ApiKey.ConsumerGroupHeartbeat: VersionRange(0, 1),
+    ApiKey.ConsumerGroupDescribe: VersionRange(0, 1),
 }
 
 BrokerVersions = Mapping[int, tuple[int, int]]

@@ -15,8 +15,18 @@ from typing import Any
 
 import attrs
 
+from .consumer_groups import KEYS as CONSUMER_GROUP_TIMEOUT_KEYS
+from .consumer_groups import consumer_group_bounds_error
 from .defs import NO_DEFAULT, ConfigKey, ConfigType, ConfigValueError, Support
-from .keys import ALIASES, BROKER_KEYS, HONOURED_KEYS, SASL_MECHANISMS, base_key, is_known
+from .keys import (
+    ALIASES,
+    BROKER_KEYS,
+    CONSUMER_ASSIGNORS,
+    HONOURED_KEYS,
+    SASL_MECHANISMS,
+    base_key,
+    is_known,
+)
 from .topic_keys import TOPIC_KEYS
 
 __all__ = ["BrokerConfig", "ConfigError", "Listener", "build_config", "normalise",
@@ -137,6 +147,16 @@ class BrokerConfig:
     group_min_session_timeout_ms: int = _f("group.min.session.timeout.ms")
     group_max_session_timeout_ms: int = _f("group.max.session.timeout.ms")
     group_max_size: int = _f("group.max.size")
+    group_coordinator_rebalance_protocols: str = _f("group.coordinator.rebalance.protocols")
+    group_consumer_session_timeout_ms: int = _f("group.consumer.session.timeout.ms")
+    group_consumer_min_session_timeout_ms: int = _f("group.consumer.min.session.timeout.ms")
+    group_consumer_max_session_timeout_ms: int = _f("group.consumer.max.session.timeout.ms")
+    group_consumer_heartbeat_interval_ms: int = _f("group.consumer.heartbeat.interval.ms")
+    group_consumer_min_heartbeat_interval_ms: int = _f("group.consumer.min.heartbeat.interval.ms")
+    group_consumer_max_heartbeat_interval_ms: int = _f("group.consumer.max.heartbeat.interval.ms")
+    group_consumer_max_size: int = _f("group.consumer.max.size")
+    group_consumer_assignors: str = _f("group.consumer.assignors")
+    group_consumer_migration_policy: str = _f("group.consumer.migration.policy")
     offsets_retention_minutes: int = _f("offsets.retention.minutes")
     offsets_retention_check_interval_ms: int = _f("offsets.retention.check.interval.ms")
     offset_metadata_max_bytes: int = _f("offset.metadata.max.bytes")
@@ -200,6 +220,18 @@ class BrokerConfig:
         return [lst for lst in parse_listeners(
             self.advertised_listeners, "advertised.listeners", self.security_protocol_map,
             self.controller_listener_set, required=False) if not lst.controller]
+
+    @property
+    def consumer_assignor_names(self) -> list[str]:
+        """``group.consumer.assignors`` as built-in names (uniform, range), the default first."""
+        return [CONSUMER_ASSIGNORS[v.strip()] for v in self.group_consumer_assignors.split(",")
+                if v.strip()]
+
+    @property
+    def consumer_protocol_enabled(self) -> bool:
+        """Whether ``group.coordinator.rebalance.protocols`` lists consumer (KIP-848)."""
+        return "consumer" in (v.strip() for v in
+                              self.group_coordinator_rebalance_protocols.split(","))
 
     @property
     def sasl_mechanism_list(self) -> list[str]:
@@ -374,6 +406,11 @@ def check_config(config: BrokerConfig) -> None:
         if not config.sasl_credentials_file:
             raise ConfigError(f"listeners={config.listeners!r}: a SASL listener needs "
                               "sasl.credentials.file", key="listeners")
+    bounds = consumer_group_bounds_error(
+        {k: config.value_of(k) for k in CONSUMER_GROUP_TIMEOUT_KEYS})
+    if bounds is not None:
+        raise ConfigError(bounds[1], key=bounds[0])
+
 
 
 # --- building from raw values ------------------------------------------------------------
