@@ -95,6 +95,9 @@ class BrokerConfig:
     connections_max_idle_ms: int = _f("connections.max.idle.ms")
     shutdown_timeout_ms: int = _f("shutdown.timeout.ms")
     metrics_listener: str = _f("metrics.listener")
+    http_listener: str = _f("http.listener")
+    http_console_enabled: bool | None = _f("http.console.enabled")
+    http_console_read_only: bool | None = _f("http.console.read.only")
     # --- security (docs/security.md) ------------------------------------------------------------
     ssl_certfile: str = _f("ssl.certfile")
     ssl_keyfile: str = _f("ssl.keyfile")
