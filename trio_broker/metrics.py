@@ -53,6 +53,8 @@ class RequestMetrics:
     """
 
     _BOUNDS = tuple(float(b) for b in _MS_BUCKETS)
+    #: the histograms' bucket upper bounds, in ms
+    BOUNDS_MS = _BOUNDS
 
     def __init__(self) -> None:
         # api key -> ([bucket counts per timing], [sums per timing], [request count])
@@ -94,6 +96,14 @@ class RequestMetrics:
     def count(self, api_key: int) -> int:
         entry = self._by_api.get(api_key)
         return entry[2][0] if entry else 0
+
+    def buckets(self, api_key: int, timing: str = "TotalTimeMs") -> list[int]:
+        """Requests of one API per bucket of one timing so far (upper bounds ``BOUNDS_MS``, then
+        +Inf), for readers that compute their own rates and percentiles (the web console)."""
+        entry = self._by_api.get(api_key)
+        if entry is None:
+            return [0] * (len(self._BOUNDS) + 1)
+        return list(entry[0][TIMINGS.index(timing)])
 
     def collect(self) -> Iterator[Metric]:
         requests = CounterMetricFamily("kafka_network_requests", "Requests by API.",
