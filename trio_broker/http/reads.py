@@ -34,6 +34,9 @@ from ..client_core.structs import EARLIEST, LATEST, TopicPartition
 from ..protocol.api_keys import ApiKey
 
 PAGE_SIZE = 100
+#: topics per DescribeConfigs request: the broker answers each request in one go on its event
+#: loop, so a page asks in small requests that client requests can queue between
+CONFIGS_PER_REQUEST = 10
 #: topic configs the topic list shows
 LIST_CONFIGS = ("cleanup.policy", "retention.ms", "retention.bytes")
 
@@ -152,15 +155,15 @@ class KafkaView:
     async def configs(self, topics: list[str], keys: list[str] | None = None,
                       ) -> dict[str, tuple[str | None, dict[str, ConfigEntry]]]:
         """DescribeConfigs: {topic: (error text or None, {name: entry})}."""
-        if not topics:
-            return {}
-        response = await self.client.request_any(
-            ApiKey.DescribeConfigs, lambda v: admin_requests.describe_configs_request(
-                v, [(TOPIC_RESOURCE, t) for t in topics], keys=keys))
-        return {name: ((describe_code(code) + (f": {message}" if message else ""))
-                       if code else None, entries)
-                for name, code, message, entries in admin_requests.parse_describe_configs(
-                    response)}
+        out: dict[str, tuple[str | None, dict[str, ConfigEntry]]] = {}
+        for start in range(0, len(topics), CONFIGS_PER_REQUEST):
+            chunk = [(TOPIC_RESOURCE, t) for t in topics[start:start + CONFIGS_PER_REQUEST]]
+            response = await self.client.request_any(ApiKey.DescribeConfigs, functools.partial(
+                admin_requests.describe_configs_request, resources=chunk, keys=keys))
+            for name, code, message, entries in admin_requests.parse_describe_configs(response):
+                error = describe_code(code) + (f": {message}" if message else "")
+                out[name] = (error if code else None, entries)
+        return out
 
     # --- groups -----------------------------------------------------------------------------
 
