@@ -230,7 +230,7 @@ def test_group_lag_and_reset(page: Page, broker: ThreadedBroker) -> None:
         member.close()
     page.goto(f"{url}/groups/view?id={group}")
     expect(page.locator("#group-state")).to_have_text("Empty")
-    page.locator('#reset-offsets select[name="topic"]').select_option(topic)
+    page.locator('#reset-offsets input[name="topic"]').fill(topic)
     page.locator('#reset-offsets select[name="target"]').select_option("offset")
     page.locator('#reset-offsets input[name="value"]').fill("3")
     page.locator("#reset-offsets button").click()

@@ -3,6 +3,7 @@ metrics object, value rendering, and the forms' small parsers."""
 
 from __future__ import annotations
 
+import gc
 import json
 import random
 
@@ -10,7 +11,7 @@ import pytest
 
 from trio_broker.http.live import LiveSampler, metric_value, quantile
 from trio_broker.http.messages import MAX_SHOWN_BYTES, parse_headers, parse_time, show
-from trio_broker.http.web import duration, human_bytes, size_config
+from trio_broker.http.web import duration, gc_paused, human_bytes, size_config
 from trio_broker.http.writes import parse_configs
 from trio_broker.metrics import BrokerMetrics, RequestMetrics, RequestTimes
 from trio_broker.protocol.api_keys import ApiKey
@@ -105,3 +106,23 @@ def test_display_filters() -> None:
     assert [duration(v) for v in ("604800000", "-1", "90000", "1500", None)] == [
         "7d", "forever", "90s", "1500 ms", "-"]
     assert (size_config("-1"), size_config("1048576")) == ("unlimited", "1.0 MiB")
+
+
+def test_gc_paused_nests_and_restores() -> None:
+    assert gc.isenabled()
+    with gc_paused():
+        assert not gc.isenabled()
+        with gc_paused():
+            assert not gc.isenabled()
+        assert not gc.isenabled()  # the outer page is still being built
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        with gc_paused():
+            assert not gc.isenabled()
+        assert not gc.isenabled()  # paused by someone else: left to them
+    finally:
+        gc.enable()
+    with pytest.raises(KeyError), gc_paused():
+        raise KeyError("a failing page")
+    assert gc.isenabled()

@@ -67,13 +67,10 @@ async def group(request: Request, session: Session) -> Response:
     async with kafka_call():
         description = await view.describe_group(group_id)
         rows = await view.group_lag(group_id, description)
-        metadata = await view.metadata()
-    topics = sorted(name for name, info in metadata.topics.items() if not info.error)
-    committed_topics = sorted({row.topic for row in rows})
     return render(request, "group.html", session, group_id=group_id, description=description,
                   rows=rows, total_lag=sum(row.lag or 0 for row in rows),
-                  chart=lag_chart(rows[:200]), topics=committed_topics or topics,
-                  all_topics=topics, targets=writes.RESET_TARGETS)
+                  chart=lag_chart(rows[:200]), topics=sorted({row.topic for row in rows}),
+                  targets=writes.RESET_TARGETS)
 
 
 async def group_lag(request: Request) -> Response:

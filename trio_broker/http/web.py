@@ -10,11 +10,12 @@ Content-Security-Policy allows no inline script at all.
 
 from __future__ import annotations
 
+import gc
 import hashlib
 import logging
 import time
-from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from importlib import metadata as importlib_metadata
 from pathlib import Path
 from typing import Any
@@ -189,7 +190,43 @@ async def kafka_call(timeout_s: float = PAGE_TIMEOUT_S) -> AsyncIterator[None]:
         raise KafkaError(f"the broker did not answer within {timeout_s:.0f} s") from None
 
 
+_paused = 0
+
+
+@contextmanager
+def gc_paused() -> Iterator[None]:
+    """Pause the cyclic garbage collector while a page is built.
+
+    A page decodes and builds thousands of short-lived objects (a thousand topics' metadata);
+    they would live through young collections, be promoted, and set off full collections of the
+    whole broker's objects (tens of ms, during which no client request is served). Paused, they
+    are freed by reference counting when the page is done and never promoted. Nested and
+    concurrent pages share one pause; the collector is enabled again by the last one out, and
+    only if it was enabled before.
+    """
+    global _paused
+    if _paused == 0 and not gc.isenabled():
+        yield  # someone else paused it: leave it to them
+        return
+    _paused += 1
+    gc.disable()
+    try:
+        yield
+    finally:
+        _paused -= 1
+        if _paused == 0:
+            gc.enable()
+
+
 Handler = Callable[[Request, Session], Any]
+
+
+async def _run_page(handler: Handler, request: Request, session: Session) -> Response:
+    try:
+        response: Response = await handler(request, session)
+    except KafkaError as exc:
+        return error_page(request, session, f"{type(exc).__name__}: {exc}")
+    return response
 
 
 def page(handler: Handler) -> Callable[[Request], Any]:
@@ -199,11 +236,8 @@ def page(handler: Handler) -> Callable[[Request], Any]:
         session = session_of(request)
         if session is None:
             return login_redirect(request)
-        try:
-            response: Response = await handler(request, session)
-        except KafkaError as exc:
-            return error_page(request, session, f"{type(exc).__name__}: {exc}")
-        return response
+        with gc_paused():
+            return await _run_page(handler, request, session)
 
     endpoint.__name__ = handler.__name__
     return endpoint
