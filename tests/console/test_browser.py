@@ -148,6 +148,29 @@ def test_message_browser_shows_values(page: Page, broker: ThreadedBroker) -> Non
     assert page.locator("#messages tbody tr").get_attribute("data-offset") == "0"
 
 
+def test_browse_from_a_timestamp_or_an_offset(page: Page, broker: ThreadedBroker) -> None:
+    topic = "timeline"
+    create_topic(broker.bootstrap_servers, topic, 2)
+    start_ms = 1_700_000_000_000
+    producer = Producer({"bootstrap.servers": broker.bootstrap_servers, "linger.ms": 0})
+    for i in range(6):  # partition i % 2, a minute apart
+        producer.produce(topic, value=f"minute {i}".encode(), partition=i % 2,
+                         timestamp=start_ms + i * 60_000)
+    assert producer.flush(10) == 0
+    url = f"{console_url(broker)}/topics/{topic}/messages"
+    # from 2023-11-14T22:15:20Z (minute 2) on, every partition, oldest first
+    page.goto(url + "?mode=timestamp&timestamp=2023-11-14T22:15:20Z")
+    values = cells(page, "#messages tbody .value pre")
+    assert values == ["minute 2", "minute 3", "minute 4", "minute 5"]
+    assert cells(page, "#messages tbody td:nth-child(3)")[0] == "2023-11-14T22:15:20.000Z"
+    # one partition, from an offset
+    page.goto(url + "?partition=1&mode=offset&offset=1")
+    assert cells(page, "#messages tbody .value pre") == ["minute 3", "minute 5"]
+    # the newest two of all partitions
+    page.goto(url + "?limit=2")
+    assert cells(page, "#messages tbody .value pre") == ["minute 5", "minute 4"]
+
+
 def test_produce_from_the_page(page: Page, broker: ThreadedBroker,
                                caplog: pytest.LogCaptureFixture) -> None:
     topic = "payments"
