@@ -39,6 +39,7 @@ HERE = Path(__file__).resolve().parent
 #: a page's Kafka calls must finish within this
 PAGE_TIMEOUT_S = 10
 MAX_FORM_BYTES = 1 << 20
+MAX_CONCURRENT_PAGES = 4
 _TYPES = {".css": "text/css; charset=utf-8", ".js": "text/javascript; charset=utf-8",
           ".svg": "image/svg+xml"}
 
@@ -70,6 +71,9 @@ class Console:
             self.static[path.name] = (path.read_bytes(), _TYPES.get(path.suffix, "text/plain"))
         digest = hashlib.sha256(b"".join(body for body, _ in self.static.values()))
         self.asset_version = digest.hexdigest()[:12]
+        #: pages built at once; more wait their turn, so however many tabs are open the
+        #: console's share of the broker stays bounded
+        self.pages = trio.Semaphore(MAX_CONCURRENT_PAGES)
 
 
 def console_of(request: Request) -> Console:
@@ -236,8 +240,9 @@ def page(handler: Handler) -> Callable[[Request], Any]:
         session = session_of(request)
         if session is None:
             return login_redirect(request)
-        with gc_paused():
-            return await _run_page(handler, request, session)
+        async with console_of(request).pages:
+            with gc_paused():
+                return await _run_page(handler, request, session)
 
     endpoint.__name__ = handler.__name__
     return endpoint
@@ -276,7 +281,7 @@ def write_page(handler: WriteHandler) -> Callable[[Request], Any]:
             audit(who, where, write.action, f"refused ({refused})")
             return error_page(request, session, refused, 403)
         try:
-            async with kafka_call():
+            async with console_of(request).pages, kafka_call():
                 done: str = await handler(write)
         except (KafkaError, ValueError) as exc:
             text = f"{type(exc).__name__}: {exc}" if isinstance(exc, KafkaError) else str(exc)
