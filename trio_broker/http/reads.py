@@ -20,6 +20,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any, NamedTuple
 
 import attrs
+import trio
 
 from ..apis.state import BrokerState
 from ..client.admin import Admin
@@ -147,8 +148,15 @@ class KafkaView:
 
     async def start_end(self, topics: Iterable[TopicInfo]) -> dict[TopicPartition, Offsets]:
         topics = list(topics)
-        starts = await self.offsets(topics, EARLIEST)
-        ends = await self.offsets(topics, LATEST)
+        starts: dict[TopicPartition, tuple[int, int]] = {}
+        ends: dict[TopicPartition, tuple[int, int]] = {}
+
+        async def ask(spec: int, into: dict[TopicPartition, tuple[int, int]]) -> None:
+            into.update(await self.offsets(topics, spec))
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(ask, EARLIEST, starts)
+            nursery.start_soon(ask, LATEST, ends)
         return {tp: Offsets(starts[tp][1], end, starts[tp][0] or code)
                 for tp, (code, end) in ends.items() if tp in starts}
 
@@ -156,13 +164,20 @@ class KafkaView:
                       ) -> dict[str, tuple[str | None, dict[str, ConfigEntry]]]:
         """DescribeConfigs: {topic: (error text or None, {name: entry})}."""
         out: dict[str, tuple[str | None, dict[str, ConfigEntry]]] = {}
-        for start in range(0, len(topics), CONFIGS_PER_REQUEST):
-            chunk = [(TOPIC_RESOURCE, t) for t in topics[start:start + CONFIGS_PER_REQUEST]]
+
+        async def ask(chunk: list[tuple[int, str]]) -> None:
             response = await self.client.request_any(ApiKey.DescribeConfigs, functools.partial(
                 admin_requests.describe_configs_request, resources=chunk, keys=keys))
             for name, code, message, entries in admin_requests.parse_describe_configs(response):
                 error = describe_code(code) + (f": {message}" if message else "")
                 out[name] = (error if code else None, entries)
+
+        if topics:
+            await self._ready()
+        async with trio.open_nursery() as nursery:  # pipelined on one connection
+            for start in range(0, len(topics), CONFIGS_PER_REQUEST):
+                nursery.start_soon(ask, [(TOPIC_RESOURCE, t)
+                                         for t in topics[start:start + CONFIGS_PER_REQUEST]])
         return out
 
     # --- groups -----------------------------------------------------------------------------
