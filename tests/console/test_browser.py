@@ -63,33 +63,6 @@ def number(text: str) -> int:
     return int(text.replace(",", ""))
 
 
-def test_overview_counts_and_live_charts(page: Page, broker: ThreadedBroker) -> None:
-    topic = "clicks"
-    create_topic(broker.bootstrap_servers, topic, 2)
-    produce(broker.bootstrap_servers, topic, [(None, b'{"tick": 0}')] * 20)
-    page.goto(console_url(broker) + "/")
-    expect(page.locator("#broker-id")).to_have_text("0")
-    admin = AdminClient({"bootstrap.servers": broker.bootstrap_servers})
-    topics = [t for t in admin.list_topics(timeout=10).topics if not t.startswith("__")]
-    assert number(page.locator("#topic-count").inner_text()) == len(topics)
-    # traffic while the page is open: the charts' produce rate moves off zero
-    producer = Producer({"bootstrap.servers": broker.bootstrap_servers, "linger.ms": 0})
-    deadline = time.monotonic() + 8
-    while time.monotonic() < deadline:
-        producer.produce(topic, value=b'{"tick": 1}')
-        producer.flush(5)
-        points = int(page.locator("#live").get_attribute("data-points") or 0)
-        rate = page.locator("#produce-rate").inner_text()
-        if points >= 3 and rate not in ("-", "0"):
-            break
-        time.sleep(0.2)
-    assert points >= 3
-    assert float(rate.rstrip("kMG")) > 0
-    assert page.locator("#produce-p99").inner_text() != "-"
-    assert page.locator("#storage tbody tr").count() == 1
-    shoot(page, "overview")
-
-
 def test_topic_list_and_topic_offsets(page: Page, broker: ThreadedBroker,
                                       consumer: Consumer) -> None:
     topic = "orders"
@@ -103,8 +76,6 @@ def test_topic_list_and_topic_offsets(page: Page, broker: ThreadedBroker,
     expect(row).to_have_count(1)
     assert number(row.locator(".messages").inner_text()) == 40
     assert "1h" in row.inner_text()  # retention.ms override
-    page.goto(f"{url}/topics")
-    shoot(page, "topics")
     page.goto(f"{url}/topics/{topic}")
     for partition, (low, high) in marks.items():
         shown = page.locator(f'#partitions tr[data-partition="{partition}"]')
@@ -311,3 +282,38 @@ def test_topic_writes_from_the_page(page: Page, broker: ThreadedBroker) -> None:
     page.locator("#delete-topic button").click()
     expect(page.locator("#flash")).to_have_text(f"deleted topic {topic}")
     assert topic not in admin.list_topics(timeout=10).topics
+
+
+# Last in the module, so the screenshots show the topics the other tests made.
+def test_overview_counts_and_live_charts(page: Page, broker: ThreadedBroker) -> None:
+    topic = "clicks"
+    create_topic(broker.bootstrap_servers, topic, 2)
+    produce(broker.bootstrap_servers, topic, [(None, b'{"tick": 0}')] * 20)
+    page.goto(console_url(broker) + "/")
+    expect(page.locator("#broker-id")).to_have_text("0")
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap_servers})
+    topics = [t for t in admin.list_topics(timeout=10).topics if not t.startswith("__")]
+    assert number(page.locator("#topic-count").inner_text()) == len(topics)
+    # traffic while the page is open: the charts' produce rate moves off zero
+    producer = Producer({"bootstrap.servers": broker.bootstrap_servers, "linger.ms": 0})
+    deadline = time.monotonic() + 8
+    while time.monotonic() < deadline:
+        producer.produce(topic, value=b'{"tick": 1}')
+        producer.flush(5)
+        points = int(page.locator("#live").get_attribute("data-points") or 0)
+        rate = page.locator("#produce-rate").inner_text()
+        if points >= 3 and rate not in ("-", "0"):
+            break
+        time.sleep(0.2)
+    assert points >= 3
+    assert float(rate.rstrip("kMG")) > 0
+    assert page.locator("#produce-p99").inner_text() != "-"
+    assert page.locator("#storage tbody tr").count() == 1
+    # keep the traffic going a few seconds more, for a chart worth showing
+    while int(page.locator("#live").get_attribute("data-points") or 0) < 8:
+        producer.produce(topic, value=b'{"tick": 2}')
+        producer.poll(0.05)
+    producer.flush(5)
+    shoot(page, "overview")
+    page.goto(console_url(broker) + "/topics")
+    shoot(page, "topics")
