@@ -1,6 +1,6 @@
 """The console over plain HTTP: missing things, bad input and oversized forms answer with a
-page saying so, never a crash; the JSON endpoints; the console's start-up line and its
-absence when it is off."""
+page saying so, never a crash; the JSON endpoints and /metrics; the console's start-up line and
+its absence when it is off."""
 
 from __future__ import annotations
 
@@ -63,6 +63,10 @@ def test_json_endpoints(broker: ThreadedBroker) -> None:
     live = json.loads(body)
     assert live["interval_s"] == 1.0
     assert isinstance(live["points"], list)
+    status, body, headers = get(f"{url}/metrics")
+    assert status == 200
+    assert headers["content-type"].startswith("text/plain; version=0.0.4")
+    assert "# TYPE " in body  # the exposition format; the names are metrics.py's
     status, body, _ = get(f"{url}/api/group-lag?id=nobody")
     assert status == 200
     assert json.loads(body) == {"state": "Dead", "lag": 0, "partitions": {}}

@@ -37,6 +37,7 @@ def routes() -> list[Route]:
     return [
         Route("/", overview.overview),
         Route("/api/live", overview.live),
+        Route("/metrics", overview.metrics),
         Route("/login", overview.login_form, methods=["GET"]),
         Route("/login", overview.login, methods=["POST"]),
         Route("/logout", overview.logout, methods=["POST"]),

@@ -116,6 +116,13 @@ async def logout(request: Request) -> Response:
     return response
 
 
+async def metrics(request: Request) -> Response:
+    """The broker's Prometheus exposition, as on ``metrics.listener`` (no login: scrapers
+    cannot log in), so one listener can serve both the console and the metrics."""
+    body = console_of(request).state.metrics.expose()
+    return Response(body, media_type="text/plain; version=0.0.4; charset=utf-8")
+
+
 async def static(request: Request) -> Response:
     found = console_of(request).static.get(request.path_params["name"])
     if found is None:
