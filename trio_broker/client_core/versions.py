@@ -3,7 +3,8 @@
 Why one place (Kafka's ``NetworkClient`` + ``ApiVersions``): every face talks to brokers of any
 age, so each connection first asks ApiVersions and then every request goes out at the highest
 version inside both the broker's range and ``CLIENT_VERSIONS``, the versions this package's
-builders build and its tests exercise (all non-flexible, except ApiVersions v3).
+builders build and its tests exercise (all non-flexible, except ApiVersions v3 and
+DescribeLogDirs v2-v4, whose v4 alone tells a log dir's free space).
 
 The ApiVersions exchange, with Java's and librdkafka's fallbacks: send v3; a broker that answers
 UNSUPPORTED_VERSION lists the ApiVersions versions it knows, so retry at the highest of them
@@ -52,6 +53,7 @@ CLIENT_VERSIONS: dict[int, VersionRange] = {
     ApiKey.SaslAuthenticate: VersionRange(0, 1),
     ApiKey.CreatePartitions: VersionRange(0, 1),
     ApiKey.DeleteGroups: VersionRange(0, 1),
+    ApiKey.DescribeLogDirs: VersionRange(1, 4),
 }
 
 BrokerVersions = Mapping[int, tuple[int, int]]
