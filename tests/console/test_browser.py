@@ -77,10 +77,20 @@ def test_topic_list_and_topic_offsets(page: Page, broker: ThreadedBroker,
     assert number(row.locator(".messages").inner_text()) == 40
     assert "1h" in row.inner_text()  # retention.ms override
     page.goto(f"{url}/topics/{topic}")
+    logs = broker.broker.state.logs if broker.broker is not None else None
+    assert logs is not None
+    total = 0
     for partition, (low, high) in marks.items():
         shown = page.locator(f'#partitions tr[data-partition="{partition}"]')
         assert number(shown.locator(".start").inner_text()) == low
         assert number(shown.locator(".end").inner_text()) == high
+        size = broker.call(lambda p=partition: logs.get_log(topic, p).size_bytes)
+        assert shown.locator(".size").get_attribute("data-bytes") == str(size)  # DescribeLogDirs
+        total += size
+    assert total > 0
+    page.goto(f"{url}/topics?q={topic}")
+    assert row.locator(".size").get_attribute("data-bytes") == str(total)
+    page.goto(f"{url}/topics/{topic}")
     override = page.locator('#configs tr[data-config="retention.ms"]')
     expect(override.locator(".source")).to_have_text("DYNAMIC_TOPIC_CONFIG")
     expect(page.locator('#configs tr[data-config="cleanup.policy"] .source')).to_have_text(

@@ -1,5 +1,5 @@
 """Live traffic for the overview's charts: rates and latency percentiles, sampled once a second
-from the broker's own metrics objects; storage use per log dir.
+from the broker's own metrics objects.
 
 Why a sampler task and not a computation per poll: every open overview page polls once a
 second, and rates are differences between two readings; one reading a second, kept in a short
@@ -12,16 +12,13 @@ counts over each second, by linear interpolation inside the bucket (Prometheus'
 from __future__ import annotations
 
 import collections
-import shutil
 import time
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 import trio
 from prometheus_client.metrics import MetricWrapperBase
 
-from ..apis.state import BrokerState
 from ..metrics import BrokerMetrics, RequestMetrics
 from ..protocol.api_keys import ApiKey
 
@@ -120,29 +117,3 @@ class LiveSampler:
         """What ``/api/live`` answers: the points and the current connection count."""
         return {"interval_s": self.interval_s, "points": list(self.points),
                 "connections": int(metric_value(self._metrics.connections))}
-
-
-def storage_by_dir(state: BrokerState) -> list[dict[str, Any]]:
-    """Per log dir: partitions, bytes held by partition logs, the file system's free space.
-
-    Sizes are Kafka's per-partition ``Log.Size`` (segment bytes), read from the broker's logs.
-    """
-    used: dict[Path, list[int]] = {d: [0, 0] for d in state.config.log_dir_list}
-    logs = state.logs
-    for log in logs.all_logs():
-        log_dir = logs.log_dir_of(log.topic, log.partition)
-        if log_dir is None:
-            continue
-        entry = used.setdefault(log_dir, [0, 0])
-        entry[0] += 1
-        entry[1] += log.size_bytes
-    out = []
-    for log_dir, (partitions, size) in used.items():
-        try:
-            disk = shutil.disk_usage(log_dir)
-            free, total = disk.free, disk.total
-        except OSError:
-            free = total = -1
-        out.append({"dir": str(log_dir), "partitions": partitions, "bytes": size, "free": free,
-                    "total": total})
-    return out

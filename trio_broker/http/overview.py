@@ -8,7 +8,6 @@ import trio
 from starlette.requests import Request
 from starlette.responses import JSONResponse, RedirectResponse, Response
 
-from .live import storage_by_dir
 from .sessions import COOKIE, IDLE_TIMEOUT_S, LoginFailed, Session
 from .web import (
     client_address,
@@ -44,6 +43,7 @@ async def overview(request: Request, session: Session) -> Response:
     async with kafka_call():
         metadata = await view.metadata()
         groups = await view.list_groups()
+        log_dirs, _ = await view.log_dirs(view.node_id)
     topics = [t for t in metadata.topics.values() if not t.error]
     return render(
         request, "overview.html", session, metadata=metadata,
@@ -51,7 +51,7 @@ async def overview(request: Request, session: Session) -> Response:
         internal_count=sum(1 for t in topics if t.internal),
         partition_count=sum(t.num_partitions for t in topics), group_count=len(groups),
         uptime=_uptime(trio.current_time() - console.started_at),
-        listeners=console.listeners, storage=storage_by_dir(console.state))
+        listeners=console.listeners, log_dirs=log_dirs)
 
 
 async def live(request: Request) -> Response:

@@ -3,9 +3,9 @@
 Why the protocol and not the broker's objects: the console is one more client of its own broker
 (topics from Metadata, offsets from ListOffsets, configs and their sources from DescribeConfigs,
 groups from ListGroups and DescribeGroups, committed offsets from OffsetFetch), so it shows
-exactly what any client would see, with the logged-in user's rights. Two figures Kafka does not
-serve on this broker's protocol come from its own objects: partition sizes (Kafka's ``Log.Size``
-metric; DescribeLogDirs is not answered here) and the live rates (``live.py``).
+exactly what any client would see, with the logged-in user's rights: partition sizes and log
+dirs come from DescribeLogDirs too. Only the live rates come from the broker's own objects, its
+request metrics (``live.py``).
 
 Each page's work is bounded: the topic and group lists are paged (``PAGE_SIZE``), so a page costs
 one Metadata request for every topic plus a fixed number of requests for the rows shown,
@@ -22,7 +22,6 @@ from typing import Any, NamedTuple
 import attrs
 import trio
 
-from ..apis.state import BrokerState
 from ..client.admin import Admin
 from ..client_core import admin as admin_requests
 from ..client_core import groups as group_requests
@@ -46,6 +45,19 @@ class Offsets(NamedTuple):
     start: int
     end: int
     error: int = 0
+
+
+@attrs.define
+class LogDir:
+    """One log dir of a broker, as DescribeLogDirs describes it."""
+
+    path: str
+    error: str | None
+    partitions: int = 0
+    size: int = 0
+    #: the file system's size and free space (DescribeLogDirs v4+; -1 before)
+    total: int = -1
+    usable: int = -1
 
 
 @attrs.define
@@ -104,18 +116,14 @@ def paged(items: list[Any], page: int, size: int = PAGE_SIZE) -> tuple[list[Any]
     return items[(page - 1) * size: page * size], page, pages
 
 
-def partition_size(state: BrokerState, topic: str, partition: int) -> int | None:
-    log = state.logs.get_log(topic, partition)
-    return None if log is None else log.size_bytes
-
-
 class KafkaView:
     """The console's reads over one admin client's connections."""
 
-    def __init__(self, admin: Admin, state: BrokerState) -> None:
+    def __init__(self, admin: Admin, node_id: int) -> None:
         self.admin = admin
         self.client = admin.client
-        self.state = state
+        #: the broker serving the console
+        self.node_id = node_id
 
     async def _ready(self) -> None:
         if not self.client.metadata.brokers:
@@ -178,6 +186,39 @@ class KafkaView:
             for start in range(0, len(topics), CONFIGS_PER_REQUEST):
                 nursery.start_soon(ask, [(TOPIC_RESOURCE, t)
                                          for t in topics[start:start + CONFIGS_PER_REQUEST]])
+        return out
+
+    async def log_dirs(self, node_id: int, partitions: Mapping[str, list[int]] | None = None,
+                       ) -> tuple[list[LogDir], dict[TopicPartition, int]]:
+        """DescribeLogDirs on ``node_id``: its log dirs, and the size of each partition asked
+        for (None: every partition it holds)."""
+        await self._ready()
+        code, described = admin_requests.parse_describe_log_dirs(await self.client.request(
+            node_id, ApiKey.DescribeLogDirs, functools.partial(
+                admin_requests.describe_log_dirs_request, partitions=partitions)))
+        if code:
+            raise error_for(code, f"DescribeLogDirs on node {node_id}: {describe_code(code)}")
+        dirs: list[LogDir] = []
+        sizes: dict[TopicPartition, int] = {}
+        for d in described:
+            dirs.append(LogDir(d.path, error_name(d.error) if d.error else None,
+                               len(d.sizes), sum(d.sizes.values()), d.total_bytes,
+                               d.usable_bytes))
+            for tp, size in d.sizes.items():
+                sizes[tp] = sizes.get(tp, 0) + size
+        return dirs, sizes
+
+    async def sizes(self, topics: Iterable[TopicInfo]) -> dict[TopicPartition, int]:
+        """Each partition's size on its leader (DescribeLogDirs)."""
+        by_leader: dict[int, dict[str, list[int]]] = {}
+        for info in topics:
+            for p in info.partitions.values():
+                if p.leader >= 0:
+                    by_leader.setdefault(p.leader, {}).setdefault(info.name, []).append(
+                        p.partition)
+        out: dict[TopicPartition, int] = {}
+        for leader, wanted in by_leader.items():
+            out.update((await self.log_dirs(leader, wanted))[1])
         return out
 
     # --- groups -----------------------------------------------------------------------------
@@ -252,6 +293,7 @@ async def fill_topic_rows(view: KafkaView, metadata: MetadataResponse,
     """Messages (end - start, summed), size and the listed configs of the rows shown."""
     infos = [metadata.topics[row.name] for row in rows if not row.error]
     offsets = await view.start_end(infos)
+    sizes = await view.sizes(infos)
     configs = await view.configs([info.name for info in infos], list(LIST_CONFIGS))
     for row in rows:
         if row.error:
@@ -259,26 +301,27 @@ async def fill_topic_rows(view: KafkaView, metadata: MetadataResponse,
         info = metadata.topics[row.name]
         messages = size = 0
         for partition in info.partitions:
-            found = offsets.get(TopicPartition(row.name, partition))
+            tp = TopicPartition(row.name, partition)
+            found = offsets.get(tp)
             if found is not None and not found.error:
                 messages += max(0, found.end - found.start)
-            size += partition_size(view.state, row.name, partition) or 0
+            size += sizes.get(tp, 0)
         row.messages, row.size = messages, size
         error, entries = configs.get(row.name, (None, {}))
         row.error = error
         row.configs = {k: entries[k].value if k in entries else None for k in LIST_CONFIGS}
 
 
-def partition_rows(view: KafkaView, info: TopicInfo,
-                   offsets: Mapping[TopicPartition, Offsets]) -> list[PartitionRow]:
+def partition_rows(info: TopicInfo, offsets: Mapping[TopicPartition, Offsets],
+                   sizes: Mapping[TopicPartition, int]) -> list[PartitionRow]:
     rows = []
     for number, p in sorted(info.partitions.items()):
-        found = offsets.get(TopicPartition(info.name, number))
+        tp = TopicPartition(info.name, number)
+        found = offsets.get(tp)
         error = p.error or (found.error if found else 0)
         rows.append(PartitionRow(
             number, p.leader, p.replicas, p.isr, found.start if found else None,
-            found.end if found else None, partition_size(view.state, info.name, number),
-            error_name(error) if error else None))
+            found.end if found else None, sizes.get(tp), error_name(error) if error else None))
     return rows
 
 

@@ -60,9 +60,10 @@ async def topic(request: Request, session: Session) -> Response:
         if info is None:
             return error_page(request, session, f"topic {name!r} does not exist", 404)
         offsets = await view.start_end([info])
+        sizes = await view.sizes([info])
         error, entries = (await view.configs([name]))[name]
     return render(request, "topic.html", session, info=info,
-                  partitions=partition_rows(view, info, offsets),
+                  partitions=partition_rows(info, offsets, sizes),
                   configs=config_rows(entries), configs_error=error,
                   overrides=overrides_text(entries))
 

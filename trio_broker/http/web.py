@@ -133,7 +133,7 @@ def login_redirect(request: Request) -> Response:
 
 
 def view_of(request: Request, session: Session) -> KafkaView:
-    return KafkaView(session.admin, console_of(request).state)
+    return KafkaView(session.admin, console_of(request).state.node_id)
 
 
 def render(request: Request, template: str, session: Session | None, status: int = 200,
