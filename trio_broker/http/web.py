@@ -13,7 +13,6 @@ from __future__ import annotations
 import gc
 import hashlib
 import logging
-import time
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from importlib import metadata as importlib_metadata
@@ -55,7 +54,6 @@ class Console:
         self.sessions = sessions
         self.flashes = Flashes()
         self.sampler = LiveSampler(state.metrics)
-        self.started_wall = time.time()
         self.started_at = trio.current_time()
         try:
             self.version = importlib_metadata.version("trio-broker")
