@@ -5,7 +5,7 @@ screenshots show readable names.
 
 Every page is opened and what it shows is checked against what confluent-kafka reads from the
 same broker; writes made from the page are read back with confluent-kafka. The screenshots in
-docs/console/ are written by these tests.
+docs/console/ are taken by these tests (written there when ``CONSOLE_SCREENSHOTS=1``).
 """
 
 from __future__ import annotations
