@@ -14,7 +14,11 @@ by confluent-kafka: ``--topics`` topics of one partition with ``--messages`` rec
    ``idle`` - a headless Chromium shows about:blank;
    ``charts`` - the same Chromium shows the overview, whose live charts poll every second;
    ``browsing`` - the charts, and a separate process loading a page of the console every
-   second (topics list, a topic, its newest messages, the groups list, a group).
+   second (topics list, a topic, its newest messages, the groups list, a group);
+   ``listing`` - no console; a separate process lists the topics with confluent-kafka's
+   ``AdminClient.list_topics()`` every second (a Metadata request for every topic, as
+   ``kafka-topics --list`` sends and as the console's topic list sends): what any client that
+   lists a thousand topics costs the broker, to read ``browsing`` against.
 
     .venv/bin/python bench/bench_console.py
     .venv/bin/python bench/bench_console.py --rounds 2 --phase 5     # quicker, noisier
@@ -72,7 +76,14 @@ def broker_with_console() -> Iterator[tuple[str, str]]:
             yield bootstrap, console
         finally:
             proc.terminate()
-            proc.wait(10)
+            stopping = time.monotonic()
+            try:
+                proc.wait(60)
+                print(f"\nbroker stopped {time.monotonic() - stopping:.1f} s after SIGTERM")
+            except subprocess.TimeoutExpired:
+                print("\nbroker still running 60 s after SIGTERM: killed")
+                proc.kill()
+                proc.wait()
 
 
 def fill(bootstrap: str, topics: int, messages: int, groups: int) -> None:
@@ -148,6 +159,15 @@ while True:
     time.sleep(1)
 """
 
+LISTING = """
+import sys, time
+from confluent_kafka.admin import AdminClient
+admin = AdminClient({"bootstrap.servers": sys.argv[1]})
+while True:
+    admin.list_topics(timeout=30)
+    time.sleep(1)
+"""
+
 
 def produce_phase(producer: object, topic: str, rate: int, seconds: float) -> list[float]:
     latencies: list[float] = []
@@ -192,7 +212,8 @@ def latency_comparison(bootstrap: str, console: str, rounds: int, phase_s: float
                                   replication_factor=1)])["latency"].result(30)
     producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 0, "acks": "all"})
     produce_phase(producer, "latency", rate, 1.0)  # connections and metadata warm
-    results: dict[str, list[list[float]]] = {"idle": [], "charts": [], "browsing": []}
+    results: dict[str, list[list[float]]] = {"idle": [], "charts": [], "browsing": [],
+                                             "listing": []}
     host, port = console.removeprefix("http://").split(":")
     with sync_playwright() as playwright, _tempfile.TemporaryDirectory() as profile:
         browser = playwright.chromium.launch_persistent_context(
@@ -201,10 +222,13 @@ def latency_comparison(bootstrap: str, console: str, rounds: int, phase_s: float
         try:
             for _ in range(rounds):
                 for mode in results:
-                    page.goto(console + "/" if mode != "idle" else "about:blank")
+                    page.goto(console + "/" if mode in ("charts", "browsing")
+                              else "about:blank")
                     browsing = None
                     if mode == "browsing":
                         browsing = subprocess.Popen([sys.executable, "-c", BROWSING, host, port])
+                    elif mode == "listing":
+                        browsing = subprocess.Popen([sys.executable, "-c", LISTING, bootstrap])
                     time.sleep(1.0)
                     try:
                         results[mode].append(produce_phase(producer, "latency", rate, phase_s))
@@ -212,7 +236,7 @@ def latency_comparison(bootstrap: str, console: str, rounds: int, phase_s: float
                         if browsing is not None:
                             browsing.terminate()
                             browsing.wait(10)
-                    if mode != "idle":
+                    if mode in ("charts", "browsing"):
                         points = page.locator("#live").get_attribute("data-points")
                         if not points or int(points) < 2:
                             raise RuntimeError("the overview's charts did not refresh")
