@@ -93,7 +93,8 @@ def shoot(page: Page, name: str) -> None:
     ``CONSOLE_SCREENSHOTS=1`` asks (the picture is taken either way, so a page that cannot be
     drawn fails every run)."""
     png = page.screenshot()
-    assert png.startswith(b"\x89PNG") and len(png) > 1000, f"{name}: no picture"
+    assert png.startswith(b"\x89PNG"), f"{name}: not a PNG"
+    assert len(png) > 1000, f"{name}: an empty picture"
     if WRITE_SHOTS:
         SHOTS.mkdir(parents=True, exist_ok=True)
         (SHOTS / f"{name}.png").write_bytes(png)
