@@ -27,6 +27,7 @@ from . import (
     metadata,
     offsets,
     produce,
+    records,
     sasl,
     scram,
     telemetry,
@@ -95,6 +96,7 @@ HANDLERS: dict[int, Handler] = {
     ApiKey.PushTelemetry: telemetry.handle_push_telemetry,
     ApiKey.DescribeTopicPartitions: describe.handle_describe_topic_partitions,
     ApiKey.IncrementalAlterConfigs: configs.handle_incremental_alter_configs,
+    ApiKey.DeleteRecords: records.handle_delete_records,
 }
 
 
