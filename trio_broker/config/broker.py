@@ -105,6 +105,9 @@ class BrokerConfig:
     connections_max_idle_ms: int = _f("connections.max.idle.ms")
     shutdown_timeout_ms: int = _f("shutdown.timeout.ms")
     metrics_listener: str = _f("metrics.listener")
+    http_listener: str = _f("http.listener")
+    http_console_enabled: bool | None = _f("http.console.enabled")
+    http_console_read_only: bool | None = _f("http.console.read.only")
     # --- security (docs/security.md) ------------------------------------------------------------
     ssl_certfile: str = _f("ssl.certfile")
     ssl_keyfile: str = _f("ssl.keyfile")
@@ -271,14 +274,11 @@ class BrokerConfig:
             "remote.log.storage.system.enable": self.value_of("remote.log.storage.system.enable")}
 
     def ignored_keys(self) -> list[str]:
-        """Keys given that have no meaning on one node (logged once at start-up)."""
-        out = []
-        for name in self.originals:
-            key = BROKER_KEYS.get(name)
-            # per-listener settings (listener.name.L.<key>) are not applied per listener here
-            if key is None or key.support is Support.IGNORED or base_key(name) is not None:
-                out.append(name)
-        return sorted(out)
+        """Keys given that have no meaning on one node (logged once at start-up); per-listener
+        settings (listener.name.L.<key>) are not applied per listener here."""
+        return sorted(name for name in self.originals
+                      if (key := BROKER_KEYS.get(name)) is None
+                      or key.support is Support.IGNORED or base_key(name) is not None)
 
     def evolve(self, **changes: Any) -> BrokerConfig:
         """A copy with ``changes`` (Python or Kafka key names) applied and validated."""

@@ -3,9 +3,9 @@
 Why two layers: ``kafka_keys`` holds Kafka's facts for every key; this module redefines the
 keys this broker honours (with its own documentation, and its own default where it differs from
 Kafka's: it binds 127.0.0.1 and keeps data in ./data), adds its own keys (TLS files, SCRAM
-credentials, metrics endpoint, log level), and marks the ``log.*`` keys that set topic defaults
-with what happens to that topic config. ``BROKER_KEYS`` is the merged registry; ``BrokerConfig``
-builds one attribute per honoured key from it.
+credentials, metrics endpoint, web console, log level), and marks the ``log.*`` keys that set
+topic defaults with what happens to that topic config. ``BROKER_KEYS`` is the merged registry;
+``BrokerConfig`` builds one attribute per honoured key from it.
 """
 
 from __future__ import annotations
@@ -103,6 +103,15 @@ _HONOURED: tuple[ConfigKey, ...] = (
        type_=T.LONG, default=5000, validator=AtLeast(0)),
     _h("metrics.listener", "http://host:port serving Prometheus metrics; empty = off.", own=True,
        type_=T.STRING, default=""),
+    # --- web console (docs/console.md) ----------------------------------------------------------
+    _h("http.listener", "http://host:port (or https://, with ssl.certfile) of the broker's web "
+       "console; empty = off.", own=True, type_=T.STRING, default=""),
+    _h("http.console.enabled", "Serve the web console on http.listener. Unset: on, unless the "
+       "advertised listener is SSL without SASL (no credentials to log in with).", own=True,
+       type_=T.BOOLEAN, default=None),
+    _h("http.console.read.only", "Refuse the console's writes (create, delete, alter, produce, "
+       "reset). Unset: read-only when http.listener binds beyond loopback.", own=True,
+       type_=T.BOOLEAN, default=None),
     # --- security (docs/security.md) ------------------------------------------------------------
     _h("ssl.certfile", "PEM certificate chain of SSL/SASL_SSL listeners (may hold the key "
        "too).", own=True, type_=T.STRING, default=""),
