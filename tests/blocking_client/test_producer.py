@@ -52,7 +52,8 @@ def test_every_codec_lands_in_order_with_its_offsets(kafka_broker, unique_topic,
     delivered: list[tuple[TopicPartition, int, int]] = []
     with BlockingClient(kafka_broker.bootstrap_servers) as client:
         producer = BlockingProducer(client, ProducerSettings.from_config(
-            {"compression.type": codec}), on_delivery=lambda *d: delivered.append(d))
+            {"compression.type": codec}), on_delivery=lambda tp, offset, block: delivered.append(
+                (tp, offset, block.num_records)))
         for i in range(40):
             tp = TopicPartition(topic, i % 2)
             producer.send(tp, block_of([(b"k%d" % i, b"v%d-%d" % (i, j)) for j in range(25)],
@@ -108,7 +109,7 @@ def test_in_flight_requests_are_bounded_and_acks_zero_is_not_answered(kafka_brok
         producer.flush()
         assert max(seen) == 2
         fire = BlockingProducer(client, ProducerSettings.from_config({"acks": "0"}),
-                                on_delivery=lambda tp, offset, n: seen.append(offset))
+                                on_delivery=lambda tp, offset, block: seen.append(offset))
         fire.send(TopicPartition(topic, 0), block_of([(None, b"late")]))
         fire.flush()
         assert seen[-1] == -1
@@ -145,9 +146,9 @@ def test_severed_connections_still_deliver_each_batch_once_in_order(tmp_path: Pa
         values: dict[TopicPartition, list[bytes]] = {}
         sent: dict[TopicPartition, list[list[bytes]]] = {}
 
-        def on_delivery(tp: TopicPartition, base_offset: int, count: int) -> None:
+        def on_delivery(tp: TopicPartition, base_offset: int, block: RecordBlock) -> None:
             batch = sent[tp].pop(0)
-            assert len(batch) == count
+            assert len(batch) == block.num_records
             delivered.extend((tp.partition, base_offset + i, v) for i, v in enumerate(batch))
 
         started = time.monotonic()

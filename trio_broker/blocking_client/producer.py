@@ -213,8 +213,9 @@ class _Request:
         self.batches = batches
 
 
-#: ``on_delivery(tp, base_offset, records)`` after each acknowledged batch (-1: not known)
-DeliveryCallback = Callable[[TopicPartition, int, int], None]
+#: ``on_delivery(tp, base_offset, block)`` after each acknowledged batch (offset -1: not known,
+#: as with ``acks=0``)
+DeliveryCallback = Callable[[TopicPartition, int, RecordBlock], None]
 
 
 class BlockingProducer:
@@ -304,7 +305,7 @@ class BlockingProducer:
         if batch.payload is None:
             if self.idempotent:
                 batch.sequence = state.next_sequence
-                state.next_sequence = (state.next_sequence + batch.block.num_records) & _MAX_SEQUENCE
+                state.next_sequence = (batch.sequence + batch.block.num_records) & _MAX_SEQUENCE
             batch.payload = seal_batch(batch.block, compression=self.settings.compression,
                                        producer_id=self.producer_id,
                                        producer_epoch=self.producer_epoch,
@@ -466,7 +467,7 @@ class BlockingProducer:
         if batch.retried:
             state.retrying -= 1
         if self._on_delivery is not None:
-            self._on_delivery(batch.tp, base_offset, batch.block.num_records)
+            self._on_delivery(batch.tp, base_offset, batch.block)
 
 
 __all__ = ["PRODUCER_DEFAULTS", "BlockingProducer", "DeliveryCallback", "ProducerSettings"]

@@ -28,6 +28,8 @@ from pyspark.sql.datasource import (
     DataSource,
     DataSourceReader,
     DataSourceStreamReader,
+    DataSourceStreamWriter,
+    DataSourceWriter,
     InputPartition,
 )
 from pyspark.sql.types import StructType
@@ -66,6 +68,7 @@ from ._options import (
     subscribed_partitions,
 )
 from ._progress import ProgressSender
+from .sink import SinkError, writer_for
 
 try:  # read limits arrived in pyspark 4.2; older versions call latestOffset() without them
     from pyspark.sql.streaming.datasource import (
@@ -135,6 +138,12 @@ class TrioBrokerDataSource(DataSource):
 
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:
         return KafkaStreamReader(parse_options(self.options, streaming=True))
+
+    def writer(self, schema: StructType, overwrite: bool) -> DataSourceWriter:
+        return writer_for(self.options, schema, overwrite, streaming=False)
+
+    def streamWriter(self, schema: StructType, overwrite: bool) -> DataSourceStreamWriter:
+        return writer_for(self.options, schema, overwrite, streaming=True)
 
 
 def register(spark: Any) -> None:
@@ -388,7 +397,8 @@ def _after_out_of_range(client: BlockingClient, tp: TopicPartition, offset: int,
 #: timeout errors, bad settings) and bad options
 _ERROR_NAMES = "|".join(sorted(
     {name for name in errors.__all__ if isinstance(cls := getattr(errors, name), type)
-     and issubclass(cls, KafkaError | errors.ConfigError)} | {SourceOptionError.__name__}))
+     and issubclass(cls, KafkaError | errors.ConfigError)}
+    | {SourceOptionError.__name__, SinkError.__name__}))
 
 
 def user_message(exc: BaseException) -> str | None:
