@@ -27,13 +27,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from . import manifest as manifests
-from ._options import (
-    PROGRESS_OPTION,
-    OffsetRange,
-    offsets_json,
-    parse_options,
-    subscribed_partitions,
-)
+from ._options import PROGRESS_OPTION, OffsetRange, offsets_json, parse_options
+from ._planning import subscribed_partitions
 from ._progress import ProgressListener, show_progress, show_summary, watch_stream
 
 if TYPE_CHECKING:
