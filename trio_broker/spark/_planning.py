@@ -19,6 +19,7 @@ Spark's rules, kept here:
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Iterable, Mapping
 
@@ -195,7 +196,7 @@ def split_ranges(ranges: list[OffsetRange], *, min_partitions: int | None,
     total = sum(r.size for r in ranges)
 
     def part_count(size: int, of: int, parts: int) -> int:
-        return max(round(size / of * parts), 1)
+        return max(math.floor(size / of * parts + 0.5), 1)  # Scala's math.round: half up
 
     unsplit = [r for r in ranges if part_count(r.size, total, min_partitions) == 1]
     split_total = total - sum(r.size for r in unsplit)
