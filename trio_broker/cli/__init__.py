@@ -70,6 +70,12 @@ def _export() -> Tool:
     return EXPORT
 
 
+def _import() -> Tool:
+    from .importer import IMPORT
+
+    return IMPORT
+
+
 #: command name -> its one-line help and the loader of its Tool, in the order --help lists them
 COMMANDS: dict[str, Command] = {
     "serve": Command("run the broker", _serve),
@@ -79,6 +85,7 @@ COMMANDS: dict[str, Command] = {
     "dump-log": Command("print the batches and records of a segment file", _dump_log),
     "groups": Command("list consumer groups or describe one", _groups),
     "export": Command("export topics with Spark (Parquet, JSON, CSV)", _export),
+    "import": Command("import Parquet, JSON or CSV files into a topic with Spark", _import),
 }
 
 

@@ -237,14 +237,9 @@ class ExportJob:
         return spark, log_path, created
 
     def _failure(self, exc: BaseException, log_path: Path | None) -> ExportFailed:
-        from .source import user_message
+        from ._session import failure_message
 
-        message = user_message(exc)
-        if message is None:
-            first = str(exc).strip().splitlines()[0] if str(exc).strip() else repr(exc)
-            where = f"Spark's log: {log_path}" if log_path else "see Spark's log"
-            message = f"{type(exc).__name__}: {first} ({where})"
-        return ExportFailed(message)
+        return ExportFailed(failure_message(exc, log_path))
 
 
 def write_options(fmt: str) -> dict[str, str]:
