@@ -108,6 +108,17 @@ def test_in_flight_requests_are_bounded_and_acks_zero_is_not_answered(kafka_brok
             seen.append(max(map(len, producer._in_flight.values())))
         producer.flush()
         assert max(seen) == 2
+        # more than buffer.memory queued: send waits for answers instead of queueing on
+        bounded = BlockingProducer(client, ProducerSettings.from_config(
+            {"buffer.memory": "20000", "max.in.flight.requests.per.connection": "1"}))
+        queued = []
+        for i in range(300):
+            bounded.send(TopicPartition(topic, i % 3), block_of([(None, b"y" * 100)] * 10))
+            queued.append(bounded._queued_bytes)
+        bounded.flush()
+        assert max(queued) <= 20000
+        assert client.list_offsets({TopicPartition(topic, 1): -1}) == {
+            TopicPartition(topic, 1): 200 + 1000}
         fire = BlockingProducer(client, ProducerSettings.from_config({"acks": "0"}),
                                 on_delivery=lambda tp, offset, block: seen.append(offset))
         fire.send(TopicPartition(topic, 0), block_of([(None, b"late")]))
@@ -116,7 +127,7 @@ def test_in_flight_requests_are_bounded_and_acks_zero_is_not_answered(kafka_brok
         assert not fire.idempotent
         # the next request on the connection is answered after the unanswered one is appended
         latest = client.list_offsets({TopicPartition(topic, 0): -1})
-        assert latest == {TopicPartition(topic, 0): 201}
+        assert latest == {TopicPartition(topic, 0): 1201}
 
 
 def test_errors_a_retry_cannot_clear_name_the_partition(kafka_broker, unique_topic):

@@ -256,9 +256,11 @@ class BlockingProducer:
         state.queue.append(_Batch(tp, block, state.next_order, deadline))
         state.next_order += 1
         self._queued_bytes += block.size
+        self._collect_arrived()
         self._send_ready()
-        while self._queued_bytes > self.settings.buffer_memory:
+        while self._queued_bytes > self.settings.buffer_memory:  # buffer.memory: wait
             self._wait_once()
+            self._send_ready()
 
     def flush(self) -> None:
         """Send everything queued and wait until every batch is acknowledged."""
@@ -389,6 +391,13 @@ class BlockingProducer:
 
     # --- answers -----------------------------------------------------------------------------
 
+    def _collect_arrived(self) -> None:
+        """Settle the answers that have already arrived, without waiting for any, so their
+        in-flight slots take the next batches."""
+        for key, queue in list(self._in_flight.items()):
+            while queue and queue[0].conn.readable():
+                self._settle(key, queue[0])
+
     def _wait_once(self) -> None:
         """Read the oldest answer in flight, or sleep until the next retry is due."""
         oldest: tuple[tuple[str, int], _Request] | None = None
@@ -401,7 +410,10 @@ class BlockingProducer:
             if pause > 0:
                 time.sleep(pause)
             return
-        key, request = oldest
+        self._settle(*oldest)
+
+    def _settle(self, key: tuple[str, int], request: _Request) -> None:
+        """Read ``request``'s answer (the oldest on its connection) and act on it."""
         timeout_s = self.settings.request_timeout_ms / 1000
         try:
             response = request.conn.receive(request.request, timeout_s=timeout_s)
