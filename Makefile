@@ -42,7 +42,7 @@ bench: $(VENV)/.dev-installed
 
 ## The Spark round trips at 1,000,000 rows (the suite runs 100,000): sink -> source, import -> export.
 roundtrip: $(VENV)/.dev-installed
-	TRIO_BROKER_ROUNDTRIP_ROWS=1000000 $(PY) -m pytest -q -p no:cacheprovider tests/spark/test_roundtrip.py
+	TRIO_BROKER_ROUNDTRIP_ROWS=1000000 $(PY) -m pytest -q -p no:cacheprovider --timeout 1800 tests/spark/test_roundtrip.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache

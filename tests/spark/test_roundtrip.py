@@ -10,6 +10,7 @@ no row is collected into the test process.
 from __future__ import annotations
 
 import os
+import time
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +22,8 @@ pytestmark = pytest.mark.spark
 
 ROWS = int(os.environ.get("TRIO_BROKER_ROUNDTRIP_ROWS", "100000"))
 PARTITIONS = 4
-BASE_MS = 1_700_000_000_000
+#: recent timestamps: the broker rolls a segment per append for records older than segment.ms
+BASE_MS = int(time.time() * 1000) // 1000 * 1000
 COLUMNS = ["key", "value", "headers", "partition", "timestamp"]
 
 
