@@ -13,7 +13,7 @@ import time
 import trio
 
 from trio_broker.config import BrokerConfig
-from trio_broker.coordinator import GroupCoordinator, OffsetCommitEntry, offset_log
+from trio_broker.coordinator import CommitRequest, GroupCoordinator, OffsetCommitEntry, offset_log
 
 _fsyncs = 0
 _real_fsync = os.fsync
@@ -33,9 +33,9 @@ async def commit_rate(committers: int, per: int) -> None:
         for j in range(per):
             done = trio.Event()
             coordinator.commit_offsets(
-                group_id=f"g{i}", generation_id=-1, member_id="", retention_time_ms=-1,
-                offsets=[OffsetCommitEntry("t", p, j, "") for p in range(6)],
-                respond=lambda _reply, done=done: done.set())
+                CommitRequest(group_id=f"g{i}"),
+                [OffsetCommitEntry("t", p, j, "") for p in range(6)],
+                lambda _reply, done=done: done.set())
             await done.wait()
 
     async with trio.open_nursery() as nursery:

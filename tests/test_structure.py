@@ -21,14 +21,14 @@ PACKAGE = Path(__file__).resolve().parent.parent / "trio_broker"
 LAYERS: list[tuple[str, ...]] = [
     ("protocol",),  # the wire format, sans-IO
     ("client_core",),  # sans-IO client: builders, parsers, versions, bootstrap, structs
+    ("client", "blocking_client"),  # the client core's two I/O drivers: Trio and sockets
     ("config", "metrics", "security"),  # broker configuration, metrics registry, TLS/SASL
     ("log",),  # partition logs on disk
     ("coordinator",),  # consumer groups, committed offsets, producer ids
     ("apis",),  # one handler per Kafka API, the broker state handlers see, purgatories
-    ("network",),  # Kafka's SocketServer in Trio
+    ("network", "http"),  # Kafka's SocketServer in Trio; the broker's HTTP endpoints
     ("broker",),  # lifecycle: start the parts, stop them in Kafka's order
-    ("client", "blocking_client"),  # the client core's two I/O drivers: Trio and sockets
-    ("spark", "testing", "http"),  # faces built on them: Spark stage, pytest plugin, HTTP
+    ("spark", "testing"),  # faces: the Spark stage, the pytest plugin
     ("cli", "__init__", "__main__"),  # the command line and the package's public face
 ]
 #: layers that must stay free of I/O frameworks (h11's rule: bytes in, events out)

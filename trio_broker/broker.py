@@ -20,7 +20,8 @@ import trio
 
 from .apis.purgatory import Purgatory
 from .apis.state import BrokerState
-from .config import BrokerConfig, ConfigError, build_config, parse_listeners
+from .config import BrokerConfig, ConfigError, build_config
+from .config.dynamic import DynamicBrokerConfigs
 from .coordinator import GroupCoordinator
 from .log import LogManager, ProducerIdManager, log_config_from
 from .metrics import BrokerMetrics
@@ -78,7 +79,13 @@ async def serve(config: ConfigInput = None, *,
                 **overrides: object) -> None:
     """Run a broker until cancelled (or ``Broker.stop()``); ``task_status.started(Broker)``."""
     started_at = time.perf_counter()
-    cfg = _as_config(config, overrides)
+    static = _as_config(config, overrides)
+    # Dynamic broker configs (AlterConfigs, persisted) win over the static ones, as in Kafka.
+    dynamic = DynamicBrokerConfigs.load(static)
+    cfg = dynamic.effective()
+    ignored = cfg.ignored_keys()
+    if ignored:
+        LOGGER.info("Ignored on one node (accepted and checked): %s", ", ".join(ignored))
     metrics = BrokerMetrics()
     server = SocketServer(cfg, metrics)
     parts_scope = trio.CancelScope(shield=True)
@@ -97,7 +104,7 @@ async def serve(config: ConfigInput = None, *,
                     config=cfg, metrics=metrics, logs=logs, groups=coordinator,
                     producer_ids=ProducerIdManager(cfg.log_dir_list[0]),
                     fetch_purgatory=Purgatory(nursery), advertised_host=host,
-                    advertised_port=port)
+                    advertised_port=port, dynamic_configs=dynamic)
                 pool = RequestHandlerPool(state, server.request_channel, cfg.num_io_threads)
                 await nursery.start(pool.run)
                 metrics_addr = None
@@ -185,9 +192,9 @@ async def _flush_loop(state: BrokerState) -> None:
 
 def _advertised_address(cfg: BrokerConfig, bound: list[tuple[str, str, int]]) -> tuple[str, int]:
     """(host, port) that Metadata and FindCoordinator name for this broker."""
-    if cfg.advertised_listeners:
-        first = parse_listeners(cfg.advertised_listeners, "advertised.listeners")[0]
-        return first.host, first.port
+    advertised = cfg.advertised_listener_list  # the controller's listeners are never advertised
+    if advertised:
+        return advertised[0].host, advertised[0].port
     _name, host, port = bound[0]
     if host in ("0.0.0.0", "::"):
         raise ConfigError(f"listeners binds {host}, which clients cannot connect to: set "

@@ -25,7 +25,7 @@ from trio_broker.blocking_client import (
     source_name,
 )
 from trio_broker.client_core import errors
-from trio_broker.protocol.api_keys import ApiKey
+from trio_broker.protocol.api_keys import SUPPORTED_VERSIONS, ApiKey
 from trio_broker.protocol.errors import ErrorCode
 from trio_broker.protocol.records import build_batch, decode_batches
 
@@ -101,8 +101,8 @@ def test_groups_and_committed_offsets(kafka_broker, unique_topic):
 
 def test_versions_are_negotiated_per_connection(kafka_broker):
     with BrokerConnection("127.0.0.1", kafka_broker.broker.port) as conn:
-        assert conn.versions[ApiKey.Fetch] == (4, 11)
-        assert conn.version_for(ApiKey.Fetch) == 11
+        assert conn.versions[ApiKey.Fetch] == tuple(SUPPORTED_VERSIONS[ApiKey.Fetch])
+        assert conn.version_for(ApiKey.Fetch) == 11  # the client's own maximum
         assert conn.version_for(ApiKey.Metadata) == 5
         body = conn.call(ApiKey.Metadata, 1, topics=[])  # a pinned version, for tools
         assert body.brokers[0].port == kafka_broker.broker.port

@@ -17,6 +17,7 @@ import trio.testing
 
 from trio_broker.client import errors
 from trio_broker.client.connection import BrokerConnection
+from trio_broker.client_core.versions import CLIENT_VERSIONS
 from trio_broker.protocol.api_keys import SUPPORTED_VERSIONS, ApiKey
 from trio_broker.protocol.framing import NEED_DATA, FrameDecoder
 from trio_broker.protocol.messages import (
@@ -210,7 +211,7 @@ async def test_versions_are_the_highest_both_sides_support() -> None:
                                                      ApiKey.Produce: (0, 13),
                                                      ApiKey.CreateTopics: (5, 7)})
         assert conn.version_for(ApiKey.Fetch) == 9
-        assert conn.version_for(ApiKey.Produce) == SUPPORTED_VERSIONS[ApiKey.Produce].max
+        assert conn.version_for(ApiKey.Produce) == CLIENT_VERSIONS[ApiKey.Produce].max
         with pytest.raises(errors.UnsupportedVersionError,
                            match=r"^broker 1 speaks CreateTopics v5-7; this client needs v2-4$"):
             conn.version_for(ApiKey.CreateTopics)
@@ -259,5 +260,5 @@ async def test_api_versions_falls_back_to_v0_when_the_error_reply_is_unreadable(
 
         nursery.start_soon(quirky_broker)
         await conn.negotiate_versions()
-        assert conn.version_for(ApiKey.Metadata) == SUPPORTED_VERSIONS[ApiKey.Metadata].max
+        assert conn.version_for(ApiKey.Metadata) == CLIENT_VERSIONS[ApiKey.Metadata].max
         conn.close()

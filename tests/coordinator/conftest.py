@@ -94,14 +94,14 @@ class Client:
 
     async def join(self, group: str, member_id: str = "", *, version: int = 5,
                    session_ms: int = 10_000, rebalance_ms: int = 30_000,
-                   protocol_type: str = "consumer",
+                   protocol_type: str = "consumer", instance_id: str | None = None,
                    protocols: list[tuple[str, bytes]] | None = None) -> Pending:
         if protocols is None:
             protocols = [("range", encode_subscription(["t"]))]
         return await self.send(
             ApiKey.JoinGroup, version, group_id=group, session_timeout_ms=session_ms,
-            rebalance_timeout_ms=rebalance_ms, member_id=member_id, group_instance_id=None,
-            protocol_type=protocol_type,
+            rebalance_timeout_ms=rebalance_ms, member_id=member_id,
+            group_instance_id=instance_id, protocol_type=protocol_type,
             protocols=[JOIN.JoinGroupRequestProtocol(name=n, metadata=m) for n, m in protocols])
 
     async def join_known(self, group: str, **kwargs: Any) -> tuple[str, Pending]:
@@ -111,16 +111,21 @@ class Client:
         return first.member_id, await self.join(group, first.member_id, **kwargs)
 
     async def sync(self, group: str, generation: int, member_id: str,
-                   assignments: dict[str, bytes] | None = None, *, version: int = 3) -> Pending:
+                   assignments: dict[str, bytes] | None = None, *, version: int = 3,
+                   instance_id: str | None = None, protocol_type: str | None = "consumer",
+                   protocol_name: str | None = "range") -> Pending:
         return await self.send(
             ApiKey.SyncGroup, version, group_id=group, generation_id=generation,
-            member_id=member_id, group_instance_id=None,
+            member_id=member_id, group_instance_id=instance_id, protocol_type=protocol_type,
+            protocol_name=protocol_name,
             assignments=[SYNC.SyncGroupRequestAssignment(member_id=m, assignment=a)
                          for m, a in (assignments or {}).items()])
 
-    async def heartbeat(self, group: str, generation: int, member_id: str) -> int:
-        body = await self.call(ApiKey.Heartbeat, 1, group_id=group, generation_id=generation,
-                               member_id=member_id)
+    async def heartbeat(self, group: str, generation: int, member_id: str, *,
+                        version: int = 1, instance_id: str | None = None) -> int:
+        body = await self.call(ApiKey.Heartbeat, version, group_id=group,
+                               generation_id=generation, member_id=member_id,
+                               group_instance_id=instance_id)
         return int(body.error_code)
 
     async def leave(self, group: str, member_id: str) -> int:
@@ -134,16 +139,20 @@ class Client:
 
     async def send_commit(self, group: str, offsets: dict[tuple[str, int], int], *,
                           generation: int = -1, member_id: str = "",
-                          metadata: str | None = "") -> Pending:
+                          metadata: str | None = "", version: int = 3,
+                          instance_id: str | None = None, leader_epoch: int = -1,
+                          commit_timestamp: int = -1, retention_ms: int = -1) -> Pending:
         topics: dict[str, list[Any]] = {}
         for (topic, partition), offset in offsets.items():
             topics.setdefault(topic, []).append(COMMIT.OffsetCommitRequestTopic
                                                 .OffsetCommitRequestPartition(
                 partition_index=partition, committed_offset=offset,
+                committed_leader_epoch=leader_epoch, commit_timestamp=commit_timestamp,
                 committed_metadata=metadata))
         return await self.send(
-            ApiKey.OffsetCommit, 3, group_id=group, generation_id_or_member_epoch=generation,
-            member_id=member_id, retention_time_ms=-1,
+            ApiKey.OffsetCommit, version, group_id=group,
+            generation_id_or_member_epoch=generation, member_id=member_id,
+            group_instance_id=instance_id, retention_time_ms=retention_ms,
             topics=[COMMIT.OffsetCommitRequestTopic(name=t, partitions=p)
                     for t, p in topics.items()])
 

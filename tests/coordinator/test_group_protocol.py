@@ -297,12 +297,39 @@ async def test_member_that_never_syncs_is_dropped_after_rebalance_timeout(start_
     assert running.coordinator.groups[G].state is GroupState.EMPTY
 
 
+async def _stable_pair(running, group=G):
+    """Members a (leader) and b, Stable: (a, a_id, b, b_id, generation)."""
+    a, b = running.client("a"), running.client("b")
+    a_id, a_pending = await a.join_known(group)
+    a_join = await a_pending.wait()
+    await (await a.sync(group, a_join.generation_id, a_id, {a_id: b""})).wait()
+    b_id, b_pending = await b.join_known(group)
+    gen = (await (await a.join(group, a_id)).wait()).generation_id
+    await b_pending.wait()
+    b_sync = await b.sync(group, gen, b_id)
+    await (await a.sync(group, gen, a_id, {a_id: b"A", b_id: b"B"})).wait()
+    await b_sync.wait()
+    return a, a_id, b, b_id, gen
+
+
 async def test_group_max_size(start_coordinator, autojump_clock):
+    """Kafka's acceptJoiningMember: members count in a formed generation, members already
+    waiting count while rebalancing, so the last to rejoin an oversized group are turned away."""
     running = await start_coordinator(group_max_size=2)
-    await running.client("a").join_known(G)
-    await running.client("b").join_known(G)
-    third = await (await running.client("c").join(G)).wait()
-    assert third.error_code == E.GROUP_MAX_SIZE_REACHED
+    a, a_id, b, b_id, gen = await _stable_pair(running)
+    c = running.client("c")
+    assert (await (await c.join(G)).wait()).error_code == E.GROUP_MAX_SIZE_REACHED
+
+    # Rebalancing with one member waiting: c may join, then b's rejoin is one too many.
+    a_pending = await a.join(G, a_id)
+    assert running.coordinator.groups[G].state is GroupState.PREPARING_REBALANCE
+    c_id, c_pending = await c.join_known(G)
+    refused = await (await b.join(G, b_id)).wait()
+    assert refused.error_code == E.GROUP_MAX_SIZE_REACHED
+    assert b_id not in running.coordinator.groups[G].members
+    a_join, c_join = await a_pending.wait(), await c_pending.wait()
+    assert a_join.generation_id == c_join.generation_id == gen + 1
+    assert {m.member_id for m in a_join.members} == {a_id, c_id}
 
 
 async def test_held_join_does_not_hold_the_handler(start_coordinator, autojump_clock):

@@ -155,8 +155,10 @@ LIES = {
                    ErrorCode.INVALID_RECORD),
     "crc-wrong": (lambda: rewrite(good(), records=b"\x00" * 8, fix_crc=False),
                   ErrorCode.CORRUPT_MESSAGE),
-    "magic-1": (lambda: rewrite(good(), magic=1), ErrorCode.CORRUPT_MESSAGE),
-    "magic-0-wrapper": (lambda: rewrite(good(), magic=0, codec=1), ErrorCode.CORRUPT_MESSAGE),
+    # Produce v3+ takes magic 2 only (Kafka: "only allowed to contain record batches with
+    # magic version 2"); older formats come with Produce v0-v2
+    "magic-1": (lambda: rewrite(good(), magic=1), ErrorCode.INVALID_RECORD),
+    "magic-0-wrapper": (lambda: rewrite(good(), magic=0, codec=1), ErrorCode.INVALID_RECORD),
     "codec-7": (lambda: rewrite(good(), codec=7), ErrorCode.UNSUPPORTED_COMPRESSION_TYPE),
     "control-batch": (lambda: rewrite(good(), attributes=0x20), ErrorCode.INVALID_RECORD),
     "two-batches": (lambda: good() + good(), ErrorCode.INVALID_RECORD),
@@ -206,8 +208,9 @@ def test_garbage_with_a_matching_crc_is_stored_and_served_untouched(broker, kind
     assert produce(broker, topic, good(b"later", ts=5_000)).error_code == 0
     part = fetch(broker, topic, 0)
     stored = part.records[:len(batch)]
-    # Served byte for byte (only the base offset and leader epoch are the broker's).
-    assert stored[12:16] == b"\xff\xff\xff\xff"
+    # Served byte for byte (only the base offset and leader epoch are the broker's: a new
+    # topic's first leader epoch is 0).
+    assert stored[12:16] == b"\x00\x00\x00\x00"
     assert stored[16:] == batch[16:]
     with pytest.raises(CorruptRecordError):
         list(decode_batches(stored))
@@ -247,6 +250,50 @@ def test_compression_bomb_is_never_inflated_in_full(broker, codec, inflated_mb):
     found = offset_for_time(broker, topic, 5_000)
     assert found.error_code == 0
     assert found.offset == stored.base_offset
+    assert well_behaved_client_ok(broker.address)
+    peak = broker.hwm_kb()
+    assert peak < PEAK_RSS_BOUND_KB, f"peak RSS {peak} kB: the bomb was inflated"
+
+
+def legacy_bomb(inflated_mb: int) -> bytes:
+    """A message format v1 gzip wrapper whose inner message set inflates to ``inflated_mb`` MiB
+    (what a Produce v2 client sends; the broker must convert it to store it)."""
+    import zlib
+
+    compressor = cramjam.gzip.Compressor()
+    inner = bytearray()
+    value = bytes(1 << 20)
+    message = struct.pack(">bbqii", 1, 0, 10_000, -1, len(value)) + value
+    entry = struct.pack(">qiI", 0, len(message) + 4, zlib.crc32(message)) + message
+    for _ in range(inflated_mb):
+        compressor.compress(entry)
+    inner += bytes(compressor.finish())
+    wrapper = struct.pack(">bbqii", 1, 1, 10_000, -1, len(inner)) + bytes(inner)
+    return struct.pack(">qiI", 0, len(wrapper) + 4, zlib.crc32(wrapper)) + wrapper
+
+
+def test_old_format_bomb_is_refused_without_inflating_it(broker):
+    batch = legacy_bomb(512)
+    assert len(batch) < 1_048_588
+    result = produce(broker, "bomb-legacy", batch, version=2)
+    assert result.error_code == ErrorCode.CORRUPT_MESSAGE  # it does not inflate within bounds
+    assert well_behaved_client_ok(broker.address)
+    peak = broker.hwm_kb()
+    assert peak < PEAK_RSS_BOUND_KB, f"peak RSS {peak} kB: the bomb was inflated"
+
+
+def test_down_converting_a_stored_bomb_is_bounded(broker):
+    batch = bomb(Compression.GZIP, 128)
+    stored = produce(broker, "bomb-old-fetch", batch)
+    assert stored.error_code == 0
+    part = FETCH.FetchTopic.FetchPartition(partition=0, fetch_offset=stored.base_offset,
+                                           partition_max_bytes=4 << 20)
+    resp = call(broker.address, ApiKey.Fetch, 3, replica_id=-1, max_wait_ms=0, min_bytes=0,
+                max_bytes=4 << 20, topics=[FETCH.FetchTopic(topic="bomb-old-fetch",
+                                                            partitions=[part])])
+    # a Fetch v3 consumer needs it converted to message format v1, which would mean inflating
+    # it past the broker's bound: the partition answers an error, the broker stays well
+    assert resp.responses[0].partitions[0].error_code == ErrorCode.CORRUPT_MESSAGE
     assert well_behaved_client_ok(broker.address)
     peak = broker.hwm_kb()
     assert peak < PEAK_RSS_BOUND_KB, f"peak RSS {peak} kB: the bomb was inflated"

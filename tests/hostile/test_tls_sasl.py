@@ -199,8 +199,8 @@ async def test_sasl_requests_on_a_plaintext_listener_are_illegal(trio_broker):
     assert resp.error_code == ErrorCode.ILLEGAL_SASL_STATE
     versions = {k.api_key: (k.min_version, k.max_version)
                 for k in (await client.request(API_VERSIONS, 0)).api_keys}
-    assert versions[HANDSHAKE] == (1, 1)
-    assert versions[AUTHENTICATE] == (0, 1)
+    assert versions[HANDSHAKE] == (0, 1)
+    assert versions[AUTHENTICATE] == (0, 2)
 
 
 async def test_users_added_while_running_can_log_in(tmp_path, users_file):

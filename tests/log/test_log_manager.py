@@ -1,5 +1,6 @@
 import json
 import logging
+import uuid
 from pathlib import Path
 
 import pytest
@@ -15,6 +16,7 @@ from trio_broker.log import (
     UnknownTopicOrPartitionError,
     validate_topic_name,
 )
+from trio_broker.log.topic_metadata import parse_topic_id, topic_id_str
 from trio_broker.protocol.errors import ErrorCode
 
 
@@ -48,8 +50,10 @@ def test_topics_and_configs_survive_restart(tmp_path: Path) -> None:
     assert doc == {
         "version": 1,
         "topic": "t",
+        "topic_id": topic_id_str(manager.topic_id("t")),
         "partitions": 2,
         "configs": {"cleanup.policy": "compact", "retention.ms": "-1"},
+        "leader_epochs": [0, 0],
     }
     again = _manager([tmp_path])
     assert again.topics() == {"t": 2}
@@ -76,7 +80,7 @@ def test_create_topic_errors(tmp_path: Path) -> None:
     with pytest.raises(InvalidConfigError, match=r"retention\.ms") as bad:
         manager.create_topic("cfg", 1, {"retention.ms": "soon"})
     assert bad.value.error_code == ErrorCode.INVALID_CONFIG
-    with pytest.raises(InvalidConfigError, match="unknown topic config"):
+    with pytest.raises(InvalidConfigError, match="Unknown topic config name"):
         manager.create_topic("cfg", 1, {"no.such.key": "1"})
     manager.create_topic("dry", 1, {}, validate_only=True)
     assert manager.topics() == {"a.b": 1}
@@ -251,3 +255,71 @@ def test_validate_topic_name(name: str, error: str | None) -> None:
     else:
         assert message is not None
         assert error in message
+
+
+def test_topic_ids_are_made_with_the_topic_kept_across_restarts_and_new_after_recreate(
+        tmp_path: Path) -> None:
+    manager = _manager([tmp_path])
+    created = manager.create_topic("t", 2, {})
+    other = manager.create_topic("u", 1, {})
+    assert isinstance(created, uuid.UUID)
+    assert created != other
+    assert created.int not in (0, 1)  # Kafka's reserved ids
+    assert manager.topic_id("t") == created
+    assert manager.topic_name(created) == "t"
+    assert manager.topic_ids() == {"t": created, "u": other}
+    assert manager.topic_id("missing") is None
+    assert manager.topic_name(uuid.uuid4()) is None
+    assert manager.create_topic("v", 1, {}, validate_only=True) is None
+    assert manager.topic_id("v") is None
+    manager.close()
+
+    again = _manager([tmp_path])
+    assert again.topic_id("t") == created
+    assert again.topic_name(created) == "t"
+    again.delete_topic("t")
+    assert again.topic_id("t") is None
+    assert again.topic_name(created) is None
+    recreated = again.create_topic("t", 1, {})
+    assert recreated is not None
+    assert recreated != created
+    assert again.topic_name(recreated) == "t"
+    again.close()
+    assert _manager([tmp_path]).topic_id("t") == recreated
+
+
+def test_topic_id_text_form_is_kafkas() -> None:
+    topic_id = uuid.UUID("6ba7b810-9dad-11d1-80b4-00c04fd430c8")
+    # Kafka's Uuid.toString: URL-safe base64 of the 16 bytes, without padding
+    assert topic_id_str(topic_id) == "a6e4EJ2tEdGAtADAT9QwyA"
+    assert parse_topic_id("a6e4EJ2tEdGAtADAT9QwyA") == topic_id
+    with pytest.raises(ValueError, match="16 bytes"):
+        parse_topic_id("AAAA")
+
+
+def test_a_topic_file_without_an_id_gets_one_that_then_stays(tmp_path: Path) -> None:
+    manager = _manager([tmp_path])
+    manager.create_topic("old", 1, {})
+    manager.close()
+    path = tmp_path / "topic-configs" / "old.json"
+    doc = json.loads(path.read_text())
+    del doc["topic_id"]  # as written before topic ids existed
+    path.write_text(json.dumps(doc))
+    first = _manager([tmp_path])
+    given = first.topic_id("old")
+    assert given is not None
+    assert json.loads(path.read_text())["topic_id"] == topic_id_str(given)
+    first.close()
+    assert _manager([tmp_path]).topic_id("old") == given
+
+
+def test_an_adopted_topic_gets_a_persistent_id(tmp_path: Path) -> None:
+    manager = _manager([tmp_path])
+    manager.create_topic("orphan", 1, {})
+    manager.close()
+    (tmp_path / "topic-configs" / "orphan.json").unlink()
+    adopted = _manager([tmp_path])
+    topic_id = adopted.topic_id("orphan")
+    assert topic_id is not None
+    adopted.close()
+    assert _manager([tmp_path]).topic_id("orphan") == topic_id

@@ -96,7 +96,7 @@ def test_unknown_key_and_unsupported_version_are_rejected_before_the_body():
     with pytest.raises(UnsupportedVersionError):
         decode_request_header(struct.pack(">hhih", 999, 0, 1, -1))
     with pytest.raises(UnsupportedVersionError):
-        decode_request_header(struct.pack(">hhih", ApiKey.Produce, 2, 1, -1))
+        decode_request_header(struct.pack(">hhih", ApiKey.Produce, 14, 1, -1))
     # ApiVersions of any version passes the header check: it gets the v0 error reply.
     header = decode_request_header(struct.pack(">hhih", ApiKey.ApiVersions, 9, 1, -1))
     assert header.api_version == 9

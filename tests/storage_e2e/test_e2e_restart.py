@@ -6,7 +6,7 @@ from __future__ import annotations
 import contextlib
 import os
 import random
-import select
+import selectors
 import signal
 import subprocess
 import sys
@@ -113,13 +113,15 @@ def _serve(data: Path, port: int, log_path: Path, *overrides: str) -> Iterator[s
         assert proc.stdout is not None
         deadline = time.monotonic() + 30
         line = b""
-        while b"listening on" not in line:
-            left = deadline - time.monotonic()
-            assert left > 0, "broker did not start in time"
-            ready, _, _ = select.select([proc.stdout], [], [], left)
-            if ready:
-                line = proc.stdout.readline()
-                assert line or proc.poll() is None, f"broker exited: {log_path.read_text()}"
+        # a selector, not select(): late in a long test session the pipe's fd may be >= 1024
+        with selectors.DefaultSelector() as selector:
+            selector.register(proc.stdout, selectors.EVENT_READ)
+            while b"listening on" not in line:
+                left = deadline - time.monotonic()
+                assert left > 0, "broker did not start in time"
+                if selector.select(left):
+                    line = proc.stdout.readline()
+                    assert line or proc.poll() is None, f"broker exited: {log_path.read_text()}"
         yield proc
     finally:
         if proc.poll() is None:

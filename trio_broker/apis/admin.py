@@ -1,54 +1,35 @@
-"""Topic administration: CreateTopics, DeleteTopics, CreatePartitions, DescribeConfigs,
-AlterConfigs.
+"""Topic administration: CreateTopics (v0-7), DeleteTopics (v0-6), CreatePartitions (v0-3).
 
 Why replication is fixed at 1: a single broker holds the only replica, so a request for more is
-INVALID_REPLICATION_FACTOR, as Kafka answers when too few brokers exist. Config sources follow
-Kafka: 1 topic override, 4 static broker config, 5 default.
+INVALID_REPLICATION_FACTOR, as Kafka answers when too few brokers exist. The checks, their order
+and their messages are a KRaft controller's. The config APIs (DescribeConfigs, AlterConfigs,
+IncrementalAlterConfigs) are in ``configs.py``; CreateTopics v5+ describes the new topic's
+configs the way DescribeConfigs does (``config.describe``).
 """
 
 from __future__ import annotations
 
 import logging
+import uuid
 from collections import Counter
 
-import attrs
 import trio
 
-from ..config import SENSITIVE_KEYS, describe_keys
-from ..log import TOPIC_CONFIG_KEYS, StorageError, log_config_from
+from ..config.describe import Sources, describe_topic
+from ..log import StorageError
 from ..protocol.api_keys import ApiKey
 from ..protocol.errors import ErrorCode
 from ..protocol.messages import response_type
 from .bodies import (
-    AlterConfigsRequest,
     CreatePartitionsRequest,
     CreateTopicsRequest,
     DeleteTopicsRequest,
-    DescribeConfigsRequest,
     Struct,
 )
 from .context import HandlerContext, HandlerResult
 from .state import BrokerState, TopicChange
 
 LOGGER = logging.getLogger(__name__)
-
-RESOURCE_TOPIC = 2
-RESOURCE_BROKER = 4
-SOURCE_TOPIC = 1
-SOURCE_STATIC_BROKER = 4
-SOURCE_DEFAULT = 5
-
-# topic config -> the broker key that supplies its default
-_BROKER_SYNONYM = {
-    "segment.bytes": "log.segment.bytes", "segment.ms": "log.roll.ms",
-    "retention.ms": "log.retention.ms", "retention.bytes": "log.retention.bytes",
-    "index.interval.bytes": "log.index.interval.bytes",
-    "flush.messages": "log.flush.interval.messages", "flush.ms": "log.flush.interval.ms",
-    "max.message.bytes": "message.max.bytes",
-    "message.timestamp.type": "log.message.timestamp.type",
-    "cleanup.policy": "log.cleanup.policy",
-}
-
 
 # --- CreateTopics ----------------------------------------------------------------------------
 
@@ -60,61 +41,128 @@ _CT = response_type(ApiKey.CreateTopics)
 MAX_PARTITIONS_PER_TOPIC = 10_000
 
 
+
 async def handle_create_topics(ctx: HandlerContext, request: CreateTopicsRequest) -> HandlerResult:
+    """CreateTopics v0-v7, as a KRaft controller answers (v5+ with the new topic's configs and
+    counts, v7 with its id; ``validate_only`` from v1 answers the same without creating)."""
     broker = ctx.broker
     counts = Counter(t.name for t in request.topics)
+    validate_only = ctx.version >= 1 and request.validate_only
     results = []
-    for t in request.topics:
-        error, message = _create_one(broker, t, request.validate_only, counts[t.name] > 1,
-                                     ctx.version)
-        results.append(_CT.CreatableTopicResult(name=t.name, error_code=error,
-                                                error_message=message))
+    for name in counts:  # each name answered once, in the order first asked
+        if counts[name] > 1:
+            results.append(_CT.CreatableTopicResult(
+                name=name, topic_id=None, error_code=ErrorCode.INVALID_REQUEST,
+                error_message="Duplicate topic name.", configs=[]))
+            continue
+        [topic] = (t for t in request.topics if t.name == name)
+        results.append(_create_one(broker, topic, validate_only))
     return ctx.response(throttle_time_ms=0, topics=results)
 
 
-def _create_one(broker: BrokerState, t: Struct, validate_only: bool, duplicated: bool,
-                version: int) -> tuple[int, str | None]:
-    if duplicated:
-        return ErrorCode.INVALID_REQUEST, f"Create topics request included {t.name!r} twice."
+def _create_one(broker: BrokerState, t: Struct, validate_only: bool) -> Struct:
+    def failed(error: int, message: str | None) -> Struct:
+        return _CT.CreatableTopicResult(name=t.name, topic_id=None, error_code=error,
+                                        error_message=message, configs=[])
+
+    configs: dict[str, str] = {}
+    for c in t.configs:
+        if c.value is None:
+            return failed(ErrorCode.INVALID_CONFIG,
+                          f"Null value not supported for topic config {c.name}")
+        configs[c.name] = c.value
+    try:  # Kafka's order: the name, an existing topic, the configs, then the partitions
+        broker.logs.create_topic(t.name, 1, configs, validate_only=True)
+    except StorageError as exc:
+        return failed(exc.error_code, str(exc))
+    error, message, partitions = _partition_count(broker, t)
+    if error:
+        return failed(error, message)
+    topic_id = None  # validate_only: no topic, no id (Kafka's zero uuid on the wire)
+    if not validate_only:
+        try:
+            topic_id = broker.logs.create_topic(t.name, partitions, configs)
+        except StorageError as exc:
+            return failed(exc.error_code, str(exc))
+        broker.topics_changed(TopicChange(t.name, 0, partitions))
+    return _CT.CreatableTopicResult(
+        name=t.name, topic_id=topic_id, error_code=ErrorCode.NONE, error_message=None,
+        topic_config_error_code=ErrorCode.NONE, num_partitions=partitions, replication_factor=1,
+        configs=[_CT.CreatableTopicResult.CreatableTopicConfigs(
+            name=name, value=value, read_only=False, config_source=source, is_sensitive=False)
+            for name, value, source in _effective_topic_configs(broker, configs)])
+
+
+def _partition_count(broker: BrokerState, t: Struct) -> tuple[int, str | None, int]:
+    """(error, message, partitions) of a new topic: Kafka's checks of its assignment, or of
+    its partition count and replication factor, on a cluster of this one broker."""
     node = broker.node_id
-    partitions = t.num_partitions
     if t.assignments:
-        if partitions != -1:
-            return (ErrorCode.INVALID_REQUEST,
-                    "Both numPartitions or replicationFactor and replicasAssignments were set.")
+        if t.replication_factor != -1:
+            return (ErrorCode.INVALID_REQUEST, "A manual partition assignment was specified, "
+                    "but replication factor was not set to -1.", 0)
+        if t.num_partitions != -1:
+            return (ErrorCode.INVALID_REQUEST, "A manual partition assignment was specified, "
+                    "but numPartitions was not set to -1.", 0)
+        seen: set[int] = set()
         for a in t.assignments:
-            if list(a.broker_ids) != [node]:
-                return (ErrorCode.INVALID_REPLICA_ASSIGNMENT,
-                        f"Replica assignment {list(a.broker_ids)} names brokers other than {node}.")
-        partitions = len(t.assignments)
-    if partitions == -1:
-        partitions = broker.config.num_partitions
-    rf = t.replication_factor
-    if rf == -1 and not t.assignments:
-        rf = broker.config.default_replication_factor
-    if not t.assignments and rf != 1:
-        return (ErrorCode.INVALID_REPLICATION_FACTOR,
-                f"Replication factor: {rf} larger than available brokers: 1." if rf > 1 else
-                "Replication factor must be larger than 0, or -1 to use the default value.")
-    if partitions < 1:
-        return (ErrorCode.INVALID_PARTITIONS,
-                "Number of partitions must be larger than 0, or -1 to use the default value.")
+            if a.partition_index in seen:
+                return (ErrorCode.INVALID_REPLICA_ASSIGNMENT, "Found multiple manual partition "
+                        f"assignments for partition {a.partition_index}", 0)
+            seen.add(a.partition_index)
+            problem = replica_assignment_problem(list(a.broker_ids), node)
+            if problem:
+                return ErrorCode.INVALID_REPLICA_ASSIGNMENT, problem, 0
+        if seen != set(range(len(seen))):
+            return (ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+                    "partitions should be a consecutive 0-based integer sequence", 0)
+        partitions = len(seen)
+    else:
+        rf, partitions = t.replication_factor, t.num_partitions
+        if rf < -1 or rf == 0:
+            return (ErrorCode.INVALID_REPLICATION_FACTOR,
+                    "Replication factor must be larger than 0, or -1 to use the default value.",
+                    0)
+        if partitions < -1 or partitions == 0:
+            return (ErrorCode.INVALID_PARTITIONS,
+                    "Number of partitions was set to an invalid non-positive value.", 0)
+        partitions = broker.config.num_partitions if partitions == -1 else partitions
+        rf = broker.config.default_replication_factor if rf == -1 else rf
+        if rf != 1:
+            return (ErrorCode.INVALID_REPLICATION_FACTOR,
+                    f"Unable to replicate the partition {rf} time(s): The target replication "
+                    f"factor of {rf} cannot be reached because only 1 broker(s) are "
+                    "registered.", 0)
     if partitions > MAX_PARTITIONS_PER_TOPIC:
         return (ErrorCode.INVALID_PARTITIONS,
                 f"Number of partitions {partitions} exceeds the limit of "
-                f"{MAX_PARTITIONS_PER_TOPIC} per topic.")
-    configs = {}
-    for c in t.configs:
-        if c.value is None:
-            return ErrorCode.INVALID_CONFIG, f"Null value not supported for topic config {c.name}"
-        configs[c.name] = c.value
-    try:
-        broker.logs.create_topic(t.name, partitions, configs, validate_only=validate_only)
-    except StorageError as exc:
-        return exc.error_code, str(exc)
-    if not validate_only:
-        broker.topics_changed(TopicChange(t.name, 0, partitions))
-    return 0, None
+                f"{MAX_PARTITIONS_PER_TOPIC} per topic.", 0)
+    return ErrorCode.NONE, None, partitions
+
+
+def replica_assignment_problem(replicas: list[int], node: int) -> str | None:
+    """Kafka's ``validateManualPartitionAssignment`` on a cluster of one broker."""
+    if not replicas:
+        return "The manual partition assignment includes an empty replica list."
+    previous = None
+    for broker_id in sorted(replicas):
+        if broker_id != node:
+            return (f"The manual partition assignment includes broker {broker_id}, but no such "
+                    "broker is registered.")
+        if broker_id == previous:
+            return (f"The manual partition assignment includes the broker {broker_id} more "
+                    "than once.")
+        previous = broker_id
+    return None
+
+
+def _effective_topic_configs(broker: BrokerState,
+                             overrides: dict[str, str]) -> list[tuple[str, str | None, int]]:
+    """(name, value, source) of every config of a topic created with ``overrides``, sorted, as
+    CreateTopics v5+ returns them: what DescribeConfigs would show for the new topic."""
+    values = broker.logs.default_config.with_overrides(overrides).to_topic_configs()
+    return [(e.name, e.value, int(e.source))
+            for e in describe_topic(values, overrides, Sources(broker.dynamic_configs), None)]
 
 
 # --- DeleteTopics ----------------------------------------------------------------------------
@@ -123,23 +171,79 @@ _DT = response_type(ApiKey.DeleteTopics)
 
 
 async def handle_delete_topics(ctx: HandlerContext, request: DeleteTopicsRequest) -> HandlerResult:
+    """DeleteTopics v0-v6 (v6 names topics by name or by id), as a KRaft controller answers.
+
+    A topic id of None is Kafka's zero uuid: "no id" (the codec reads and writes it so)."""
     broker = ctx.broker
-    results = []
-    for name in request.topic_names:
-        error = 0
-        if not broker.config.delete_topic_enable:
-            error = ErrorCode.TOPIC_DELETION_DISABLED
-        elif name not in broker.logs.topics():
-            error = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-        else:
-            count = broker.logs.topics()[name]
-            try:
-                await trio.to_thread.run_sync(broker.logs.delete_topic, name)
-            except StorageError as exc:
-                error = exc.error_code
+    v = ctx.version
+    asked: list[tuple[str | None, uuid.UUID | None]] = (
+        [(t.name, t.topic_id) for t in request.topics] if v >= 6
+        else [(name, None) for name in request.topic_names])
+    if not broker.config.delete_topic_enable:
+        error = ErrorCode.TOPIC_DELETION_DISABLED if v >= 3 else ErrorCode.INVALID_REQUEST
+        return ctx.response(throttle_time_ms=0, responses=[
+            _DT.DeletableTopicResult(name=name, topic_id=tid, error_code=error,
+                                     error_message="Topic deletion is disabled.")
+            for name, tid in asked])
+    results: list[Struct] = []
+
+    def answer(name: str | None, tid: uuid.UUID | None, error: int,
+               message: str | None) -> None:
+        results.append(_DT.DeletableTopicResult(name=name, topic_id=tid, error_code=error,
+                                                error_message=message))
+
+    names = Counter(name for name, tid in asked if name is not None and tid is None)
+    ids = Counter(tid for name, tid in asked if name is None and tid is not None)
+    targets: dict[str, uuid.UUID] = {}  # what to delete: name -> id
+    for name, tid in asked:
+        if name is None and tid is None:
+            answer(None, None, ErrorCode.INVALID_REQUEST,
+                   "Neither topic name nor id were specified.")
+        elif name is not None and tid is not None:
+            answer(name, tid, ErrorCode.INVALID_REQUEST,
+                   "You may not specify both topic name and topic id.")
+        elif name is not None and names[name] != 1:
+            if names[name] > 1:  # answered once, then marked
+                answer(name, None, ErrorCode.INVALID_REQUEST, "Duplicate topic name.")
+                names[name] = 0
+        elif tid is not None and ids[tid] != 1:
+            if ids[tid] > 1:
+                answer(None, tid, ErrorCode.INVALID_REQUEST, "Duplicate topic id.")
+                ids[tid] = 0
+        elif tid is not None:
+            found = broker.logs.topic_name(tid)
+            if found is None:
+                answer(None, tid, ErrorCode.UNKNOWN_TOPIC_ID,
+                       "This server does not host this topic ID.")
+            elif found in targets:
+                answer(found, tid, ErrorCode.INVALID_REQUEST,
+                       "The provided topic name maps to an ID that was already supplied.")
             else:
-                broker.topics_changed(TopicChange(name, count, 0))
-        results.append(_DT.DeletableTopicResult(name=name, error_code=error))
+                targets[found] = tid
+        else:
+            assert name is not None
+            found_id = broker.logs.topic_id(name)
+            if found_id is None:
+                answer(name, None, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+                       "This server does not host this topic-partition.")
+            elif name in targets:
+                answer(name, found_id, ErrorCode.INVALID_REQUEST,
+                       "The provided topic name maps to an ID that was already supplied.")
+            else:
+                targets[name] = found_id
+    for name, tid in targets.items():
+        count = broker.logs.topics().get(name)
+        if count is None:  # deleted meanwhile by another request
+            answer(name, tid, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+                   "This server does not host this topic-partition.")
+            continue
+        try:
+            await trio.to_thread.run_sync(broker.logs.delete_topic, name)
+        except StorageError as exc:
+            answer(name, tid, exc.error_code, str(exc))
+        else:
+            broker.topics_changed(TopicChange(name, count, 0))
+            answer(name, tid, ErrorCode.NONE, None)
     return ctx.response(throttle_time_ms=0, responses=results)
 
 
@@ -150,142 +254,51 @@ _CP = response_type(ApiKey.CreatePartitions)
 
 async def handle_create_partitions(ctx: HandlerContext,
                                    request: CreatePartitionsRequest) -> HandlerResult:
+    """CreatePartitions v0-v3: add partitions to existing topics (one replica, this broker),
+    checked as a KRaft controller checks them."""
     broker = ctx.broker
+    counts = Counter(t.name for t in request.topics)
     results = []
-    for t in request.topics:
-        error, message = 0, None
-        if t.name not in broker.logs.topics():
-            error, message = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"Topic {t.name!r} not found."
-        elif t.assignments and any(list(a.broker_ids) != [broker.node_id]
-                                   for a in t.assignments):
-            error, message = ErrorCode.INVALID_REPLICA_ASSIGNMENT, "Unknown broker in assignment."
-        elif t.count > MAX_PARTITIONS_PER_TOPIC:
-            error, message = (ErrorCode.INVALID_PARTITIONS,
-                              f"Number of partitions {t.count} exceeds the limit of "
-                              f"{MAX_PARTITIONS_PER_TOPIC} per topic.")
+    for name in counts:
+        error: int
+        message: str | None
+        if counts[name] > 1:
+            error, message = ErrorCode.INVALID_REQUEST, "Duplicate topic name."
         else:
-            previous = broker.logs.topics()[t.name]
-            try:
-                broker.logs.add_partitions(t.name, t.count, validate_only=request.validate_only)
-            except StorageError as exc:
-                error, message = exc.error_code, str(exc)
-            else:
-                if not request.validate_only:
-                    broker.topics_changed(TopicChange(t.name, previous, t.count))
-        results.append(_CP.CreatePartitionsTopicResult(name=t.name, error_code=error,
+            [t] = (t for t in request.topics if t.name == name)
+            error, message = _add_partitions(broker, t, request.validate_only)
+        results.append(_CP.CreatePartitionsTopicResult(name=name, error_code=error,
                                                         error_message=message))
     return ctx.response(throttle_time_ms=0, results=results)
 
 
-# --- DescribeConfigs -------------------------------------------------------------------------
-
-_DC = response_type(ApiKey.DescribeConfigs)
-_DCResult = _DC.DescribeConfigsResult
-_DCConfig = _DCResult.DescribeConfigsResourceResult
-_DCSyn = _DCConfig.DescribeConfigsSynonym
-
-
-async def handle_describe_configs(ctx: HandlerContext,
-                                  request: DescribeConfigsRequest) -> HandlerResult:
-    results = []
-    for r in request.resources:
-        keys = set(r.configuration_keys) if r.configuration_keys is not None else None
-        error, message = 0, None
-        configs: list[Struct] = []
-        if r.resource_type == RESOURCE_TOPIC:
-            error, message, configs = _topic_configs(ctx.broker, r.resource_name, keys,
-                                                     request.include_synonyms)
-        elif r.resource_type == RESOURCE_BROKER:
-            if r.resource_name not in ("", str(ctx.broker.node_id)):
-                error, message = ErrorCode.INVALID_REQUEST, f"Unknown broker {r.resource_name!r}"
-            else:
-                configs = _broker_configs(ctx.broker, keys)
-        else:
-            error = ErrorCode.INVALID_REQUEST
-            message = f"Unsupported resource type {r.resource_type}"
-        results.append(_DCResult(error_code=error, error_message=message,
-                                 resource_type=r.resource_type,
-                                 resource_name=r.resource_name, configs=configs))
-    return ctx.response(throttle_time_ms=0, results=results)
-
-
-def _broker_defaults(broker: BrokerState) -> dict[str, str]:
-    """Topic config values implied by the broker's config (before any topic override)."""
-    return log_config_from(broker.config).to_topic_configs()
-
-
-def _topic_configs(broker: BrokerState, name: str, keys: set[str] | None,
-                   synonyms: bool) -> tuple[int, str | None, list[Struct]]:
-    logs = broker.logs
-    if name not in logs.topics():
-        return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"Topic {name!r} does not exist.", []
-    current = logs.topic_config(name).to_topic_configs()
-    overrides = logs.topic_overrides(name)
-    broker_values = _broker_defaults(broker)
-    configs = []
-    for key, value in sorted(current.items()):
-        if keys is not None and key not in keys:
-            continue
-        default = TOPIC_CONFIG_KEYS[key][1]
-        if key in overrides:
-            source = SOURCE_TOPIC
-        elif broker_values.get(key) != default:
-            source = SOURCE_STATIC_BROKER
-        else:
-            source = SOURCE_DEFAULT
-        syn = []
-        if synonyms:
-            if key in overrides:
-                syn.append(_DCSyn(name=key, value=overrides[key], source=SOURCE_TOPIC))
-            if key in _BROKER_SYNONYM:
-                bsrc = SOURCE_STATIC_BROKER if broker_values.get(key) != default else SOURCE_DEFAULT
-                syn.append(_DCSyn(name=_BROKER_SYNONYM[key], value=broker_values.get(key),
-                                  source=bsrc))
-        configs.append(_DCConfig(name=key, value=value, read_only=False, config_source=source,
-                                 is_sensitive=False, synonyms=syn))
-    return 0, None, configs
-
-
-def _broker_configs(broker: BrokerState, keys: set[str] | None) -> list[Struct]:
-    values = attrs.asdict(broker.config)
-    defaults = {k: d for k, d, _ in describe_keys()}
-    configs = []
-    for kafka_key, _default, _doc in describe_keys():
-        if keys is not None and kafka_key not in keys:
-            continue
-        raw = values[kafka_key.replace(".", "_")]
-        value = None if raw is None else str(raw).lower() if isinstance(raw, bool) else str(raw)
-        source = SOURCE_DEFAULT if (value or "") == defaults[kafka_key] else SOURCE_STATIC_BROKER
-        sensitive = kafka_key in SENSITIVE_KEYS
-        configs.append(_DCConfig(name=kafka_key, value=None if sensitive else value,
-                                 read_only=True, config_source=source, is_sensitive=sensitive,
-                                 synonyms=[]))
-    return configs
-
-
-# --- AlterConfigs ----------------------------------------------------------------------------
-
-_AC = response_type(ApiKey.AlterConfigs)
-
-
-async def handle_alter_configs(ctx: HandlerContext, request: AlterConfigsRequest) -> HandlerResult:
-    logs = ctx.broker.logs
-    results = []
-    for r in request.resources:
-        error, message = 0, None
-        if r.resource_type != RESOURCE_TOPIC:
-            error = ErrorCode.INVALID_REQUEST
-            message = "Only topic configs can be altered; broker configs are static."
-        elif r.resource_name not in logs.topics():
-            error = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-            message = f"Topic {r.resource_name!r} does not exist."
-        else:
-            try:
-                logs.alter_topic_config(r.resource_name, {c.name: c.value for c in r.configs},
-                                        validate_only=request.validate_only)
-            except StorageError as exc:
-                error, message = exc.error_code, str(exc)
-        results.append(_AC.AlterConfigsResourceResponse(
-            error_code=error, error_message=message, resource_type=r.resource_type,
-            resource_name=r.resource_name))
-    return ctx.response(throttle_time_ms=0, responses=results)
+def _add_partitions(broker: BrokerState, t: Struct, validate_only: bool,
+                    ) -> tuple[int, str | None]:
+    current = broker.logs.topics().get(t.name)
+    if current is None:
+        return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, None
+    if t.count == current:
+        return ErrorCode.INVALID_PARTITIONS, f"Topic already has {current} partition(s)."
+    if t.count < current:
+        return (ErrorCode.INVALID_PARTITIONS, f"The topic {t.name} currently has {current} "
+                f"partition(s); {t.count} would not be an increase.")
+    added = t.count - current
+    if t.assignments is not None:
+        if len(t.assignments) != added:
+            return (ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+                    f"Attempted to add {added} additional partition(s), but only "
+                    f"{len(t.assignments)} assignment(s) were specified.")
+        for a in t.assignments:
+            problem = replica_assignment_problem(list(a.broker_ids), broker.node_id)
+            if problem:
+                return ErrorCode.INVALID_REPLICA_ASSIGNMENT, problem
+    if t.count > MAX_PARTITIONS_PER_TOPIC:
+        return (ErrorCode.INVALID_PARTITIONS, f"Number of partitions {t.count} exceeds the "
+                f"limit of {MAX_PARTITIONS_PER_TOPIC} per topic.")
+    try:
+        broker.logs.add_partitions(t.name, t.count, validate_only=validate_only)
+    except StorageError as exc:
+        return exc.error_code, str(exc)
+    if not validate_only:
+        broker.topics_changed(TopicChange(t.name, current, t.count))
+    return ErrorCode.NONE, None

@@ -40,6 +40,19 @@ AlterConfigsRequest: TypeAlias = RequestBody
 SaslAuthenticateRequest: TypeAlias = RequestBody
 CreatePartitionsRequest: TypeAlias = RequestBody
 DeleteGroupsRequest: TypeAlias = RequestBody
+OffsetDeleteRequest: TypeAlias = RequestBody
+DescribeClusterRequest: TypeAlias = RequestBody
+DescribeUserScramCredentialsRequest: TypeAlias = RequestBody
+AlterUserScramCredentialsRequest: TypeAlias = RequestBody
+ElectLeadersRequest: TypeAlias = RequestBody
+AlterPartitionReassignmentsRequest: TypeAlias = RequestBody
+ListPartitionReassignmentsRequest: TypeAlias = RequestBody
+OffsetForLeaderEpochRequest: TypeAlias = RequestBody
+DescribeLogDirsRequest: TypeAlias = RequestBody
+DescribeProducersRequest: TypeAlias = RequestBody
+GetTelemetrySubscriptionsRequest: TypeAlias = RequestBody
+PushTelemetryRequest: TypeAlias = RequestBody
+DescribeTopicPartitionsRequest: TypeAlias = RequestBody
 
 #: An element of a request or response array (a topic, a partition, a member): the codec's
 #: nested struct classes, built through ``protocol.messages.response_type``.

@@ -1,87 +1,195 @@
-"""Fetch: whole batches from each partition's log, long-polled through the purgatory.
+"""Fetch v0-v18: whole batches from each partition's log, long-polled through the purgatory.
 
 Why it reads, then parks: most fetches find data at once and are answered by the handler. One
 that finds fewer than ``min_bytes`` is parked (``purgatory.py``) and re-read when enough data was
 appended to the partitions it watches or its ``max_wait_ms`` passes; the handler is free at once.
-Batches are returned as the log stores them (KIP-74: the first batch even when it exceeds the
-limits); fetch sessions are answered with session id 0, so clients keep sending full fetches.
+
+v4+ consumers get the batches as the log stores them (KIP-74: the first batch even when it
+exceeds the limits): the bytes read are the bytes sent, with no per-record work. v0-v3 allow only
+message formats v0 (v0-v1) and v1 (v2-v3), so their data is down-converted
+(``protocol.conversion``); v0-v2 keep Kafka's hard byte limit (no oversized first batch).
+
+Per version: v7 sessions (answered sessionless: ``session_id`` 0 for every full fetch, which is
+what Kafka answers when it keeps no session, and FETCH_SESSION_ID_NOT_FOUND for an incremental
+one, after which clients send full fetches); v9 ``current_leader_epoch`` (FENCED_LEADER_EPOCH /
+UNKNOWN_LEADER_EPOCH); v11 no preferred read replica (-1); v12 ``last_fetched_epoch`` and the
+diverging epoch it may reveal; v13 topics by id (UNKNOWN_TOPIC_ID); v15's replica state, v17's
+replica directory id and v18's high watermark are a follower's, and there are no followers;
+v16 the current leader and its endpoint with a FENCED_LEADER_EPOCH.
 """
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import trio
 
-from ..log import StorageError
+from ..log import Log, StorageError
 from ..protocol.api_keys import ApiKey
-from ..protocol.errors import ErrorCode
+from ..protocol.conversion import batches_to_legacy
+from ..protocol.errors import CorruptRecordError, ErrorCode, UnsupportedCompressionError
 from ..protocol.messages import response_type
 from .bodies import FetchRequest, ResponseBody, Struct
 from .context import DEFERRED, HandlerContext, HandlerResult
+from .leader_epochs import check_leader_epoch
 from .purgatory import DelayedOperation
 from .state import BrokerState
 
 _R = response_type(ApiKey.Fetch)
 _TopicResp = _R.FetchableTopicResponse
 _PartResp = _TopicResp.PartitionData
+_Diverging = _PartResp.EpochEndOffset
+_Leader = _PartResp.LeaderIdAndEpoch
+_Node = _R.NodeEndpoint
+#: session epochs of a full fetch (Kafka's ``FetchMetadata.INITIAL_EPOCH`` / ``FINAL_EPOCH``)
+_FULL_FETCH_EPOCHS = (0, -1)
+READ_COMMITTED = 1
+
+
+class _Read(NamedTuple):
+    topics: list[Struct]
+    total: int
+    errors: int
+    #: a partition answered with its current leader (v16+: the response lists that node)
+    leader_shown: bool
 
 
 async def handle_fetch(ctx: HandlerContext, request: FetchRequest) -> HandlerResult:
-    topics, total, errors = read_partitions(ctx.broker, request)
+    v = ctx.version
+    if v >= 7 and request.session_epoch not in _FULL_FETCH_EPOCHS:
+        # an incremental fetch names a session; this broker keeps none
+        return ctx.response(throttle_time_ms=0, error_code=ErrorCode.FETCH_SESSION_ID_NOT_FOUND,
+                            session_id=0, responses=[])
+    read = read_partitions(ctx.broker, request, v)
     keys = [(t.topic, p.partition) for t in request.topics for p in t.partitions]
-    if request.max_wait_ms <= 0 or total >= request.min_bytes or errors or not keys:
-        return _response(ctx, topics)
+    if request.max_wait_ms <= 0 or read.total >= request.min_bytes or read.errors or not keys:
+        return _response(ctx, read)
 
     def complete() -> None:
-        again, _, _ = read_partitions(ctx.broker, request)
-        ctx.respond(_response(ctx, again))
+        ctx.respond(_response(ctx, read_partitions(ctx.broker, request, v)))
 
+    if v >= 13:  # parked by name: appends notify (name, partition)
+        keys = [(ctx.broker.logs.topic_name(t.topic_id), p.partition)
+                for t in request.topics for p in t.partitions]
     op = DelayedOperation(keys, deadline=trio.current_time() + request.max_wait_ms / 1000,
-                          min_bytes=request.min_bytes, accumulated_bytes=total,
+                          min_bytes=request.min_bytes, accumulated_bytes=read.total,
                           complete=complete)
     ctx.broker.fetch_purgatory.park(op)
     return DEFERRED
 
 
-def _response(ctx: HandlerContext, topics: list[Struct]) -> ResponseBody:
-    return ctx.response(throttle_time_ms=0, error_code=0, session_id=0, responses=topics)
+def _response(ctx: HandlerContext, read: _Read) -> ResponseBody:
+    broker = ctx.broker
+    nodes = ([_Node(node_id=broker.node_id, host=broker.advertised_host,
+                    port=broker.advertised_port, rack=None)] if read.leader_shown else [])
+    return ctx.response(throttle_time_ms=0, error_code=0, session_id=0, responses=read.topics,
+                        node_endpoints=nodes)
 
 
-def read_partitions(broker: BrokerState,
-                    request: FetchRequest) -> tuple[list[Struct], int, int]:
-    """(topic responses, bytes read, partitions in error) honouring max_bytes and KIP-74."""
+def read_partitions(broker: BrokerState, request: FetchRequest, version: int) -> _Read:
+    """The topic responses, bytes read, partitions in error, honouring max_bytes and KIP-74."""
     logs = broker.logs
     remaining = request.max_bytes if request.max_bytes > 0 else 0x7FFFFFFF
-    total = 0
-    errors = 0
-    first_data = True
+    total = errors = 0
+    first_data = version >= 3  # v0-v2: Kafka's hard limit, no oversized first batch
+    committed = request.isolation_level == READ_COMMITTED
+    leader_shown = False
     out = []
     for t in request.topics:
+        name = logs.topic_name(t.topic_id) if version >= 13 else t.topic
         parts = []
         for p in t.partitions:
-            log = logs.get_log(t.topic, p.partition)
-            if log is None:
-                offline = (t.topic, p.partition) in logs.offline_partitions
+            log = None if name is None else logs.get_log(name, p.partition)
+            error = _partition_error(broker, name, p, log, version)
+            if error is not None:
                 errors += 1
-                parts.append(_part(p.partition, ErrorCode.KAFKA_STORAGE_ERROR if offline
-                                   else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))
+                parts.append(_part(p.partition, error))
+                if error == ErrorCode.FENCED_LEADER_EPOCH and version >= 16 and log is not None:
+                    parts[-1].current_leader = _Leader(leader_id=broker.node_id,
+                                                       leader_epoch=log.leader_epoch)
+                    leader_shown = True
+                continue
+            assert log is not None
+            diverging = _diverging_epoch(log, p) if version >= 12 else None
+            if isinstance(diverging, int):
+                errors += 1
+                parts.append(_part(p.partition, diverging))
+                continue
+            if diverging is not None:
+                parts.append(_part(p.partition, 0, log.high_watermark, log.log_start_offset,
+                                   lso=log.last_stable_offset))
+                parts[-1].diverging_epoch = diverging
                 continue
             limit = min(p.partition_max_bytes, remaining)
             try:
                 data = log.read(p.fetch_offset, max(limit, 0), min_one_batch=first_data)
+                records = data.records
+                if version <= 3 and records:
+                    records = batches_to_legacy(records, 0 if version <= 1 else 1,
+                                                p.fetch_offset, max(limit, 0))
+            except UnsupportedCompressionError:
+                errors += 1
+                parts.append(_part(p.partition, ErrorCode.UNSUPPORTED_COMPRESSION_TYPE))
+                continue
+            except CorruptRecordError:  # stored records that do not convert within bounds
+                errors += 1
+                parts.append(_part(p.partition, ErrorCode.CORRUPT_MESSAGE))
+                continue
             except StorageError as exc:
                 errors += 1
-                parts.append(_part(p.partition, exc.error_code, log.high_watermark,
-                                   log.log_start_offset))
+                parts.append(_part(p.partition, _storage_error(exc.error_code, version),
+                                   log.high_watermark, log.log_start_offset))
                 continue
-            n = len(data.records)
+            n = len(records)
             if n:
                 first_data = False
                 remaining -= n
                 total += n
+            lso = log.last_stable_offset if committed else data.last_stable_offset
             parts.append(_part(p.partition, 0, data.high_watermark, data.log_start_offset,
-                               data.records, data.last_stable_offset))
-        out.append(_TopicResp(topic=t.topic, partitions=parts))
-    return out, total, errors
+                               records, lso))
+        out.append(_TopicResp(topic=t.topic if version < 13 else "",
+                              topic_id=t.topic_id if version >= 13 else None,
+                              partitions=parts))
+    return _Read(out, total, errors, leader_shown)
+
+
+def _partition_error(broker: BrokerState, name: str | None, p: Struct, log: Log | None,
+                     version: int) -> int | None:
+    if name is None:
+        return ErrorCode.UNKNOWN_TOPIC_ID
+    if log is None:
+        if (name, p.partition) in broker.logs.offline_partitions:
+            return _storage_error(ErrorCode.KAFKA_STORAGE_ERROR, version)
+        return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+    error = check_leader_epoch(log, p.current_leader_epoch)
+    if error:
+        return error
+    if version < 10 and log.config.compression_type == "zstd":
+        return ErrorCode.UNSUPPORTED_COMPRESSION_TYPE  # Kafka: zstd topics need Fetch v10
+    return None
+
+
+def _storage_error(code: int, version: int) -> int:
+    # Kafka: consumers before Fetch v6 may not know KAFKA_STORAGE_ERROR, so they get a
+    # retriable NOT_LEADER_OR_FOLLOWER (and refresh their metadata) instead
+    if code == ErrorCode.KAFKA_STORAGE_ERROR and version <= 5:
+        return ErrorCode.NOT_LEADER_OR_FOLLOWER
+    return code
+
+
+def _diverging_epoch(log: Log, p: Struct) -> Struct | int | None:
+    """Kafka's check for a fetcher that names the epoch of the data it last read (v12+): if that
+    epoch ended before the fetch offset here, the fetcher's log diverged and must truncate (the
+    answer says where); an epoch this log cannot place is OFFSET_OUT_OF_RANGE."""
+    if p.last_fetched_epoch < 0:
+        return None
+    epoch, end_offset = log.end_offset_for_epoch(p.last_fetched_epoch)
+    if end_offset < 0 or epoch < 0 or p.fetch_offset < log.log_start_offset:
+        return ErrorCode.OFFSET_OUT_OF_RANGE
+    if epoch < p.last_fetched_epoch or end_offset < p.fetch_offset:
+        return _Diverging(epoch=epoch, end_offset=end_offset)
+    return None
 
 
 def _part(index: int, error: int, hw: int = -1, log_start: int = -1, records: bytes = b"",

@@ -1,11 +1,11 @@
 """Group membership APIs: FindCoordinator, JoinGroup, SyncGroup, Heartbeat, LeaveGroup,
-DescribeGroups, ListGroups, DeleteGroups.
+DescribeGroups, ListGroups, DeleteGroups, every version Kafka 3.9 and 4.1 define.
 
 Why thin: the group coordinator (``trio_broker.coordinator``) owns every rule and state; these
-handlers only translate between wire messages and coordinator calls. JoinGroup, SyncGroup and
-DeleteGroups may be answered later: the coordinator calls back, ``Reply`` turns an immediate
-callback into the handler's return value and a later one into ``ctx.respond``, so a held request
-never holds a handler task.
+handlers only translate between wire messages (what each version carries) and coordinator calls.
+JoinGroup, SyncGroup and DeleteGroups may be answered later: the coordinator calls back, ``Reply``
+turns an immediate callback into the handler's return value and a later one into
+``ctx.respond``, so a held request never holds a handler task.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import logging
 from collections.abc import Callable
 from typing import Generic, TypeVar
 
-from ..coordinator import JoinResult, SyncResult
+from ..coordinator import JoinRequest, JoinResult, LeavingMember, SyncResult
 from ..protocol.api_keys import ApiKey
 from ..protocol.errors import ErrorCode
 from ..protocol.messages import response_type
@@ -27,6 +27,7 @@ from .bodies import (
     LeaveGroupRequest,
     ListGroupsRequest,
     ResponseBody,
+    Struct,
     SyncGroupRequest,
 )
 from .context import DEFERRED, HandlerContext, HandlerResult
@@ -34,8 +35,13 @@ from .context import DEFERRED, HandlerContext, HandlerResult
 LOGGER = logging.getLogger(__name__)
 
 #: DescribeGroups authorized_operations (bit numbers; the codec packs them) without an
-#: authorizer: READ (3), DELETE (6), DESCRIBE (8) allowed. None encodes Kafka's "not requested".
-_GROUP_OPERATIONS = frozenset({3, 6, 8})
+#: authorizer: every operation Kafka supports on a group, READ (3), DELETE (6), DESCRIBE (8),
+#: DESCRIBE_CONFIGS (10), ALTER_CONFIGS (11). None encodes Kafka's "not requested".
+GROUP_OPERATIONS = frozenset({3, 6, 8, 10, 11})
+
+#: FindCoordinator key types: a consumer group, a transactional id (this node coordinates
+#: both); a share group (key type 2) has no coordinator here, which Kafka answers as invalid.
+_GROUP_KEY, _TRANSACTION_KEY = 0, 1
 
 T = TypeVar("T")
 
@@ -75,95 +81,145 @@ def client_host(ctx: HandlerContext) -> str:
 
 async def find_coordinator(ctx: HandlerContext, request: FindCoordinatorRequest) -> HandlerResult:
     # A single broker coordinates every group and every transactional id.
-    key_type = getattr(request, "key_type", 0)
+    key_type = request.key_type if ctx.version >= 1 else _GROUP_KEY
     broker = ctx.broker
-    if key_type not in (0, 1):
-        return ctx.response(throttle_time_ms=0, error_code=ErrorCode.INVALID_REQUEST,
-                            error_message=f"unknown key type {key_type}", node_id=-1, host="",
-                            port=-1)
-    return ctx.response(throttle_time_ms=0, error_code=ErrorCode.NONE, error_message=None,
-                        node_id=broker.node_id, host=broker.advertised_host,
-                        port=broker.advertised_port)
+    known = key_type in (_GROUP_KEY, _TRANSACTION_KEY)
+    error = ErrorCode.NONE if known else ErrorCode.INVALID_REQUEST
+    node, host, port = ((broker.node_id, broker.advertised_host, broker.advertised_port)
+                        if known else (-1, "", -1))
+    if ctx.version >= 4:  # a batch of keys (KIP-699)
+        cls = response_type(ApiKey.FindCoordinator).Coordinator
+        return ctx.response(throttle_time_ms=0, coordinators=[
+            cls(key=key, node_id=node, host=host, port=port, error_code=error,
+                error_message=None if known else _INVALID_REQUEST_MESSAGE)
+            for key in request.coordinator_keys])
+    # Kafka sets the error's name as the message of a successful answer, too.
+    return ctx.response(throttle_time_ms=0, error_code=error,
+                        error_message="NONE" if known else _INVALID_REQUEST_MESSAGE,
+                        node_id=node, host=host, port=port)
+
+
+_INVALID_REQUEST_MESSAGE = (
+    "This most likely occurs because of a request being malformed by the client library or "
+    "the message was sent to an incompatible broker. See the broker logs for more details.")
 
 
 async def join_group(ctx: HandlerContext, request: JoinGroupRequest) -> HandlerResult:
     member_cls = response_type(ApiKey.JoinGroup).JoinGroupResponseMember
+    version = ctx.version
 
     def build(r: JoinResult) -> ResponseBody:
+        name = r.protocol_name if not r.error else None
         return ctx.response(
             throttle_time_ms=0, error_code=r.error, generation_id=r.generation_id,
-            protocol_name=r.protocol_name, leader=r.leader_id, member_id=r.member_id,
-            members=[member_cls(member_id=mid, group_instance_id=None, metadata=meta)
-                     for mid, meta in r.members])
+            protocol_type=r.protocol_type if not r.error else None,
+            protocol_name=name if version >= 7 or name is not None else "",
+            leader=r.leader_id, skip_assignment=r.skip_assignment, member_id=r.member_id,
+            members=[member_cls(member_id=mid, group_instance_id=iid, metadata=meta)
+                     for mid, iid, meta in r.members])
 
-    if getattr(request, "group_instance_id", None) is not None:
-        LOGGER.debug("group %s: group.instance.id %r ignored (static membership unsupported)",
-                     request.group_id, request.group_instance_id)
+    reason = request.reason if version >= 8 else None
+    if reason:
+        LOGGER.info("group %s: member %r joins; reason: %s", request.group_id,
+                    request.member_id, reason)
     reply: Reply[JoinResult] = Reply(ctx, build)
-    rebalance_timeout_ms = request.rebalance_timeout_ms if ctx.version >= 1 else -1
-    ctx.broker.groups.join_group(
-        group_id=request.group_id, member_id=request.member_id, client_id=ctx.client_id,
-        client_host=client_host(ctx), session_timeout_ms=request.session_timeout_ms,
-        rebalance_timeout_ms=rebalance_timeout_ms, protocol_type=request.protocol_type,
+    ctx.broker.groups.join_group(JoinRequest(
+        group_id=request.group_id, member_id=request.member_id,
+        group_instance_id=request.group_instance_id if version >= 5 else None,
+        client_id=ctx.client_id, client_host=client_host(ctx),
+        session_timeout_ms=request.session_timeout_ms,
+        rebalance_timeout_ms=request.rebalance_timeout_ms if version >= 1 else -1,
+        protocol_type=request.protocol_type,
         protocols=[(p.name, bytes(p.metadata)) for p in request.protocols],
-        require_known_member_id=ctx.version >= 4, respond=reply)
+        require_known_member_id=version >= 4, supports_skip_assignment=version >= 9,
+        reason=reason), reply)
     return reply.result()
 
 
 async def sync_group(ctx: HandlerContext, request: SyncGroupRequest) -> HandlerResult:
+    version = ctx.version
+
     def build(r: SyncResult) -> ResponseBody:
-        return ctx.response(throttle_time_ms=0, error_code=r.error, assignment=r.assignment)
+        return ctx.response(throttle_time_ms=0, error_code=r.error,
+                            protocol_type=r.protocol_type, protocol_name=r.protocol_name,
+                            assignment=r.assignment)
 
     reply: Reply[SyncResult] = Reply(ctx, build)
-    ctx.broker.groups.sync_group(group_id=request.group_id, generation_id=request.generation_id,
-                     member_id=request.member_id,
-                     assignments=[(a.member_id, bytes(a.assignment))
-                                  for a in request.assignments],
-                     respond=reply)
+    if version >= 5 and (request.protocol_type is None or request.protocol_name is None):
+        # From v5 the protocol type and name are mandatory (Kafka checks before the group).
+        reply(SyncResult(ErrorCode.INCONSISTENT_GROUP_PROTOCOL))
+        return reply.result()
+    ctx.broker.groups.sync_group(
+        group_id=request.group_id, generation_id=request.generation_id,
+        member_id=request.member_id,
+        group_instance_id=request.group_instance_id if version >= 3 else None,
+        protocol_type=request.protocol_type if version >= 5 else None,
+        protocol_name=request.protocol_name if version >= 5 else None,
+        assignments=[(a.member_id, bytes(a.assignment)) for a in request.assignments],
+        respond=reply)
     return reply.result()
 
 
 async def heartbeat(ctx: HandlerContext, request: HeartbeatRequest) -> HandlerResult:
     error = ctx.broker.groups.heartbeat(
         group_id=request.group_id, generation_id=request.generation_id,
-        member_id=request.member_id)
+        member_id=request.member_id,
+        group_instance_id=request.group_instance_id if ctx.version >= 3 else None)
     return ctx.response(throttle_time_ms=0, error_code=error)
 
 
 async def leave_group(ctx: HandlerContext, request: LeaveGroupRequest) -> HandlerResult:
-    error = ctx.broker.groups.leave_group(
-        group_id=request.group_id, member_id=request.member_id)
-    return ctx.response(throttle_time_ms=0, error_code=error)
+    if ctx.version < 3:
+        leaving = [LeavingMember(request.member_id)]
+    else:
+        leaving = [LeavingMember(m.member_id, m.group_instance_id,
+                                 m.reason if ctx.version >= 5 else None)
+                   for m in request.members]
+    error, errors = ctx.broker.groups.leave_group(request.group_id, leaving)
+    if ctx.version < 3:  # one member: its error is the answer's
+        return ctx.response(throttle_time_ms=0, error_code=error or errors[0])
+    if error:  # a group-level error is answered alone, as Kafka's error response
+        return ctx.response(throttle_time_ms=0, error_code=error, members=[])
+    cls = response_type(ApiKey.LeaveGroup).MemberResponse
+    return ctx.response(throttle_time_ms=0, error_code=error, members=[
+        cls(member_id=m.member_id, group_instance_id=m.group_instance_id, error_code=e)
+        for m, e in zip(leaving, errors, strict=True)])
 
 
 async def describe_groups(ctx: HandlerContext, request: DescribeGroupsRequest) -> HandlerResult:
     cls = response_type(ApiKey.DescribeGroups).DescribedGroup
     member_cls = cls.DescribedGroupMember
     coord = ctx.broker.groups
-    operations = (_GROUP_OPERATIONS if getattr(request, "include_authorized_operations", False)
-                  else None)
+    wants_operations = ctx.version >= 3 and request.include_authorized_operations
     groups = []
     for group_id in request.groups:
         if not coord.loaded:
-            groups.append(cls(error_code=coord.not_ready_error, group_id=group_id, group_state="",
-                              protocol_type="", protocol_data="", members=[],
-                              authorized_operations=operations))
+            groups.append(_group_error(cls, group_id, coord.not_ready_error, ""))
             continue
         summary = coord.describe_group(group_id)
-        if summary is None:  # Kafka before DescribeGroups v6: an unknown group is Dead
-            groups.append(cls(error_code=ErrorCode.NONE, group_id=group_id, group_state="Dead",
-                              protocol_type="", protocol_data="", members=[],
-                              authorized_operations=operations))
+        if summary is None:
+            if ctx.version >= 6:  # KIP-1043: an unknown group is an error, no longer Dead
+                groups.append(_group_error(cls, group_id, ErrorCode.GROUP_ID_NOT_FOUND, "Dead",
+                                           f"Group {group_id} not found."))
+            else:  # before v6 Kafka describes an unknown group as Dead, without error
+                groups.append(_group_error(cls, group_id, ErrorCode.NONE, "Dead"))
             continue
         groups.append(cls(
-            error_code=ErrorCode.NONE, group_id=group_id, group_state=str(summary.state),
-            protocol_type=summary.protocol_type, protocol_data=summary.protocol_name,
-            members=[member_cls(member_id=m.member_id, group_instance_id=None,
+            error_code=ErrorCode.NONE, error_message=None, group_id=group_id,
+            group_state=str(summary.state), protocol_type=summary.protocol_type,
+            protocol_data=summary.protocol_name,
+            members=[member_cls(member_id=m.member_id, group_instance_id=m.group_instance_id,
                                 client_id=m.client_id, client_host=m.client_host,
                                 member_metadata=m.metadata, member_assignment=m.assignment)
                      for m in summary.members],
-            authorized_operations=operations))
+            authorized_operations=GROUP_OPERATIONS if wants_operations else None))
     return ctx.response(throttle_time_ms=0, groups=groups)
+
+
+def _group_error(cls: Struct, group_id: str, error: ErrorCode, state: str,
+                 message: str | None = None) -> Struct:
+    return cls(error_code=error, error_message=message, group_id=group_id, group_state=state,
+               protocol_type="", protocol_data="", members=[], authorized_operations=None)
 
 
 async def list_groups(ctx: HandlerContext, request: ListGroupsRequest) -> HandlerResult:
@@ -171,14 +227,17 @@ async def list_groups(ctx: HandlerContext, request: ListGroupsRequest) -> Handle
     coord = ctx.broker.groups
     if not coord.loaded:
         return ctx.response(throttle_time_ms=0, error_code=coord.not_ready_error, groups=[])
-    return ctx.response(throttle_time_ms=0, error_code=ErrorCode.NONE,
-                        groups=[cls(group_id=gid, protocol_type=ptype)
-                                for gid, ptype in coord.list_groups()])
+    states = request.states_filter if ctx.version >= 4 else []
+    types = request.types_filter if ctx.version >= 5 else []
+    return ctx.response(throttle_time_ms=0, error_code=ErrorCode.NONE, groups=[
+        cls(group_id=g.group_id, protocol_type=g.protocol_type, group_state=str(g.state),
+            group_type=g.group_type)
+        for g in coord.list_groups(states, types)])
 
 
 async def delete_groups(ctx: HandlerContext, request: DeleteGroupsRequest) -> HandlerResult:
     cls = response_type(ApiKey.DeleteGroups).DeletableGroupResult
-    names = list(request.groups_names)
+    names = list(dict.fromkeys(request.groups_names))  # Kafka answers each group once
 
     def build(results: dict[str, ErrorCode]) -> ResponseBody:
         return ctx.response(throttle_time_ms=0, results=[

@@ -1,13 +1,23 @@
-"""Metadata: this broker is the leader, replica and ISR of every partition it holds."""
+"""Metadata v0-v13: this broker is the leader, replica and ISR of every partition it holds.
+
+Per version: v0 reads an empty topic list as "all topics" (v1+: null is all, empty is none); v4
+lets the client forbid auto-creation; v7 returns each partition's leader epoch (which clients use
+to validate their positions, KIP-320); v8-v10 return the cluster's and v8+ each topic's
+authorized operations when asked (every supported operation: there is no authorizer); v10+
+returns topic ids, and v12+ looks topics up by id (UNKNOWN_TOPIC_ID, with a null name, for an
+unknown one); v13's top-level error code is 0.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Container
 
+from ..log import LogManager
 from ..protocol.api_keys import ApiKey
 from ..protocol.errors import ErrorCode
 from ..protocol.messages import response_type
-from .bodies import MetadataRequest, Struct
+from .authorized_operations import cluster_operations, topic_operations
+from .bodies import MetadataRequest, ResponseBody, Struct
 from .context import HandlerContext, HandlerResult
 from .topics import ensure_topic, partition_count, validate_topic_name
 
@@ -19,47 +29,81 @@ _Partition = _Topic.MetadataResponsePartition
 
 async def handle_metadata(ctx: HandlerContext, request: MetadataRequest) -> HandlerResult:
     broker = ctx.broker
-    node = broker.node_id
+    logs = broker.logs
     v = ctx.version
-    names: list[str] | None
-    if request.topics is None or (v == 0 and not request.topics):
-        names = None  # all topics
-    else:
-        names = [t.name for t in request.topics]
-    allow_auto = request.allow_auto_topic_creation if v >= 4 else True
-    offline = broker.logs.offline_partitions
-    topics = []
-    if names is None:
-        for name, count in sorted(broker.logs.topics().items()):
-            topics.append(_topic(name, ErrorCode.NONE, count, node, offline))
-    else:
-        for name in names:
-            if validate_topic_name(name) is not None:
-                topics.append(_topic(name, ErrorCode.INVALID_TOPIC_EXCEPTION, 0, node, offline))
-                continue
-            known = partition_count(broker, name)
-            if known is None:
-                error, count = ensure_topic(broker, name, allow_auto_create=allow_auto)
+    requested = request.topics
+    all_topics = requested is None or (v == 0 and not requested)
+    # (the codec reads the all-zero "no id" as None)
+    if not all_topics and v < 12 and any(t.name is None or t.topic_id is not None
+                                         for t in requested):
+        # Kafka: names may only be null, and ids only set, from v12
+        return _error_response(ctx, request, ErrorCode.INVALID_REQUEST)
+    ids = [] if all_topics else [t.topic_id for t in requested if t.topic_id is not None]
+    topics: list[Struct] = []
+    names: list[str]
+    if all_topics:
+        names = sorted(logs.topics())
+    elif ids:  # by id: names in the request are not looked at
+        names = []
+        for topic_id in dict.fromkeys(ids):
+            name = logs.topic_name(topic_id)
+            if name is None:
+                topics.append(_Topic(error_code=ErrorCode.UNKNOWN_TOPIC_ID, name=None,
+                                     topic_id=topic_id, is_internal=False, partitions=[]))
             else:
-                error, count = ErrorCode.NONE, known
-            topics.append(_topic(name, error, count, node, offline))
+                names.append(name)
+    else:
+        names = list(dict.fromkeys(t.name for t in requested))
+    allow_auto = (request.allow_auto_topic_creation if v >= 4 else True) and not ids
+    offline = logs.offline_partitions
+    for name in names:
+        if validate_topic_name(name) is not None:
+            topics.append(_topic(logs, broker.node_id, name, ErrorCode.INVALID_TOPIC_EXCEPTION,
+                                 0, offline))
+            continue
+        known = partition_count(broker, name)
+        if known is None and not all_topics:
+            error, count = ensure_topic(broker, name, allow_auto_create=allow_auto)
+        else:
+            error, count = ErrorCode.NONE, known or 0
+        topics.append(_topic(logs, broker.node_id, name, error, count, offline))
+    if v >= 8 and request.include_topic_authorized_operations:
+        for topic in topics:
+            if topic.error_code == 0:
+                topic.authorized_operations = topic_operations()
+    cluster_ops = (cluster_operations() if 8 <= v <= 10
+                   and request.include_cluster_authorized_operations else None)
     return ctx.response(
         throttle_time_ms=0,
-        brokers=[_Broker(node_id=node, host=broker.advertised_host, port=broker.advertised_port,
-                         rack=None)],
+        brokers=[_Broker(node_id=broker.node_id, host=broker.advertised_host,
+                         port=broker.advertised_port, rack=None)],
         cluster_id=broker.config.cluster_id,
-        controller_id=node,
+        controller_id=broker.node_id,
         topics=topics,
+        authorized_operations=cluster_ops,
+        error_code=0,
     )
 
 
-def _topic(name: str, error: ErrorCode, count: int, node: int,
+def _error_response(ctx: HandlerContext, request: MetadataRequest, error: int) -> ResponseBody:
+    """Kafka's answer to a request it refuses whole: every topic asked for, with the error."""
+    topics = [_Topic(error_code=error, name=t.name or "", topic_id=t.topic_id, is_internal=False,
+                     partitions=[]) for t in request.topics]
+    return ctx.response(throttle_time_ms=0, brokers=[], cluster_id=None, controller_id=-1,
+                        topics=topics, error_code=0)
+
+
+def _topic(logs: LogManager, node: int, name: str, error: int, count: int,
            offline: Container[tuple[str, int]]) -> Struct:
     partitions = []
     for p in range(count):
-        down = (name, p) in offline
+        log = logs.get_log(name, p)
+        down = log is None and (name, p) in offline
         partitions.append(_Partition(
             error_code=ErrorCode.KAFKA_STORAGE_ERROR if down else 0, partition_index=p,
-            leader_id=-1 if down else node, leader_epoch=-1, replica_nodes=[node],
-            isr_nodes=[] if down else [node], offline_replicas=[node] if down else []))
-    return _Topic(error_code=error, name=name, is_internal=False, partitions=partitions)
+            leader_id=-1 if down else node, leader_epoch=-1 if log is None else log.leader_epoch,
+            replica_nodes=[node], isr_nodes=[] if down else [node],
+            offline_replicas=[node] if down else []))
+    topic_id = logs.topic_id(name) if error == ErrorCode.NONE else None
+    return _Topic(error_code=error, name=name, topic_id=topic_id,
+                  is_internal=False, partitions=partitions)

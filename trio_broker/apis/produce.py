@@ -1,8 +1,16 @@
-"""Produce: validate each partition's one batch as bytes, append it, acknowledge.
+"""Produce v0-v13: validate each partition's records, append them, acknowledge.
 
-Why bytes only: the batch header and its CRC-32C are all the broker needs to check; records are
-never decoded here, compressed batches are stored as they came, and the only rewrites are the
-base offset and leader epoch (outside the CRC) and, under LogAppendTime, the max timestamp.
+Why bytes only, almost always: the batch header and its CRC-32C are all the broker needs to check
+a v2 batch; records are not decoded, compressed batches are stored as they came, and the only
+rewrites are the base offset and leader epoch (outside the CRC) and, under LogAppendTime, the
+max timestamp. Records are decoded in three cases only, all in ``protocol.conversion``: Produce
+v0-v2 message sets of format v0/v1 (stored as one v2 batch, as Kafka 3.x does), a topic whose
+``compression.type`` names a codec the batch does not have (rebuilt with it, as Kafka does), and
+a compacted topic, which refuses records without a key (per-record errors, v8+).
+
+Per version: v3+ carries exactly one v2 batch per partition; v7 allows zstd; v8 adds per-record
+errors (KIP-467); v9 is flexible; v10's current-leader fields are only for NOT_LEADER_OR_FOLLOWER,
+which one node never answers; v13 names topics by id (UNKNOWN_TOPIC_ID for an unknown one).
 """
 
 from __future__ import annotations
@@ -13,8 +21,15 @@ import trio
 
 from ..log import Log, LogAppendInfo, StorageError
 from ..protocol.api_keys import ApiKey
-from ..protocol.batch import validate_batch
+from ..protocol.batch import BatchHeader, validate_batch
 from ..protocol.compression import Compression
+from ..protocol.conversion import (
+    TOPIC_CODECS,
+    RecordValidationError,
+    check_keys_for_compaction,
+    legacy_to_batch,
+    recompress_batch,
+)
 from ..protocol.errors import (
     CorruptRecordError,
     ErrorCode,
@@ -22,6 +37,7 @@ from ..protocol.errors import (
     RecordTooLargeError,
     UnsupportedCompressionError,
 )
+from ..protocol.legacy import entry_magic
 from ..protocol.messages import response_type
 from .bodies import ProduceRequest, Struct
 from .context import CloseConnection, HandlerContext, HandlerResult
@@ -32,22 +48,27 @@ LOGGER = logging.getLogger(__name__)
 _R = response_type(ApiKey.Produce)
 _TopicResp = _R.TopicProduceResponse
 _PartResp = _TopicResp.PartitionProduceResponse
+_RecordError = _PartResp.BatchIndexAndErrorMessage
 
 
 def _part(index: int, error: int, base_offset: int = -1, append_time: int = -1,
-          log_start: int = -1) -> Struct:
+          log_start: int = -1, message: str | None = None,
+          record_errors: list[Struct] | None = None) -> Struct:
     return _PartResp(index=index, error_code=error, base_offset=base_offset,
-                     log_append_time_ms=append_time, log_start_offset=log_start)
+                     log_append_time_ms=append_time, log_start_offset=log_start,
+                     error_message=message, record_errors=record_errors or [])
 
 
 async def handle_produce(ctx: HandlerContext, request: ProduceRequest) -> HandlerResult:
     broker = ctx.broker
     acks = request.acks
     logs = broker.logs
+    by_id = ctx.version >= 13
     results = []
     to_flush: list[tuple[Log, list[Struct], int]] = []
     now_ms = broker.now_ms()
     for topic in request.topic_data:
+        name = logs.topic_name(topic.topic_id) if by_id else topic.name
         parts = []
         for pd in topic.partition_data:
             if acks not in (0, 1, -1):
@@ -56,27 +77,37 @@ async def handle_produce(ctx: HandlerContext, request: ProduceRequest) -> Handle
             if request.transactional_id is not None:
                 parts.append(_part(pd.index, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED))
                 continue
-            log = logs.get_log(topic.name, pd.index)
+            if name is None:
+                parts.append(_part(pd.index, ErrorCode.UNKNOWN_TOPIC_ID))
+                continue
+            log = logs.get_log(name, pd.index)
             if log is None:
-                offline = (topic.name, pd.index) in logs.offline_partitions
+                offline = (name, pd.index) in logs.offline_partitions
                 missing = (ErrorCode.KAFKA_STORAGE_ERROR if offline else
-                         ErrorCode.INVALID_TOPIC_EXCEPTION if validate_topic_name(topic.name)
-                         else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+                           ErrorCode.INVALID_TOPIC_EXCEPTION if validate_topic_name(name)
+                           else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
                 parts.append(_part(pd.index, missing))
                 continue
-            error, info = _append(ctx, log, pd.records, now_ms)
-            if info is None:
-                parts.append(_part(pd.index, error))
+            if acks == -1 and log.config.min_insync_replicas > 1:
+                # one replica is in sync: this node (Kafka checks before validating records)
+                parts.append(_part(pd.index, ErrorCode.NOT_ENOUGH_REPLICAS))
                 continue
+            result = _append(ctx, log, pd.index, pd.records, now_ms)
+            if not isinstance(result, LogAppendInfo):
+                parts.append(result)
+                continue
+            info = result
             parts.append(_part(pd.index, 0, info.first_offset, info.log_append_time_ms,
                                info.log_start_offset))
             if not info.duplicate:
-                broker.fetch_purgatory.notify((topic.name, pd.index), info.size)
+                broker.fetch_purgatory.notify((name, pd.index), info.size)
             # A duplicate too: its original may still be waiting for its fsync on another
             # connection, and the retry must not be acknowledged before the original would be.
             if log.needs_flush():
                 to_flush.append((log, parts, len(parts) - 1))
-        results.append(_TopicResp(name=topic.name, partition_responses=parts))
+        results.append(_TopicResp(name=topic.name if not by_id else "",
+                                  topic_id=topic.topic_id if by_id else None,
+                                  partition_responses=parts))
     for log, parts, i in to_flush:
         try:
             await trio.to_thread.run_sync(log.flush)
@@ -90,29 +121,57 @@ async def handle_produce(ctx: HandlerContext, request: ProduceRequest) -> Handle
     return ctx.response(responses=results, throttle_time_ms=0)
 
 
-def _append(ctx: HandlerContext, log: Log, records: bytes | None,
-            now_ms: int) -> tuple[int, LogAppendInfo | None]:
+def _append(ctx: HandlerContext, log: Log, index: int, records: bytes | None,
+            now_ms: int) -> LogAppendInfo | Struct:
+    """The append's result, or the partition's response when it is an error (or, for a v0-v2
+    message set without one whole message, no append at all: no error and no offset, as Kafka
+    answers it; it checks no shape before v3)."""
     if not records:
-        return ErrorCode.INVALID_RECORD, None
+        return _part(index, 0 if ctx.version <= 2 and records is not None
+                     else ErrorCode.INVALID_RECORD)
+    config = log.config
+    target = TOPIC_CODECS.get(config.compression_type)
+    legacy = entry_magic(records) in (0, 1)
+    if legacy and ctx.version >= 3:  # Kafka: "only allowed to contain ... magic version 2"
+        return _part(index, ErrorCode.INVALID_RECORD)
     try:
-        header = validate_batch(records, max_message_bytes=log.config.max_message_bytes)
-        if header.compression == Compression.ZSTD and ctx.version < 7:
-            return ErrorCode.UNSUPPORTED_COMPRESSION_TYPE, None
+        if legacy:
+            converted = legacy_to_batch(records, target=target)
+            if converted is None:
+                return _part(index, 0)
+            records = converted
+        header = validate_batch(records, max_message_bytes=config.max_message_bytes)
+        if header.compression == Compression.ZSTD and 3 <= ctx.version < 7:
+            return _part(index, ErrorCode.UNSUPPORTED_COMPRESSION_TYPE)
         if header.is_transactional:
-            return ErrorCode.INVALID_TXN_STATE, None
-        info = log.append(records, header, now_ms=now_ms)  # bytes: the log copies the header
+            return _part(index, ErrorCode.INVALID_TXN_STATE)
+        if target is not None and header.compression != target:
+            records, header = _recompressed(records, target, config.max_message_bytes)
+        if "compact" in config.cleanup_policy:
+            check_keys_for_compaction(records, log.name)
+        return log.append(records, header, now_ms=now_ms)  # bytes: the log copies the header
+    except RecordValidationError as exc:
+        errors = [_RecordError(batch_index=i, batch_index_error_message=m)
+                  for i, m in exc.record_errors]
+        return _part(index, ErrorCode.INVALID_RECORD, message=str(exc), record_errors=errors)
     except CorruptRecordError as exc:
-        LOGGER.debug("corrupt batch for %s: %s", log.name, exc)
-        return ErrorCode.CORRUPT_MESSAGE, None
+        LOGGER.debug("corrupt records for %s: %s", log.name, exc)
+        return _part(index, ErrorCode.CORRUPT_MESSAGE)
     except InvalidRecordError as exc:
-        LOGGER.debug("invalid batch for %s: %s", log.name, exc)
-        return ErrorCode.INVALID_RECORD, None
+        LOGGER.debug("invalid records for %s: %s", log.name, exc)
+        return _part(index, ErrorCode.INVALID_RECORD)
     except RecordTooLargeError:
-        return ErrorCode.MESSAGE_TOO_LARGE, None
+        return _part(index, ErrorCode.MESSAGE_TOO_LARGE)
     except UnsupportedCompressionError:
-        return ErrorCode.UNSUPPORTED_COMPRESSION_TYPE, None
+        return _part(index, ErrorCode.UNSUPPORTED_COMPRESSION_TYPE)
     except StorageError as exc:
         if exc.error_code == ErrorCode.KAFKA_STORAGE_ERROR:
             LOGGER.error("append to %s failed: %s", log.name, exc)
-        return exc.error_code, None
-    return 0, info
+        return _part(index, exc.error_code)
+
+
+def _recompressed(batch: bytes, codec: Compression,
+                  max_message_bytes: int) -> tuple[bytes, BatchHeader]:
+    """The batch rebuilt with the topic's codec, checked again (its size may have grown)."""
+    rebuilt = recompress_batch(batch, codec)
+    return rebuilt, validate_batch(rebuilt, max_message_bytes=max_message_bytes)

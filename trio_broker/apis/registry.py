@@ -14,7 +14,23 @@ from collections.abc import Awaitable, Callable
 from ..protocol.api_keys import SUPPORTED_VERSIONS, ApiKey, VersionRange
 from ..protocol.errors import ErrorCode
 from ..protocol.messages import response_type
-from . import admin, fetch, groups, init_producer_id, list_offsets, metadata, offsets, produce, sasl
+from . import (
+    admin,
+    cluster,
+    configs,
+    describe,
+    fetch,
+    groups,
+    init_producer_id,
+    leader_epochs,
+    list_offsets,
+    metadata,
+    offsets,
+    produce,
+    sasl,
+    scram,
+    telemetry,
+)
 from .bodies import ApiVersionsRequest, RequestBody, Struct
 from .context import HandlerContext, HandlerResult
 
@@ -22,7 +38,10 @@ Handler = Callable[[HandlerContext, RequestBody], Awaitable[HandlerResult]]
 
 
 async def handle_api_versions(ctx: HandlerContext, request: ApiVersionsRequest) -> HandlerResult:
-    """ApiVersions v0-v4 (an unknown version is answered by the handler pool, in v0's layout)."""
+    """ApiVersions v0-v4 (an unknown version is answered by the handler pool, in v0's layout).
+
+    v3+ names the client software (KIP-511); v4 is v3's layout, for clients that understand an
+    UNSUPPORTED_VERSION answer listing the ApiVersions range."""
     if ctx.version >= 3:
         # Kafka validates the software name/version (KIP-511); a bad one is INVALID_REQUEST.
         for value in (request.client_software_name, request.client_software_version):
@@ -57,11 +76,25 @@ HANDLERS: dict[int, Handler] = {
     ApiKey.CreateTopics: admin.handle_create_topics,
     ApiKey.DeleteTopics: admin.handle_delete_topics,
     ApiKey.InitProducerId: init_producer_id.handle_init_producer_id,
-    ApiKey.DescribeConfigs: admin.handle_describe_configs,
-    ApiKey.AlterConfigs: admin.handle_alter_configs,
+    ApiKey.DescribeConfigs: configs.handle_describe_configs,
+    ApiKey.AlterConfigs: configs.handle_alter_configs,
     ApiKey.SaslAuthenticate: sasl.handle_sasl_authenticate,
     ApiKey.CreatePartitions: admin.handle_create_partitions,
     ApiKey.DeleteGroups: groups.delete_groups,
+    ApiKey.OffsetDelete: offsets.offset_delete,
+    ApiKey.ElectLeaders: cluster.handle_elect_leaders,
+    ApiKey.AlterPartitionReassignments: cluster.handle_alter_partition_reassignments,
+    ApiKey.ListPartitionReassignments: cluster.handle_list_partition_reassignments,
+    ApiKey.DescribeUserScramCredentials: scram.handle_describe_user_scram_credentials,
+    ApiKey.AlterUserScramCredentials: scram.handle_alter_user_scram_credentials,
+    ApiKey.DescribeCluster: cluster.handle_describe_cluster,
+    ApiKey.OffsetForLeaderEpoch: leader_epochs.handle_offset_for_leader_epoch,
+    ApiKey.DescribeLogDirs: describe.handle_describe_log_dirs,
+    ApiKey.DescribeProducers: describe.handle_describe_producers,
+    ApiKey.GetTelemetrySubscriptions: telemetry.handle_get_telemetry_subscriptions,
+    ApiKey.PushTelemetry: telemetry.handle_push_telemetry,
+    ApiKey.DescribeTopicPartitions: describe.handle_describe_topic_partitions,
+    ApiKey.IncrementalAlterConfigs: configs.handle_incremental_alter_configs,
 }
 
 

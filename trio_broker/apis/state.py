@@ -16,10 +16,12 @@ import attrs
 import trio
 
 from ..config import BrokerConfig
+from ..config.dynamic import DynamicBrokerConfigs
 from ..coordinator import GroupCoordinator
 from ..log import LogManager, ProducerIdManager, log_config_from
 from ..metrics import BrokerMetrics
 from .purgatory import Purgatory
+from .telemetry_state import TelemetryState
 
 
 @attrs.frozen(slots=True)
@@ -48,6 +50,11 @@ class BrokerState:
     #: (host, port) that Metadata and FindCoordinator advertise for this broker
     advertised_host: str
     advertised_port: int
+    #: client instances that asked for a telemetry subscription (KIP-714)
+    telemetry: TelemetryState = attrs.field(factory=TelemetryState)
+    #: dynamic broker configs (AlterConfigs on a broker), persisted in the first log dir
+    dynamic_configs: DynamicBrokerConfigs = attrs.field(default=attrs.Factory(
+        lambda self: DynamicBrokerConfigs.load(self.config), takes_self=True))
 
     @property
     def node_id(self) -> int:

@@ -10,12 +10,21 @@ from __future__ import annotations
 
 from .coordinator import OFFSETS_DIR_NAME, GroupCoordinator
 from .group import JoinResult, SyncResult
-from .membership import GroupMetadataManager, GroupSummary, MemberSummary
+from .membership import (
+    CLASSIC_GROUP_TYPE,
+    GroupMetadataManager,
+    GroupSummary,
+    JoinRequest,
+    LeavingMember,
+    ListedGroup,
+    MemberSummary,
+)
 from .offset_log import OffsetAndMetadata, OffsetLog
-from .offsets import OffsetCommitEntry, OffsetMetadataManager
+from .offsets import CommitRequest, OffsetCommitEntry, OffsetMetadataManager
 from .states import GroupState, IllegalStateTransition
 
-__all__ = ["OFFSETS_DIR_NAME", "GroupCoordinator", "GroupMetadataManager", "GroupState",
-           "GroupSummary", "IllegalStateTransition", "JoinResult", "MemberSummary",
+__all__ = ["CLASSIC_GROUP_TYPE", "OFFSETS_DIR_NAME", "CommitRequest", "GroupCoordinator",
+           "GroupMetadataManager", "GroupState", "GroupSummary", "IllegalStateTransition",
+           "JoinRequest", "JoinResult", "LeavingMember", "ListedGroup", "MemberSummary",
            "OffsetAndMetadata", "OffsetCommitEntry", "OffsetLog", "OffsetMetadataManager",
            "SyncResult"]

@@ -21,9 +21,9 @@ import trio
 from ..config import BrokerConfig
 from ..protocol.errors import ErrorCode
 from .group import Group, JoinCallback, SyncCallback
-from .membership import GroupMetadataManager, GroupSummary
+from .membership import GroupMetadataManager, GroupSummary, JoinRequest, LeavingMember, ListedGroup
 from .offset_log import DEFAULT_COMPACT_BYTES, OffsetAndMetadata, OffsetLog, TopicPartition
-from .offsets import CommitCallback, OffsetCommitEntry, OffsetMetadataManager
+from .offsets import CommitCallback, CommitRequest, OffsetCommitEntry, OffsetMetadataManager
 from .timers import DeadlineQueue
 
 #: directory under the broker's state dir (its first log dir) that holds committed offsets
@@ -95,38 +95,38 @@ class GroupCoordinator:
 
     # --- membership -------------------------------------------------------------------------
 
-    def join_group(self, *, group_id: str, member_id: str, client_id: str, client_host: str,
-                   session_timeout_ms: int, rebalance_timeout_ms: int, protocol_type: str,
-                   protocols: list[tuple[str, bytes]], require_known_member_id: bool,
-                   respond: JoinCallback) -> None:
+    def join_group(self, request: JoinRequest, respond: JoinCallback) -> None:
         """Answer through ``respond``, now or when the join phase completes."""
-        self.membership.join_group(
-            group_id=group_id, member_id=member_id, client_id=client_id,
-            client_host=client_host, session_timeout_ms=session_timeout_ms,
-            rebalance_timeout_ms=rebalance_timeout_ms, protocol_type=protocol_type,
-            protocols=protocols, require_known_member_id=require_known_member_id,
-            respond=respond)
+        self.membership.join_group(request, respond)
 
     def sync_group(self, *, group_id: str, generation_id: int, member_id: str,
-                   assignments: list[tuple[str, bytes]], respond: SyncCallback) -> None:
+                   group_instance_id: str | None = None, protocol_type: str | None = None,
+                   protocol_name: str | None = None, assignments: list[tuple[str, bytes]],
+                   respond: SyncCallback) -> None:
         """Answer through ``respond``, now or when the leader's assignment arrives."""
         self.membership.sync_group(group_id=group_id, generation_id=generation_id,
-                                   member_id=member_id, assignments=assignments,
-                                   respond=respond)
+                                   member_id=member_id, group_instance_id=group_instance_id,
+                                   protocol_type=protocol_type, protocol_name=protocol_name,
+                                   assignments=assignments, respond=respond)
 
-    def heartbeat(self, *, group_id: str, generation_id: int, member_id: str) -> ErrorCode:
+    def heartbeat(self, *, group_id: str, generation_id: int, member_id: str,
+                  group_instance_id: str | None = None) -> ErrorCode:
         return self.membership.heartbeat(group_id=group_id, generation_id=generation_id,
-                                         member_id=member_id)
+                                         member_id=member_id,
+                                         group_instance_id=group_instance_id)
 
-    def leave_group(self, *, group_id: str, member_id: str) -> ErrorCode:
-        return self.membership.leave_group(group_id=group_id, member_id=member_id)
+    def leave_group(self, group_id: str, members: Iterable[LeavingMember],
+                    ) -> tuple[ErrorCode, list[ErrorCode]]:
+        """(group error, one error per leaving member, in request order)."""
+        return self.membership.leave_group(group_id, members)
 
     def describe_group(self, group_id: str) -> GroupSummary | None:
         return self.membership.describe_group(group_id)
 
-    def list_groups(self) -> list[tuple[str, str]]:
-        """(group id, protocol type) of every group, Empty ones included."""
-        return self.membership.list_groups()
+    def list_groups(self, states: Iterable[str] = (), types: Iterable[str] = (),
+                    ) -> list[ListedGroup]:
+        """Every group, Empty ones included, optionally filtered by state and type."""
+        return self.membership.list_groups(states, types)
 
     def delete_groups(self, group_ids: list[str],
                       respond: Callable[[dict[str, ErrorCode]], None]) -> None:
@@ -154,18 +154,26 @@ class GroupCoordinator:
 
     # --- offsets ----------------------------------------------------------------------------
 
-    def commit_offsets(self, *, group_id: str, generation_id: int, member_id: str,
-                       retention_time_ms: int, offsets: Iterable[OffsetCommitEntry],
+    def commit_offsets(self, request: CommitRequest, offsets: Iterable[OffsetCommitEntry],
                        respond: CommitCallback) -> None:
         """Validate, write one fsynced record, then answer through ``respond``."""
-        self.offsets.commit_offsets(group_id=group_id, generation_id=generation_id,
-                                    member_id=member_id, retention_time_ms=retention_time_ms,
-                                    offsets=offsets, respond=respond)
+        self.offsets.commit_offsets(request, offsets, respond)
 
     def fetch_offsets(self, group_id: str, partitions: list[TopicPartition] | None,
                       ) -> tuple[ErrorCode, list[tuple[TopicPartition, OffsetAndMetadata | None]]]:
         """Committed offsets of ``partitions`` (``None``: every committed partition)."""
         return self.offsets.fetch_offsets(group_id, partitions)
+
+    def after_pending_writes(self, group_id: str, done: Callable[[], None]) -> bool:
+        """Call ``done`` once the commits of ``group_id`` accepted so far are applied; False
+        (``done`` never called) when none is pending."""
+        return self.offsets.after_pending_writes(group_id, done)
+
+    def delete_offsets(self, group_id: str, partitions: list[TopicPartition],
+                       respond: Callable[[ErrorCode, dict[TopicPartition, ErrorCode]], None],
+                       ) -> None:
+        """OffsetDelete: answered through ``respond`` once the deletions are durable."""
+        self.offsets.delete_offsets(group_id, partitions, respond)
 
     def expire_offsets(self, now_ms: int | None = None) -> int:
         """Expire offsets of groups without members (``offsets.retention.minutes``)."""

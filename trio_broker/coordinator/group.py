@@ -12,6 +12,7 @@ from collections.abc import Callable
 
 import attrs
 
+from ..protocol.consumer_protocol import PayloadError, decode_subscription
 from ..protocol.errors import ErrorCode
 from .offset_log import OffsetAndMetadata, TopicPartition
 from .states import GroupState, check_transition
@@ -19,20 +20,30 @@ from .states import GroupState, check_transition
 
 @attrs.frozen
 class JoinResult:
-    """What one member's JoinGroup response carries (``members`` only for the leader)."""
+    """What one member's JoinGroup response carries (``members`` only for the leader).
+
+    ``members`` holds (member id, group instance id, metadata); ``skip_assignment`` tells a
+    static leader that rejoined a Stable group (JoinGroup v9+) not to compute an assignment.
+    """
 
     error: ErrorCode
     member_id: str = ""
     generation_id: int = -1
-    protocol_name: str = ""
+    protocol_type: str | None = None
+    protocol_name: str | None = None
     leader_id: str = ""
-    members: list[tuple[str, bytes]] = attrs.field(factory=list)
+    members: list[tuple[str, str | None, bytes]] = attrs.field(factory=list)
+    skip_assignment: bool = False
 
 
 @attrs.frozen
 class SyncResult:
+    """A SyncGroup answer; protocol type and name only on success (Kafka's, SyncGroup v5+)."""
+
     error: ErrorCode
     assignment: bytes = b""
+    protocol_type: str | None = None
+    protocol_name: str | None = None
 
 
 JoinCallback = Callable[[JoinResult], None]
@@ -42,6 +53,8 @@ SyncCallback = Callable[[SyncResult], None]
 @attrs.define(eq=False)
 class Member:
     member_id: str
+    #: ``group.instance.id`` of a static member (KIP-345); None for a dynamic member
+    group_instance_id: str | None
     client_id: str
     client_host: str
     session_timeout_ms: int
@@ -54,6 +67,10 @@ class Member:
     awaiting_join: JoinCallback | None = None
     #: a held SyncGroup response, answered when the leader's assignment arrives
     awaiting_sync: SyncCallback | None = None
+
+    @property
+    def is_static(self) -> bool:
+        return self.group_instance_id is not None
 
     @property
     def protocol_names(self) -> list[str]:
@@ -91,6 +108,11 @@ class Group:
     pending_members: set[str] = attrs.field(factory=set)
     #: members of the current generation that have not sent SyncGroup yet
     pending_sync: set[str] = attrs.field(factory=set)
+    #: group.instance.id -> member id of every static member
+    static_members: dict[str, str] = attrs.field(factory=dict)
+    #: topics the members subscribe to (protocol type "consumer"), computed per generation;
+    #: None when unknown (another protocol type, or a subscription that does not parse)
+    subscribed_topics: frozenset[str] | None = None
     offsets: dict[TopicPartition, OffsetAndMetadata] = attrs.field(factory=dict)
     #: initial rebalance delay of a new group: still waiting, a member arrived, ms left
     initial_delay_active: bool = False
@@ -120,18 +142,71 @@ class Group:
         if not self.members:
             self.protocol_type = member.protocol_type
         self.members[member.member_id] = member
+        if member.group_instance_id is not None:
+            self.static_members[member.group_instance_id] = member.member_id
         if self.leader_id is None:
             self.leader_id = member.member_id
 
     def remove_member(self, member_id: str) -> Member | None:
         member = self.members.pop(member_id, None)
         self.pending_sync.discard(member_id)
+        instance_id = None if member is None else member.group_instance_id
+        if instance_id is not None and self.static_members.get(instance_id) == member_id:
+            del self.static_members[instance_id]
         if member is not None and self.leader_id == member_id:
             # Prefer a member already waiting in the join phase: it will hear about it soonest.
             waiting = [m for m in self.members.values() if m.awaiting_join is not None]
             pick = waiting or list(self.members.values())
             self.leader_id = pick[0].member_id if pick else None
         return member
+
+    def static_member_id(self, group_instance_id: str) -> str | None:
+        return self.static_members.get(group_instance_id)
+
+    def replace_static_member(self, group_instance_id: str, old_id: str, new_id: str) -> Member:
+        """A static member restarted: the same member (assignment included) under ``new_id``.
+
+        The old member's held responses are the caller's to answer (FENCED_INSTANCE_ID).
+        """
+        old = self.members.pop(old_id)
+        new = attrs.evolve(old, member_id=new_id, awaiting_join=None, awaiting_sync=None)
+        self.members[new_id] = new
+        self.static_members[group_instance_id] = new_id
+        if self.leader_id == old_id:
+            self.leader_id = new_id
+        if old_id in self.pending_sync:  # the new member owes the old one's SyncGroup
+            self.pending_sync.discard(old_id)
+            self.pending_sync.add(new_id)
+        return new
+
+    def validate_member(self, member_id: str, group_instance_id: str | None) -> ErrorCode:
+        """Kafka's ``validateMember``: the instance id maps to this member id, which exists."""
+        if group_instance_id is not None:
+            existing = self.static_members.get(group_instance_id)
+            if existing is None:
+                return ErrorCode.UNKNOWN_MEMBER_ID
+            if existing != member_id:
+                return ErrorCode.FENCED_INSTANCE_ID
+        if member_id not in self.members:
+            return ErrorCode.UNKNOWN_MEMBER_ID
+        return ErrorCode.NONE
+
+    def awaiting_join_count(self) -> int:
+        return sum(1 for m in self.members.values() if m.awaiting_join is not None)
+
+    def accepts_joining_member(self, member_id: str, max_size: int) -> bool:
+        """Kafka's ``acceptJoiningMember``: may this JoinGroup proceed under ``group.max.size``?
+
+        While rebalancing the members already waiting are counted (so the last to rejoin of an
+        oversized group are the ones turned away); otherwise the members.
+        """
+        member = self.members.get(member_id)
+        if self.is_in(GroupState.EMPTY, GroupState.DEAD):
+            return True
+        if self.is_in(GroupState.PREPARING_REBALANCE):
+            return ((member is not None and member.awaiting_join is not None)
+                    or self.awaiting_join_count() < max_size)
+        return member is not None or len(self.members) < max_size
 
     @property
     def rebalance_timeout_ms(self) -> int:
@@ -140,6 +215,22 @@ class Group:
 
     def not_yet_rejoined(self) -> list[Member]:
         return [m for m in self.members.values() if m.awaiting_join is None]
+
+    def elect_joined_leader(self) -> bool:
+        """Kafka's ``maybeElectNewJoinedLeader``: keep a leader that rejoined, else pick a member
+        that did; False when nobody rejoined (the join phase must wait longer)."""
+        leader = self.members.get(self.leader_id or "")
+        if leader is None:
+            joined = [m for m in self.members.values() if m.awaiting_join is not None]
+            self.leader_id = joined[0].member_id if joined else None
+            return bool(joined)
+        if leader.awaiting_join is not None:
+            return True
+        for m in self.members.values():
+            if m.awaiting_join is not None:
+                self.leader_id = m.member_id
+                return True
+        return False
 
     def has_all_members_joined(self) -> bool:
         return not self.pending_members and all(
@@ -196,12 +287,48 @@ class Group:
                 return name
         return sorted(n for n, v in votes.items() if v == best)[0]
 
-    def current_join_result(self, member_id: str) -> JoinResult:
-        """The current generation as ``member_id`` should see it."""
+    def current_join_result(self, member_id: str, *, with_members: bool | None = None,
+                            skip_assignment: bool = False) -> JoinResult:
+        """The current generation as ``member_id`` should see it (the member list only for the
+        leader, unless ``with_members`` says otherwise)."""
         protocol = self.protocol_name or ""
-        members: list[tuple[str, bytes]] = []
-        if member_id == self.leader_id:
-            members = [(m.member_id, m.metadata(protocol)) for m in self.members.values()]
+        if with_members is None:
+            with_members = member_id == self.leader_id
+        members: list[tuple[str, str | None, bytes]] = []
+        if with_members:
+            members = [(m.member_id, m.group_instance_id, m.metadata(protocol))
+                       for m in self.members.values()]
         return JoinResult(ErrorCode.NONE, member_id=member_id, generation_id=self.generation_id,
-                          protocol_name=protocol, leader_id=self.leader_id or "",
-                          members=members)
+                          protocol_type=self.protocol_type, protocol_name=self.protocol_name,
+                          leader_id=self.leader_id or "", members=members,
+                          skip_assignment=skip_assignment)
+
+    # --- subscriptions (OffsetDelete) -------------------------------------------------------
+
+    @property
+    def uses_consumer_protocol(self) -> bool:
+        return self.protocol_type == "consumer"
+
+    def compute_subscribed_topics(self) -> frozenset[str] | None:
+        """Kafka's ``computeSubscribedTopics``: the topics of every member's subscription to
+        the chosen protocol, read as ConsumerProtocolSubscription v0 (the prefix of all)."""
+        if not self.uses_consumer_protocol:
+            return None
+        if not self.members:
+            return frozenset()
+        if self.protocol_name is None:
+            return None
+        topics: set[str] = set()
+        try:
+            for m in self.members.values():
+                topics.update(decode_subscription(m.metadata(self.protocol_name)).topics)
+        except (PayloadError, KeyError):
+            return None
+        return frozenset(topics)
+
+    def is_subscribed_to(self, topic: str) -> bool:
+        """Whether OffsetDelete must refuse ``topic`` (GROUP_SUBSCRIBED_TO_TOPIC). Unknown
+        subscriptions count as subscribed for a group using the consumer protocol."""
+        if self.subscribed_topics is None:
+            return self.uses_consumer_protocol
+        return topic in self.subscribed_topics

@@ -31,10 +31,13 @@ Layout (big-endian)::
                       u16 + utf-8    topic
                       i32 partition
                       u8  flags      bit 0: tombstone (the partition's offset is removed)
+                                     bit 1: a committed leader epoch follows the fixed part
                       i64 offset
                       i64 commit timestamp (ms since the epoch)
                       i64 expire timestamp (ms since the epoch, -1 = by group retention)
-                      i32 + utf-8    metadata (-1 = null)
+                      i32 metadata length (-1 = null)
+                      [i32 leader epoch, when flags bit 1]
+                      utf-8 metadata
 
 One OffsetCommit request becomes exactly one record.
 """
@@ -66,11 +69,15 @@ _ENTRIES_PER_RECORD = 2000
 KIND_OFFSETS = 0
 KIND_DELETE_GROUP = 1
 _FLAG_TOMBSTONE = 1
+#: set when the entry carries a committed leader epoch (OffsetCommit v6+); files written before
+#: leader epochs were kept have no such entries and read back with epoch -1
+_FLAG_LEADER_EPOCH = 2
 
 _HEAD = struct.Struct(">II")  # length, crc
 _KIND_GROUP = struct.Struct(">BH")  # kind, group id length
 _U32 = struct.Struct(">I")
 _U16 = struct.Struct(">H")
+_I32 = struct.Struct(">i")
 _ENTRY = struct.Struct(">iBqqqi")  # partition, flags, offset, commit ts, expire ts, metadata len
 
 TopicPartition = tuple[str, int]
@@ -89,6 +96,8 @@ class OffsetAndMetadata:
     commit_timestamp_ms: int
     #: absolute expiry from an explicit retention time in the commit; -1 = group retention rule
     expire_timestamp_ms: int = -1
+    #: the leader epoch of the last record consumed (OffsetCommit v6+); -1 = unknown
+    leader_epoch: int = -1
 
 
 #: group id -> partition -> committed offset
@@ -109,9 +118,12 @@ def encode_record(group_id: str,
                       _ENTRY.pack(partition, _FLAG_TOMBSTONE, -1, -1, -1, -1))
         else:
             meta = None if om.metadata is None else om.metadata.encode("utf-8")
+            flags = _FLAG_LEADER_EPOCH if om.leader_epoch != -1 else 0
             parts += (_U16.pack(len(topic_raw)), topic_raw,
-                      _ENTRY.pack(partition, 0, om.offset, om.commit_timestamp_ms,
+                      _ENTRY.pack(partition, flags, om.offset, om.commit_timestamp_ms,
                                   om.expire_timestamp_ms, -1 if meta is None else len(meta)))
+            if flags:
+                parts.append(_I32.pack(om.leader_epoch))
             if meta is not None:
                 parts.append(meta)
         count += 1
@@ -141,6 +153,10 @@ def _decode_payload(payload: memoryview, state: OffsetState) -> None:
         pos += tlen
         partition, flags, offset, commit_ts, expire_ts, mlen = _ENTRY.unpack_from(payload, pos)
         pos += _ENTRY.size
+        leader_epoch = -1
+        if flags & _FLAG_LEADER_EPOCH:
+            (leader_epoch,) = _I32.unpack_from(payload, pos)
+            pos += 4
         metadata = None
         if mlen >= 0:
             metadata = bytes(payload[pos:pos + mlen]).decode("utf-8")
@@ -149,7 +165,7 @@ def _decode_payload(payload: memoryview, state: OffsetState) -> None:
             offsets.pop((topic, partition), None)
         else:
             offsets[(topic, partition)] = OffsetAndMetadata(offset, metadata, commit_ts,
-                                                            expire_ts)
+                                                            expire_ts, leader_epoch)
     if pos != len(payload):
         raise ValueError(f"{len(payload) - pos} trailing bytes in record")
     if not offsets:

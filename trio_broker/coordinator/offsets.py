@@ -1,11 +1,14 @@
-"""Committed offsets (Kafka's ``OffsetMetadataManager``): OffsetCommit, OffsetFetch, offset
-retention, and the durable writes behind them.
+"""Committed offsets (Kafka's ``OffsetMetadataManager``): OffsetCommit, OffsetFetch, OffsetDelete,
+offset retention, and the durable writes behind them.
 
 Why answers wait for the disk: an OffsetCommit answer promises durability, so a commit becomes one
 record in the offsets file (``offset_log.py``) and is applied and answered only once the record is
 fsynced. Records queue here and one writer task writes them in batches, so commits that arrive
 together share one fsync; the handler that called is free at once. Commits are validated against
 the group's membership (``GroupMetadataManager``), as Kafka validates them against the group.
+Writes are applied in the order they were queued, so a fetch that must see every commit already
+accepted (OffsetFetch v7+ ``require_stable``) queues an empty record behind them and is answered
+when it is reached.
 """
 
 from __future__ import annotations
@@ -44,9 +47,31 @@ class OffsetCommitEntry:
     partition: int
     offset: int
     metadata: str | None
+    #: OffsetCommit v6+; -1 = unknown
+    leader_epoch: int = -1
+    #: OffsetCommit v1 only: the client's commit time; -1 = now
+    commit_timestamp_ms: int = -1
+
+
+@attrs.frozen
+class CommitRequest:
+    """The request-level fields of an OffsetCommit, as the coordinator validates them."""
+
+    group_id: str
+    #: the generation (the member epoch of a consumer group, v9+); -1 = a simple commit
+    generation_id: int = -1
+    member_id: str = ""
+    group_instance_id: str | None = None
+    #: v2-4: -1 = the broker's retention; else this offset's own expiry
+    retention_time_ms: int = -1
+    #: v9+: an unknown group with a generation is GROUP_ID_NOT_FOUND, not ILLEGAL_GENERATION
+    group_id_not_found_error: bool = False
+    #: v0: offsets stored as Kafka stored them in ZooKeeper, without checking membership
+    unchecked: bool = False
 
 
 CommitCallback = Callable[[dict[TopicPartition, ErrorCode]], None]
+FetchResult = tuple[ErrorCode, list[tuple[TopicPartition, OffsetAndMetadata | None]]]
 
 
 @attrs.define(eq=False)
@@ -116,23 +141,24 @@ class OffsetMetadataManager:
 
     # --- OffsetCommit / OffsetFetch ---------------------------------------------------------
 
-    def commit_offsets(self, *, group_id: str, generation_id: int, member_id: str,
-                       retention_time_ms: int, offsets: Iterable[OffsetCommitEntry],
+    def commit_offsets(self, request: CommitRequest, offsets: Iterable[OffsetCommitEntry],
                        respond: CommitCallback) -> None:
         """Validate, write one fsynced record, then answer through ``respond``."""
         offsets = list(offsets)
-        error = self._validate_commit(group_id, generation_id, member_id)
+        r = request
+        error = self._validate_commit(r)
         if error:
             return respond({(o.topic, o.partition): error for o in offsets})
         membership = self._membership
-        group = membership.groups.get(group_id)
+        group = membership.groups.get(r.group_id)
         if group is None:  # a simple (admin) commit creates its group
-            group = membership.new_group(group_id)
-        elif member_id in group.members:
-            membership.schedule_session(group, group.members[member_id])
+            group = membership.new_group(r.group_id)
+        elif r.member_id in group.members and group.is_in(_S.STABLE, _S.PREPARING_REBALANCE):
+            # A commit keeps the session alive, as Kafka's does in these two states.
+            membership.schedule_session(group, group.members[r.member_id])
         max_meta = self.config.offset_metadata_max_bytes
         now_ms = self._wall_ms()
-        expire_ms = now_ms + retention_time_ms if retention_time_ms >= 0 else -1
+        expire_ms = now_ms + r.retention_time_ms if r.retention_time_ms >= 0 else -1
         results: dict[TopicPartition, ErrorCode] = {}
         accepted: dict[TopicPartition, OffsetAndMetadata] = {}
         for o in offsets:
@@ -140,7 +166,9 @@ class OffsetMetadataManager:
             if o.metadata is not None and len(o.metadata.encode("utf-8")) > max_meta:
                 results[tp] = ErrorCode.OFFSET_METADATA_TOO_LARGE
             else:
-                accepted[tp] = OffsetAndMetadata(o.offset, o.metadata, now_ms, expire_ms)
+                committed_ms = o.commit_timestamp_ms if o.commit_timestamp_ms != -1 else now_ms
+                accepted[tp] = OffsetAndMetadata(o.offset, o.metadata, committed_ms, expire_ms,
+                                                 o.leader_epoch)
                 results[tp] = ErrorCode.NONE
         if not accepted:
             return respond(results)
@@ -153,23 +181,31 @@ class OffsetMetadataManager:
                     results[tp] = ErrorCode.COORDINATOR_NOT_AVAILABLE
             respond(results)
 
-        self._enqueue(group, encode_record(group_id, accepted.items()), durable)
+        self._enqueue(group, encode_record(r.group_id, accepted.items()), durable)
         return None
 
-    def _validate_commit(self, group_id: str, generation_id: int, member_id: str) -> ErrorCode:
+    def _validate_commit(self, r: CommitRequest) -> ErrorCode:
         """Kafka's ``validateOffsetCommit`` for a classic group."""
         membership = self._membership
         if not membership.loaded:
             return membership.not_ready_error
-        if not group_id:
+        if not r.group_id:
             return ErrorCode.INVALID_GROUP_ID
-        group = membership.groups.get(group_id)
+        if r.unchecked:
+            return ErrorCode.NONE
+        group = membership.groups.get(r.group_id)
         if group is None:
-            return ErrorCode.NONE if generation_id < 0 else ErrorCode.ILLEGAL_GENERATION
-        if generation_id >= 0 or member_id:
-            if member_id not in group.members:
-                return ErrorCode.UNKNOWN_MEMBER_ID
-            if generation_id != group.generation_id:
+            if r.generation_id < 0:
+                return ErrorCode.NONE
+            return (ErrorCode.GROUP_ID_NOT_FOUND if r.group_id_not_found_error
+                    else ErrorCode.ILLEGAL_GENERATION)
+        if r.generation_id < 0 and group.is_in(_S.EMPTY):
+            return ErrorCode.NONE  # a simple commit to a group without members
+        if r.generation_id >= 0 or r.member_id or r.group_instance_id is not None:
+            error = group.validate_member(r.member_id, r.group_instance_id)
+            if error:
+                return error
+            if r.generation_id != group.generation_id:
                 return ErrorCode.ILLEGAL_GENERATION
         elif not group.is_in(_S.EMPTY):
             # A simple commit to a group that is managed by the coordinator right now.
@@ -179,7 +215,7 @@ class OffsetMetadataManager:
         return ErrorCode.NONE
 
     def fetch_offsets(self, group_id: str, partitions: list[TopicPartition] | None,
-                      ) -> tuple[ErrorCode, list[tuple[TopicPartition, OffsetAndMetadata | None]]]:
+                      ) -> FetchResult:
         """Committed offsets of ``partitions`` (``None``: every committed partition)."""
         membership = self._membership
         if not membership.loaded:
@@ -191,6 +227,60 @@ class OffsetMetadataManager:
         if partitions is None:
             return ErrorCode.NONE, sorted(offsets.items())
         return ErrorCode.NONE, [(tp, offsets.get(tp)) for tp in partitions]
+
+    def after_pending_writes(self, group_id: str, done: Callable[[], None]) -> bool:
+        """Call ``done`` once every offset record of ``group_id`` queued so far is applied.
+
+        Returns False (and never calls ``done``) when nothing is pending: the caller goes on.
+        OffsetFetch ``require_stable`` waits here, so it sees every commit already accepted.
+        """
+        group = self._membership.groups.get(group_id)
+        if group is None or not group.inflight_writes or self._closed:
+            return False
+        self._enqueue(group, b"", lambda ok: done())
+        return True
+
+    def delete_offsets(self, group_id: str, partitions: list[TopicPartition],
+                       respond: Callable[[ErrorCode, dict[TopicPartition, ErrorCode]], None],
+                       ) -> None:
+        """OffsetDelete: drop committed offsets of topics the group does not consume.
+
+        Kafka's rules: an unknown group is GROUP_ID_NOT_FOUND; a group with members is
+        NON_EMPTY_GROUP unless it uses the consumer protocol, and then each topic it subscribes
+        to is GROUP_SUBSCRIBED_TO_TOPIC. Answered once the tombstones are durable.
+        """
+        membership = self._membership
+        if not membership.loaded:
+            return respond(membership.not_ready_error, {})
+        if not group_id:
+            return respond(ErrorCode.INVALID_GROUP_ID, {})
+        group = membership.groups.get(group_id)
+        if group is None:
+            return respond(ErrorCode.GROUP_ID_NOT_FOUND, {})
+        if not group.is_in(_S.EMPTY) and not group.uses_consumer_protocol:
+            return respond(ErrorCode.NON_EMPTY_GROUP, {})
+        results: dict[TopicPartition, ErrorCode] = {}
+        doomed: list[TopicPartition] = []
+        for tp in partitions:
+            if group.is_subscribed_to(tp[0]):
+                results[tp] = ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC
+            else:
+                results[tp] = ErrorCode.NONE
+                if tp in group.offsets:
+                    doomed.append(tp)
+        if not doomed:
+            return respond(ErrorCode.NONE, results)
+
+        def durable(ok: bool) -> None:
+            if not ok:
+                return respond(ErrorCode.COORDINATOR_NOT_AVAILABLE, {})
+            for tp in doomed:
+                group.offsets.pop(tp, None)
+            LOGGER.info("group %s: %d committed offsets deleted", group_id, len(doomed))
+            return respond(ErrorCode.NONE, results)
+
+        self._enqueue(group, encode_record(group_id, ((tp, None) for tp in doomed)), durable)
+        return None
 
     # --- durable writes ---------------------------------------------------------------------
 

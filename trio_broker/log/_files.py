@@ -7,8 +7,12 @@ one, and fsync the directory so the rename itself survives a power loss.
 
 from __future__ import annotations
 
+import logging
 import os
+import time
 from pathlib import Path
+
+LOGGER = logging.getLogger(__name__)
 
 
 def fsync_dir(path: Path) -> None:
@@ -59,3 +63,16 @@ def atomic_write(path: Path, data: bytes, *, durable: bool = True) -> None:
     os.replace(tmp, path)
     if durable:
         fsync_dir(path.parent)
+
+
+def close_fds(fds: list[int]) -> None:
+    """Close duplicated descriptors; a failure is logged, not raised (they were only synced)."""
+    for fd in fds:
+        try:
+            os.close(fd)
+        except OSError:
+            LOGGER.exception("Closing a duplicated fd failed")
+
+
+def wall_ms() -> int:
+    return time.time_ns() // 1_000_000

@@ -18,19 +18,21 @@ Why it is built this way:
 
 Offsets: ``log_start_offset`` is the first offset still stored, ``log_end_offset`` the next offset
 to assign (also the high watermark on a single broker).
+
+Leader epochs: ``become_leader(epoch)`` starts an epoch at the log end offset (recorded durably in
+the partition's ``leader-epoch-checkpoint``, ``leader_epoch.py``); every batch appended after it
+is stamped with it. Until then (a log opened by hand) batches carry -1, as Kafka writes when it
+has no epoch.
 """
 
 from __future__ import annotations
 
 import logging
 import os
-import re
 import threading
 import time
 from bisect import bisect_right
 from pathlib import Path
-
-import attrs
 
 from ..protocol.batch import (
     BATCH_HEADER_SIZE,
@@ -40,62 +42,29 @@ from ..protocol.batch import (
     set_partition_leader_epoch,
 )
 from ..protocol.errors import CorruptRecordError
+from ._files import close_fds, wall_ms
 from .config import LogConfig
 from .errors import KafkaStorageError, OffsetOutOfRangeError
+from .info import FetchDataInfo, LogAppendInfo, parse_partition_dir
+from .leader_epoch import LeaderEpochCache
 from .loader import LogLoader
-from .producer_state import DEFAULT_PRODUCER_ID_EXPIRATION_MS, ProducerStateManager
+from .lookups import TimestampAndOffset, legacy_offsets_before, offset_by_timestamp
+from .producer_state import (
+    DEFAULT_PRODUCER_ID_EXPIRATION_MS,
+    ProducerSnapshot,
+    ProducerStateManager,
+)
 from .retention import segments_to_delete
 from .segment import LOG_SUFFIX, LogSegment
 
 LOGGER = logging.getLogger(__name__)
 
-_PARTITION_DIR = re.compile(r"^(.+)-(\d+)$")
-
-
-def parse_partition_dir(name: str) -> tuple[str, int] | None:
-    """``orders-3`` -> ("orders", 3); None for anything that is not a partition directory."""
-    match = _PARTITION_DIR.match(name)
-    if match is None:
-        return None
-    return match.group(1), int(match.group(2))
-
-
-@attrs.frozen(slots=True)
-class LogAppendInfo:
-    first_offset: int
-    last_offset: int
-    #: the broker time written into the batch under LogAppendTime, else -1
-    log_append_time_ms: int
-    log_start_offset: int
-    #: bytes written (0 for a duplicate)
-    size: int
-    #: an idempotent retry of a batch already in the log; the offsets are the original ones
-    duplicate: bool = False
-
-
-@attrs.frozen(slots=True)
-class FetchDataInfo:
-    #: whole batches, starting with the one that contains the requested offset
-    records: bytes
-    #: base offset of the first returned batch (the requested offset when nothing is returned)
-    first_offset: int
-    high_watermark: int
-    log_start_offset: int
-    #: no transactions, so everything below the high watermark is stable
-    last_stable_offset: int
-
 
 class Log:
-    def __init__(
-        self,
-        directory: Path,
-        config: LogConfig,
-        *,
-        recovery_point: int = 0,
-        clean_shutdown: bool = False,
-        producer_id_expiration_ms: int = DEFAULT_PRODUCER_ID_EXPIRATION_MS,
-        now_ms: int | None = None,
-    ) -> None:
+    def __init__(self, directory: Path, config: LogConfig, *, recovery_point: int = 0,
+                 clean_shutdown: bool = False,
+                 producer_id_expiration_ms: int = DEFAULT_PRODUCER_ID_EXPIRATION_MS,
+                 now_ms: int | None = None) -> None:
         parsed = parse_partition_dir(directory.name)
         if parsed is None:
             raise ValueError(f"{directory.name!r} is not a <topic>-<partition> directory name")
@@ -114,7 +83,7 @@ class Log:
         )
         directory.mkdir(parents=True, exist_ok=True)
         loaded = LogLoader(directory, config, self._producer_state).load(
-            recovery_point, clean_shutdown, _wall_ms() if now_ms is None else now_ms)
+            recovery_point, clean_shutdown, wall_ms() if now_ms is None else now_ms)
         self._segments = loaded.segments
         self._base_offsets = loaded.base_offsets
         self._log_start_offset = loaded.log_start_offset
@@ -122,6 +91,16 @@ class Log:
         self._recovery_point = loaded.recovery_point
         if loaded.created_segment:
             self._dir_generation += 1
+        try:
+            self._epochs = LeaderEpochCache(directory)
+            self._epochs.truncate_from_end(self._next_offset)
+            self._epochs.truncate_from_start(self._log_start_offset)
+        except BaseException:
+            for segment in self._segments:
+                segment.close()
+            raise
+        #: the epoch stamped on appended batches; -1 until ``become_leader``
+        self._leader_epoch = -1
 
     def __repr__(self) -> str:
         return (
@@ -152,6 +131,39 @@ class Log:
         return self._next_offset
 
     @property
+    def last_stable_offset(self) -> int:
+        """Where ``read_committed`` readers stop (Fetch, ListOffsets). Without transactions
+        nothing is pending, so it is the high watermark; transactions will lower it to the first
+        offset of the oldest open transaction."""
+        return self._next_offset
+
+    @property
+    def leader_epoch(self) -> int:
+        """The current leader epoch (-1 before ``become_leader``)."""
+        return self._leader_epoch
+
+    @property
+    def epochs(self) -> LeaderEpochCache:
+        return self._epochs
+
+    def become_leader(self, epoch: int) -> None:
+        """Start leader epoch ``epoch`` at the log end offset (Kafka's ``makeLeader``), durably;
+        raises KafkaStorageError if the epoch could not be recorded."""
+        with self._lock:
+            self._ensure_open()
+            try:
+                self._epochs.assign(epoch, self._next_offset)
+            except OSError as exc:
+                raise KafkaStorageError(f"recording leader epoch {epoch} of {self.name} "
+                                        f"failed: {exc}") from exc
+            self._leader_epoch = epoch
+
+    def end_offset_for_epoch(self, epoch: int) -> tuple[int, int]:
+        """(epoch, end offset) for OffsetForLeaderEpoch and Fetch's diverging-epoch check."""
+        with self._lock:
+            return self._epochs.end_offset_for(epoch, self._next_offset)
+
+    @property
     def recovery_point(self) -> int:
         """Every offset below this is known to be on stable storage (fsynced)."""
         return self._recovery_point
@@ -168,6 +180,10 @@ class Log:
     @property
     def producer_state(self) -> ProducerStateManager:
         return self._producer_state
+
+    def active_producers(self) -> list[ProducerSnapshot]:
+        with self._lock:
+            return self._producer_state.active_producers()
 
     @property
     def closed(self) -> bool:
@@ -189,18 +205,14 @@ class Log:
 
     # --- append -------------------------------------------------------------------------
 
-    def append(
-        self,
-        batch: bytearray | bytes,
-        header: BatchHeader,
-        *,
-        now_ms: int,
-        leader_epoch: int = -1,
-    ) -> LogAppendInfo:
+    def append(self, batch: bytearray | bytes, header: BatchHeader, *, now_ms: int,
+               leader_epoch: int | None = None) -> LogAppendInfo:
         """Append one validated batch, assigning its offsets in place.
 
         A ``bytes`` batch (as decoded from a request) is not copied: only its 61-byte header is,
         rewritten, and written together with the untouched rest (one ``pwritev``).
+
+        ``leader_epoch`` defaults to the log's current epoch.
 
         Raises InvalidRecordError / InvalidProducerEpochError / OutOfOrderSequenceError for
         producer-state violations (nothing written) and KafkaStorageError if the disk fails
@@ -209,18 +221,16 @@ class Log:
         size = len(batch)
         with self._lock:
             self._ensure_open()
+            if leader_epoch is None:
+                leader_epoch = self._leader_epoch
             config = self.config
             if header.producer_id >= 0:
                 duplicate = self._producer_state.check(header)
                 if duplicate is not None:
                     return LogAppendInfo(
-                        duplicate.first_offset,
-                        duplicate.last_offset,
+                        duplicate.first_offset, duplicate.last_offset,
                         duplicate.timestamp if config.log_append_time else -1,
-                        self._log_start_offset,
-                        0,
-                        duplicate=True,
-                    )
+                        self._log_start_offset, 0, duplicate=True)
             first = self._next_offset
             last = first + header.last_offset_delta
             if config.log_append_time and not isinstance(batch, bytearray):
@@ -245,27 +255,30 @@ class Log:
                 segment = self._maybe_roll(size, last, now_ms)
                 segment.append(data, first, last + 1, max_timestamp, now_ms)
             except OSError as exc:
-                raise KafkaStorageError(
-                    f"appending {size} bytes to {self.name} failed: {exc}"
-                ) from exc
+                raise KafkaStorageError(f"appending {size} bytes to {self.name} failed: {exc}") \
+                    from exc
             self._next_offset = last + 1
             self._producer_state.update(header, first, last, max_timestamp, now_ms)
+            if leader_epoch >= 0 and leader_epoch != self._epochs.latest_epoch:
+                self._assign_epoch(leader_epoch, first)
             return LogAppendInfo(first, last, append_time, self._log_start_offset, size)
+
+    def _assign_epoch(self, epoch: int, start_offset: int) -> None:
+        try:
+            self._epochs.assign(epoch, start_offset)
+        except OSError as exc:  # the batch is written; the next start re-derives the epoch
+            LOGGER.error("Recording leader epoch %d of %s failed: %s", epoch, self.name, exc)
 
     def _maybe_roll(self, size: int, last_offset: int, now_ms: int) -> LogSegment:
         segment = self._segments[-1]
         if segment.size == 0:
             return segment
         config = self.config
-        if (
-            segment.size + size > config.segment_bytes
-            or (
-                segment.rolling_base_timestamp is not None
-                and now_ms - segment.rolling_base_timestamp > config.segment_ms
-            )
-            or segment.indexes_full
-            or not segment.can_hold_offsets(last_offset)
-        ):
+        if (segment.size + size > config.segment_bytes
+                or (segment.rolling_base_timestamp is not None
+                    and now_ms - segment.rolling_base_timestamp > config.segment_ms)
+                or segment.indexes_full
+                or not segment.can_hold_offsets(last_offset)):
             return self._roll()
         return segment
 
@@ -296,8 +309,7 @@ class Log:
             end = self._next_offset
             if offset < start or offset > end:
                 raise OffsetOutOfRangeError(
-                    f"offset {offset} is outside [{start}, {end}] for {self.name}"
-                )
+                    f"offset {offset} is outside [{start}, {end}] for {self.name}")
             first = max(0, bisect_right(self._base_offsets, offset) - 1)
             try:
                 if offset < end:
@@ -311,17 +323,31 @@ class Log:
 
     def offset_for_timestamp(self, timestamp: int) -> tuple[int, int] | None:
         """(offset, timestamp) of the first record with a timestamp >= ``timestamp``, if any."""
+        found = self.fetch_offset_by_timestamp(timestamp)
+        return None if found is None else (found.offset, found.timestamp)
+
+    def fetch_offset_by_timestamp(self, target: int) -> TimestampAndOffset | None:
+        """ListOffsets v1+ for a time or a special timestamp (``lookups.py``)."""
         with self._lock:
             self._ensure_open()
             try:
-                for segment in self._segments:
-                    if segment.max_timestamp >= timestamp:
-                        found = segment.find_offset_by_timestamp(timestamp)
-                        if found is not None:
-                            return found
+                return offset_by_timestamp(self._segments, self._epochs, target,
+                                           log_start=self._log_start_offset,
+                                           log_end=self._next_offset)
             except (OSError, CorruptRecordError) as exc:
                 raise KafkaStorageError(f"timestamp lookup in {self.name} failed: {exc}") from exc
-            return None
+
+    def legacy_offsets_before(self, timestamp: int, max_num_offsets: int,
+                              now_ms: int) -> list[int]:
+        """ListOffsets v0: offsets of segments last written at or before ``timestamp``."""
+        with self._lock:
+            self._ensure_open()
+            try:
+                return legacy_offsets_before(self._segments, timestamp, max_num_offsets,
+                                             log_start=self._log_start_offset,
+                                             log_end=self._next_offset, now_ms=now_ms)
+            except OSError as exc:
+                raise KafkaStorageError(f"offset lookup in {self.name} failed: {exc}") from exc
 
     # --- flush --------------------------------------------------------------------------
 
@@ -365,7 +391,7 @@ class Log:
                 if dir_generation != self._dir_synced_generation:
                     fds.append(os.open(self.directory, os.O_RDONLY | os.O_DIRECTORY))
             except OSError as exc:
-                _close_all(fds)
+                close_fds(fds)
                 raise KafkaStorageError(f"flushing {self.name} failed: {exc}") from exc
         try:
             for fd in fds:
@@ -373,7 +399,7 @@ class Log:
         except OSError as exc:
             raise KafkaStorageError(f"fsync of {self.name} failed: {exc}") from exc
         finally:
-            _close_all(fds)
+            close_fds(fds)
         with self._lock:
             for segment, size in synced:
                 segment.synced_size = max(segment.synced_size, size)
@@ -408,12 +434,9 @@ class Log:
                 self._base_offsets = [s.base_offset for s in self._segments]
                 self._log_start_offset = max(self._log_start_offset, self._segments[0].base_offset)
                 self._producer_state.truncate_head(self._log_start_offset)
-            LOGGER.info(
-                "Deleted %d segment(s) of %s by retention; log start offset is now %d",
-                len(doomed),
-                self.name,
-                self._log_start_offset,
-            )
+                self._epochs.truncate_from_start(self._log_start_offset)
+            LOGGER.info("Deleted %d segment(s) of %s by retention; log start offset is now %d",
+                        len(doomed), self.name, self._log_start_offset)
             return len(doomed)
 
     def remove_expired_producers(self, now_ms: int) -> int:
@@ -458,18 +481,6 @@ class Log:
                         error = error or exc
             if error is not None:
                 raise KafkaStorageError(f"closing {self.name} failed: {error}") from error
-
-
-def _close_all(fds: list[int]) -> None:
-    for fd in fds:
-        try:
-            os.close(fd)
-        except OSError:
-            LOGGER.exception("Closing a duplicated fd failed")
-
-
-def _wall_ms() -> int:
-    return time.time_ns() // 1_000_000
 
 
 __all__ = ["LOG_SUFFIX", "FetchDataInfo", "Log", "LogAppendInfo", "parse_partition_dir"]

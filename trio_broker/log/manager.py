@@ -14,7 +14,14 @@ On-disk layout, under each entry of ``log.dirs``::
 
 and in the first log dir only::
 
-    topic-configs/<topic>.json              which topics exist (``topic_metadata.py``)
+    topic-configs/<topic>.json              which topics exist, their ids (``topic_metadata.py``)
+
+Leader epochs: this broker is the leader of every partition it holds, and each opening of a
+partition (its creation, every start) is a new leadership with a new epoch: 0 at creation, then
+one above both the epoch in the topic's file and the newest in the partition's epoch cache. It is
+recorded in the partition's ``leader-epoch-checkpoint`` before the partition serves, and in the
+topic's file once all are loaded (the record a KRaft controller would keep). A cluster that moves
+leaders calls ``Log.become_leader`` with its controller's epoch instead.
 
 Metadata files are replaced atomically (temp file, fsync, rename, fsync dir); the checkpoint's
 format is Kafka's (``checkpoint.py``).
@@ -49,6 +56,7 @@ from .topic_metadata import (
     TOPIC_CONFIG_DIR,
     TopicMetadata,
     TopicMetadataStore,
+    topic_id_str,
     validate_topic_name,
 )
 
@@ -61,13 +69,8 @@ _LOAD_ERRORS = (OSError, StorageError, CorruptRecordError, ValueError)
 
 
 class LogManager:
-    def __init__(
-        self,
-        log_dirs: Sequence[Path | str],
-        default_config: LogConfig,
-        *,
-        producer_id_expiration_ms: int = DEFAULT_PRODUCER_ID_EXPIRATION_MS,
-    ) -> None:
+    def __init__(self, log_dirs: Sequence[Path | str], default_config: LogConfig, *,
+                 producer_id_expiration_ms: int = DEFAULT_PRODUCER_ID_EXPIRATION_MS) -> None:
         if not log_dirs:
             raise ValueError("log.dirs must name at least one directory")
         self.log_dirs = [Path(d) for d in log_dirs]
@@ -78,6 +81,7 @@ class LogManager:
         #: log dir -> why it could not be used
         self.offline_dirs: dict[Path, str] = {}
         self._topics: dict[str, TopicMetadata] = {}
+        self._names_by_id: dict[uuid.UUID, str] = {}
         self._logs: dict[tuple[str, int], Log] = {}
         self._dir_of: dict[tuple[str, int], Path] = {}
         self._checkpointed: dict[Path, dict[tuple[str, int], int]] = {}
@@ -153,70 +157,59 @@ class LogManager:
                 self._partition_failed((topic, partition), "its topic config is unreadable")
                 continue
             if partition >= meta.partitions:
-                LOGGER.warning(
-                    "Ignoring %s-%d in %s: the topic has only %d partitions",
-                    topic,
-                    partition,
-                    log_dir,
-                    meta.partitions,
-                )
+                LOGGER.warning("Ignoring %s-%d in %s: the topic has only %d partitions",
+                               topic, partition, log_dir, meta.partitions)
                 continue
             if (topic, partition) in self.offline_partitions:
                 continue
             self._open_log(
-                topic,
-                partition,
-                log_dir,
+                topic, partition, log_dir,
                 recovery_point=recovery_points.get(log_dir, {}).get((topic, partition), 0),
-                clean_shutdown=clean.get(log_dir, False),
-            )
+                clean_shutdown=clean.get(log_dir, False))
+        self._names_by_id = {meta.topic_id: name for name, meta in self._topics.items()
+                             if not meta.broken}
         for topic, meta in sorted(self._topics.items()):
             if meta.broken:
                 continue
-            missing = [
-                p
-                for p in range(meta.partitions)
-                if (topic, p) not in self._logs and (topic, p) not in self.offline_partitions
-            ]
+            offline = self.offline_partitions
+            missing = [p for p in range(meta.partitions)
+                       if (topic, p) not in self._logs and (topic, p) not in offline]
             for partition in missing:
                 if self.offline_dirs:
                     self._partition_failed((topic, partition), "its log dir is offline")
                     continue
-                LOGGER.warning(
-                    "Partition %s-%d has no directory; creating it empty", topic, partition
-                )
+                LOGGER.warning("Partition %s-%d has no directory; creating it empty",
+                               topic, partition)
                 self._open_log(topic, partition, self._choose_dir(), create=True)
-            if not self._topic_store.exists(topic):
+            try:  # new leader epochs (and the file of an adopted topic)
                 self._topic_store.write(topic, meta)
-        LOGGER.info(
-            "Loaded %d partition(s) of %d topic(s) from %d log dir(s); %d offline",
-            len(self._logs),
-            len(self._topics),
-            len(self.log_dirs),
-            len(self.offline_partitions),
-        )
+            except KafkaStorageError as exc:
+                LOGGER.error("Recording the leader epochs of topic %s failed: %s", topic, exc)
+        LOGGER.info("Loaded %d partition(s) of %d topic(s) from %d log dir(s); %d offline",
+                    len(self._logs), len(self._topics), len(self.log_dirs),
+                    len(self.offline_partitions))
 
-    def _open_log(
-        self,
-        topic: str,
-        partition: int,
-        log_dir: Path,
-        *,
-        recovery_point: int = 0,
-        clean_shutdown: bool = False,
-        create: bool = False,
-    ) -> Log | None:
+    def _open_log(self, topic: str, partition: int, log_dir: Path, *, recovery_point: int = 0,
+                  clean_shutdown: bool = False, create: bool = False) -> Log | None:
         path = log_dir / f"{topic}-{partition}"
         try:
             if create:
                 path.mkdir(parents=True, exist_ok=False)
-            log = Log(
-                path,
-                self._topics[topic].config,
-                recovery_point=recovery_point,
-                clean_shutdown=clean_shutdown,
-                producer_id_expiration_ms=self.producer_id_expiration_ms,
-            )
+            log = Log(path, self._topics[topic].config, recovery_point=recovery_point,
+                      clean_shutdown=clean_shutdown,
+                      producer_id_expiration_ms=self.producer_id_expiration_ms)
+            try:
+                meta = self._topics[topic]
+                if create:
+                    epoch = 0
+                else:  # each start is a new leadership, as a re-elected KRaft broker's is
+                    cached = log.epochs.latest_epoch
+                    epoch = max(meta.leader_epoch(partition), -1 if cached is None else cached) + 1
+                log.become_leader(epoch)
+                meta.set_leader_epoch(partition, epoch)
+            except KafkaStorageError:
+                log.close(flush=False)
+                raise
         except _LOAD_ERRORS as exc:
             if create:
                 raise KafkaStorageError(f"creating {path} failed: {exc}") from exc
@@ -252,6 +245,19 @@ class LogManager:
         """Topic name -> partition count."""
         return {name: meta.partitions for name, meta in self._topics.items()}
 
+    def topic_id(self, name: str) -> uuid.UUID | None:
+        """The topic's id (KIP-516), or None if no such topic exists."""
+        meta = self._topics.get(name)
+        return None if meta is None or meta.broken else meta.topic_id
+
+    def topic_name(self, topic_id: uuid.UUID) -> str | None:
+        """The name of the topic with this id, or None (unknown id, or the topic was deleted)."""
+        return self._names_by_id.get(topic_id)
+
+    def topic_ids(self) -> dict[str, uuid.UUID]:
+        """Topic name -> id, for every topic that is served."""
+        return {name: meta.topic_id for name, meta in self._topics.items() if not meta.broken}
+
     def get_log(self, topic: str, partition: int) -> Log | None:
         return self._logs.get((topic, partition))
 
@@ -274,16 +280,12 @@ class LogManager:
             raise UnknownTopicOrPartitionError(f"topic {name!r} does not exist")
         return meta
 
-    def create_topic(
-        self,
-        name: str,
-        num_partitions: int,
-        configs: Mapping[str, str],
-        *,
-        validate_only: bool = False,
-    ) -> None:
-        """Create a topic; raises InvalidTopicError, TopicAlreadyExistsError,
-        InvalidPartitionsError, InvalidConfigError or KafkaStorageError."""
+    def create_topic(self, name: str, num_partitions: int, configs: Mapping[str, str], *,
+                     validate_only: bool = False) -> uuid.UUID | None:
+        """Create a topic with a new topic id and return the id (None with ``validate_only``).
+
+        Raises InvalidTopicError, TopicAlreadyExistsError, InvalidPartitionsError,
+        InvalidConfigError or KafkaStorageError."""
         error = validate_topic_name(name)
         if error is not None:
             raise InvalidTopicError(error)
@@ -298,16 +300,19 @@ class LogManager:
         overrides = {str(k): str(v) for k, v in configs.items()}
         config = self.default_config.with_overrides(overrides)
         if validate_only:
-            return
-        meta = TopicMetadata(num_partitions, overrides, config)
+            return None
+        meta = TopicMetadata(num_partitions, overrides, config, leader_epochs=[0] * num_partitions)
         self._topic_store.write(name, meta)
         self._topics[name] = meta
+        self._names_by_id[meta.topic_id] = name
         try:
             self._create_partitions(name, range(num_partitions))
         except KafkaStorageError:
             self.delete_topic(name)
             raise
-        LOGGER.info("Created topic %s with %d partition(s)", name, num_partitions)
+        LOGGER.info("Created topic %s (id %s) with %d partition(s)", name,
+                    topic_id_str(meta.topic_id), num_partitions)
+        return meta.topic_id
 
     def _create_partitions(self, topic: str, partitions: range) -> None:
         touched: set[Path] = set()
@@ -326,13 +331,14 @@ class LogManager:
         if new_total <= meta.partitions:
             raise InvalidPartitionsError(
                 f"Topic currently has {meta.partitions} partitions, which is higher than "
-                f"the requested {new_total}."
-            )
+                f"the requested {new_total}.")
         if validate_only:
             return
         old_total = meta.partitions
-        self._topic_store.write(name, attrs.evolve(meta, partitions=new_total))
-        meta.partitions = new_total
+        epochs = [*meta.leader_epochs, *[0] * (new_total - len(meta.leader_epochs))]
+        self._topic_store.write(name, attrs.evolve(meta, partitions=new_total,
+                                                   leader_epochs=epochs))
+        meta.partitions, meta.leader_epochs = new_total, epochs
         self._create_partitions(name, range(old_total, new_total))
         LOGGER.info("Topic %s now has %d partitions (was %d)", name, new_total, old_total)
 
@@ -375,6 +381,7 @@ class LogManager:
         with self._lock:
             logs = [(key, self._logs.pop(key, None), self._dir_of.pop(key, None)) for key in keys]
             del self._topics[name]
+            self._names_by_id.pop(meta.topic_id, None)
         for key in keys:
             self.offline_partitions.pop(key, None)
         self._topic_store.remove(name)
@@ -386,8 +393,7 @@ class LogManager:
             except KafkaStorageError as exc:
                 LOGGER.warning("Closing %s for deletion: %s", log.name, exc)
             doomed = log.directory.with_name(
-                f"{log.directory.name}.{uuid.uuid4().hex}{_DELETE_SUFFIX}"
-            )
+                f"{log.directory.name}.{uuid.uuid4().hex}{_DELETE_SUFFIX}")
             try:
                 log.directory.rename(doomed)
                 shutil.rmtree(doomed)

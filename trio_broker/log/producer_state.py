@@ -24,6 +24,7 @@ import logging
 import struct
 from collections import deque
 from pathlib import Path
+from typing import NamedTuple
 
 import attrs
 from crc32c import crc32c
@@ -77,6 +78,16 @@ class ProducerStateEntry:
         return None
 
 
+class ProducerSnapshot(NamedTuple):
+    """What DescribeProducers shows of one producer id."""
+
+    producer_id: int
+    producer_epoch: int
+    last_sequence: int
+    #: the maxTimestamp of its last batch, -1 if none is retained
+    last_timestamp: int
+
+
 def _in_sequence(last_seq: int, next_seq: int) -> bool:
     return next_seq == last_seq + 1 or (last_seq == _MAX_SEQUENCE and next_seq == 0)
 
@@ -95,6 +106,12 @@ class ProducerStateManager:
         self.directory = directory
         self.producer_id_expiration_ms = producer_id_expiration_ms
         self.producers: dict[int, ProducerStateEntry] = {}
+
+    def active_producers(self) -> list[ProducerSnapshot]:
+        """Every producer id with state here (DescribeProducers), oldest id first."""
+        return [ProducerSnapshot(e.producer_id, e.producer_epoch, e.last_seq,
+                                 e.batches[-1].timestamp if e.batches else -1)
+                for _, e in sorted(self.producers.items())]
 
     # --- checks and updates -------------------------------------------------------------
 

@@ -267,25 +267,44 @@ class LogSegment:
             self._hint(next_offset, end)  # where the reader will ask next
         return os.pread(self.fd, end - pos, pos), header.base_offset
 
-    def find_offset_by_timestamp(self, timestamp: int) -> tuple[int, int] | None:
-        """First (offset, timestamp) with a record timestamp >= ``timestamp`` in this segment."""
+    def find_offset_by_timestamp(self, timestamp: int) -> tuple[int, int, int] | None:
+        """First (offset, timestamp, batch leader epoch) with a record timestamp >= ``timestamp``
+        in this segment."""
         start_offset = self.time_index.lookup_before(timestamp)
         for pos, header in self.scan(self.offset_index.lookup(start_offset)):
             if header.max_timestamp < timestamp:
                 continue
-            if header.timestamp_type == 1:  # LogAppendTime: every record has maxTimestamp
-                return header.base_offset, header.max_timestamp
-            # The one place storage decodes records: ListOffsets wants the exact record.
-            try:
-                records = decode_records(os.pread(self.fd, header.size, pos),
-                                         max_uncompressed_bytes=MAX_INFLATED_BATCH_BYTES)
-            except CorruptRecordError:
-                return header.base_offset, header.max_timestamp
-            for record in records:
-                if record.timestamp >= timestamp:
-                    return record.offset, record.timestamp
-            return header.base_offset, header.max_timestamp
+            return self._first_record_at_or_after(pos, header, timestamp)
         return None
+
+    def find_offset_of_max_timestamp(self) -> tuple[int, int, int] | None:
+        """(offset, timestamp, batch leader epoch) of the first record carrying this segment's
+        largest timestamp (KIP-734), or None for an empty segment."""
+        for pos, header in self.scan(self.offset_index.lookup(self.offset_of_max_timestamp)):
+            if header.max_timestamp == self.max_timestamp:
+                return self._first_record_at_or_after(pos, header, header.max_timestamp)
+        return None
+
+    def _first_record_at_or_after(self, pos: int, header: BatchHeader,
+                                  timestamp: int) -> tuple[int, int, int]:
+        epoch = header.partition_leader_epoch
+        if header.timestamp_type == 1:  # LogAppendTime: every record has maxTimestamp
+            return header.base_offset, header.max_timestamp, epoch
+        # The one place storage decodes records: ListOffsets wants the exact record.
+        try:
+            records = decode_records(os.pread(self.fd, header.size, pos),
+                                     max_uncompressed_bytes=MAX_INFLATED_BATCH_BYTES)
+        except CorruptRecordError:
+            return header.base_offset, header.max_timestamp, epoch
+        for record in records:
+            if record.timestamp >= timestamp:
+                return record.offset, record.timestamp, epoch
+        return header.base_offset, header.max_timestamp, epoch
+
+    @property
+    def last_modified_ms(self) -> int:
+        """The segment file's modification time (ListOffsets v0 answers by it, as Kafka does)."""
+        return self._mtime_ms()
 
     # --- loading and recovery -----------------------------------------------------------
 

@@ -17,7 +17,8 @@ Security (docs/security.md): an ``SSL``/``SASL_SSL`` listener wraps each accepte
 connection a ``SaslAuthenticator``. Until it completes, only ApiVersions and the SASL requests
 pass ``_parse`` (anything else closes the connection before a handler sees it) and frames are
 limited to ``sasl.server.max.receive.size``; a failed login is answered after
-``connection.failed.authentication.delay.ms`` and the connection is closed.
+``connection.failed.authentication.delay.ms`` and the connection is closed. After SaslHandshake v0
+the tokens come as bare size-prefixed frames (``_raw_sasl_token``), as before KIP-152.
 
 Collaborators are passed in, as Kafka's are: a ``Processor`` gets the request channel, the
 metrics, the connection quotas, its settings and the TLS and SASL settings; an ``Acceptor`` gets
@@ -42,11 +43,12 @@ import trio
 from ..apis.context import RequestContext
 from ..config import BrokerConfig, ConfigError, Listener
 from ..metrics import BrokerMetrics
+from ..protocol.api_keys import ApiKey
 from ..protocol.errors import RemoteProtocolError, UnsupportedVersionError
 from ..protocol.framing import NEED_DATA, FrameDecoder
 from ..protocol.messages import decode_request_header, peek_correlation_id
 from ..security.credentials import CredentialsError, CredentialStore
-from ..security.sasl import SaslAuthenticator, SaslSettings
+from ..security.sasl import SaslAuthenticator, SaslSettings, SaslState
 from ..security.tls import TLSConfigError, peer_principal, server_ssl_context
 from .quotas import ConnectionQuotas
 from .request_channel import (
@@ -91,7 +93,7 @@ class Connection:
     """One client connection: its stream, frame buffer, idle scope and the slot for its response."""
 
     __slots__ = ("_response", "_response_ready", "client_host", "client_port", "decoder", "id",
-                 "idle_scope", "in_flight", "listener_name", "principal", "sasl",
+                 "idle_scope", "in_flight", "listener_name", "principal", "raw_sasl", "sasl",
                  "security_protocol", "stream")
 
     def __init__(self, stream: trio.abc.Stream, listener: Listener, client_host: str,
@@ -107,6 +109,8 @@ class Connection:
         self.in_flight: Request | None = None
         #: the SASL state of a SASL listener's connection (None elsewhere)
         self.sasl: SaslAuthenticator | None = None
+        #: after SaslHandshake v0: the next frames are bare SASL tokens, not requests
+        self.raw_sasl = False
         #: "User:..." from SASL or a TLS client certificate; None = anonymous
         self.principal: str | None = None
         self._response: Response | None = None
@@ -278,6 +282,12 @@ class Processor:
                     continue
                 if self.draining:
                     return "shutdown"
+                if conn.raw_sasl:
+                    if not await self._raw_sasl_token(conn, frame):
+                        return "authentication_failed"
+                    self._note_authenticated(conn)
+                    idle.deadline = trio.current_time() + idle_s
+                    continue
                 request = self._parse(conn, frame)
                 conn.in_flight = request
                 await channel.send_request(request)
@@ -292,16 +302,17 @@ class Processor:
                     await conn.stream.send_all(response.data)
                     bytes_out.inc(len(response.data))
                     timings.record_timings(request.header.api_key, request, time.monotonic_ns())
+                    if (sasl is not None and sasl.state is SaslState.AUTHENTICATE
+                            and request.header.api_key == ApiKey.SaslHandshake
+                            and request.header.api_version == 0):
+                        conn.raw_sasl = True
                 elif isinstance(response, NoOpResponse):
                     timings.record_timings(request.header.api_key, request, time.monotonic_ns())
                 else:
                     assert isinstance(response, CloseConnectionResponse)
                     timings.record_timings(request.header.api_key, request, time.monotonic_ns())
                     return response.reason
-                if sasl is not None and sasl.complete and conn.principal != sasl.principal:
-                    conn.principal = sasl.principal
-                    decoder.max_frame_bytes = self._settings.socket_request_max_bytes
-                    LOGGER.debug("connection %s authenticated as %s", conn.id, conn.principal)
+                self._note_authenticated(conn)
                 idle.deadline = trio.current_time() + idle_s
         return "idle_timeout"
 
@@ -319,6 +330,32 @@ class Processor:
         self._metrics.request_metrics.record_timings(request.header.api_key, request,
                                                      time.monotonic_ns())
         return "authentication_failed"
+
+    def _note_authenticated(self, conn: Connection) -> None:
+        sasl = conn.sasl
+        if sasl is not None and sasl.complete and conn.principal != sasl.principal:
+            conn.principal = sasl.principal
+            conn.decoder.max_frame_bytes = self._settings.socket_request_max_bytes
+            LOGGER.debug("connection %s authenticated as %s", conn.id, conn.principal)
+
+    async def _raw_sasl_token(self, conn: Connection, token: bytes) -> bool:
+        """A bare SASL token (after SaslHandshake v0); a failed one is not answered (Kafka)."""
+        sasl, settings = conn.sasl, self._sasl_settings
+        assert sasl is not None
+        assert settings is not None
+        try:  # PLAIN costs a PBKDF2 of a few milliseconds: keep it off the event loop
+            data = await trio.to_thread.run_sync(sasl.authenticate_bare, bytes(token))
+        except Exception:  # a bug stays in this connection, as a handler's would
+            LOGGER.exception("bare SASL token failed; closing connection %s", conn.id)
+            return False
+        if data is None:
+            LOGGER.info("closing connection %s: SASL authentication failed", conn.id)
+            await trio.sleep(settings.failed_authentication_delay_s)
+            return False
+        await conn.stream.send_all(data)
+        self._metrics.bytes_out.inc(len(data))
+        conn.raw_sasl = not sasl.complete  # then back to Kafka requests
+        return True
 
     def _parse(self, conn: Connection, frame: bytes) -> Request:
         try:

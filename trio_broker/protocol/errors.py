@@ -138,6 +138,10 @@ class ErrorCode(enum.IntEnum):
     SNAPSHOT_NOT_FOUND = 98
     POSITION_OUT_OF_RANGE = 99
     UNKNOWN_TOPIC_ID = 100
+    MISMATCHED_ENDPOINT_TYPE = 114
+    UNSUPPORTED_ENDPOINT_TYPE = 115
+    UNKNOWN_SUBSCRIPTION_ID = 117
+    TELEMETRY_TOO_LARGE = 118
 
     @property
     def retriable(self) -> bool:

@@ -12,8 +12,12 @@ File layout (``sasl.credentials.file``)::
                                            "server_key": "<base64>", "iterations": 4096},
                          "SCRAM-SHA-512": {...}}}}
 
-The broker re-reads the file when its modification time changes, so users can be added or
-removed without a restart; a file that fails to parse keeps the previous users (logged).
+The broker re-reads the file when it changes (a new inode, modification time or size), so
+users can be added or removed without a restart; a file that fails to parse keeps the previous
+users (logged). Admin clients manage the same users over the wire
+(Describe/AlterUserScramCredentials, ``describe_scram_credentials`` and
+``alter_scram_credentials`` below, Kafka's rules): each change is one atomic, fsynced replace of
+the file, so it survives a crash and takes effect at the next login.
 
 Command line (no broker needed)::
 
@@ -35,15 +39,28 @@ import logging
 import os
 import sys
 import tempfile
+import threading
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from .scram import MECHANISMS, MIN_ITERATIONS, ScramCredential, make_credential, verify_password
+import attrs
+
+from ..protocol.errors import ErrorCode
+from .scram import (
+    MAX_ITERATIONS,
+    MECHANISMS,
+    MIN_ITERATIONS,
+    ScramCredential,
+    credential_from_salted_password,
+    make_credential,
+    verify_password,
+)
 
 LOGGER = logging.getLogger(__name__)
 
-__all__ = ["CredentialStore", "CredentialsError", "add_user", "main", "remove_user"]
+__all__ = ["CredentialStore", "CredentialsError", "ScramDeletion", "ScramUpsertion", "add_user",
+           "alter_scram_credentials", "describe_scram_credentials", "main", "remove_user"]
 
 _FORMAT_VERSION = 1
 
@@ -106,26 +123,29 @@ class CredentialStore:
                  users: dict[str, dict[str, ScramCredential]] | None = None) -> None:
         self.path = Path(path) if path is not None else None
         self._users = users or {}
-        self._mtime_ns: int | None = None
+        self._version: tuple[int, int, int] | None = None
         if self.path is not None:
             self._users = _read(self.path)
-            self._mtime_ns = self._stat()
+            self._version = self._stat()
 
-    def _stat(self) -> int | None:
+    def _stat(self) -> tuple[int, int, int] | None:
+        """What changes when the file does: an atomic replace is a new inode even within one
+        tick of the file system's clock."""
         assert self.path is not None
         try:
-            return self.path.stat().st_mtime_ns
+            st = self.path.stat()
         except OSError:
             return None
+        return st.st_ino, st.st_mtime_ns, st.st_size
 
     def maybe_reload(self) -> None:
         """Re-read the file if it changed since the last read (one ``stat``)."""
         if self.path is None:
             return
-        mtime = self._stat()
-        if mtime == self._mtime_ns:
+        version = self._stat()
+        if version == self._version:
             return
-        self._mtime_ns = mtime
+        self._version = version
         try:
             self._users = _read(self.path)
         except CredentialsError as exc:
@@ -177,6 +197,12 @@ def _write_atomically(path: Path, doc: dict[str, Any]) -> None:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
+    with contextlib.suppress(OSError):  # make the rename durable where directories open
+        fd = os.open(path.parent, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
 
 
 def add_user(path: str | os.PathLike[str], username: str, password: str, *,
@@ -206,6 +232,141 @@ def remove_user(path: str | os.PathLike[str], username: str) -> bool:
         return False
     _write_atomically(p, doc)
     return True
+
+
+# --- over the wire: Describe/AlterUserScramCredentials ---------------------------------------
+
+#: one read-modify-write of a credentials file at a time (alters run in worker threads)
+_ALTER_LOCK = threading.Lock()
+_DUPLICATE = "A user credential cannot be altered twice in the same request"
+
+#: (user, error, error message) in the order Kafka answers them
+UserResult = tuple[str, ErrorCode, str | None]
+
+
+@attrs.frozen
+class ScramDeletion:
+    user: str
+    #: "SCRAM-SHA-256" / "SCRAM-SHA-512"; None for a mechanism type Kafka does not know
+    mechanism: str | None
+
+
+@attrs.frozen
+class ScramUpsertion:
+    user: str
+    mechanism: str | None
+    iterations: int
+    salt: bytes
+    #: Hi(password, salt, iterations): the client derives it; the password never travels
+    salted_password: bytes
+
+
+def _users_of(path: str | os.PathLike[str] | None) -> dict[str, dict[str, ScramCredential]]:
+    if not path or not Path(path).exists():
+        return {}
+    return _read(Path(path))
+
+
+def describe_scram_credentials(path: str | os.PathLike[str] | None, users: Sequence[str] | None,
+                               ) -> list[tuple[str, ErrorCode, str | None, dict[str, int]]]:
+    """Kafka's ``ScramImage.describe``: (user, error, message, {mechanism: iterations}).
+
+    No names (None or empty) describes every user; a name asked twice is DUPLICATE_RESOURCE, a
+    user without credentials RESOURCE_NOT_FOUND."""
+    known = _users_of(path)
+    asked: dict[str, bool] = {}  # user -> asked more than once
+    for user in users or sorted(known):
+        asked[user] = user in asked
+    out: list[tuple[str, ErrorCode, str | None, dict[str, int]]] = []
+    for user, duplicate in asked.items():
+        if duplicate:
+            out.append((user, ErrorCode.DUPLICATE_RESOURCE, "Cannot describe SCRAM credentials "
+                        f"for the same user twice in a single request: {user}", {}))
+        elif not known.get(user):
+            out.append((user, ErrorCode.RESOURCE_NOT_FOUND,
+                        f"Attempt to describe a user credential that does not exist: {user}", {}))
+        else:
+            out.append((user, ErrorCode.NONE, None,
+                        {m: c.iterations for m, c in sorted(known[user].items())}))
+    return out
+
+
+def _check_user_and_mechanism(user: str, mechanism: str | None) -> UserResult | None:
+    if not user:
+        return user, ErrorCode.UNACCEPTABLE_CREDENTIAL, "Username must not be empty"
+    if mechanism not in MECHANISMS:
+        return user, ErrorCode.UNSUPPORTED_SASL_MECHANISM, "Unknown SCRAM mechanism"
+    return None
+
+
+def alter_scram_credentials(path: str | os.PathLike[str],
+                            deletions: Sequence[ScramDeletion],
+                            upsertions: Sequence[ScramUpsertion]) -> list[UserResult]:
+    """Kafka's ``ScramControlManager.alterCredentials`` over the credentials file.
+
+    A user may appear once per request; deleting a credential that does not exist is
+    RESOURCE_NOT_FOUND; iterations outside 4096..16384 are UNACCEPTABLE_CREDENTIAL. The valid
+    changes are written together in one atomic replace; if that fails, they all fail with
+    KAFKA_STORAGE_ERROR. Blocking: run it in a worker thread.
+    """
+    with _ALTER_LOCK:
+        users = _users_of(path)
+        errors: dict[str, UserResult] = {}
+        deleting: dict[str, ScramDeletion] = {}
+        upserting: dict[str, ScramUpsertion] = {}
+        for d in deletions:
+            if d.user in errors:
+                continue
+            if deleting.pop(d.user, None) is not None:
+                errors[d.user] = (d.user, ErrorCode.DUPLICATE_RESOURCE, _DUPLICATE)
+                continue
+            error = _check_user_and_mechanism(d.user, d.mechanism)
+            if error is None and d.mechanism not in users.get(d.user, {}):
+                error = (d.user, ErrorCode.RESOURCE_NOT_FOUND,
+                         "Attempt to delete a user credential that does not exist")
+            if error is None:
+                deleting[d.user] = d
+            else:
+                errors[d.user] = error
+        for u in upsertions:
+            if u.user in errors:
+                continue
+            if (deleting.pop(u.user, None) is not None
+                    or upserting.pop(u.user, None) is not None):
+                errors[u.user] = (u.user, ErrorCode.DUPLICATE_RESOURCE, _DUPLICATE)
+                continue
+            error = _check_user_and_mechanism(u.user, u.mechanism)
+            if error is None and u.iterations < MIN_ITERATIONS:
+                error = (u.user, ErrorCode.UNACCEPTABLE_CREDENTIAL, "Too few iterations")
+            elif error is None and u.iterations > MAX_ITERATIONS:
+                error = (u.user, ErrorCode.UNACCEPTABLE_CREDENTIAL, "Too many iterations")
+            if error is None:
+                upserting[u.user] = u
+            else:
+                errors[u.user] = error
+        for d in deleting.values():
+            entry = users[d.user]
+            del entry[d.mechanism]  # type: ignore[arg-type]  # checked above
+            if not entry:
+                del users[d.user]
+        for u in upserting.values():
+            assert u.mechanism is not None
+            users.setdefault(u.user, {})[u.mechanism] = credential_from_salted_password(
+                u.mechanism, bytes(u.salt), bytes(u.salted_password), u.iterations)
+        changed = [*deleting, *upserting]
+        if changed:
+            doc = {"version": _FORMAT_VERSION,
+                   "users": {user: {m: _credential_to_json(c) for m, c in entry.items()}
+                             for user, entry in users.items()}}
+            try:
+                _write_atomically(Path(path), doc)
+            except OSError as exc:
+                LOGGER.error("writing SCRAM credentials to %s failed: %s", path, exc)
+                return [(user, ErrorCode.KAFKA_STORAGE_ERROR, f"Writing {Path(path).name} "
+                         f"failed: {exc.strerror or exc}") for user in changed] + \
+                    list(errors.values())
+            LOGGER.info("SCRAM credentials of %s changed over the wire", ", ".join(changed))
+        return [(user, ErrorCode.NONE, None) for user in changed] + list(errors.values())
 
 
 def main(argv: Sequence[str] | None = None) -> int:

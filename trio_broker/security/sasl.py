@@ -13,7 +13,8 @@ nothing and closes the connection. States and the requests each one accepts::
     FAILED ── nothing: the network layer sends the error after
               connection.failed.authentication.delay.ms and closes the connection
 
-Re-authentication (KIP-368) is not offered: ``session_lifetime_ms`` is always 0.
+After SaslHandshake v0 the tokens arrive bare (``authenticate_bare``), not in SaslAuthenticate
+requests. Re-authentication (KIP-368) is not offered: ``session_lifetime_ms`` is always 0.
 """
 
 from __future__ import annotations
@@ -139,6 +140,12 @@ class SaslAuthenticator:
             LOGGER.info("SASL %s authentication failed: %s", self._mechanism, exc)
             return ErrorCode.SASL_AUTHENTICATION_FAILED, str(exc), b""
         return ErrorCode.NONE, None, reply
+
+    def authenticate_bare(self, token: bytes) -> bytes | None:
+        """A token after SaslHandshake v0: the size-prefixed answer frame, or None when the
+        login failed (Kafka then closes without an answer). Costs what ``authenticate`` costs."""
+        error, _, reply = self.authenticate(token)
+        return None if error else len(reply).to_bytes(4, "big") + reply
 
     def _plain(self, token: bytes) -> bytes:
         # message = [authzid] UTF8NUL authcid UTF8NUL passwd (RFC 4616)

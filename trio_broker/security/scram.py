@@ -30,19 +30,24 @@ from collections.abc import Callable
 import attrs
 
 __all__ = [
+    "MAX_ITERATIONS",
     "MECHANISMS",
+    "MECHANISM_TYPES",
     "MIN_ITERATIONS",
     "ScramCredential",
     "ScramError",
     "ScramServer",
+    "credential_from_salted_password",
     "make_credential",
 ]
 
 #: mechanism name -> hashlib name
 MECHANISMS: dict[str, str] = {"SCRAM-SHA-256": "sha256", "SCRAM-SHA-512": "sha512"}
+#: Kafka's ScramMechanism type numbers, as Describe/AlterUserScramCredentials carry them
+MECHANISM_TYPES: dict[int, str] = {1: "SCRAM-SHA-256", 2: "SCRAM-SHA-512"}
 #: Kafka refuses fewer iterations than this
 MIN_ITERATIONS = 4096
-_MAX_ITERATIONS = 16384  # Kafka's upper bound as well
+MAX_ITERATIONS = 16384  # Kafka's upper bound as well
 
 
 class ScramError(Exception):
@@ -80,11 +85,18 @@ def salted_password(mechanism: str, password: str, salt: bytes, iterations: int)
 def make_credential(mechanism: str, password: str, *, salt: bytes | None = None,
                     iterations: int = MIN_ITERATIONS) -> ScramCredential:
     """The stored form of ``password`` for ``mechanism`` (a fresh random salt by default)."""
-    if not MIN_ITERATIONS <= iterations <= _MAX_ITERATIONS:
-        raise ValueError(f"iterations={iterations}: expected {MIN_ITERATIONS}..{_MAX_ITERATIONS}")
-    hash_name = _hash_name(mechanism)
+    if not MIN_ITERATIONS <= iterations <= MAX_ITERATIONS:
+        raise ValueError(f"iterations={iterations}: expected {MIN_ITERATIONS}..{MAX_ITERATIONS}")
     salt = secrets.token_bytes(32) if salt is None else salt
-    salted = salted_password(mechanism, password, salt, iterations)
+    return credential_from_salted_password(
+        mechanism, salt, salted_password(mechanism, password, salt, iterations), iterations)
+
+
+def credential_from_salted_password(mechanism: str, salt: bytes, salted: bytes,
+                                    iterations: int) -> ScramCredential:
+    """The stored form from ``SaltedPassword`` = Hi(password, salt, iterations), which is what
+    AlterUserScramCredentials carries (the broker never sees the password)."""
+    hash_name = _hash_name(mechanism)
     client_key = _hmac(hash_name, salted, b"Client Key")
     return ScramCredential(
         salt=salt,

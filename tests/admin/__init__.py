@@ -1,0 +1,1 @@
+"""Admin, cluster and security APIs at every advertised version, raw and via admin clients."""

@@ -1,0 +1,463 @@
+"""``BrokerConfig``: one attribute per key this broker honours, plus every key it was given.
+
+Why attributes and a map: handlers and the network layer read typed attributes
+(``config.num_io_threads``) on hot paths; DescribeConfigs, the ``log.*`` topic defaults and the
+"ignored on one node" line need every key a user set, including the hundreds this broker only
+accepts. The attributes take their default and validator from the key registry
+(``keys.HONOURED_KEYS``), so a value set in code is checked exactly like one read from a file.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import attrs
+
+from .defs import NO_DEFAULT, ConfigKey, ConfigType, ConfigValueError, Support
+from .keys import ALIASES, BROKER_KEYS, HONOURED_KEYS, SASL_MECHANISMS, base_key, is_known
+from .topic_keys import TOPIC_KEYS
+
+__all__ = ["BrokerConfig", "ConfigError", "Listener", "build_config", "normalise",
+           "parse_ip_overrides", "parse_listeners"]
+
+
+class ConfigError(ValueError):
+    """A bad configuration key or value; ``str()`` is a one-line message for the user.
+
+    ``key`` names the key at fault when there is one, so the loader can say where it was set.
+    """
+
+    def __init__(self, message: str, key: str | None = None) -> None:
+        super().__init__(message)
+        self.key = key
+
+
+def _validate(inst: Any, attribute: attrs.Attribute, value: Any) -> None:  # type: ignore[type-arg]
+    key: ConfigKey = attribute.metadata["key"]
+    if key.validator is not None and value is not None:
+        parsed = value
+        if key.type is ConfigType.LIST and isinstance(value, str):
+            parsed = [v for v in value.split(",") if v]
+        try:
+            key.validator.check(key.name, parsed)
+        except ConfigValueError as exc:
+            raise ConfigError(str(exc), key.name) from None
+
+
+def _to_list_text(value: Any) -> Any:
+    if isinstance(value, list | tuple):
+        return ",".join(str(v) for v in value)
+    return value
+
+
+def _text_map(values: Mapping[str, str]) -> dict[str, str]:
+    return dict(values)
+
+
+def _f(name: str) -> Any:
+    """The attrs field of honoured key ``name``: its default, validator and registry entry."""
+    key = HONOURED_KEYS[name]
+    default = key.default
+    converter = None
+    if key.type is ConfigType.LIST:
+        default = _to_list_text(default)
+        converter = _to_list_text
+    return attrs.field(default=default, validator=_validate, converter=converter,
+                       metadata={"kafka": name, "key": key})
+
+
+@attrs.frozen(kw_only=True)
+class BrokerConfig:
+    """Every honoured setting, attribute names being Kafka's keys with dots as underscores.
+
+    ``originals`` holds every key the loader was given (Kafka's name -> the text as given), so
+    keys without an attribute keep their values; ``origins`` says where each came from.
+    """
+
+    # --- identity, roles and listeners ---------------------------------------------------------
+    node_id: int = _f("node.id")
+    process_roles: str = _f("process.roles")
+    controller_listener_names: str | None = _f("controller.listener.names")
+    listeners: str = _f("listeners")
+    advertised_listeners: str = _f("advertised.listeners")
+    listener_security_protocol_map: str = _f("listener.security.protocol.map")
+    cluster_id: str = _f("cluster.id")
+    # --- network --------------------------------------------------------------------------------
+    num_network_threads: int = _f("num.network.threads")
+    num_io_threads: int = _f("num.io.threads")
+    queued_max_requests: int = _f("queued.max.requests")
+    socket_request_max_bytes: int = _f("socket.request.max.bytes")
+    max_connections: int = _f("max.connections")
+    max_connections_per_ip: int = _f("max.connections.per.ip")
+    max_connections_per_ip_overrides: str = _f("max.connections.per.ip.overrides")
+    connections_max_idle_ms: int = _f("connections.max.idle.ms")
+    shutdown_timeout_ms: int = _f("shutdown.timeout.ms")
+    metrics_listener: str = _f("metrics.listener")
+    # --- security (docs/security.md) ------------------------------------------------------------
+    ssl_certfile: str = _f("ssl.certfile")
+    ssl_keyfile: str = _f("ssl.keyfile")
+    ssl_key_password: str = _f("ssl.key.password")
+    ssl_cafile: str = _f("ssl.cafile")
+    ssl_client_auth: str = _f("ssl.client.auth")
+    ssl_enabled_protocols: str = _f("ssl.enabled.protocols")
+    ssl_cipher_suites: str = _f("ssl.cipher.suites")
+    sasl_enabled_mechanisms: str = _f("sasl.enabled.mechanisms")
+    sasl_credentials_file: str = _f("sasl.credentials.file")
+    sasl_server_max_receive_size: int = _f("sasl.server.max.receive.size")
+    connection_failed_authentication_delay_ms: int = _f("connection.failed.authentication.delay.ms")
+    # --- logs -----------------------------------------------------------------------------------
+    log_dirs: str = _f("log.dirs")
+    log_dir: str = _f("log.dir")
+    log_segment_bytes: int = _f("log.segment.bytes")
+    log_roll_ms: int | None = _f("log.roll.ms")
+    log_roll_hours: int = _f("log.roll.hours")
+    log_retention_ms: int | None = _f("log.retention.ms")
+    log_retention_minutes: int | None = _f("log.retention.minutes")
+    log_retention_hours: int = _f("log.retention.hours")
+    log_retention_bytes: int = _f("log.retention.bytes")
+    log_retention_check_interval_ms: int = _f("log.retention.check.interval.ms")
+    log_index_interval_bytes: int = _f("log.index.interval.bytes")
+    log_flush_interval_messages: int = _f("log.flush.interval.messages")
+    log_flush_interval_ms: int | None = _f("log.flush.interval.ms")
+    log_flush_scheduler_interval_ms: int = _f("log.flush.scheduler.interval.ms")
+    log_message_timestamp_type: str = _f("log.message.timestamp.type")
+    log_cleanup_policy: str = _f("log.cleanup.policy")
+    message_max_bytes: int = _f("message.max.bytes")
+    compression_type: str = _f("compression.type")
+    min_insync_replicas: int = _f("min.insync.replicas")
+    # --- topics ---------------------------------------------------------------------------------
+    auto_create_topics_enable: bool = _f("auto.create.topics.enable")
+    num_partitions: int = _f("num.partitions")
+    default_replication_factor: int = _f("default.replication.factor")
+    delete_topic_enable: bool = _f("delete.topic.enable")
+    # --- groups and producers -------------------------------------------------------------------
+    group_initial_rebalance_delay_ms: int = _f("group.initial.rebalance.delay.ms")
+    group_min_session_timeout_ms: int = _f("group.min.session.timeout.ms")
+    group_max_session_timeout_ms: int = _f("group.max.session.timeout.ms")
+    group_max_size: int = _f("group.max.size")
+    offsets_retention_minutes: int = _f("offsets.retention.minutes")
+    offsets_retention_check_interval_ms: int = _f("offsets.retention.check.interval.ms")
+    offset_metadata_max_bytes: int = _f("offset.metadata.max.bytes")
+    producer_id_expiration_ms: int = _f("producer.id.expiration.ms")
+    # --- process --------------------------------------------------------------------------------
+    log_level: str = _f("log.level")
+    # --- every key given, as given ----------------------------------------------------------------
+    #: Kafka key -> value text, for every key the loader was given (Kafka's "originals")
+    originals: Mapping[str, str] = attrs.field(factory=dict, eq=False, repr=False,
+                                               converter=_text_map)
+    #: Kafka key -> where it was set ("server.properties:12", "--override", "environment X")
+    origins: Mapping[str, str] = attrs.field(factory=dict, eq=False, repr=False,
+                                             converter=_text_map)
+
+    # --- derived values -------------------------------------------------------------------------
+    @property
+    def log_dir_list(self) -> list[Path]:
+        dirs = self.log_dirs
+        if "log.dirs" not in self.originals and "log.dir" in self.originals:
+            dirs = self.log_dir  # Kafka: log.dir is used when log.dirs is not given
+        return [Path(p.strip()) for p in dirs.split(",") if p.strip()]
+
+    @property
+    def log_retention_effective_ms(self) -> int:
+        if self.log_retention_ms is not None:
+            return self.log_retention_ms
+        if self.log_retention_minutes is not None:
+            return -1 if self.log_retention_minutes < 0 else self.log_retention_minutes * 60_000
+        return -1 if self.log_retention_hours < 0 else self.log_retention_hours * 3_600_000
+
+    @property
+    def log_roll_effective_ms(self) -> int:
+        return self.log_roll_ms if self.log_roll_ms is not None else self.log_roll_hours * 3_600_000
+
+    @property
+    def security_protocol_map(self) -> dict[str, str]:
+        """Listener name -> security protocol (``listener.security.protocol.map``)."""
+        return parse_protocol_map(self.listener_security_protocol_map)
+
+    @property
+    def controller_listener_set(self) -> frozenset[str]:
+        names = (self.controller_listener_names or "").split(",")
+        return frozenset(n.strip().upper() for n in names if n.strip())
+
+    @property
+    def all_listeners(self) -> list[Listener]:
+        """Every listener in ``listeners``, the controller's included."""
+        return parse_listeners(self.listeners, "listeners", self.security_protocol_map,
+                               self.controller_listener_set)
+
+    @property
+    def listener_list(self) -> list[Listener]:
+        """The listeners clients connect to: ``listeners`` without the controller's."""
+        return [lst for lst in self.all_listeners if not lst.controller]
+
+    @property
+    def advertised_listener_list(self) -> list[Listener]:
+        """``advertised.listeners`` without the controller's (clients never see those)."""
+        if not self.advertised_listeners:
+            return []
+        return [lst for lst in parse_listeners(
+            self.advertised_listeners, "advertised.listeners", self.security_protocol_map,
+            self.controller_listener_set, required=False) if not lst.controller]
+
+    @property
+    def sasl_mechanism_list(self) -> list[str]:
+        return [m.strip().upper() for m in self.sasl_enabled_mechanisms.split(",") if m.strip()]
+
+    @property
+    def per_ip_overrides(self) -> dict[str, int]:
+        return parse_ip_overrides(self.max_connections_per_ip_overrides)
+
+    def value_of(self, name: str) -> Any:
+        """The parsed value of any broker key: its attribute, the value given, or the default."""
+        key = BROKER_KEYS[name]
+        attr = name.replace(".", "_")
+        if name in HONOURED_KEYS:
+            value = getattr(self, attr)
+            if key.type is ConfigType.LIST and isinstance(value, str):
+                return [v for v in value.split(",") if v]
+            return value
+        if name in self.originals:
+            return key.parse(self.originals[name])
+        return None if key.default is NO_DEFAULT else key.default
+
+    def static_values(self) -> dict[str, str]:
+        """Keys set in this configuration (Kafka's STATIC_BROKER_CONFIG), as their text."""
+        out = dict(self.originals)
+        for name, key in HONOURED_KEYS.items():
+            value = self.value_of(name)
+            if name not in out and value != key.default and not (
+                    value in ("", None) and key.default in ("", None, [])):
+                out[name] = key.render(value) or ""
+        return out
+
+    def log_config_values(self) -> dict[str, Any]:
+        """The broker keys that supply topic defaults, parsed (None: not set, no default)."""
+        return {broker_key: self.value_of(broker_key)
+                for topic in TOPIC_KEYS.values() for broker_key, _ in topic.synonyms} | {
+            "remote.log.storage.system.enable": self.value_of("remote.log.storage.system.enable")}
+
+    def ignored_keys(self) -> list[str]:
+        """Keys given that have no meaning on one node (logged once at start-up)."""
+        out = []
+        for name in self.originals:
+            key = BROKER_KEYS.get(name)
+            # per-listener settings (listener.name.L.<key>) are not applied per listener here
+            if key is None or key.support is Support.IGNORED or base_key(name) is not None:
+                out.append(name)
+        return sorted(out)
+
+    def evolve(self, **changes: Any) -> BrokerConfig:
+        """A copy with ``changes`` (Python or Kafka key names) applied and validated."""
+        values: dict[str, Any] = {}
+        for name, key in HONOURED_KEYS.items():
+            value = getattr(self, name.replace(".", "_"))
+            if name not in self.originals and value != _to_list_text(key.default):
+                values[name] = value  # set in code rather than read from a source
+        values.update(self.originals)
+        origins = dict(self.origins)
+        changed = normalise(changes, "override")
+        origins.update(dict.fromkeys(changed, "override"))
+        values.update(changed)
+        return build_config(values, origins)
+
+
+@attrs.frozen
+class Listener:
+    """One entry of ``listeners``: its name, address and security protocol."""
+
+    name: str
+    host: str
+    port: int
+    security_protocol: str = attrs.field(
+        default=attrs.Factory(lambda self: self.name, takes_self=True))
+    #: named in controller.listener.names: accepted, never bound or advertised to clients
+    controller: bool = False
+
+
+KNOWN_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
+
+
+def parse_protocol_map(value: str) -> dict[str, str]:
+    """``NAME:PROTOCOL,...`` -> {NAME: PROTOCOL} (Kafka's listener.security.protocol.map)."""
+    out: dict[str, str] = {}
+    for item in (v.strip() for v in value.split(",")):
+        if not item:
+            continue
+        name, colon, protocol = item.partition(":")
+        protocol = protocol.strip().upper()
+        if not colon or not name.strip() or protocol not in KNOWN_PROTOCOLS:
+            raise ConfigError(
+                f"Invalid value {value} for configuration listener.security.protocol.map: "
+                f"expected NAME:PROTOCOL with PROTOCOL one of {', '.join(KNOWN_PROTOCOLS)}, "
+                f"got {item!r}", key="listener.security.protocol.map")
+        out[name.strip().upper()] = protocol
+    return out
+
+
+def parse_listeners(value: str, key: str, protocol_map: Mapping[str, str] | None = None,
+                    controller_names: frozenset[str] = frozenset(), *,
+                    required: bool = True) -> list[Listener]:
+    """Parse Kafka's ``NAME://host:port,...`` ([::1] for IPv6; an empty host binds all)."""
+    out: list[Listener] = []
+    for item in (v.strip() for v in value.split(",")):
+        if not item:
+            continue
+        name, sep, rest = item.partition("://")
+        host, colon, port_s = rest.rpartition(":")
+        if not sep or not colon or not port_s.isdigit() or int(port_s) > 65535 or not name:
+            raise ConfigError(f"Invalid value {value} for configuration {key}: expected "
+                              f"NAME://host:port[,...], got {item!r}", key=key)
+        name = name.upper()
+        protocol = (protocol_map or {}).get(name)
+        if protocol is None and name in KNOWN_PROTOCOLS:
+            protocol = name
+        if protocol is None and name in controller_names:
+            protocol = "PLAINTEXT"  # Kafka 4.x: an unmapped controller listener is PLAINTEXT
+        if protocol is None:
+            raise ConfigError(f"Invalid value {value} for configuration {key}: no security "
+                              f"protocol defined for listener {name} (add {name}:PROTOCOL to "
+                              "listener.security.protocol.map)", key=key)
+        if any(existing.name == name for existing in out):
+            raise ConfigError(f"Invalid value {value} for configuration {key}: each listener "
+                              f"must have a different name, {name} appears twice", key=key)
+        out.append(Listener(name, host.strip("[]"), int(port_s), protocol,
+                            name in controller_names))
+    if required and not any(not lst.controller for lst in out):
+        raise ConfigError(f"Invalid value {value} for configuration {key}: expected at least one "
+                          "NAME://host:port that is not a controller listener", key=key)
+    return out
+
+
+def parse_ip_overrides(value: str) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for item in (v.strip() for v in value.split(",")):
+        if not item:
+            continue
+        host, colon, n = item.rpartition(":")
+        if not colon or not host or not n.strip().isdigit():
+            raise ConfigError(f"Invalid value {value} for configuration "
+                              f"max.connections.per.ip.overrides: expected host:N[,...], got "
+                              f"{item!r}", key="max.connections.per.ip.overrides")
+        out[host.strip()] = int(n)
+    return out
+
+
+def check_config(config: BrokerConfig) -> None:
+    """Cross-key checks that need several parsed values (Kafka's ``KafkaConfig.validateValues``)."""
+    config.listener_list  # noqa: B018 - raises ConfigError on a bad listener
+    config.advertised_listener_list  # noqa: B018
+    config.per_ip_overrides  # noqa: B018
+    if not config.log_dir_list:
+        raise ConfigError(f"Invalid value {config.log_dirs} for configuration log.dirs: expected "
+                          "at least one directory", key="log.dirs")
+    if "broker.id" in config.originals and "node.id" in config.originals and (
+            int(config.originals["broker.id"]) != int(config.originals["node.id"])):
+        raise ConfigError(f"The values for broker.id ({config.originals['broker.id']}) and "
+                          f"node.id ({config.originals['node.id']}) must be the same if both are "
+                          "specified.", key="node.id")
+    protocols = {listener.security_protocol for listener in config.listener_list}
+    if protocols & {"SSL", "SASL_SSL"} and not config.ssl_certfile:
+        raise ConfigError(f"listeners={config.listeners!r}: an SSL or SASL_SSL listener needs "
+                          "ssl.certfile (or ssl.keystore.location)", key="listeners")
+    if config.ssl_client_auth != "none" and not config.ssl_cafile:
+        raise ConfigError(f"ssl.client.auth={config.ssl_client_auth}: needs ssl.cafile to "
+                          "verify client certificates", key="ssl.client.auth")
+    if protocols & {"SASL_PLAINTEXT", "SASL_SSL"}:
+        mechanisms = config.sasl_mechanism_list
+        unknown = [m for m in mechanisms if m not in SASL_MECHANISMS]
+        if unknown or not mechanisms:
+            raise ConfigError(f"Invalid value {config.sasl_enabled_mechanisms} for configuration "
+                              f"sasl.enabled.mechanisms: expected one or more of "
+                              f"{', '.join(SASL_MECHANISMS)}", key="sasl.enabled.mechanisms")
+        if not config.sasl_credentials_file:
+            raise ConfigError(f"listeners={config.listeners!r}: a SASL listener needs "
+                              "sasl.credentials.file", key="listeners")
+
+
+# --- building from raw values ------------------------------------------------------------
+
+_NULLS = ("", "null", "None")
+#: keyword-argument spelling (dots as underscores) -> Kafka name, for every known key
+_ATTRIBUTE_TO_KEY = {name.replace(".", "_"): name for name in (*BROKER_KEYS, *ALIASES)}
+
+
+def normalise(values: Mapping[str, Any], source: str,
+              origins: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """Kafka key names for ``values`` given by Kafka name or attribute name; unknown -> error."""
+    out: dict[str, Any] = {}
+    for name, value in values.items():
+        key = _ATTRIBUTE_TO_KEY.get(name, name)
+        if not is_known(key):
+            where = (origins or {}).get(name, source)
+            raise ConfigError(f"{where}: unknown config key {name!r}", key)
+        out[key] = value
+    return out
+
+
+def _parse_one(name: str, raw: Any) -> tuple[Any, str]:
+    """(parsed value, text to keep) of one key; raises ConfigValueError."""
+    key = BROKER_KEYS.get(name) or BROKER_KEYS[base_key(name) or name]
+    if raw is None or (key.default is None and isinstance(raw, str) and raw.strip() in _NULLS
+                       and key.type not in (ConfigType.STRING, ConfigType.PASSWORD)):
+        return None, ""
+    try:
+        parsed = key.parse(_from_toml(raw, key.type))
+    except ConfigValueError as exc:
+        if key.name == name:
+            raise
+        raise ConfigValueError(name, exc.value, exc.reason) from None
+    text = raw.strip() if isinstance(raw, str) else (key.render(parsed) or "")
+    return parsed, text
+
+
+def _from_toml(raw: Any, type_: ConfigType) -> Any:
+    """TOML's own types and Python values, as Kafka would read their text."""
+    if isinstance(raw, bool) and type_ is not ConfigType.BOOLEAN:
+        return "true" if raw else "false"
+    if isinstance(raw, int | float) and not isinstance(raw, bool) and type_ in (
+            ConfigType.STRING, ConfigType.PASSWORD, ConfigType.CLASS):
+        return str(raw)
+    return raw
+
+
+def build_config(values: Mapping[str, Any], origins: Mapping[str, str] | None = None
+                 ) -> BrokerConfig:
+    """Parse and validate ``values`` (by Kafka or attribute name) into a BrokerConfig."""
+    origins = dict(origins or {})
+    kwargs: dict[str, Any] = {}
+    originals: dict[str, str] = {}
+    for name, raw in normalise(values, "config", origins).items():
+        target = ALIASES.get(name, name)
+        try:
+            parsed, text = _parse_one(target, raw)
+        except ConfigValueError as exc:
+            message = str(exc) if target == name else str(exc).replace(
+                f"configuration {target}", f"configuration {name}")
+            raise ConfigError(_where(origins, name) + message, name) from None
+        originals[name] = text
+        if target in HONOURED_KEYS:
+            attr = target.replace(".", "_")
+            key = HONOURED_KEYS[target]
+            if parsed is None and key.default is not None and key.type in (
+                    ConfigType.STRING, ConfigType.PASSWORD):
+                parsed = key.default
+            kwargs[attr] = parsed if parsed is not None or key.default is None else key.default
+    try:
+        config = BrokerConfig(**kwargs, originals=originals, origins=origins)
+        check_config(config)
+    except ConfigError as exc:
+        where = _where(origins, exc.key) if exc.key else ""
+        raise ConfigError(where + str(exc), exc.key) from None
+    return config
+
+
+def _where(origins: Mapping[str, str], key: str | None) -> str:
+    if key is None:
+        return ""
+    origin = origins.get(key) or origins.get(next(
+        (alias for alias, target in ALIASES.items() if target == key and alias in origins), ""))
+    return f"{origin}: " if origin else ""
+
+

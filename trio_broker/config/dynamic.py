@@ -1,0 +1,163 @@
+"""Dynamic broker configs: AlterConfigs on a broker, per broker or as the cluster default.
+
+Why a file in the first log dir: Kafka keeps dynamic broker configs in its metadata log, so they
+outlive restarts and win over ``server.properties`` (per-broker > cluster default > static >
+default). One node has no metadata log; a small JSON document next to the data it configures
+does the same job, written atomically (temporary file, fsync, rename) so a crash leaves the old
+or the new set, never a mix.
+
+Kafka's rules are kept: only keys Kafka updates dynamically are accepted ("Cannot update these
+configs dynamically"); per-broker keys (listeners, TLS) cannot be set as the cluster default;
+security keys must carry a listener prefix. The ``log.*`` topic defaults apply at once (the
+caller re-derives every topic's config); other keys are stored, described and used from the next
+start, since this broker reads them when it starts.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from .broker import BrokerConfig, build_config
+from .defs import ConfigValueError
+from .keys import BROKER_KEYS, base_key
+
+__all__ = ["DYNAMIC_CONFIG_FILE", "DynamicBrokerConfigs", "DynamicConfigError"]
+
+LOGGER = logging.getLogger(__name__)
+
+DYNAMIC_CONFIG_FILE = "broker-configs.json"
+#: SslConfigs.RECONFIGURABLE_CONFIGS: updatable only with a listener prefix
+_SECURITY_RECONFIGURABLE = frozenset({
+    "ssl.keystore.type", "ssl.keystore.location", "ssl.keystore.password", "ssl.key.password",
+    "ssl.truststore.type", "ssl.truststore.location", "ssl.truststore.password",
+    "ssl.keystore.certificate.chain", "ssl.keystore.key", "ssl.truststore.certificates"})
+_CLUSTER_LEVEL_LISTENER_KEYS = frozenset({"max.connections", "max.connection.creation.rate",
+                                          "num.network.threads"})
+
+
+class DynamicConfigError(ValueError):
+    """A dynamic config Kafka refuses; ``str()`` is Kafka's message (INVALID_REQUEST)."""
+
+
+def _mode(name: str) -> str:
+    base = base_key(name)
+    key = BROKER_KEYS.get(base or name)
+    return "" if key is None else key.dynamic
+
+
+class DynamicBrokerConfigs:
+    """The per-broker and cluster-default dynamic configs of one node, persisted."""
+
+    def __init__(self, path: Path, static: BrokerConfig) -> None:
+        self.path = path
+        self.static = static
+        #: cluster default (resource name "") and this broker's own (resource name = node id)
+        self.cluster_default: dict[str, str] = {}
+        self.per_broker: dict[str, str] = {}
+
+    @classmethod
+    def load(cls, static: BrokerConfig) -> DynamicBrokerConfigs:
+        """The store of ``static``'s first log dir; unreadable content is logged and skipped."""
+        store = cls(static.log_dir_list[0] / DYNAMIC_CONFIG_FILE, static)
+        try:
+            doc = json.loads(store.path.read_text())
+        except FileNotFoundError:
+            return store
+        except (OSError, ValueError) as exc:
+            LOGGER.error("Dynamic broker configs in %s are unreadable (%s); starting without them",
+                         store.path, exc)
+            return store
+        for attr, section in (("cluster_default", "default"), ("per_broker", str(static.node_id))):
+            values = doc.get(section, {}) if isinstance(doc, dict) else {}
+            kept = {str(k): str(v) for k, v in values.items() if _mode(str(k))}
+            dropped = sorted(set(values) - set(kept))
+            if dropped:
+                LOGGER.warning("Non-dynamic configs in %s are ignored: %s", store.path,
+                               ", ".join(dropped))
+            setattr(store, attr, kept)
+        return store
+
+    def effective(self, cluster_default: Mapping[str, str] | None = None,
+                  per_broker: Mapping[str, str] | None = None) -> BrokerConfig:
+        """Static config overridden by the cluster default, then by the per-broker configs."""
+        cluster_default = self.cluster_default if cluster_default is None else cluster_default
+        per_broker = self.per_broker if per_broker is None else per_broker
+        if not cluster_default and not per_broker:
+            return self.static
+        values: dict[str, Any] = dict(self.static.originals)
+        origins = dict(self.static.origins)
+        for label, layer in (("dynamic cluster default", cluster_default),
+                             (f"dynamic config of broker {self.static.node_id}", per_broker)):
+            for key, value in layer.items():
+                values[key] = value
+                origins[key] = label
+        return build_config(values, origins)
+
+    def validate(self, props: Mapping[str, str], per_broker: bool) -> None:
+        """Kafka's ``DynamicBrokerConfig.validateConfigs``, then a full parse of the result."""
+        non_dynamic = sorted(k for k in props if not _mode(k))
+        if non_dynamic:
+            raise DynamicConfigError("Cannot update these configs dynamically: "
+                                     f"Set({', '.join(non_dynamic)})")
+        unprefixed = sorted(k for k in props if k in _SECURITY_RECONFIGURABLE)
+        if unprefixed:
+            raise DynamicConfigError("These security configs can be dynamically updated only "
+                                     f"per-listener using the listener prefix: "
+                                     f"Set({', '.join(unprefixed)})")
+        for name, value in props.items():
+            key = BROKER_KEYS[base_key(name) or name]
+            try:
+                key.parse(value)
+            except ConfigValueError as exc:
+                raise DynamicConfigError(str(exc)) from None
+        if not per_broker:
+            per_broker_only = sorted(k for k in props if self._per_broker_only(k))
+            if per_broker_only:
+                raise DynamicConfigError("Cannot update these configs at default cluster level, "
+                                         f"broker id must be specified: "
+                                         f"Set({', '.join(per_broker_only)})")
+
+    @staticmethod
+    def _per_broker_only(name: str) -> bool:
+        base = base_key(name)
+        if base is not None:
+            return base not in _CLUSTER_LEVEL_LISTENER_KEYS
+        return _mode(name) == "per-broker"
+
+    def replace(self, props: Mapping[str, str], per_broker: bool, *,
+                validate_only: bool = False) -> BrokerConfig:
+        """Make ``props`` the whole dynamic set of one level; returns the effective config.
+
+        Raises DynamicConfigError (Kafka's messages) or ConfigError (the combined config is
+        invalid) and changes nothing then.
+        """
+        self.validate(props, per_broker)
+        new_default = self.cluster_default if per_broker else dict(props)
+        new_broker = dict(props) if per_broker else self.per_broker
+        effective = self.effective(new_default, new_broker)
+        if validate_only:
+            return effective
+        self._write(new_default, new_broker)
+        self.cluster_default, self.per_broker = dict(new_default), dict(new_broker)
+        return effective
+
+    def _write(self, cluster_default: Mapping[str, str], per_broker: Mapping[str, str]) -> None:
+        doc = {"version": 1, "default": dict(cluster_default),
+               str(self.static.node_id): dict(per_broker)}
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = self.path.with_name(self.path.name + ".tmp")
+        with open(tmp, "w", encoding="utf-8") as f:
+            json.dump(doc, f, indent=1, sort_keys=True)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, self.path)
+        fd = os.open(self.path.parent, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)

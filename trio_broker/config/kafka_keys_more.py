@@ -1,0 +1,360 @@
+"""Kafka's broker keys for security, tiered storage, ZooKeeper, metrics and quotas.
+
+The second half of ``kafka_keys.py``'s table (split to keep modules small); the same facts, the
+same row format.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .defs import INT_MAX, LONG_MAX, AtLeast, Between, Check, OneOf
+from .defs import ConfigType as T
+
+__all__ = ["SECTIONS"]
+
+BOOLEAN, STRING, INT, SHORT, LONG, DOUBLE, LIST, CLASS, PASSWORD = (
+    T.BOOLEAN,
+    T.STRING,
+    T.INT,
+    T.SHORT,
+    T.LONG,
+    T.DOUBLE,
+    T.LIST,
+    T.CLASS,
+    T.PASSWORD,
+)
+DOUBLE_MAX = 1.7976931348623157e308
+NON_EMPTY = Check(lambda v: "String must be non-empty" if not v else None, "non-empty string")
+POOL_SIZE = Check(
+    lambda v: "Value can be -1 or greater than 0" if v < -1 or v == 0 else None, "[-1,1,...]"
+)
+
+_Row = tuple[Any, ...]
+
+
+def _k(
+    name: str,
+    type_: T,
+    default: Any,
+    validator: Any = None,
+    *,
+    dynamic: str = "",
+    internal: bool = False,
+    versions: str = "",
+) -> _Row:
+    return (name, type_, default, validator, dynamic, internal, versions)
+
+
+SECTIONS: tuple[tuple[str, tuple[_Row, ...]], ...] = (
+    (
+        "tiered storage",
+        (
+            _k("log.local.retention.bytes", LONG, -2, AtLeast(-2), dynamic="cluster-wide"),
+            _k("log.local.retention.ms", LONG, -2, AtLeast(-2), dynamic="cluster-wide"),
+            _k("remote.fetch.max.wait.ms", INT, 500, AtLeast(1), dynamic="cluster-wide"),
+            _k("remote.list.offsets.request.timeout.ms", LONG, 30000, AtLeast(1), versions="4.x"),
+            _k(
+                "remote.log.index.file.cache.total.size.bytes",
+                LONG,
+                1073741824,
+                AtLeast(1),
+                dynamic="cluster-wide",
+            ),
+            _k("remote.log.manager.copier.thread.pool.size", INT, -1, POOL_SIZE),
+            _k(
+                "remote.log.manager.copy.max.bytes.per.second",
+                LONG,
+                LONG_MAX,
+                AtLeast(1),
+                dynamic="cluster-wide",
+            ),
+            _k("remote.log.manager.copy.quota.window.num", INT, 11, AtLeast(1)),
+            _k("remote.log.manager.copy.quota.window.size.seconds", INT, 1, AtLeast(1)),
+            _k("remote.log.manager.expiration.thread.pool.size", INT, -1, POOL_SIZE),
+            _k(
+                "remote.log.manager.fetch.max.bytes.per.second",
+                LONG,
+                LONG_MAX,
+                AtLeast(1),
+                dynamic="cluster-wide",
+            ),
+            _k("remote.log.manager.fetch.quota.window.num", INT, 11, AtLeast(1)),
+            _k("remote.log.manager.fetch.quota.window.size.seconds", INT, 1, AtLeast(1)),
+            _k("remote.log.manager.task.interval.ms", LONG, 30000, AtLeast(1)),
+            _k(
+                "remote.log.manager.task.retry.backoff.max.ms",
+                LONG,
+                30000,
+                AtLeast(1),
+                internal=True,
+            ),
+            _k("remote.log.manager.task.retry.backoff.ms", LONG, 500, AtLeast(1), internal=True),
+            _k("remote.log.manager.task.retry.jitter", DOUBLE, 0.2, Between(0, 0.5), internal=True),
+            _k("remote.log.manager.thread.pool.size", INT, 10, AtLeast(1)),
+            _k("remote.log.metadata.custom.metadata.max.bytes", INT, 128, AtLeast(0)),
+            _k(
+                "remote.log.metadata.manager.class.name",
+                STRING,
+                "org.apache.kafka.server.log.remote.metadata.storage.TopicBasedRemoteLogMetadataManager",
+                NON_EMPTY,
+            ),
+            _k("remote.log.metadata.manager.class.path", STRING, None, None),
+            _k("remote.log.metadata.manager.impl.prefix", STRING, "rlmm.config.", NON_EMPTY),
+            _k("remote.log.metadata.manager.listener.name", STRING, None, NON_EMPTY),
+            _k("remote.log.reader.max.pending.tasks", INT, 100, AtLeast(1)),
+            _k("remote.log.reader.threads", INT, 10, AtLeast(1)),
+            _k("remote.log.storage.manager.class.name", STRING, None, NON_EMPTY),
+            _k("remote.log.storage.manager.class.path", STRING, None, None),
+            _k("remote.log.storage.manager.impl.prefix", STRING, "rsm.config.", NON_EMPTY),
+            _k("remote.log.storage.system.enable", BOOLEAN, False, None),
+        ),
+    ),
+    (
+        "ZooKeeper",
+        (
+            _k("zookeeper.clientCnxnSocket", STRING, None, None, versions="3.x"),
+            _k("zookeeper.connect", STRING, None, None, versions="3.x"),
+            _k("zookeeper.connection.timeout.ms", INT, None, None, versions="3.x"),
+            _k("zookeeper.max.in.flight.requests", INT, 10, AtLeast(1), versions="3.x"),
+            _k("zookeeper.session.timeout.ms", INT, 18000, None, versions="3.x"),
+            _k("zookeeper.set.acl", BOOLEAN, False, None, versions="3.x"),
+            _k("zookeeper.ssl.cipher.suites", LIST, None, None, versions="3.x"),
+            _k("zookeeper.ssl.client.enable", BOOLEAN, False, None, versions="3.x"),
+            _k("zookeeper.ssl.crl.enable", BOOLEAN, False, None, versions="3.x"),
+            _k("zookeeper.ssl.enabled.protocols", LIST, None, None, versions="3.x"),
+            _k(
+                "zookeeper.ssl.endpoint.identification.algorithm",
+                STRING,
+                "HTTPS",
+                None,
+                versions="3.x",
+            ),
+            _k("zookeeper.ssl.keystore.location", STRING, None, None, versions="3.x"),
+            _k("zookeeper.ssl.keystore.password", PASSWORD, None, None, versions="3.x"),
+            _k("zookeeper.ssl.keystore.type", STRING, None, None, versions="3.x"),
+            _k("zookeeper.ssl.ocsp.enable", BOOLEAN, False, None, versions="3.x"),
+            _k("zookeeper.ssl.protocol", STRING, "TLSv1.2", None, versions="3.x"),
+            _k("zookeeper.ssl.truststore.location", STRING, None, None, versions="3.x"),
+            _k("zookeeper.ssl.truststore.password", PASSWORD, None, None, versions="3.x"),
+            _k("zookeeper.ssl.truststore.type", STRING, None, None, versions="3.x"),
+        ),
+    ),
+    (
+        "metrics",
+        (
+            _k("auto.include.jmx.reporter", BOOLEAN, True, None, versions="3.x"),
+            _k("kafka.metrics.polling.interval.secs", INT, 10, AtLeast(1)),
+            _k("kafka.metrics.reporters", LIST, "", None),
+            _k("metric.reporters", LIST, "", None, dynamic="cluster-wide"),
+            _k("metrics.num.samples", INT, 2, AtLeast(1)),
+            _k("metrics.recording.level", STRING, "INFO", None),
+            _k("metrics.sample.window.ms", LONG, 30000, AtLeast(1)),
+            _k("telemetry.max.bytes", INT, 1048576, AtLeast(1)),
+        ),
+    ),
+    (
+        "quotas",
+        (
+            _k("alter.log.dirs.replication.quota.window.num", INT, 11, AtLeast(1)),
+            _k("alter.log.dirs.replication.quota.window.size.seconds", INT, 1, AtLeast(1)),
+            _k("client.quota.callback.class", CLASS, None, None),
+            _k("controller.quota.window.num", INT, 11, AtLeast(1)),
+            _k("controller.quota.window.size.seconds", INT, 1, AtLeast(1)),
+            _k("follower.replication.throttled.rate", LONG, LONG_MAX, AtLeast(0)),
+            _k("leader.replication.throttled.rate", LONG, LONG_MAX, AtLeast(0)),
+            _k("quota.window.num", INT, 11, AtLeast(1)),
+            _k("quota.window.size.seconds", INT, 1, AtLeast(1)),
+            _k("replica.alter.log.dirs.io.max.bytes.per.second", LONG, LONG_MAX, AtLeast(0)),
+            _k("replication.quota.window.num", INT, 11, AtLeast(1)),
+            _k("replication.quota.window.size.seconds", INT, 1, AtLeast(1)),
+        ),
+    ),
+    (
+        "security",
+        (
+            _k("connections.max.reauth.ms", LONG, 0, None),
+            _k(
+                "principal.builder.class",
+                CLASS,
+                "org.apache.kafka.common.security.authenticator.DefaultKafkaPrincipalBuilder",
+                None,
+                dynamic="per-broker",
+            ),
+            _k("sasl.client.callback.handler.class", CLASS, None, None),
+            _k("sasl.enabled.mechanisms", LIST, "GSSAPI", None, dynamic="per-broker"),
+            _k("sasl.jaas.config", PASSWORD, None, None, dynamic="per-broker"),
+            _k(
+                "sasl.kerberos.kinit.cmd",
+                STRING,
+                "/usr/bin/kinit",
+                None,
+                dynamic="per-broker",
+            ),
+            _k("sasl.kerberos.min.time.before.relogin", LONG, 60000, None, dynamic="per-broker"),
+            _k(
+                "sasl.kerberos.principal.to.local.rules",
+                LIST,
+                "DEFAULT",
+                None,
+                dynamic="per-broker",
+            ),
+            _k("sasl.kerberos.service.name", STRING, None, None, dynamic="per-broker"),
+            _k("sasl.kerberos.ticket.renew.jitter", DOUBLE, 0.05, None, dynamic="per-broker"),
+            _k("sasl.kerberos.ticket.renew.window.factor", DOUBLE, 0.8, None, dynamic="per-broker"),
+            _k("sasl.login.callback.handler.class", CLASS, None, None),
+            _k("sasl.login.class", CLASS, None, None),
+            _k("sasl.login.connect.timeout.ms", INT, None, None),
+            _k("sasl.login.read.timeout.ms", INT, None, None),
+            _k("sasl.login.refresh.buffer.seconds", SHORT, 300, None, dynamic="per-broker"),
+            _k("sasl.login.refresh.min.period.seconds", SHORT, 60, None, dynamic="per-broker"),
+            _k("sasl.login.refresh.window.factor", DOUBLE, 0.8, None, dynamic="per-broker"),
+            _k("sasl.login.refresh.window.jitter", DOUBLE, 0.05, None, dynamic="per-broker"),
+            _k("sasl.login.retry.backoff.max.ms", LONG, 10000, None),
+            _k("sasl.login.retry.backoff.ms", LONG, 100, None),
+            _k(
+                "sasl.mechanism.inter.broker.protocol", STRING, "GSSAPI", None, dynamic="per-broker"
+            ),
+            _k("sasl.oauthbearer.clock.skew.seconds", INT, 30, None),
+            _k("sasl.oauthbearer.expected.audience", LIST, None, None),
+            _k("sasl.oauthbearer.expected.issuer", STRING, None, None),
+            _k("sasl.oauthbearer.jwks.endpoint.refresh.ms", LONG, 3600000, None),
+            _k("sasl.oauthbearer.jwks.endpoint.retry.backoff.max.ms", LONG, 10000, None),
+            _k("sasl.oauthbearer.jwks.endpoint.retry.backoff.ms", LONG, 100, None),
+            _k("sasl.oauthbearer.jwks.endpoint.url", STRING, None, None),
+            _k("sasl.oauthbearer.scope.claim.name", STRING, "scope", None),
+            _k("sasl.oauthbearer.sub.claim.name", STRING, "sub", None),
+            _k("sasl.oauthbearer.token.endpoint.url", STRING, None, None),
+            _k("sasl.server.callback.handler.class", CLASS, None, None),
+            _k("sasl.server.max.receive.size", INT, 524288, None),
+            _k("security.providers", STRING, None, None),
+            _k("ssl.allow.dn.changes", BOOLEAN, False, None),
+            _k("ssl.allow.san.changes", BOOLEAN, False, None),
+            _k("ssl.cipher.suites", LIST, "", None, dynamic="per-broker"),
+            _k(
+                "ssl.client.auth",
+                STRING,
+                "none",
+                OneOf(("required", "requested", "none")),
+                dynamic="per-broker",
+            ),
+            _k("ssl.enabled.protocols", LIST, "TLSv1.2,TLSv1.3", None, dynamic="per-broker"),
+            _k(
+                "ssl.endpoint.identification.algorithm", STRING, "https", None, dynamic="per-broker"
+            ),
+            _k("ssl.engine.factory.class", CLASS, None, None, dynamic="per-broker"),
+            _k("ssl.key.password", PASSWORD, None, None, dynamic="per-broker"),
+            _k("ssl.keymanager.algorithm", STRING, "SunX509", None, dynamic="per-broker"),
+            _k("ssl.keystore.certificate.chain", PASSWORD, None, None, dynamic="per-broker"),
+            _k("ssl.keystore.key", PASSWORD, None, None, dynamic="per-broker"),
+            _k("ssl.keystore.location", STRING, None, None, dynamic="per-broker"),
+            _k("ssl.keystore.password", PASSWORD, None, None, dynamic="per-broker"),
+            _k("ssl.keystore.type", STRING, "JKS", None, dynamic="per-broker"),
+            _k("ssl.principal.mapping.rules", STRING, "DEFAULT", None),
+            _k("ssl.protocol", STRING, "TLSv1.3", None, dynamic="per-broker"),
+            _k("ssl.provider", STRING, None, None, dynamic="per-broker"),
+            _k("ssl.secure.random.implementation", STRING, None, None, dynamic="per-broker"),
+            _k("ssl.trustmanager.algorithm", STRING, "PKIX", None, dynamic="per-broker"),
+            _k("ssl.truststore.certificates", PASSWORD, None, None, dynamic="per-broker"),
+            _k("ssl.truststore.location", STRING, None, None, dynamic="per-broker"),
+            _k("ssl.truststore.password", PASSWORD, None, None, dynamic="per-broker"),
+            _k("ssl.truststore.type", STRING, "JKS", None, dynamic="per-broker"),
+        ),
+    ),
+    (
+        "delegation tokens",
+        (
+            _k("delegation.token.expiry.check.interval.ms", LONG, 3600000, AtLeast(1)),
+            _k("delegation.token.expiry.time.ms", LONG, 86400000, AtLeast(1)),
+            _k("delegation.token.master.key", PASSWORD, None, None, versions="3.x"),
+            _k("delegation.token.max.lifetime.ms", LONG, 604800000, AtLeast(1)),
+            _k("delegation.token.secret.key", PASSWORD, None, None),
+        ),
+    ),
+    (
+        "password encoder",
+        (
+            _k("password.encoder.cipher.algorithm", STRING, "AES/CBC/PKCS5Padding", None),
+            _k("password.encoder.iterations", INT, 4096, AtLeast(1024)),
+            _k("password.encoder.key.length", INT, 128, AtLeast(8)),
+            _k("password.encoder.keyfactory.algorithm", STRING, None, None),
+            _k("password.encoder.old.secret", PASSWORD, None, None),
+            _k("password.encoder.secret", PASSWORD, None, None),
+        ),
+    ),
+    (
+        "share groups",
+        (
+            _k("group.share.delivery.count.limit", INT, 5, Between(2, 10)),
+            _k("group.share.enable", BOOLEAN, False, None, internal=True),
+            _k("group.share.max.groups", SHORT, 10, Between(1, 100)),
+            _k("group.share.max.record.lock.duration.ms", INT, 60000, Between(30000, 3600000)),
+            _k("group.share.min.record.lock.duration.ms", INT, 15000, Between(1000, 30000)),
+            _k("group.share.partition.max.record.locks", INT, 200, Between(100, 10000)),
+            _k("group.share.record.lock.duration.ms", INT, 30000, Between(1000, 60000)),
+            _k("share.coordinator.append.linger.ms", INT, 10, AtLeast(0), versions="4.x"),
+            _k("share.coordinator.load.buffer.size", INT, 5242880, AtLeast(1), versions="4.x"),
+            _k(
+                "share.coordinator.snapshot.update.records.per.snapshot",
+                INT,
+                500,
+                AtLeast(0),
+                versions="4.x",
+            ),
+            _k("share.coordinator.state.topic.compression.codec", INT, 0, None, versions="4.x"),
+            _k("share.coordinator.state.topic.min.isr", SHORT, 2, AtLeast(1), versions="4.x"),
+            _k("share.coordinator.state.topic.num.partitions", INT, 50, AtLeast(1), versions="4.x"),
+            _k(
+                "share.coordinator.state.topic.replication.factor",
+                SHORT,
+                3,
+                AtLeast(1),
+                versions="4.x",
+            ),
+            _k(
+                "share.coordinator.state.topic.segment.bytes",
+                INT,
+                104857600,
+                AtLeast(1),
+                versions="4.x",
+            ),
+            _k("share.coordinator.threads", INT, 1, AtLeast(1), versions="4.x"),
+            _k("share.coordinator.write.timeout.ms", INT, 5000, AtLeast(1), versions="4.x"),
+            _k("share.fetch.max.fetch.records", INT, INT_MAX, None, internal=True, versions="4.x"),
+            _k("share.fetch.purgatory.purge.interval.requests", INT, 1000, None, versions="4.x"),
+        ),
+    ),
+    (
+        "transactions",
+        (
+            _k("producer.id.expiration.check.interval.ms", INT, 600000, AtLeast(1), internal=True),
+            _k("producer.id.expiration.ms", INT, 86400000, AtLeast(1), dynamic="cluster-wide"),
+            _k(
+                "transaction.abort.timed.out.transaction.cleanup.interval.ms",
+                INT,
+                10000,
+                AtLeast(1),
+            ),
+            _k("transaction.max.timeout.ms", INT, 900000, AtLeast(1)),
+            _k(
+                "transaction.partition.verification.enable",
+                BOOLEAN,
+                True,
+                None,
+                dynamic="cluster-wide",
+            ),
+            _k(
+                "transaction.remove.expired.transaction.cleanup.interval.ms",
+                INT,
+                3600000,
+                AtLeast(1),
+            ),
+            _k("transaction.state.log.load.buffer.size", INT, 5242880, AtLeast(1)),
+            _k("transaction.state.log.min.isr", INT, 2, AtLeast(1)),
+            _k("transaction.state.log.num.partitions", INT, 50, AtLeast(1)),
+            _k("transaction.state.log.replication.factor", SHORT, 3, AtLeast(1)),
+            _k("transaction.state.log.segment.bytes", INT, 104857600, AtLeast(1)),
+            _k("transactional.id.expiration.ms", INT, 604800000, AtLeast(1)),
+        ),
+    ),
+)

@@ -1,0 +1,46 @@
+"""What a partition log hands out (append and fetch results), and partition directory names.
+
+Why apart from ``log.py``: the API layer and the manager use these without needing the log's
+internals, and ``Log`` itself stays one readable class.
+"""
+
+from __future__ import annotations
+
+import re
+
+import attrs
+
+_PARTITION_DIR = re.compile(r"^(.+)-(\d+)$")
+
+
+def parse_partition_dir(name: str) -> tuple[str, int] | None:
+    """``orders-3`` -> ("orders", 3); None for anything that is not a partition directory."""
+    match = _PARTITION_DIR.match(name)
+    if match is None:
+        return None
+    return match.group(1), int(match.group(2))
+
+
+@attrs.frozen(slots=True)
+class LogAppendInfo:
+    first_offset: int
+    last_offset: int
+    #: the broker time written into the batch under LogAppendTime, else -1
+    log_append_time_ms: int
+    log_start_offset: int
+    #: bytes written (0 for a duplicate)
+    size: int
+    #: an idempotent retry of a batch already in the log; the offsets are the original ones
+    duplicate: bool = False
+
+
+@attrs.frozen(slots=True)
+class FetchDataInfo:
+    #: whole batches, starting with the one that contains the requested offset
+    records: bytes
+    #: base offset of the first returned batch (the requested offset when nothing is returned)
+    first_offset: int
+    high_watermark: int
+    log_start_offset: int
+    #: no transactions, so everything below the high watermark is stable
+    last_stable_offset: int
