@@ -20,7 +20,9 @@ bootstrap server or setting is a ``ConfigError`` (a ``ValueError``).
 
 from ..client_core.admin import BROKER_RESOURCE as BROKER_RESOURCE
 from ..client_core.admin import TOPIC_RESOURCE as TOPIC_RESOURCE
+from ..client_core.admin import ClusterDescription as ClusterDescription
 from ..client_core.admin import ConfigEntry as ConfigEntry
+from ..client_core.admin import ConfigOperation as ConfigOperation
 from ..client_core.admin import source_name as source_name
 from ..client_core.bootstrap import parse_address as parse_address
 from ..client_core.bootstrap import parse_bootstrap as parse_bootstrap
@@ -49,14 +51,16 @@ from .client import BlockingClient as BlockingClient
 from .client import FetchHandle as FetchHandle
 from .cluster import DEFAULT_BOOTSTRAP as DEFAULT_BOOTSTRAP
 from .connection import BrokerConnection as BrokerConnection
+from .group import GroupMember as GroupMember
 from .producer import PRODUCER_DEFAULTS as PRODUCER_DEFAULTS
 from .producer import BlockingProducer as BlockingProducer
 from .producer import ProducerSettings as ProducerSettings
 
 __all__ = ["BROKER_RESOURCE", "DEFAULT_BOOTSTRAP", "EARLIEST", "LATEST", "PRODUCER_DEFAULTS",
            "TOPIC_RESOURCE", "BlockingClient", "BlockingProducer", "BrokerConnection",
-           "ConfigEntry", "ConfigError", "FetchHandle", "FetchedPartition", "GroupDescription",
-           "GroupListing", "KafkaConnectionError", "KafkaError", "KafkaTimeoutError",
+           "ClusterDescription", "ConfigEntry", "ConfigError", "ConfigOperation",
+           "FetchHandle", "FetchedPartition", "GroupDescription", "GroupListing",
+           "GroupMember", "KafkaConnectionError", "KafkaError", "KafkaTimeoutError",
            "MemberDescription", "MetadataResponse", "OffsetAndMetadata", "PartitionResult",
            "ProducerSettings", "RecordBlock", "TopicInfo", "TopicPartition", "error_name",
            "murmur2", "next_fetch_offset", "parse_address", "parse_bootstrap",
