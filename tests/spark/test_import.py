@@ -19,6 +19,9 @@ from trio_broker.cli import main as cli_main
 
 pytestmark = pytest.mark.spark
 
+#: the records carry 2023 timestamps: time-based retention must not delete them mid-test
+KEEP = {"retention.ms": "-1"}
+
 
 def _topic_rows(spark: Any, bootstrap: str, topic: str) -> list[tuple]:
     df = (spark.read.format("trio_broker").option("kafka.bootstrap.servers", bootstrap)
@@ -33,7 +36,7 @@ def test_an_exported_topic_imports_back_as_it_was(spark: Any, kafka_broker: Any,
                                                   unique_topic: Any, tmp_path: Path,
                                                   fmt: str) -> None:
     bootstrap = kafka_broker.bootstrap_servers
-    source = kafka_broker.create_topic(unique_topic("src"), 3)
+    source = kafka_broker.create_topic(unique_topic("src"), 3, KEEP)
     if fmt != "csv":
         produce_confluent(bootstrap, source, 3000, partitions=3, compression="lz4", seed=4,
                           produced=Produced())
@@ -49,7 +52,7 @@ def test_an_exported_topic_imports_back_as_it_was(spark: Any, kafka_broker: Any,
     out = tmp_path / "export"
     assert cli_main(["export", "--bootstrap-server", bootstrap, "--topic", source, "--out",
                      str(out), "--format", fmt]) == 0
-    target = kafka_broker.create_topic(unique_topic("dst"), 3)
+    target = kafka_broker.create_topic(unique_topic("dst"), 3, KEEP)
     assert cli_main(["import", "--bootstrap-server", bootstrap, "--topic", target, "--in",
                      str(out), "--format", fmt]) == 0
     original = _topic_rows(spark, bootstrap, source)
@@ -61,7 +64,7 @@ def test_columns_by_option_a_summary_and_its_read_back_offsets(
         spark: Any, kafka_broker: Any, unique_topic: Any, tmp_path: Path,
         capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
     bootstrap = kafka_broker.bootstrap_servers
-    target = kafka_broker.create_topic(unique_topic("orders"), 4)
+    target = kafka_broker.create_topic(unique_topic("orders"), 4, KEEP)
     data = tmp_path / "orders.parquet"
     pq.write_table(pa.table({
         "order_id": pa.array([f"o-{i}" for i in range(500)]),

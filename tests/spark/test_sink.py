@@ -15,6 +15,9 @@ from trio_broker.spark import user_message
 
 pytestmark = pytest.mark.spark
 
+#: the records carry 2023 timestamps: time-based retention must not delete them mid-test
+KEEP = {"retention.ms": "-1"}
+
 
 def _writer(df: Any, bootstrap: str, **options: str) -> Any:
     return (df.write.format("trio_broker").mode("append")
@@ -36,7 +39,7 @@ def _stored_batches(bootstrap: str, topic: str, partition: int) -> list:
 def test_every_column_arrives_as_written_in_order(spark: Any, kafka_broker: Any,
                                                   unique_topic: Any) -> None:
     bootstrap = kafka_broker.bootstrap_servers
-    topic = kafka_broker.create_topic(unique_topic("sink"), 3)
+    topic = kafka_broker.create_topic(unique_topic("sink"), 3, KEEP)
     df = spark.range(3000, numPartitions=4).selectExpr(
         "CASE WHEN id % 10 = 3 THEN NULL ELSE concat('k', id) END AS key",
         "CASE WHEN id % 17 = 5 THEN NULL ELSE cast(concat('v', id) AS binary) END AS value",

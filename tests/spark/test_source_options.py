@@ -22,12 +22,15 @@ from trio_broker.spark.source import KafkaStreamReader, plan_batch
 
 pytestmark = pytest.mark.spark
 
+#: the records carry 2023 timestamps: time-based retention must not delete them mid-test
+KEEP = {"retention.ms": "-1"}
+
 BASE = 1_700_000_000_000
 
 
 @pytest.fixture
 def timed_topic(kafka_broker: Any, unique_topic: Any) -> tuple[str, str]:
-    topic = kafka_broker.create_topic(unique_topic("timed"), 3)
+    topic = kafka_broker.create_topic(unique_topic("timed"), 3, KEEP)
     producer = confluent_kafka.Producer({"bootstrap.servers": kafka_broker.bootstrap_servers})
     for p in range(2):
         for i in range(10):
