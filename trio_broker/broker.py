@@ -23,6 +23,7 @@ from .apis.state import BrokerState
 from .config import BrokerConfig, ConfigError, build_config
 from .config.dynamic import DynamicBrokerConfigs
 from .coordinator import GroupCoordinator
+from .http import serve_http
 from .log import LogManager, ProducerIdManager, log_config_from
 from .metrics import RUNNING, SHUTTING_DOWN, BrokerMetrics
 from .network.metrics_http import serve_metrics
@@ -42,6 +43,8 @@ class Broker:
     #: (listener name, host, port) actually bound, in listener order
     listeners: list[tuple[str, str, int]]
     metrics_address: tuple[str, int] | None = None
+    #: the web console's bound (host, port), when ``http.listener`` is set and it is on
+    http_address: tuple[str, int] | None = None
     _stop: trio.Event = attrs.field(factory=trio.Event)
 
     @property
@@ -116,9 +119,11 @@ async def serve(config: ConfigInput = None, *,
                     with _names_key(cfg, "metrics.listener"):
                         metrics_addr = await nursery.start(serve_metrics, cfg.metrics_listener,
                                                            metrics)
+                with _names_key(cfg, "http.listener"):
+                    http_addr = await nursery.start(serve_http, cfg, state, bound)
                 nursery.start_soon(_retention_loop, state)
                 nursery.start_soon(_flush_loop, state)
-                task_status.started(Broker(cfg, state, bound, metrics_addr))
+                task_status.started(Broker(cfg, state, bound, metrics_addr, http_addr))
                 await trio.sleep_forever()
 
     instrument = metrics.io_wait_instrument()  # the network loop's idle time

@@ -18,6 +18,7 @@ from . import (
     admin,
     cluster,
     configs,
+    consumer_groups,
     describe,
     fetch,
     groups,
@@ -97,6 +98,8 @@ HANDLERS: dict[int, Handler] = {
     ApiKey.DescribeTopicPartitions: describe.handle_describe_topic_partitions,
     ApiKey.IncrementalAlterConfigs: configs.handle_incremental_alter_configs,
     ApiKey.DeleteRecords: records.handle_delete_records,
+    ApiKey.ConsumerGroupHeartbeat: consumer_groups.handle_consumer_group_heartbeat,
+    ApiKey.ConsumerGroupDescribe: consumer_groups.handle_consumer_group_describe,
 }
 
 

@@ -8,6 +8,13 @@ each partition's log end. ``describe`` gathers one group's facts into a document
 (``describe_group``); the views (``--offsets``, ``--members``, ``--state``) and the forms
 (``--output table|plain|json``) only choose what to print of it. ``plain`` uses Kafka's tool's
 columns (``GROUP TOPIC PARTITION CURRENT-OFFSET LOG-END-OFFSET LAG CONSUMER-ID HOST CLIENT-ID``).
+
+
+Groups of the KIP-848 ``consumer`` protocol are asked with ConsumerGroupDescribe first (their
+DescribeGroups answer is GROUP_ID_NOT_FOUND): their members carry member epochs and two
+assignments, the one the coordinator targets and the one the member currently owns, which differ
+while a partition waits to be revoked by its previous owner. A broker without the API (Kafka
+before 3.7, or with the protocol disabled) gets the classic question alone.
 """
 
 from __future__ import annotations
@@ -19,7 +26,9 @@ from typing import Any
 
 from ..blocking_client import LATEST, BlockingClient, KafkaError, TopicPartition, error_name
 from ..client_core.errors import error_for
+from ..protocol.api_keys import ApiKey
 from ..protocol.errors import ErrorCode
+from ..protocol.messages import make_request
 from .base import CommandError, Tool, UsageError
 from .connect import add_client_arguments, open_client
 from .output import Report, add_output_argument
@@ -97,6 +106,11 @@ def list_groups(client: BlockingClient, args: argparse.Namespace) -> int:
     wanted = {s.lower() for s in args.state}
     rows = []
     for listing in client.list_groups():  # each broker lists the groups it coordinates
+        kip848 = _describe_consumer_group(client, listing.group_id)
+        if kip848 is not None:
+            rows.append((listing.group_id, listing.protocol_type or "consumer",
+                         kip848.group_state, len(kip848.members)))
+            continue
         described = client.describe_group(listing.group_id)
         if wanted and described.state.lower() not in wanted:
             continue
@@ -115,45 +129,113 @@ def list_groups(client: BlockingClient, args: argparse.Namespace) -> int:
 
 def describe_group(client: BlockingClient, group: str) -> dict[str, Any]:
     """One group as a document: state, protocol, coordinator, members, offsets and lag."""
+    kip848 = _describe_consumer_group(client, group)
+    if kip848 is not None:
+        return _kip848_document(client, group, kip848)
     described = client.describe_group(group)
-    coordinator = client.coordinator(group)
-    committed = {tp: found.offset for tp, found in client.committed(group).items()
-                 if found.offset >= 0}
+    committed = _committed(client, group)
     if described.state == "Dead" and not committed:
         raise CommandError(f"consumer group {group!r} does not exist")
-    owners = {tp: m for m in described.members for tp in m.assignment}
+    owners = {tp: (m.member_id, m.client_host, m.client_id)
+              for m in described.members for tp in m.assignment}
+    return {
+        "group": group, "state": described.state,
+        "protocol_type": described.protocol_type or None,
+        "assignment_strategy": described.protocol or None,
+        "coordinator": _coordinator(client, group),
+        "members": [{"consumer_id": m.member_id, "client_id": m.client_id,
+                     "host": m.client_host, "assignment": _assignment_list(m.assignment)}
+                    for m in described.members],
+        "offsets": _offsets(client, committed, owners)}
+
+
+def _describe_consumer_group(client: BlockingClient, group: str) -> Any | None:
+    """The ConsumerGroupDescribe answer for a KIP-848 group; None for a classic or unknown
+    group, or a broker that does not implement the API."""
+    try:
+        body = client.coordinator(group).request(
+            ApiKey.ConsumerGroupDescribe, lambda v: make_request(
+                ApiKey.ConsumerGroupDescribe, v, group_ids=[group],
+                include_authorized_operations=False))
+    except KafkaError as exc:
+        if exc.code == ErrorCode.UNSUPPORTED_VERSION:
+            return None
+        raise
+    [described] = body.groups
+    if described.error_code == ErrorCode.GROUP_ID_NOT_FOUND:
+        return None
+    if described.error_code:
+        raise CommandError(f"ConsumerGroupDescribe {group!r}: {error_name(described.error_code)}"
+                           + (f" ({described.error_message})" if described.error_message
+                              else ""))
+    return described
+
+
+def _kip848_document(client: BlockingClient, group: str, described: Any) -> dict[str, Any]:
+    """A consumer-protocol group: the classic document's keys, plus epochs, subscriptions and
+    both assignments of each member."""
+    owners: dict[TopicPartition, tuple[str, str, str]] = {}
+    members = []
+    for m in described.members:
+        current = _partitions(m.assignment)
+        owners.update(dict.fromkeys(current, (m.member_id, m.client_host, m.client_id)))
+        members.append({
+            "consumer_id": m.member_id, "client_id": m.client_id, "host": m.client_host,
+            "instance_id": m.instance_id, "member_epoch": m.member_epoch,
+            "subscribed_topics": list(m.subscribed_topic_names),
+            "subscribed_regex": m.subscribed_topic_regex or None,
+            "assignment": _assignment_list(current),
+            "target_assignment": _assignment_list(_partitions(m.target_assignment))})
+    return {
+        "group": group, "state": described.group_state, "protocol_type": "consumer",
+        "assignment_strategy": described.assignor_name or None,
+        "group_epoch": described.group_epoch, "assignment_epoch": described.assignment_epoch,
+        "coordinator": _coordinator(client, group), "members": members,
+        "offsets": _offsets(client, _committed(client, group), owners)}
+
+
+def _partitions(assignment: Any) -> frozenset[TopicPartition]:
+    return frozenset(TopicPartition(t.topic_name, p) for t in assignment.topic_partitions
+                     for p in t.partitions)
+
+
+def _assignment_list(assigned: Iterable[TopicPartition]) -> list[dict[str, Any]]:
+    return [{"topic": tp.topic, "partition": tp.partition} for tp in sorted(assigned)]
+
+
+def _committed(client: BlockingClient, group: str) -> dict[TopicPartition, int]:
+    return {tp: found.offset for tp, found in client.committed(group).items()
+            if found.offset >= 0}
+
+
+def _coordinator(client: BlockingClient, group: str) -> dict[str, Any]:
+    coordinator = client.coordinator(group)
+    if not client.brokers:
+        client.metadata([])
+    coordinator_id = next((b.node_id for b in client.brokers.values()
+                           if (b.host, b.port) == (coordinator.host, coordinator.port)), -1)
+    return {"id": coordinator_id, "address": coordinator.address}
+
+
+def _offsets(client: BlockingClient, committed: dict[TopicPartition, int],
+             owners: dict[TopicPartition, tuple[str, str, str]]) -> list[dict[str, Any]]:
+    """Per partition: committed offset, log end, lag and owner (member id, host, client id)."""
     partitions = sorted(set(committed) | set(owners))
     try:
         log_end = _log_end_offsets(client, partitions)
     except KafkaError as exc:  # still worth showing members and commits
         print(f"trio-broker groups: no log end offsets, lag unknown: {exc}", file=sys.stderr)
         log_end = {}
-
-    if not client.brokers:
-        client.metadata([])
-    coordinator_id = next((b.node_id for b in client.brokers.values()
-                           if (b.host, b.port) == (coordinator.host, coordinator.port)), -1)
     offsets = []
     for tp in partitions:
-        offset, end, owner = committed.get(tp), log_end.get(tp), owners.get(tp)
+        offset, end = committed.get(tp), log_end.get(tp)
+        consumer_id, host, client_id = owners.get(tp, (None, None, None))
         offsets.append({
             "topic": tp.topic, "partition": tp.partition, "current_offset": offset,
             "log_end_offset": end,
             "lag": None if offset is None or end is None else max(end - offset, 0),
-            "consumer_id": owner.member_id if owner else None,
-            "host": owner.client_host if owner else None,
-            "client_id": owner.client_id if owner else None})
-    return {
-        "group": group, "state": described.state,
-        "protocol_type": described.protocol_type or None,
-        "assignment_strategy": described.protocol or None,
-        "coordinator": {"id": coordinator_id, "address": coordinator.address},
-        "members": [{"consumer_id": m.member_id, "client_id": m.client_id,
-                     "host": m.client_host,
-                     "assignment": [{"topic": tp.topic, "partition": tp.partition}
-                                    for tp in sorted(m.assignment)]}
-                    for m in described.members],
-        "offsets": offsets}
+            "consumer_id": consumer_id, "host": host, "client_id": client_id})
+    return offsets
 
 
 def describe_groups(client: BlockingClient, args: argparse.Namespace,
@@ -174,11 +256,20 @@ def describe_groups(client: BlockingClient, args: argparse.Namespace,
                          [(d["group"], *_offset_row(o)) for d in documents
                           for o in d["offsets"]])
     for d in documents if args.output == "table" else ():
-        report.line(f"group {d['group']}: state {d['state']}, protocol "
-                    f"{d['protocol_type'] or '-'}/{d['assignment_strategy'] or '-'}, "
+        kip848 = "group_epoch" in d
+        protocol = (f"consumer (KIP-848), assignor {d['assignment_strategy'] or '-'}, "
+                    f"group epoch {d['group_epoch']}, assignment epoch {d['assignment_epoch']}"
+                    if kip848 else
+                    f"{d['protocol_type'] or '-'}/{d['assignment_strategy'] or '-'}")
+        report.line(f"group {d['group']}: state {d['state']}, protocol {protocol}, "
                     f"{len(d['members'])} members, coordinator {d['coordinator']['address']} "
                     f"(id {d['coordinator']['id']})")
-        if (everything or args.members) and d["members"]:
+        if (everything or args.members) and d["members"] and kip848:
+            report.table(["consumer id", "instance id", "client id", "host", "epoch",
+                          "subscription", "current assignment", "target assignment"],
+                         [_kip848_member_row(m) for m in d["members"]], title="members",
+                         numeric=["epoch"])
+        elif (everything or args.members) and d["members"]:
             report.table(["consumer id", "host", "client id", "partitions", "assignment"],
                          [row[1:] for row in _member_rows(d)], title="members",
                          numeric=["partitions"])
@@ -202,6 +293,19 @@ def _member_rows(d: dict[str, Any]) -> list[tuple[Any, ...]]:
              format_assignment(TopicPartition(a["topic"], a["partition"])
                                for a in m["assignment"]))
             for m in d["members"]]
+
+
+def _kip848_member_row(m: dict[str, Any]) -> tuple[Any, ...]:
+    subscription = ",".join(m["subscribed_topics"])
+    if m["subscribed_regex"]:
+        subscription = f"/{m['subscribed_regex']}/" + (f" ({subscription})" if subscription
+                                                        else "")
+    current, target = (format_assignment(TopicPartition(a["topic"], a["partition"])
+                                         for a in m[key])
+                       for key in ("assignment", "target_assignment"))
+    return (m["consumer_id"], m["instance_id"] or "-", m["client_id"], m["host"],
+            m["member_epoch"], subscription or "-", current,
+            "same" if m["target_assignment"] == m["assignment"] else target)
 
 
 def _offset_row(o: dict[str, Any]) -> tuple[Any, ...]:

@@ -1,4 +1,5 @@
-"""Admin requests: topics, partitions, configs, records and the cluster's description.
+"""Admin requests: topics, partitions, configs, records, log dirs and the cluster's
+description.
 
 Each parser returns ``(resource name, error code, error message)`` per resource, the shape the
 faces settle errors from (Kafka answers each resource on its own; one can fail while others
@@ -13,11 +14,13 @@ from typing import Any, NamedTuple
 
 from ..protocol.api_keys import ApiKey, request_class
 from ..protocol.messages import make_request
+from .structs import TopicPartition
 
 _CREATE: Any = request_class(ApiKey.CreateTopics)
 _PARTITIONS: Any = request_class(ApiKey.CreatePartitions)
 _DESCRIBE: Any = request_class(ApiKey.DescribeConfigs)
 _ALTER: Any = request_class(ApiKey.AlterConfigs)
+_LOG_DIRS: Any = request_class(ApiKey.DescribeLogDirs)
 _INCREMENTAL: Any = request_class(ApiKey.IncrementalAlterConfigs)
 _DELETE_RECORDS: Any = request_class(ApiKey.DeleteRecords)
 
@@ -161,6 +164,40 @@ def parse_alter_configs(response: Any) -> list[ResourceResult]:
     return [(r.resource_name, r.error_code, r.error_message) for r in response.responses]
 
 
+class LogDirDescription(NamedTuple):
+    """One log dir of a broker (Kafka's ``LogDirDescription``)."""
+
+    path: str
+    error: int
+    #: bytes of each partition described in it (future replicas left out)
+    sizes: dict[TopicPartition, int]
+    #: the file system's size and free space, v4+ (-1 before)
+    total_bytes: int
+    usable_bytes: int
+
+
+def describe_log_dirs_request(version: int,
+                              partitions: Mapping[str, Sequence[int]] | None) -> Any:
+    """DescribeLogDirs for ``{topic: [partition, ...]}``; None asks for every partition."""
+    topics = None if partitions is None else [
+        _LOG_DIRS.DescribableLogDirTopic(topic=t, partitions=list(ps))
+        for t, ps in partitions.items()]
+    return make_request(ApiKey.DescribeLogDirs, version, topics=topics)
+
+
+def parse_describe_log_dirs(response: Any) -> tuple[int, list[LogDirDescription]]:
+    """(top-level error code, v3+; the log dirs)."""
+    dirs = []
+    for result in response.results:
+        sizes = {TopicPartition(topic.name, part.partition_index): part.partition_size
+                 for topic in result.topics for part in topic.partitions
+                 if not part.is_future_key}
+        dirs.append(LogDirDescription(result.log_dir, result.error_code, sizes,
+                                      getattr(result, "total_bytes", -1),
+                                      getattr(result, "usable_bytes", -1)))
+    return getattr(response, "error_code", 0) or 0, dirs
+
+
 def incremental_alter_configs_request(
         version: int, resource_type: int, name: str,
         changes: Sequence[tuple[str, int, str | None]], *, validate_only: bool = False) -> Any:
@@ -208,10 +245,11 @@ def parse_describe_cluster(response: Any) -> ClusterDescription:
 
 
 __all__ = ["BROKER_RESOURCE", "TOPIC_RESOURCE", "ClusterDescription", "ConfigEntry",
-           "ConfigOperation", "ConfigSource", "NewTopic", "alter_configs_request",
-           "create_partitions_request", "create_topics_request", "delete_records_request",
-           "delete_topics_request", "describe_cluster_request", "describe_configs_request",
+           "ConfigOperation", "ConfigSource", "LogDirDescription", "NewTopic",
+           "alter_configs_request", "create_partitions_request", "create_topics_request",
+           "delete_records_request", "delete_topics_request", "describe_cluster_request",
+           "describe_configs_request", "describe_log_dirs_request",
            "incremental_alter_configs_request", "parse_alter_configs",
            "parse_create_partitions", "parse_create_topics", "parse_delete_records",
            "parse_delete_topics", "parse_describe_cluster", "parse_describe_configs",
-           "parse_incremental_alter_configs", "source_name"]
+           "parse_describe_log_dirs", "parse_incremental_alter_configs", "source_name"]

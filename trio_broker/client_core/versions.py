@@ -4,7 +4,8 @@ Why one place (Kafka's ``NetworkClient`` + ``ApiVersions``): every face talks to
 age, so each connection first asks ApiVersions and then every request goes out at the highest
 version inside both the broker's range and ``CLIENT_VERSIONS``, the versions this package's
 builders build and its tests exercise (non-flexible where Kafka has such versions; ApiVersions
-v3 and the flexible-only or newest admin calls are flexible).
+v3, DescribeLogDirs v2-v4 (whose v4 alone tells a log dir's free space) and the flexible-only or
+newest admin calls are flexible).
 
 The ApiVersions exchange, with Java's and librdkafka's fallbacks: send v3; a broker that answers
 UNSUPPORTED_VERSION lists the ApiVersions versions it knows, so retry at the highest of them
@@ -57,6 +58,9 @@ CLIENT_VERSIONS: dict[int, VersionRange] = {
     ApiKey.IncrementalAlterConfigs: VersionRange(0, 1),
     ApiKey.OffsetDelete: VersionRange(0, 0),
     ApiKey.DescribeCluster: VersionRange(0, 1),
+    ApiKey.ConsumerGroupHeartbeat: VersionRange(0, 1),
+    ApiKey.ConsumerGroupDescribe: VersionRange(0, 1),
+    ApiKey.DescribeLogDirs: VersionRange(1, 4),
 }
 
 BrokerVersions = Mapping[int, tuple[int, int]]

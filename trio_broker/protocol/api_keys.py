@@ -65,6 +65,8 @@ SUPPORTED_VERSIONS: dict[ApiKey, VersionRange] = {
     ApiKey.DescribeTopicPartitions: kafka_range(ApiKey.DescribeTopicPartitions),
     ApiKey.IncrementalAlterConfigs: kafka_range(ApiKey.IncrementalAlterConfigs),
     ApiKey.DeleteRecords: kafka_range(ApiKey.DeleteRecords),
+    ApiKey.ConsumerGroupHeartbeat: kafka_range(ApiKey.ConsumerGroupHeartbeat),
+    ApiKey.ConsumerGroupDescribe: kafka_range(ApiKey.ConsumerGroupDescribe),
 }
 
 
