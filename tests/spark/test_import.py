@@ -104,3 +104,12 @@ def test_columns_by_option_a_summary_and_its_read_back_offsets(
     assert "Invalid value 2 for configuration acks" in capsys.readouterr().err
     assert cli_main([*args, "--producer-property", "lingers.ms=2"]) == 2
     assert "unknown producer property 'lingers.ms'" in capsys.readouterr().err
+
+
+def test_a_missing_input_is_one_line_naming_it(tmp_path: Path, capsys: Any) -> None:
+    missing = tmp_path / "exports" / "nothing"
+    assert cli_main(["import", "--bootstrap-server", "127.0.0.1:9", "--topic", "t", "--in",
+                     str(missing)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1, err
+    assert f"--in {missing}: no such file or directory" in err

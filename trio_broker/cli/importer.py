@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
 from ..blocking_client.producer import PRODUCER_DEFAULTS
 from .base import CommandError, Tool, UsageError
@@ -61,6 +62,8 @@ def run(args: argparse.Namespace) -> int:
     from ..client_core.errors import ConfigError, KafkaError
     from ..spark.importer import ImportFailed, ImportJob, ImportSettings
 
+    if "://" not in args.source and not Path(args.source).exists():  # Spark's error is long
+        raise UsageError(f"--in {args.source}: no such file or directory")
     if args.topic is None and not args.topic_column:
         raise UsageError("name the topic with --topic (or a column of topics with "
                          "--topic-column)")
