@@ -94,6 +94,12 @@ def _export() -> Tool:
     return EXPORT
 
 
+def _import() -> Tool:
+    from .importer import IMPORT
+
+    return IMPORT
+
+
 #: command name -> its one-line help and the loader of its Tool, in the order --help lists them
 COMMANDS: dict[str, Command] = {
     "serve": Command("run the broker", _serve),
@@ -107,6 +113,7 @@ COMMANDS: dict[str, Command] = {
     "cluster": Command("describe the cluster: id, brokers, controller, API versions",
                        _cluster),
     "export": Command("export topics with Spark (Parquet, JSON, CSV)", _export),
+    "import": Command("import Parquet, JSON or CSV files into a topic with Spark", _import),
 }
 
 
