@@ -23,6 +23,7 @@ from .apis.state import BrokerState
 from .config import BrokerConfig, ConfigError, build_config
 from .config.dynamic import DynamicBrokerConfigs
 from .coordinator import GroupCoordinator
+from .coordinator.transactions import TransactionCoordinator
 from .log import LogManager, ProducerIdManager, log_config_from
 from .metrics import BrokerMetrics
 from .network.metrics_http import serve_metrics
@@ -97,12 +98,18 @@ async def serve(config: ConfigInput = None, *,
                 logs = await _load_storage(cfg)
                 coordinator = GroupCoordinator(cfg, cfg.log_dir_list[0])
                 await nursery.start(coordinator.run)
+                producer_ids = ProducerIdManager(cfg.log_dir_list[0])
+                # after the logs and the groups: it finishes prepared transactions in both
+                transactions = TransactionCoordinator(cfg, cfg.log_dir_list[0], logs=logs,
+                                                      groups=coordinator,
+                                                      producer_ids=producer_ids)
+                await nursery.start(transactions.run)
                 bound = await server.start(nursery)
                 host, port = _advertised_address(cfg, bound)
                 # Every part exists from here on: the one place the handlers' state is built.
                 state = BrokerState(
                     config=cfg, metrics=metrics, logs=logs, groups=coordinator,
-                    producer_ids=ProducerIdManager(cfg.log_dir_list[0]),
+                    producer_ids=producer_ids, transactions=transactions,
                     fetch_purgatory=Purgatory(nursery), advertised_host=host,
                     advertised_port=port, dynamic_configs=dynamic)
                 pool = RequestHandlerPool(state, server.request_channel, cfg.num_io_threads)
@@ -140,6 +147,10 @@ async def _shutdown(state: BrokerState, server: SocketServer, cfg: BrokerConfig)
         state.groups.close()
     except Exception:
         LOGGER.exception("closing the group coordinator failed")
+    try:
+        state.transactions.close()
+    except Exception:
+        LOGGER.exception("closing the transaction coordinator failed")
     try:
         await trio.to_thread.run_sync(state.logs.close)
     except Exception:
