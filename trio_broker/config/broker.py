@@ -141,6 +141,12 @@ class BrokerConfig:
     offsets_retention_check_interval_ms: int = _f("offsets.retention.check.interval.ms")
     offset_metadata_max_bytes: int = _f("offset.metadata.max.bytes")
     producer_id_expiration_ms: int = _f("producer.id.expiration.ms")
+    transaction_max_timeout_ms: int = _f("transaction.max.timeout.ms")
+    transaction_abort_timed_out_transaction_cleanup_interval_ms: int = _f(
+        "transaction.abort.timed.out.transaction.cleanup.interval.ms")
+    transaction_remove_expired_transaction_cleanup_interval_ms: int = _f(
+        "transaction.remove.expired.transaction.cleanup.interval.ms")
+    transactional_id_expiration_ms: int = _f("transactional.id.expiration.ms")
     # --- process --------------------------------------------------------------------------------
     log_level: str = _f("log.level")
     # --- every key given, as given ----------------------------------------------------------------

@@ -86,13 +86,10 @@ class TransactionCoordinator:
         self.loaded = False
         self._locks: dict[str, trio.Lock] = {}
         self._write_lock = trio.Lock()
-        v = config.value_of
-        self.max_timeout_ms: int = v("transaction.max.timeout.ms")
-        self.abort_interval_ms: int = v(
-            "transaction.abort.timed.out.transaction.cleanup.interval.ms")
-        self.expire_interval_ms: int = v(
-            "transaction.remove.expired.transaction.cleanup.interval.ms")
-        self.id_expiration_ms: int = v("transactional.id.expiration.ms")
+        self.max_timeout_ms = config.transaction_max_timeout_ms
+        self.abort_interval_ms = config.transaction_abort_timed_out_transaction_cleanup_interval_ms
+        self.expire_interval_ms = config.transaction_remove_expired_transaction_cleanup_interval_ms
+        self.id_expiration_ms = config.transactional_id_expiration_ms
 
     # --- lifecycle --------------------------------------------------------------------------
 
