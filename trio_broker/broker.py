@@ -97,12 +97,13 @@ async def serve(config: ConfigInput = None, *,
             async with trio.open_nursery() as nursery:
                 logs = await _load_storage(cfg)
                 coordinator = GroupCoordinator(cfg, cfg.log_dir_list[0])
-                await nursery.start(coordinator.run)
                 producer_ids = ProducerIdManager(cfg.log_dir_list[0])
-                # after the logs and the groups: it finishes prepared transactions in both
                 transactions = TransactionCoordinator(cfg, cfg.log_dir_list[0], logs=logs,
                                                       groups=coordinator,
                                                       producer_ids=producer_ids)
+                await transactions.load()
+                await nursery.start(coordinator.run)
+                # after the logs and the groups: it finishes prepared transactions in both
                 await nursery.start(transactions.run)
                 bound = await server.start(nursery)
                 host, port = _advertised_address(cfg, bound)

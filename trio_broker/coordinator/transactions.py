@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from pathlib import Path
 from typing import Protocol
 
@@ -84,8 +84,11 @@ class TransactionCoordinator:
         #: called with the partitions that got a marker (the broker wakes parked fetches)
         self.on_markers: Callable[[Iterable[TopicPartition]], None] = lambda tps: None
         self.loaded = False
+        self._read = False
         self._locks: dict[str, trio.Lock] = {}
         self._write_lock = trio.Lock()
+        #: set (and replaced) at every state change: wakes the timers of an idle coordinator
+        self._changed = trio.Event()
         self.max_timeout_ms = config.transaction_max_timeout_ms
         self.abort_interval_ms = config.transaction_abort_timed_out_transaction_cleanup_interval_ms
         self.expire_interval_ms = config.transaction_remove_expired_transaction_cleanup_interval_ms
@@ -93,9 +96,16 @@ class TransactionCoordinator:
 
     # --- lifecycle --------------------------------------------------------------------------
 
+    async def load(self) -> None:
+        """Read the transaction log back (in a worker thread). ``serve`` calls it before any
+        timer of the broker exists; ``run`` calls it if nobody did."""
+        if not self._read:
+            self.transactions = await trio.to_thread.run_sync(self.txn_log.open)
+            self._read = True
+
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         """Load the log, finish every prepared transaction, then run the timers."""
-        self.transactions = await trio.to_thread.run_sync(self.txn_log.open)
+        await self.load()
         for meta in list(self.transactions.values()):
             if meta.state.is_prepare:
                 LOGGER.info("completing %s of transactional id %r left by the last run",
@@ -105,8 +115,10 @@ class TransactionCoordinator:
         self.loaded = True
         try:
             async with trio.open_nursery() as nursery:
-                nursery.start_soon(self._every, self.abort_interval_ms, self.abort_timed_out)
-                nursery.start_soon(self._every, self.expire_interval_ms, self.expire_ids)
+                nursery.start_soon(self._every, self.abort_interval_ms, self.abort_timed_out,
+                                   self._any_open)
+                nursery.start_soon(self._every, self.expire_interval_ms, self.expire_ids,
+                                   lambda: bool(self.transactions))
                 task_status.started()
         finally:
             self.loaded = False
@@ -115,12 +127,19 @@ class TransactionCoordinator:
         self.loaded = False
         self.txn_log.close()
 
-    async def _every(self, interval_ms: int, job: Callable[[], object]) -> None:
+    def _any_open(self) -> bool:
+        return any(m.state is _S.ONGOING or m.state.is_prepare
+                   for m in self.transactions.values())
+
+    async def _every(self, interval_ms: int, job: Callable[[], Awaitable[int]],
+                     needed: Callable[[], bool]) -> None:
+        """Run ``job`` every interval while ``needed()``; otherwise sleep until a state change
+        (an idle broker keeps no timer, so a test's autojump clock has nothing to jump to)."""
         while True:
+            while not needed():
+                await self._changed.wait()
             await trio.sleep(interval_ms / 1000)
-            result = job()
-            if hasattr(result, "__await__"):
-                await result  # type: ignore[misc]
+            await job()
 
     def _lock(self, transactional_id: str) -> trio.Lock:
         lock = self._locks.get(transactional_id)
@@ -462,6 +481,8 @@ class TransactionCoordinator:
                 self.transactions.pop(new.transactional_id, None)
             else:
                 self.transactions[new.transactional_id] = new
+            self._changed.set()
+            self._changed = trio.Event()
             if self.txn_log.should_compact():
                 live = list(self.transactions.values())
                 try:
