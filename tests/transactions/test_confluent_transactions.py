@@ -118,23 +118,29 @@ def test_send_offsets_become_visible_on_commit_only(kafka_broker, unique_topic):
     topic = kafka_broker.create_topic(unique_topic("offsets"), 2)
     bootstrap = kafka_broker.bootstrap_servers
     group = f"g-{topic}"
-    consumer = confluent_kafka.Consumer({"bootstrap.servers": bootstrap, "group.id": group,
-                                         "enable.auto.commit": False})
+    stable, unstable = (confluent_kafka.Consumer({
+        "bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False,
+        "isolation.level": level}) for level in ("read_committed", "read_uncommitted"))
     producer = _producer(bootstrap, f"offsets-{topic}")
     offsets = [TopicPartition(topic, 0, 5), TopicPartition(topic, 1, 7)]
+    asked = [TopicPartition(topic, 0), TopicPartition(topic, 1)]
 
-    def committed() -> list[int]:
-        return [tp.offset for tp in consumer.committed(
-            [TopicPartition(topic, 0), TopicPartition(topic, 1)], timeout=10)]
+    def committed(consumer: confluent_kafka.Consumer, timeout: float = 10) -> list[int]:
+        return [tp.offset for tp in consumer.committed(asked, timeout=timeout)]
 
     producer.begin_transaction()
     producer.produce(topic, value=b"x", partition=0)
-    producer.send_offsets_to_transaction(offsets, consumer.consumer_group_metadata(), 10)
-    assert committed() == [confluent_kafka.OFFSET_INVALID] * 2
+    producer.send_offsets_to_transaction(offsets, stable.consumer_group_metadata(), 10)
+    assert committed(unstable) == [confluent_kafka.OFFSET_INVALID] * 2
+    # a read_committed consumer asks with require_stable: UNSTABLE_OFFSET_COMMIT until the end
+    with pytest.raises(KafkaException):
+        committed(stable, timeout=1)
     producer.abort_transaction(10)
-    assert committed() == [confluent_kafka.OFFSET_INVALID] * 2
+    assert committed(stable) == [confluent_kafka.OFFSET_INVALID] * 2
     producer.begin_transaction()
-    producer.send_offsets_to_transaction(offsets, consumer.consumer_group_metadata(), 10)
+    producer.send_offsets_to_transaction(offsets, stable.consumer_group_metadata(), 10)
     producer.commit_transaction(10)
-    assert committed() == [5, 7]
-    consumer.close()
+    assert committed(stable) == [5, 7]
+    assert committed(unstable) == [5, 7]
+    stable.close()
+    unstable.close()

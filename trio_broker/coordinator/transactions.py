@@ -334,10 +334,11 @@ class TransactionCoordinator:
             return ErrorCode.INVALID_TXN_STATE
         return ErrorCode.NONE
 
-    def has_pending_offsets(self, group_id: str) -> bool:
-        """Whether an open transaction holds offsets of ``group_id`` (UNSTABLE_OFFSET_COMMIT)."""
-        return any(m.offsets.get(group_id) for m in self.transactions.values()
-                   if m.state is _S.ONGOING or m.state.is_prepare)
+    def pending_offsets(self, group_id: str) -> set[TopicPartition]:
+        """Partitions of ``group_id`` whose offsets open transactions hold."""
+        return {tp for m in self.transactions.values()
+                if m.state is _S.ONGOING or m.state.is_prepare
+                for tp in m.offsets.get(group_id, ())}
 
     # --- timers -----------------------------------------------------------------------------
 
