@@ -30,8 +30,9 @@ from ..config import BrokerConfig
 from ..log import LogManager, StorageError
 from ..protocol.errors import ErrorCode
 from .coordinator import GroupCoordinator
-from .offsets import CommitRequest, OffsetCommitEntry
+from .offsets import CommitRequest
 from .txn_log import TXN_DIR_NAME, TransactionLog
+from .txn_markers import COORDINATOR_EPOCH, commit_offsets, write_markers
 from .txn_metadata import (
     MAX_EPOCH,
     NO_PRODUCER_EPOCH,
@@ -44,8 +45,6 @@ from .txn_metadata import (
 
 LOGGER = logging.getLogger(__name__)
 _S = TxnState
-#: one node is the only coordinator there ever was
-COORDINATOR_EPOCH = 0
 
 
 class ProducerIdSource(Protocol):
@@ -399,9 +398,9 @@ class TransactionCoordinator:
         """Write the markers (and a commit's offsets), then record CompleteCommit/Abort.
         False leaves the transaction prepared, for the timer to retry."""
         committed = meta.state is _S.PREPARE_COMMIT
-        if not await self._write_markers(meta, committed):
+        if not await write_markers(self.logs, meta, committed, self.now_ms(), self.on_markers):
             return False
-        if committed and not await self._commit_offsets(meta):
+        if committed and not await commit_offsets(self.groups, meta):
             return False
         new = _copy(meta)
         new.transition(_S.COMPLETE_COMMIT if committed else _S.COMPLETE_ABORT, self.now_ms())
@@ -409,59 +408,6 @@ class TransactionCoordinator:
         new.offsets = {}
         new.start_ms = -1
         return await self._durable(new)
-
-    async def _write_markers(self, meta: TransactionMetadata, committed: bool) -> bool:
-        now = self.now_ms()
-        to_flush = []
-        written = []
-        for topic, partition in sorted(meta.partitions):
-            log = self.logs.get_log(topic, partition)
-            if log is None:
-                continue  # deleted since: nothing left to end
-            try:
-                log.append_marker(meta.producer_id, meta.producer_epoch, committed=committed,
-                                  coordinator_epoch=COORDINATOR_EPOCH, now_ms=now)
-            except StorageError as exc:
-                if exc.error_code == ErrorCode.KAFKA_STORAGE_ERROR:
-                    LOGGER.error("marker for %s-%d failed: %s", topic, partition, exc)
-                    return False
-                # a newer epoch or coordinator already ended it here
-                LOGGER.warning("marker for %s-%d refused: %s", topic, partition, exc)
-                continue
-            written.append((topic, partition))
-            if log.needs_flush():
-                to_flush.append(log)
-        for log in to_flush:
-            try:
-                await trio.to_thread.run_sync(log.flush)
-            except StorageError as exc:
-                LOGGER.error("flushing markers of %s failed: %s", log.name, exc)
-                return False
-        self.on_markers(written)
-        return True
-
-    async def _commit_offsets(self, meta: TransactionMetadata) -> bool:
-        ok = True
-        for group_id, pending in meta.offsets.items():
-            if not pending:
-                continue
-            done = trio.Event()
-            results: dict[TopicPartition, ErrorCode] = {}
-
-            def respond(r: dict[TopicPartition, ErrorCode], done: trio.Event = done,
-                        results: dict[TopicPartition, ErrorCode] = results) -> None:
-                results.update(r)
-                done.set()
-
-            entries = [OffsetCommitEntry(t, p, o.offset, o.metadata, o.leader_epoch)
-                       for (t, p), o in pending.items()]
-            self.groups.commit_offsets(CommitRequest(group_id, unchecked=True), entries, respond)
-            await done.wait()
-            if any(results.values()):
-                LOGGER.error("committing transactional offsets of group %r failed: %s",
-                             group_id, results)
-                ok = False
-        return ok
 
     async def _allocate(self) -> int | None:
         try:
