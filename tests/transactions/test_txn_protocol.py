@@ -5,8 +5,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from tests.wire import RawClient, create_topic, fetch_body
+import pytest
+import trio
+import trio.testing
+
+from tests.wire import LATEST, RawClient, create_topic, fetch_body
+from trio_broker.client_core.offsets import list_offsets_request, parse_list_offsets
 from trio_broker.client_core.produce import parse_produce, produce_request
+from trio_broker.client_core.structs import TopicPartition
 from trio_broker.protocol.api_keys import ApiKey, request_class
 from trio_broker.protocol.errors import ErrorCode as E
 from trio_broker.protocol.records import build_batch
@@ -156,4 +162,68 @@ async def test_batched_verification_form(trio_broker):
     [result] = r.results_by_transaction
     assert {(t.name, p.partition_index): p.partition_error_code for t in result.topic_results
             for p in t.results_by_partition} == {("t", 0): 0, ("t", 1): E.INVALID_TXN_STATE}
+    await client.aclose()
+
+
+async def _until(client: RawClient, tid: str, check) -> Any:
+    """Describe ``tid`` until ``check`` holds: each round trip gives the coordinator's worker
+    threads (fsync) real time while Trio's clock stands still."""
+    for _ in range(500):
+        state = await _describe(client, tid)
+        if check(state):
+            return state
+    raise AssertionError(f"{tid}: {state}")
+
+
+async def test_timeout_aborts_on_trios_clock(trio_broker, mock_clock):
+    client = await _client(trio_broker)
+    _, pid, epoch = await _init(client, "slow", timeout_ms=60_000)
+    assert await _add(client, "slow", pid, epoch, {"t": [0]}) == {("t", 0): 0}
+    assert await _produce(client, "slow", pid, epoch, 0) == 0
+    log = trio_broker.state.logs.get_log("t", 0)
+    mock_clock.jump(55)
+    await trio.testing.wait_all_tasks_blocked()
+    assert (await _describe(client, "slow")).transaction_state == "Ongoing"
+    assert log.last_stable_offset == 0
+    # the timeout passed, and the next abort pass (every 10 s) ends it with a bumped epoch
+    mock_clock.jump(10)
+    state = await _until(client, "slow", lambda s: s.transaction_state == "CompleteAbort")
+    assert state.producer_epoch == epoch + 1
+    assert log.last_stable_offset == log.log_end_offset
+    assert await _end(client, "slow", pid, epoch, True) == E.PRODUCER_FENCED
+    await client.aclose()
+
+
+@pytest.mark.broker_config(transactional_id_expiration_ms=1000,
+                           transaction_remove_expired_transaction_cleanup_interval_ms=500)
+async def test_idle_ids_expire(trio_broker, mock_clock):
+    client = await _client(trio_broker)
+    _, pid, epoch = await _init(client, "idle")
+    assert await _add(client, "idle", pid, epoch, {"t": [0]}) == {("t", 0): 0}
+    # an ongoing transaction is not idle: it is kept (and aborted by its timeout later)
+    trio_broker.state.transactions.now_ms = lambda: 2**50
+    mock_clock.jump(1)
+    await trio.testing.wait_all_tasks_blocked()
+    assert (await _describe(client, "idle")).error_code == 0
+    assert await _end(client, "idle", pid, epoch, False) == 0
+    trio_broker.state.transactions.now_ms = lambda: 2**51
+    mock_clock.jump(1)
+    await _until(client, "idle", lambda s: s.error_code == E.TRANSACTIONAL_ID_NOT_FOUND)
+    assert (await _init(client, "idle"))[0] == 0  # the id starts afresh
+    await client.aclose()
+
+
+async def test_list_offsets_honours_the_isolation_level(trio_broker):
+    client = await _client(trio_broker)
+    _, pid, epoch = await _init(client, "lo")
+    assert await _add(client, "lo", pid, epoch, {"t": [0]}) == {("t", 0): 0}
+    assert await _produce(client, "lo", pid, epoch, 0) == 0
+    offsets = {}
+    for isolation in (0, 1):
+        body = list_offsets_request(5, {TopicPartition("t", 0): LATEST},
+                                    isolation_level=isolation)
+        [(code, found)] = parse_list_offsets(
+            await client.request(ApiKey.ListOffsets, 5, body=body)).values()
+        offsets[isolation] = (code, found.offset)
+    assert offsets == {0: (0, 1), 1: (0, 0)}
     await client.aclose()

@@ -101,6 +101,10 @@ class TransactionCoordinator:
         if not self._read:
             self.transactions = await trio.to_thread.run_sync(self.txn_log.open)
             self._read = True
+            wall, now = self.now_ms(), trio.current_time()
+            for meta in self.transactions.values():
+                if meta.state is _S.ONGOING:  # what is left of its timeout, on Trio's clock
+                    meta.deadline = now + max(0, meta.start_ms + meta.timeout_ms - wall) / 1000
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         """Load the log, finish every prepared transaction, then run the timers."""
@@ -240,6 +244,7 @@ class TransactionCoordinator:
         now = self.now_ms()
         if meta.state is not _S.ONGOING:
             new.start_ms = now
+            new.deadline = trio.current_time() + meta.timeout_ms / 1000
         new.transition(_S.ONGOING, now)
         return new
 
@@ -344,9 +349,8 @@ class TransactionCoordinator:
     async def abort_timed_out(self) -> int:
         """Abort every Ongoing transaction past its timeout; retry unfinished prepared ones."""
         aborted = 0
-        now = self.now_ms()
         for tid, meta in list(self.transactions.items()):
-            expired = meta.state is _S.ONGOING and now - meta.start_ms > meta.timeout_ms
+            expired = meta.state is _S.ONGOING and trio.current_time() >= meta.deadline
             if not (expired or meta.state.is_prepare):
                 continue
             async with self._lock(tid):
@@ -355,7 +359,7 @@ class TransactionCoordinator:
                     continue
                 if meta.state.is_prepare:
                     await self._complete(meta)
-                elif meta.state is _S.ONGOING and now - meta.start_ms > meta.timeout_ms:
+                elif meta.state is _S.ONGOING and trio.current_time() >= meta.deadline:
                     LOGGER.info("aborting transaction of %r: older than its timeout of %d ms",
                                 tid, meta.timeout_ms)
                     if await self._fence_and_abort(meta):

@@ -20,6 +20,7 @@ is small, and the log is written once or twice per transaction, never per produc
 from __future__ import annotations
 
 import enum
+import math
 from typing import Any
 
 import attrs
@@ -99,6 +100,9 @@ class TransactionMetadata:
     offsets: dict[str, dict[TopicPartition, PendingOffset]] = attrs.field(factory=dict)
     start_ms: int = -1
     last_update_ms: int = -1
+    #: when an Ongoing transaction times out, on Trio's clock (not stored: set on start and
+    #: on load from the stored start time)
+    deadline: float = math.inf
 
     def transition(self, target: TxnState, now_ms: int) -> None:
         check_transition(self.state, target)
