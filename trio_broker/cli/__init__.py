@@ -64,6 +64,12 @@ def _groups() -> Tool:
     return GROUPS
 
 
+def _transactions() -> Tool:
+    from .transactions import TRANSACTIONS
+
+    return TRANSACTIONS
+
+
 def _export() -> Tool:
     from .export import EXPORT
 
@@ -78,6 +84,7 @@ COMMANDS: dict[str, Command] = {
     "consume": Command("print records of a topic", _consume),
     "dump-log": Command("print the batches and records of a segment file", _dump_log),
     "groups": Command("list consumer groups or describe one", _groups),
+    "transactions": Command("list transactional ids or describe one", _transactions),
     "export": Command("export topics with Spark (Parquet, JSON, CSV)", _export),
 }
 

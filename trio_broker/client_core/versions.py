@@ -52,6 +52,8 @@ CLIENT_VERSIONS: dict[int, VersionRange] = {
     ApiKey.SaslAuthenticate: VersionRange(0, 1),
     ApiKey.CreatePartitions: VersionRange(0, 1),
     ApiKey.DeleteGroups: VersionRange(0, 1),
+    ApiKey.DescribeTransactions: VersionRange(0, 0),
+    ApiKey.ListTransactions: VersionRange(0, 1),
 }
 
 BrokerVersions = Mapping[int, tuple[int, int]]
