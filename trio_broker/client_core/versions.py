@@ -52,6 +52,10 @@ CLIENT_VERSIONS: dict[int, VersionRange] = {
     ApiKey.SaslAuthenticate: VersionRange(0, 1),
     ApiKey.CreatePartitions: VersionRange(0, 1),
     ApiKey.DeleteGroups: VersionRange(0, 1),
+    ApiKey.AddPartitionsToTxn: VersionRange(0, 3),
+    ApiKey.AddOffsetsToTxn: VersionRange(0, 3),
+    ApiKey.EndTxn: VersionRange(0, 3),
+    ApiKey.TxnOffsetCommit: VersionRange(0, 3),
     ApiKey.DescribeTransactions: VersionRange(0, 0),
     ApiKey.ListTransactions: VersionRange(0, 1),
 }
