@@ -1,8 +1,10 @@
-"""Quix Streams' exactly-once word count against the broker, killed (SIGKILL) mid-way and
-restarted: every word's counts in the output are exactly 1..N, read_committed.
+"""Stream processors' exactly-once word counts against the broker (Quix Streams on
+confluent-kafka), killed (SIGKILL) mid-way and restarted: every word's counts in the output are
+exactly 1..N, read_committed.
 
-Quix Streams pins confluent-kafka below the dev venv's version, so it runs in a virtualenv of
-its own, created on first use under ``build/quix-venv`` (pip install, about 20 s) and reused.
+Quix Streams pins confluent-kafka below the dev venv's version, so each processor runs in a
+virtualenv of its own, created on first use under ``build/`` (pip install, about 20 s) and
+reused.
 """
 
 from __future__ import annotations
@@ -18,24 +20,33 @@ from pathlib import Path
 
 import confluent_kafka
 import confluent_kafka.admin
+import pytest
+from confluent_kafka import TopicPartition
 
 from tests.broker_process import BrokerProcess
-from tests.transactions.test_confluent_transactions import _consume_all
 
 ROOT = Path(__file__).resolve().parents[2]
-QUIX_VENV = ROOT / "build" / "quix-venv"
-QUIX_VERSION = "3.28.1"
-APP = Path(__file__).parent / "apps" / "quix_wordcount.py"
+APPS = Path(__file__).parent / "apps"
+#: processor -> (package pin, its app, the app's arguments after the bootstrap servers, the
+#: topic holding the counts, and how to read (word, count) from one of its records)
+PROCESSORS = {
+    "quix": ("quixstreams==3.28.1", APPS / "quix_wordcount.py",
+             lambda state: ["words", "counts", str(state)], "counts",
+             lambda key, value: (value.decode().split(":")[0],
+                                 int(value.decode().split(":")[1]))),
+}
 WORDS = 7
 
 
-def _quix_python() -> Path:
-    python = QUIX_VENV / "bin" / "python"
-    marker = QUIX_VENV / f".quixstreams-{QUIX_VERSION}"
+def _python(name: str) -> Path:
+    pin = PROCESSORS[name][0]
+    home = ROOT / "build" / f"{name}-venv"
+    python = home / "bin" / "python"
+    marker = home / f".installed-{pin}"
     if not marker.exists():
-        venv.create(QUIX_VENV, with_pip=True, clear=True)
-        subprocess.run([str(python), "-m", "pip", "install", "-q",
-                        f"quixstreams=={QUIX_VERSION}"], check=True, timeout=600)
+        venv.create(home, with_pip=True, clear=True)
+        subprocess.run([str(python), "-m", "pip", "install", "-q", pin], check=True,
+                       timeout=600)
         marker.touch()
     return python
 
@@ -47,22 +58,35 @@ def _produce(bootstrap: str, words: list[str]) -> None:
     assert producer.flush(10) == 0
 
 
-def _counts(bootstrap: str, expected: int, timeout_s: float) -> list[tuple[str, int]]:
+def _counts(processor: str, bootstrap: str, expected: int, timeout_s: float,
+            app: subprocess.Popen[str]) -> list[tuple[str, int]]:
+    """(word, count) of every record the processor committed, read_committed."""
+    *_, topic, parse = PROCESSORS[processor]
+    consumer = confluent_kafka.Consumer({
+        "bootstrap.servers": bootstrap, "group.id": "checker", "enable.auto.commit": False,
+        "isolation.level": "read_committed", "fetch.wait.max.ms": 50})
+    consumer.assign([TopicPartition(topic, p, confluent_kafka.OFFSET_BEGINNING)
+                     for p in range(2)])
+    out: list[tuple[str, int]] = []
     deadline = time.monotonic() + timeout_s
-    seen: list[bytes] = []
-    while time.monotonic() < deadline:
-        seen = _consume_all(bootstrap, "counts", 2, "read_committed", expected, timeout_s=2)
-        if len(seen) >= expected:
-            break
-    out = []
-    for value in seen:
-        word, n = value.decode().split(":")
-        out.append((word, int(n)))
+    try:
+        while time.monotonic() < deadline and len(out) < expected:
+            assert app.poll() is None, "the stream processor exited"
+            for m in consumer.consume(num_messages=1000, timeout=0.2):
+                if m.error() is None:
+                    out.append(parse(m.key(), m.value()))
+        for m in consumer.consume(num_messages=1000, timeout=0.5):  # nothing more may come
+            if m.error() is None:
+                out.append(parse(m.key(), m.value()))
+    finally:
+        consumer.close()
     return out
 
 
-def test_quix_exactly_once_word_count_survives_a_kill(tmp_path):
-    python = _quix_python()
+@pytest.mark.parametrize("processor", sorted(PROCESSORS))
+def test_exactly_once_word_count_survives_a_kill(tmp_path, processor):
+    python = _python(processor)
+    _, app_path, app_args, *_ = PROCESSORS[processor]
     broker = BrokerProcess(
         tmp_path / "data", "transaction.abort.timed.out.transaction.cleanup.interval.ms=200"
     ).start()
@@ -70,9 +94,10 @@ def test_quix_exactly_once_word_count_survives_a_kill(tmp_path):
 
     def start_app() -> subprocess.Popen[str]:
         app = subprocess.Popen(
-            [str(python), str(APP), broker.bootstrap_servers, "words", "counts",
-             str(tmp_path / "state")], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-            text=True, env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"})
+            [str(python), str(app_path), broker.bootstrap_servers,
+             *app_args(tmp_path / "state")], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+            text=True, cwd=tmp_path,
+            env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"})
         apps.append(app)
         return app
 
@@ -84,14 +109,14 @@ def test_quix_exactly_once_word_count_survives_a_kill(tmp_path):
         first = [f"w{i % WORDS}" for i in range(300)]
         _produce(bootstrap, first)
         app = start_app()
-        assert len(_counts(bootstrap, 100, 60)) >= 100
+        assert len(_counts(processor, bootstrap, 100, 60, app)) >= 100
         app.send_signal(signal.SIGKILL)  # mid-stream: its open transaction is left behind
         app.wait(10)
         second = [f"w{i % WORDS}" for i in range(300, 600)]
         _produce(bootstrap, second)
-        start_app()
+        app = start_app()
         total = collections.Counter(first + second)
-        counts = _counts(bootstrap, len(first) + len(second), 90)
+        counts = _counts(processor, bootstrap, len(first) + len(second), 90, app)
         by_word: dict[str, list[int]] = collections.defaultdict(list)
         for word, n in counts:
             by_word[word].append(n)
