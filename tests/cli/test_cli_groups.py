@@ -68,7 +68,7 @@ def test_list_and_describe_a_live_group(kafka_broker, unique_topic, capsys, monk
         consumer.close()
     assert f"group {group}: state Stable, protocol consumer/range, 1 members" in described
     member_row = next(line for line in described.splitlines() if "cli-member" in line)
-    assert f"{topic}: 0,1,2" in member_row
+    assert f"{topic}(0,1,2)" in member_row
     assert "/127.0.0.1" in member_row
     rows = {tuple(cell.strip() for cell in line.strip("│ ").split("│")[:5])
             for line in described.splitlines() if line.startswith("│") and topic in line

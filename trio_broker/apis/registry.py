@@ -27,6 +27,7 @@ from . import (
     metadata,
     offsets,
     produce,
+    records,
     sasl,
     scram,
     telemetry,
@@ -102,6 +103,7 @@ HANDLERS: dict[int, Handler] = {
     ApiKey.TxnOffsetCommit: transactions.txn_offset_commit,
     ApiKey.DescribeTransactions: transactions.describe_transactions,
     ApiKey.ListTransactions: transactions.list_transactions,
+    ApiKey.DeleteRecords: records.handle_delete_records,
 }
 
 
@@ -114,9 +116,18 @@ def _check_versions(table: dict[int, Handler]) -> None:
 _check_versions(HANDLERS)
 
 
+#: APIs answered when asked but not advertised. Kafka advertises the KIP-714 telemetry APIs only
+#: when a metrics reporter that receives client telemetry is configured; this broker has none, and
+#: a client that sees them advertised (librdkafka) logs a telemetry line at start-up.
+UNADVERTISED: frozenset[ApiKey] = frozenset({ApiKey.GetTelemetrySubscriptions,
+                                             ApiKey.PushTelemetry})
+
+
 def advertised_versions() -> dict[ApiKey, VersionRange]:
-    """What ApiVersions advertises: supported versions of every API that has a handler."""
-    return {k: v for k, v in SUPPORTED_VERSIONS.items() if int(k) in HANDLERS}
+    """What ApiVersions advertises: supported versions of every API that has a handler, except
+    the ``UNADVERTISED`` ones."""
+    return {k: v for k, v in SUPPORTED_VERSIONS.items()
+            if int(k) in HANDLERS and k not in UNADVERTISED}
 
 
 _entries: list[Struct] | None = None

@@ -3,7 +3,8 @@
 Why one place (Kafka's ``NetworkClient`` + ``ApiVersions``): every face talks to brokers of any
 age, so each connection first asks ApiVersions and then every request goes out at the highest
 version inside both the broker's range and ``CLIENT_VERSIONS``, the versions this package's
-builders build and its tests exercise (all non-flexible, except ApiVersions v3).
+builders build and its tests exercise (non-flexible where Kafka has such versions; ApiVersions
+v3 and the flexible-only or newest admin calls are flexible).
 
 The ApiVersions exchange, with Java's and librdkafka's fallbacks: send v3; a broker that answers
 UNSUPPORTED_VERSION lists the ApiVersions versions it knows, so retry at the highest of them
@@ -58,6 +59,10 @@ CLIENT_VERSIONS: dict[int, VersionRange] = {
     ApiKey.TxnOffsetCommit: VersionRange(0, 3),
     ApiKey.DescribeTransactions: VersionRange(0, 0),
     ApiKey.ListTransactions: VersionRange(0, 1),
+    ApiKey.DeleteRecords: VersionRange(0, 2),
+    ApiKey.IncrementalAlterConfigs: VersionRange(0, 1),
+    ApiKey.OffsetDelete: VersionRange(0, 0),
+    ApiKey.DescribeCluster: VersionRange(0, 1),
 }
 
 BrokerVersions = Mapping[int, tuple[int, int]]

@@ -71,6 +71,7 @@ SUPPORTED_VERSIONS: dict[ApiKey, VersionRange] = {
     ApiKey.TxnOffsetCommit: kafka_range(ApiKey.TxnOffsetCommit),
     ApiKey.DescribeTransactions: kafka_range(ApiKey.DescribeTransactions),
     ApiKey.ListTransactions: kafka_range(ApiKey.ListTransactions),
+    ApiKey.DeleteRecords: kafka_range(ApiKey.DeleteRecords),
 }
 
 
