@@ -63,17 +63,10 @@ class GroupDescription(NamedTuple):
 
 
 def find_coordinator_request(version: int, key: str, key_type: int = GROUP_KEY) -> Any:
-    """v4+ asks for a list of keys (KIP-699); this asks for one."""
-    if version >= 4:
-        return make_request(ApiKey.FindCoordinator, version, key_type=key_type,
-                            coordinator_keys=[key])
     return make_request(ApiKey.FindCoordinator, version, key=key, key_type=key_type)
 
 
 def parse_find_coordinator(response: Any) -> Coordinator:
-    """The coordinator of the one key asked for (a v4+ answer lists it among its keys)."""
-    if response.coordinators:
-        response = response.coordinators[0]
     return Coordinator(response.error_code, response.node_id, response.host, response.port,
                        getattr(response, "error_message", None))
 
@@ -118,11 +111,6 @@ def heartbeat_request(version: int, group_id: str, generation: int, member_id: s
 
 
 def leave_group_request(version: int, group_id: str, member_id: str) -> Any:
-    """v3+ names the leaving members in a list (KIP-345); this names one."""
-    if version >= 3:
-        member = request_class(ApiKey.LeaveGroup).MemberIdentity
-        return make_request(ApiKey.LeaveGroup, version, group_id=group_id, members=[
-            member(member_id=member_id, group_instance_id=None, reason=None)])
     return make_request(ApiKey.LeaveGroup, version, group_id=group_id, member_id=member_id)
 
 
