@@ -13,6 +13,7 @@ import asyncio
 import shutil
 import subprocess
 import time
+import uuid
 from collections.abc import Callable
 from typing import Any
 
@@ -175,6 +176,10 @@ def _kafka_python_admin(admin: Any, group: str, topic: str) -> None:
     extra = f"{topic}-admin"
     admin.create_topics([NewTopic(extra, 1, 1)])
     admin.create_partitions({extra: NewPartitions(2)})
+    [by_name] = admin.describe_topics([extra])
+    [by_id] = admin.describe_topics([uuid.UUID(str(by_name["topic_id"]))])  # Metadata by id
+    assert by_id["name"] == extra, by_id
+    assert len(by_id["partitions"]) == 2
     admin.alter_configs([ConfigResource(ConfigResourceType.TOPIC, extra,
                                         configs={"retention.ms": "7200000"})])
     admin.alter_configs([ConfigResource(ConfigResourceType.TOPIC, extra, configs={
