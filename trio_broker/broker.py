@@ -13,7 +13,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import time
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Iterator, Mapping
 
 import attrs
 import trio
@@ -23,11 +23,13 @@ from .apis.state import BrokerState
 from .config import BrokerConfig, ConfigError, build_config
 from .config.dynamic import DynamicBrokerConfigs
 from .coordinator import GroupCoordinator
+from .http import serve_http
 from .log import LogManager, ProducerIdManager, log_config_from
-from .metrics import BrokerMetrics
+from .metrics import RUNNING, SHUTTING_DOWN, BrokerMetrics
 from .network.metrics_http import serve_metrics
 from .network.request_handler import RequestHandlerPool
 from .network.socket_server import SocketServer
+from .network.state_metrics import register as register_state_metrics
 
 LOGGER = logging.getLogger(__name__)
 
@@ -41,6 +43,8 @@ class Broker:
     #: (listener name, host, port) actually bound, in listener order
     listeners: list[tuple[str, str, int]]
     metrics_address: tuple[str, int] | None = None
+    #: the web console's bound (host, port), when ``http.listener`` is set and it is on
+    http_address: tuple[str, int] | None = None
     _stop: trio.Event = attrs.field(factory=trio.Event)
 
     @property
@@ -86,7 +90,7 @@ async def serve(config: ConfigInput = None, *,
     ignored = cfg.ignored_keys()
     if ignored:
         LOGGER.info("Ignored on one node (accepted and checked): %s", ", ".join(ignored))
-    metrics = BrokerMetrics()
+    metrics = BrokerMetrics(node_id=cfg.node_id)
     server = SocketServer(cfg, metrics)
     parts_scope = trio.CancelScope(shield=True)
 
@@ -94,10 +98,12 @@ async def serve(config: ConfigInput = None, *,
                         ) -> None:
         with parts_scope:
             async with trio.open_nursery() as nursery:
-                logs = await _load_storage(cfg)
-                coordinator = GroupCoordinator(cfg, cfg.log_dir_list[0])
-                await nursery.start(coordinator.run)
-                bound = await server.start(nursery)
+                with _names_key(cfg, "log.dirs"):
+                    logs = await _load_storage(cfg)
+                    coordinator = GroupCoordinator(cfg, cfg.log_dir_list[0])
+                    await nursery.start(coordinator.run)
+                with _names_key(cfg, "listeners"):
+                    bound = await server.start(nursery)
                 host, port = _advertised_address(cfg, bound)
                 # Every part exists from here on: the one place the handlers' state is built.
                 state = BrokerState(
@@ -105,30 +111,69 @@ async def serve(config: ConfigInput = None, *,
                     producer_ids=ProducerIdManager(cfg.log_dir_list[0]),
                     fetch_purgatory=Purgatory(nursery), advertised_host=host,
                     advertised_port=port, dynamic_configs=dynamic)
+                register_state_metrics(state)
                 pool = RequestHandlerPool(state, server.request_channel, cfg.num_io_threads)
                 await nursery.start(pool.run)
                 metrics_addr = None
                 if cfg.metrics_listener:
-                    metrics_addr = await nursery.start(serve_metrics, cfg.metrics_listener, metrics)
+                    with _names_key(cfg, "metrics.listener"):
+                        metrics_addr = await nursery.start(serve_metrics, cfg.metrics_listener,
+                                                           metrics)
+                with _names_key(cfg, "http.listener"):
+                    http_addr = await nursery.start(serve_http, cfg, state, bound)
                 nursery.start_soon(_retention_loop, state)
                 nursery.start_soon(_flush_loop, state)
-                task_status.started(Broker(cfg, state, bound, metrics_addr))
+                task_status.started(Broker(cfg, state, bound, metrics_addr, http_addr))
                 await trio.sleep_forever()
 
-    async with trio.open_nursery() as root:
-        broker: Broker = await root.start(run_parts)
-        for name, host, port in broker.listeners:
-            LOGGER.info("listening on %s://%s:%d (advertised %s)", name, host, port,
-                        broker.bootstrap_servers)
-        LOGGER.info("broker %d started in %.0f ms", cfg.node_id,
-                    (time.perf_counter() - started_at) * 1000)
-        task_status.started(broker)
-        try:
-            await broker._stop.wait()
-        finally:
-            with trio.CancelScope(shield=True):
-                await _shutdown(broker.state, server, cfg)
-            parts_scope.cancel()
+    instrument = metrics.io_wait_instrument()  # the network loop's idle time
+    trio.lowlevel.add_instrument(instrument)
+    try:
+        async with trio.open_nursery() as root:
+            broker: Broker = await root.start(run_parts)
+            metrics.broker_state = RUNNING
+            metrics.readiness = lambda: _readiness(broker)
+            for name, host, port in broker.listeners:
+                LOGGER.info("listening on %s://%s:%d (advertised %s)", name, host, port,
+                            broker.bootstrap_servers)
+            LOGGER.info("broker %d started in %.0f ms", cfg.node_id,
+                        (time.perf_counter() - started_at) * 1000)
+            task_status.started(broker)
+            try:
+                await broker._stop.wait()
+            finally:
+                metrics.broker_state = SHUTTING_DOWN
+                with trio.CancelScope(shield=True):
+                    await _shutdown(broker.state, server, cfg)
+                parts_scope.cancel()
+    finally:
+        trio.lowlevel.remove_instrument(instrument)
+
+
+def _readiness(broker: Broker) -> tuple[bool, str]:
+    """``/ready``: serving, or why not (the group coordinator still loading, shutting down)."""
+    if broker._stop.is_set():
+        return False, "shutting down"
+    if not broker.state.groups.loaded:
+        return False, "loading consumer group offsets"
+    return True, "ready"
+
+
+@contextlib.contextmanager
+def _names_key(cfg: BrokerConfig, key: str) -> Iterator[None]:
+    """An OSError while starting the part ``key`` configures says which key, which value and
+    where it was set: ``listeners=PLAINTEXT://127.0.0.1:9092 (--override): Address already in
+    use``, instead of the bare ``[Errno 98]``."""
+    try:
+        yield
+    except OSError as exc:
+        value = cfg.originals.get(key)
+        if value is None:
+            value = str(getattr(cfg, key.replace(".", "_"), ""))
+        where = cfg.origins.get(key, "the default")
+        error = OSError(f"{key}={value} ({where}): {exc.strerror or exc}")
+        error.errno = exc.errno
+        raise error from exc
 
 
 async def _shutdown(state: BrokerState, server: SocketServer, cfg: BrokerConfig) -> None:

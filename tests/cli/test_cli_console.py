@@ -107,7 +107,9 @@ def test_produce_errors_are_one_line(kafka_broker, unique_topic, capsys, monkeyp
                                       {"max.message.bytes": "200"})
     _stdin(monkeypatch, "k:v\nno separator here\n")
     assert main(["produce", topic, "--key-separator", ":", "--bootstrap-server", bootstrap]) == 1
-    assert "no key separator ':' on line 2" in _one_line_error(capsys.readouterr().err)
+    err = _one_line_error(capsys.readouterr().err)
+    assert "no key separator found on line number 2: 'no separator here'" in err
+    assert f"1 record(s) were acknowledged by {topic} before that" in err
 
     _stdin(monkeypatch, "x" * 500 + "\n")
     assert main(["produce", topic, "--bootstrap-server", bootstrap]) == 1

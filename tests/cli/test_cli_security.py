@@ -4,28 +4,9 @@ from __future__ import annotations
 
 import io
 import sys
-from collections.abc import Iterator
-from pathlib import Path
 
-import pytest
-
-from tests.security_files import TlsFiles, password
+from tests.security_files import password
 from trio_broker.cli import main
-from trio_broker.testing import ThreadedBroker
-
-
-@pytest.fixture(scope="module")
-def sasl_ssl_broker(tmp_path_factory: pytest.TempPathFactory, tls_files: TlsFiles,
-                    users_file: Path) -> Iterator[ThreadedBroker]:
-    broker = ThreadedBroker(listeners="SASL_SSL://127.0.0.1:0",
-                            log_dirs=str(tmp_path_factory.mktemp("cli-sasl-ssl")),
-                            ssl_certfile=str(tls_files.server_pem),
-                            sasl_credentials_file=str(users_file),
-                            sasl_enabled_mechanisms="PLAIN,SCRAM-SHA-256",
-                            connection_failed_authentication_delay_ms=0,
-                            shutdown_timeout_ms=1000).start()
-    yield broker
-    broker.stop()
 
 
 def _one_line_error(err: str) -> str:
@@ -84,3 +65,21 @@ def test_bad_client_settings_are_bad_input(sasl_ssl_broker, tmp_path, capsys):
     assert main(["produce", "t", *bootstrap,
                  "--command-config", str(tmp_path / "missing.properties")]) == 2
     assert "--command-config" in _one_line_error(capsys.readouterr().err)
+
+
+def test_a_bad_setting_names_where_it_was_set(sasl_ssl_broker, tmp_path, capsys):
+    bootstrap = ["--bootstrap-server", sasl_ssl_broker.bootstrap_servers]
+    settings = tmp_path / "client.properties"
+    settings.write_text("security.protocol=SASL_SSL\n"
+                        f"ssl.ca.location={tmp_path / 'missing-ca.pem'}\n")
+    assert main(["topics", "list", *bootstrap, "--command-config", str(settings)]) == 2
+    err = _one_line_error(capsys.readouterr().err)
+    assert f"{settings}:2: ssl.ca.location '{tmp_path / 'missing-ca.pem'}'" in err
+    assert main(["cluster", "describe", *bootstrap, "-X", "sasl.mechanism=GSSAPI",
+                 "-X", "security.protocol=SASL_PLAINTEXT"]) == 2
+    err = _one_line_error(capsys.readouterr().err)
+    assert "-X sasl.mechanism: sasl.mechanism GSSAPI is not supported" in err
+    assert main(["delete-records", "--topic", "t", "--partition", "0", "--offset", "1",
+                 *bootstrap, "-X", "no.such.key=1"]) == 2
+    assert "-X no.such.key: unknown client config 'no.such.key'" in _one_line_error(
+        capsys.readouterr().err)

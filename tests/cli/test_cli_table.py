@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import argparse
+import re
 import subprocess
 import sys
 
@@ -61,3 +63,81 @@ def test_export_without_spark_says_how_to_install(tmp_path: object) -> None:
     assert done.stderr.count("\n") == 1, done.stderr
     assert done.stderr.startswith("trio-broker export: error: export needs Spark")
     assert "pip install 'trio-broker[spark]'" in done.stderr
+
+
+#: Kafka's tools' option names (and kcat's where Kafka has none), as each --help must show them
+KAFKA_OPTIONS: dict[tuple[str, ...], list[str]] = {
+    ("topics", "create"): ["--partitions", "--replication-factor", "--config",
+                           "--if-not-exists"],
+    ("topics", "list"): ["--output"],
+    ("topics", "describe"): ["--topic", "--output"],
+    ("topics", "alter"): ["--partitions", "--config", "--delete-config"],
+    ("topics", "delete"): ["--if-exists"],
+    ("configs", "describe"): ["--entity-type", "--entity-name", "--entity-default", "--all",
+                              "--topic", "--broker", "--broker-defaults", "--output"],
+    ("configs", "alter"): ["--add-config", "--delete-config", "--entity-type", "--entity-name",
+                           "--entity-default"],
+    ("produce",): ["--topic", "--property", "--header", "--producer.config",
+                   "--producer-property", "--request-required-acks", "--compression-codec",
+                   "--request-timeout-ms"],
+    ("consume",): ["--topic", "--group", "--from-beginning", "--partition", "--offset",
+                   "--from-timestamp", "--format", "--output", "--exit-at-end",
+                   "--max-messages", "--timeout-ms", "--property", "--consumer.config",
+                   "--consumer-property", "--reconnect-timeout-ms"],
+    ("groups", "list"): ["--state", "--output"],
+    ("groups", "describe"): ["--group", "--all-groups", "--members", "--state", "--offsets",
+                             "--output"],
+    ("groups", "reset-offsets"): ["--group", "--all-groups", "--topic", "--all-topics",
+                                  "--to-earliest", "--to-latest", "--to-current",
+                                  "--to-datetime", "--by-duration", "--shift-by", "--to-offset",
+                                  "--from-file", "--dry-run", "--execute", "--export",
+                                  "--output"],
+    ("groups", "delete"): ["--group", "--all-groups"],
+    ("groups", "delete-offsets"): ["--group", "--topic", "--output"],
+    ("delete-records",): ["--offset-json-file", "--topic", "--partition", "--offset",
+                          "--output"],
+    ("cluster", "describe"): ["--output"],
+    ("cluster", "api-versions"): ["--output"],
+    ("dump-log",): ["--files", "--print-data-log"],
+}
+
+#: the commands that talk to a broker: each reaches TLS and SASL listeners the Kafka way
+CLIENT_OPTIONS = ["--bootstrap-server", "--command-config", "-X"]
+OFFLINE = {("dump-log",)}
+
+
+def _help_of(command: tuple[str, ...], capsys: pytest.CaptureFixture[str]) -> tuple[str, set[str]]:
+    """``command``'s --help text and the option strings its parser accepts."""
+    with pytest.raises(SystemExit) as exited:
+        build_parser(command[0]).parse_args([*command, "--help"])
+    assert exited.value.code == 0
+    parser = build_parser(command[0])
+    for name in command:  # walk down to the command's own parser
+        sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+        parser = sub.choices[name]
+    accepted = {o for a in parser._actions if a.help != argparse.SUPPRESS
+                for o in a.option_strings}
+    return capsys.readouterr().out, accepted
+
+
+@pytest.mark.parametrize("command", sorted(KAFKA_OPTIONS), ids=" ".join)
+def test_help_shows_kafkas_option_names(command: tuple[str, ...],
+                                        capsys: pytest.CaptureFixture[str]) -> None:
+    shown, accepted = _help_of(command, capsys)
+    expected = KAFKA_OPTIONS[command] + ([] if command in OFFLINE else CLIENT_OPTIONS)
+    for option in expected:
+        assert option in accepted, option
+        assert re.search(rf"(?<![\w-]){re.escape(option)}(?![\w.-])", shown), option
+
+
+def test_the_option_table_names_real_commands() -> None:
+    assert {c[0] for c in KAFKA_OPTIONS} <= set(COMMANDS)
+
+
+def test_version_at_the_top(capsys: pytest.CaptureFixture[str]) -> None:
+    from trio_broker import __version__
+
+    with pytest.raises(SystemExit) as exited:
+        main(["--version"])
+    assert exited.value.code == 0
+    assert capsys.readouterr().out == f"trio-broker {__version__}\n"

@@ -208,6 +208,47 @@ async def test_leaving_member_hands_its_partitions_over_at_once(trio_broker: Any
                 await stays.getmany(timeout_ms=20)
 
 
+class _Interrupt(KeyboardInterrupt):
+    """What Trio raises in the main task on Ctrl-C."""
+
+
+@pytest.mark.parametrize("how", ["cancelled", "ctrl-c"])
+async def test_a_member_whose_block_is_left_abnormally_still_leaves(trio_broker: Any,
+                                                                    how: str) -> None:
+    # a session timeout far longer than the test: only the leave can move the partitions, and
+    # the leaver's position must have been committed on its way out
+    settings = {**FAST_GROUP, "session_timeout_ms": 60000}
+    servers = trio_broker.bootstrap_servers
+    topic = f"abandon-{how}"
+    with trio.fail_after(30):
+        async with open_admin(servers) as admin:
+            await admin.create_topics([NewTopic(topic, 4, 1)])
+        async with open_consumer(topic, bootstrap_servers=servers, group_id=f"g-{how}",
+                                 **settings) as stays:
+            with trio.CancelScope() as scope:
+                try:
+                    async with open_consumer(topic, bootstrap_servers=servers,
+                                             group_id=f"g-{how}", **settings) as leaves:
+                        while not (len(stays.assignment()) == 2
+                                   and len(leaves.assignment()) == 2):
+                            await stays.getmany(timeout_ms=20)
+                            await leaves.getmany(timeout_ms=20)
+                        mine = leaves.assignment()
+                        for tp in mine:  # as if a record at offset 0 had been processed
+                            leaves.seek(tp, 1)
+                        if how == "cancelled":
+                            scope.cancel()
+                            await trio.sleep_forever()
+                        raise _Interrupt
+                except* _Interrupt:  # out of the consumer's nursery, in a group
+                    pass
+            assert scope.cancelled_caught == (how == "cancelled")
+            while len(stays.assignment()) != 4:
+                await stays.getmany(timeout_ms=20)
+            for tp in mine:
+                assert await stays.committed(tp) == 1
+
+
 @pytest.mark.parametrize("policy", ["earliest", "latest"])
 async def test_offset_out_of_range_resets_by_policy(trio_broker: Any, policy: str) -> None:
     tp = TopicPartition("oor", 0)

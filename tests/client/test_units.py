@@ -185,6 +185,17 @@ def test_subscription_of_a_newer_version_reads_the_known_fields() -> None:
     assert decode_subscription(payload).user_data is None
 
 
+def test_cooperative_subscriptions_carry_owned_partitions_and_generation() -> None:
+    v2 = encode_subscription(["t"], b"", owned_partitions={"t": [3, 1]}, generation_id=7)
+    assert v2 == bytes.fromhex("0002" "00000001" "000174" "00000000" "00000001" "000174"
+                               "00000002" "00000001" "00000003" "00000007")
+    decoded = decode_subscription(v2)
+    assert (decoded.version, decoded.owned_partitions, decoded.generation_id) == (
+        2, {"t": [1, 3]}, 7)
+    v1 = decode_subscription(encode_subscription(["t"], owned_partitions={}))
+    assert (v1.version, v1.owned_partitions, v1.generation_id) == (1, {}, -1)
+
+
 def test_range_assignor_gives_leading_members_the_extra_partitions() -> None:
     result = RangeAssignor.assign({"c2": ["t"], "c1": ["t", "u"], "c3": ["t"]},
                                   {"t": 7, "u": 2})

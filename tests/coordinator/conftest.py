@@ -198,6 +198,12 @@ class Running:
 
 StartCoordinator = Callable[..., Awaitable[Running]]
 
+
+async def run_inline(fn: Callable[..., Any], *args: Any) -> Any:
+    """Run file work in the event loop's thread (still real files, real fsyncs)."""
+    await trio.lowlevel.checkpoint()
+    return fn(*args)
+
 #: Topics the coordinator tests commit offsets for: OffsetCommit refuses partitions that do not
 #: exist, as Kafka does.
 TOPICS = {"t": 6, "u": 1, "x": 1}
@@ -217,7 +223,10 @@ async def start_coordinator(tmp_path: Path) -> AsyncIterator[StartCoordinator]:
                                     "group_initial_rebalance_delay_ms": 0}
         settings.update(overrides)
         config = BrokerConfig(**settings)
-        coordinator = GroupCoordinator(config, config.log_dir_list[0], **(coordinator_kwargs or {}))
+        # Group metadata is fsynced inline: a worker thread would let the autojump clock leap
+        # over session timeouts while the file is written.
+        kwargs = {"io_runner": run_inline, **(coordinator_kwargs or {})}
+        coordinator = GroupCoordinator(config, config.log_dir_list[0], **kwargs)
         state = standalone_state(config, groups=coordinator, nursery=nursery)
         for topic, partitions in topics.items():
             if topic not in state.logs.topics():

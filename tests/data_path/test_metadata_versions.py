@@ -238,3 +238,26 @@ async def test_telemetry_says_no_subscription(trio_broker):
     bad = await _request(trio_broker, ApiKey.PushTelemetry, 0, subscription_id=0,
                          **{**fields, "client_instance_id": None})
     assert bad.error_code == ErrorCode.INVALID_REQUEST
+
+
+def test_telemetry_not_advertised_and_librdkafka_quiet(kafka_broker, unique_topic):
+    """As Kafka without a telemetry receiver: ApiVersions leaves the KIP-714 APIs out, so
+    librdkafka (which logs a telemetry line when it sees them) says nothing at start-up."""
+    import confluent_kafka
+
+    from trio_broker.apis.registry import advertised_versions
+
+    assert ApiKey.GetTelemetrySubscriptions not in advertised_versions()
+    assert ApiKey.PushTelemetry not in advertised_versions()
+    logged: list[str] = []
+
+    class Capture:
+        def log(self, level: int, fmt: str, *args: object) -> None:
+            logged.append(fmt % args if args else fmt)
+
+    producer = confluent_kafka.Producer({"bootstrap.servers": kafka_broker.bootstrap_servers,
+                                         "logger": Capture()})
+    producer.produce(unique_topic("quiet"), b"v")
+    assert producer.flush(10) == 0
+    producer.poll(0.5)  # telemetry is asked for right after the first ApiVersions
+    assert not [line for line in logged if "elemetry" in line], logged

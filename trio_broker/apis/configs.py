@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 from collections import Counter
+from collections.abc import Mapping
 from typing import Any
 
 from ..config import ConfigError
@@ -60,10 +61,12 @@ async def handle_describe_configs(ctx: HandlerContext, request: RequestBody) -> 
     synonyms = ctx.version >= 1 and request.include_synonyms
     documentation = ctx.version >= 3 and request.include_documentation
     results = []
+    # read once per request, not per resource: a request may name a thousand topics
+    sources, topics = Sources(broker.dynamic_configs), broker.logs.topics()
     for r in request.resources:
         keys = set(r.configuration_keys or ()) or None
         try:
-            entries = _describe(broker, r.resource_type, r.resource_name, keys)
+            entries = _describe(broker, r.resource_type, r.resource_name, keys, sources, topics)
         except _Refused as refused:
             results.append(_DCResult(error_code=refused.code, error_message=refused.message,
                                      resource_type=r.resource_type,
@@ -81,23 +84,23 @@ async def handle_describe_configs(ctx: HandlerContext, request: RequestBody) -> 
     return ctx.response(throttle_time_ms=0, results=results)
 
 
-def _describe(broker: BrokerState, resource_type: int, name: str,
-              keys: set[str] | None) -> list[Entry]:
+def _describe(broker: BrokerState, resource_type: int, name: str, keys: set[str] | None,
+              sources: Sources, topics: Mapping[str, int]) -> list[Entry]:
     dynamic = broker.dynamic_configs
     if resource_type == TOPIC:
         invalid = validate_topic_name(name)
         if invalid is not None:
             raise _Refused(ErrorCode.INVALID_TOPIC_EXCEPTION, invalid)
-        if name not in broker.logs.topics():
+        if name not in topics:
             raise _Refused(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, None)
         values = broker.logs.topic_config(name).to_topic_configs()
-        return describe_topic(values, broker.logs.topic_overrides(name), Sources(dynamic), keys)
+        return describe_topic(values, broker.logs.topic_overrides(name), sources, keys)
     if resource_type == BROKER:
         if name and _broker_id(name, "Broker id must be an integer, but it is: ") != (
                 broker.node_id):
             raise _Refused(ErrorCode.INVALID_REQUEST, f"Unexpected broker id, expected "
                            f"{broker.node_id} or empty string, but received {name}")
-        return describe_broker(dynamic.effective(), Sources(dynamic), keys,
+        return describe_broker(dynamic.effective(), sources, keys,
                                per_broker=bool(name))
     if resource_type == BROKER_LOGGER:
         if not name:

@@ -80,6 +80,7 @@ async def handle_fetch(ctx: HandlerContext, request: FetchRequest) -> HandlerRes
 
 def _response(ctx: HandlerContext, read: _Read) -> ResponseBody:
     broker = ctx.broker
+    broker.metrics.topics.fetched(read.topics, broker.logs.topic_name)
     nodes = ([_Node(node_id=broker.node_id, host=broker.advertised_host,
                     port=broker.advertised_port, rack=None)] if read.leader_shown else [])
     return ctx.response(throttle_time_ms=0, error_code=0, session_id=0, responses=read.topics,

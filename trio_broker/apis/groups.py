@@ -200,7 +200,7 @@ async def describe_groups(ctx: HandlerContext, request: DescribeGroupsRequest) -
         if summary is None:
             if ctx.version >= 6:  # KIP-1043: an unknown group is an error, no longer Dead
                 groups.append(_group_error(cls, group_id, ErrorCode.GROUP_ID_NOT_FOUND, "Dead",
-                                           f"Group {group_id} not found."))
+                                           coord.group_not_found_message(group_id)))
             else:  # before v6 Kafka describes an unknown group as Dead, without error
                 groups.append(_group_error(cls, group_id, ErrorCode.NONE, "Dead"))
             continue

@@ -10,7 +10,8 @@ ZooKeeper-backed v0 did (and reads a partition never committed as UNKNOWN_TOPIC_
 v1 carries a commit timestamp per partition; v2-v4 a retention time; v6+ the leader epoch of
 the committed position, kept and returned by OffsetFetch v5+; v7+ the group instance id; v8+
 OffsetFetch asks for several groups; v9 OffsetCommit answers an unknown group with a generation
-GROUP_ID_NOT_FOUND (a classic group's member epoch is its generation).
+GROUP_ID_NOT_FOUND (a classic group's member epoch is its generation); a member of a consumer
+group (KIP-848) commits and fetches (v9+) with its member epoch, STALE_MEMBER_EPOCH otherwise.
 """
 
 from __future__ import annotations
@@ -104,11 +105,13 @@ async def offset_fetch(ctx: HandlerContext, request: OffsetFetchRequest) -> Hand
         wanted = [(request.group_id, None if request.topics is None else
                    [(t.name, p) for t in request.topics for p in t.partition_indexes])]
     coord = ctx.broker.groups
+    # v9+: a consumer-group member names itself and its epoch (checked, STALE_MEMBER_EPOCH)
+    members = {g.group_id: (g.member_id, g.member_epoch) for g in request.groups} if v >= 9 else {}
 
     def build(_: object = None) -> ResponseBody:
         if v >= 8:
-            return ctx.response(throttle_time_ms=0, groups=[_group_result(ctx, g, parts)
-                                                            for g, parts in wanted])
+            return ctx.response(throttle_time_ms=0, groups=[
+                _group_result(ctx, g, parts, *members.get(g, (None, -1))) for g, parts in wanted])
         return _single_group_result(ctx, *wanted[0])
 
     if not (v >= 7 and request.require_stable):
@@ -132,12 +135,13 @@ async def offset_fetch(ctx: HandlerContext, request: OffsetFetchRequest) -> Hand
     return reply.result()
 
 
-def _group_result(ctx: HandlerContext, group_id: str,
-                  partitions: list[TopicPartition] | None) -> Struct:
+def _group_result(ctx: HandlerContext, group_id: str, partitions: list[TopicPartition] | None,
+                  member_id: str | None, member_epoch: int) -> Struct:
     group_cls = _OF.OffsetFetchResponseGroup
     topic_cls = group_cls.OffsetFetchResponseTopics
     part_cls = topic_cls.OffsetFetchResponsePartitions
-    error, found = ctx.broker.groups.fetch_offsets(group_id, partitions)
+    error, found = ctx.broker.groups.fetch_offsets(group_id, partitions, member_id=member_id,
+                                                   member_epoch=member_epoch)
     topics = [] if error else [
         topic_cls(name=topic, partitions=[_partition(part_cls, p, om, ErrorCode.NONE)
                                           for p, om in parts])

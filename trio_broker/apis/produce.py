@@ -101,6 +101,8 @@ async def handle_produce(ctx: HandlerContext, request: ProduceRequest) -> Handle
                                info.log_start_offset))
             if not info.duplicate:
                 broker.fetch_purgatory.notify((name, pd.index), info.size)
+                broker.metrics.topics.bytes_in(name, len(pd.records),
+                                               info.last_offset - info.first_offset + 1)
             # A duplicate too: its original may still be waiting for its fsync on another
             # connection, and the retry must not be acknowledged before the original would be.
             if log.needs_flush():

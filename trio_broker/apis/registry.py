@@ -18,6 +18,7 @@ from . import (
     admin,
     cluster,
     configs,
+    consumer_groups,
     describe,
     fetch,
     groups,
@@ -27,6 +28,7 @@ from . import (
     metadata,
     offsets,
     produce,
+    records,
     sasl,
     scram,
     telemetry,
@@ -95,6 +97,9 @@ HANDLERS: dict[int, Handler] = {
     ApiKey.PushTelemetry: telemetry.handle_push_telemetry,
     ApiKey.DescribeTopicPartitions: describe.handle_describe_topic_partitions,
     ApiKey.IncrementalAlterConfigs: configs.handle_incremental_alter_configs,
+    ApiKey.DeleteRecords: records.handle_delete_records,
+    ApiKey.ConsumerGroupHeartbeat: consumer_groups.handle_consumer_group_heartbeat,
+    ApiKey.ConsumerGroupDescribe: consumer_groups.handle_consumer_group_describe,
 }
 
 
@@ -107,9 +112,18 @@ def _check_versions(table: dict[int, Handler]) -> None:
 _check_versions(HANDLERS)
 
 
+#: APIs answered when asked but not advertised. Kafka advertises the KIP-714 telemetry APIs only
+#: when a metrics reporter that receives client telemetry is configured; this broker has none, and
+#: a client that sees them advertised (librdkafka) logs a telemetry line at start-up.
+UNADVERTISED: frozenset[ApiKey] = frozenset({ApiKey.GetTelemetrySubscriptions,
+                                             ApiKey.PushTelemetry})
+
+
 def advertised_versions() -> dict[ApiKey, VersionRange]:
-    """What ApiVersions advertises: supported versions of every API that has a handler."""
-    return {k: v for k, v in SUPPORTED_VERSIONS.items() if int(k) in HANDLERS}
+    """What ApiVersions advertises: supported versions of every API that has a handler, except
+    the ``UNADVERTISED`` ones."""
+    return {k: v for k, v in SUPPORTED_VERSIONS.items()
+            if int(k) in HANDLERS and k not in UNADVERTISED}
 
 
 _entries: list[Struct] | None = None

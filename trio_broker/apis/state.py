@@ -11,6 +11,7 @@ storage without sockets, for driving handlers directly (tests, tools).
 from __future__ import annotations
 
 import time
+import uuid
 
 import attrs
 import trio
@@ -56,6 +57,17 @@ class BrokerState:
     dynamic_configs: DynamicBrokerConfigs = attrs.field(default=attrs.Factory(
         lambda self: DynamicBrokerConfigs.load(self.config), takes_self=True))
 
+    def __attrs_post_init__(self) -> None:
+        # Consumer groups (KIP-848) assign partitions by topic id and resolve regexes over
+        # the topic names: they read both from the logs.
+        logs = self.logs
+
+        def topics() -> dict[str, tuple[uuid.UUID, int]]:
+            ids = logs.topic_ids()
+            return {name: (ids[name], n) for name, n in logs.topics().items() if name in ids}
+
+        self.groups.attach_topics(topics)
+
     @property
     def node_id(self) -> int:
         return self.config.node_id
@@ -78,6 +90,7 @@ class BrokerState:
         """
         for partition in range(change.partitions, change.previous_partitions):
             self.fetch_purgatory.complete_all((change.topic, partition))
+        self.groups.topics_changed(change.topic, change.previous_partitions, change.partitions)
 
 
 def standalone_state(config: BrokerConfig, *, groups: GroupCoordinator, nursery: trio.Nursery,

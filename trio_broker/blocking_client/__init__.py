@@ -17,7 +17,9 @@ bootstrap server or setting is a ``ConfigError`` (a ``ValueError``).
 
 from ..client_core.admin import BROKER_RESOURCE as BROKER_RESOURCE
 from ..client_core.admin import TOPIC_RESOURCE as TOPIC_RESOURCE
+from ..client_core.admin import ClusterDescription as ClusterDescription
 from ..client_core.admin import ConfigEntry as ConfigEntry
+from ..client_core.admin import ConfigOperation as ConfigOperation
 from ..client_core.admin import source_name as source_name
 from ..client_core.bootstrap import parse_address as parse_address
 from ..client_core.bootstrap import parse_bootstrap as parse_bootstrap
@@ -44,10 +46,12 @@ from .client import BlockingClient as BlockingClient
 from .client import FetchHandle as FetchHandle
 from .cluster import DEFAULT_BOOTSTRAP as DEFAULT_BOOTSTRAP
 from .connection import BrokerConnection as BrokerConnection
+from .group import GroupMember as GroupMember
 
 __all__ = ["BROKER_RESOURCE", "DEFAULT_BOOTSTRAP", "EARLIEST", "LATEST", "TOPIC_RESOURCE",
-           "BlockingClient", "BrokerConnection", "ConfigEntry", "ConfigError", "FetchHandle",
-           "FetchedPartition", "GroupDescription", "GroupListing", "KafkaConnectionError",
+           "BlockingClient", "BrokerConnection", "ClusterDescription", "ConfigEntry",
+           "ConfigError", "ConfigOperation", "FetchHandle", "FetchedPartition",
+           "GroupDescription", "GroupListing", "GroupMember", "KafkaConnectionError",
            "KafkaError", "KafkaTimeoutError", "MemberDescription", "MetadataResponse",
            "OffsetAndMetadata", "PartitionResult", "TopicInfo", "TopicPartition", "error_name",
            "murmur2", "next_fetch_offset", "parse_address", "parse_bootstrap",

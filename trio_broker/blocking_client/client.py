@@ -28,7 +28,8 @@ from ..client_core.produce import PartitionResult, parse_produce, produce_reques
 from ..client_core.structs import OffsetAndMetadata, TopicPartition
 from ..protocol.api_keys import ApiKey
 from ..protocol.errors import ErrorCode
-from .cluster import COORDINATOR_ERRORS, LEADER_ERRORS, Cluster
+from .admin import AdminCalls
+from .cluster import COORDINATOR_ERRORS, LEADER_ERRORS
 from .connection import BrokerConnection
 
 
@@ -41,9 +42,9 @@ class FetchHandle(NamedTuple):
     timeout_s: float
 
 
-class BlockingClient(Cluster):
+class BlockingClient(AdminCalls):
     """A blocking Kafka client for tools, the Spark source and tests; see ``Cluster`` for
-    connections, metadata and retries."""
+    connections, metadata and retries, ``AdminCalls`` for the operator's calls."""
 
     # --- ListOffsets ---------------------------------------------------------------------
 
@@ -211,9 +212,11 @@ class BlockingClient(Cluster):
 
     def describe_configs(self, name: str, *, resource_type: int = admin_requests.TOPIC_RESOURCE,
                          ) -> list[ConfigEntry]:
-        """A topic's (or, with ``BROKER_RESOURCE`` and a broker id, a broker's) configs, sorted
-        by name; ``source_name(entry.source)`` names where each value comes from."""
-        conn = (self.connection(int(name)) if resource_type == admin_requests.BROKER_RESOURCE
+        """A topic's (or, with ``BROKER_RESOURCE`` and a broker id, a broker's; ``""``: the
+        brokers' default) configs, sorted by name; ``source_name(entry.source)`` names where
+        each value comes from."""
+        conn = (self.connection(int(name))
+                if resource_type == admin_requests.BROKER_RESOURCE and name
                 else self.any_connection())
         body = conn.request(ApiKey.DescribeConfigs, lambda v: (
             admin_requests.describe_configs_request(v, [(resource_type, name)])))

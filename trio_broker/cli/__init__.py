@@ -6,11 +6,17 @@ tools or Spark; each loader imports its module statically, so mypy and the struc
 what it returns. Every error reaches the user one way, in argparse's own form: one line
 ``trio-broker COMMAND: error: MESSAGE`` on stderr, exit status 2 for bad input (``UsageError``),
 1 for a failure at run time (``CommandError``), 130 after Ctrl-C.
+
+A closed stdout (``trio-broker consume T | head -1``) ends a command the way Unix tools end:
+quietly, with no traceback and no error line. Python ignores SIGPIPE, so the write fails with
+``BrokenPipeError``; ``run`` points stdout at ``/dev/null`` (so nothing fails again when the
+interpreter flushes it on exit) and returns 0, after the command's own clean-up ran.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Callable, Sequence
 from typing import NamedTuple
@@ -41,19 +47,19 @@ def _topics() -> Tool:
 
 
 def _produce() -> Tool:
-    from .console import PRODUCE
+    from .produce import PRODUCE
 
     return PRODUCE
 
 
 def _consume() -> Tool:
-    from .console import CONSUME
+    from .consume import CONSUME
 
     return CONSUME
 
 
 def _dump_log() -> Tool:
-    from .console import DUMP_LOG
+    from .dump_log import DUMP_LOG
 
     return DUMP_LOG
 
@@ -62,6 +68,24 @@ def _groups() -> Tool:
     from .groups import GROUPS
 
     return GROUPS
+
+
+def _configs() -> Tool:
+    from .configs import CONFIGS
+
+    return CONFIGS
+
+
+def _cluster() -> Tool:
+    from .cluster import CLUSTER
+
+    return CLUSTER
+
+
+def _delete_records() -> Tool:
+    from .records import DELETE_RECORDS
+
+    return DELETE_RECORDS
 
 
 def _export() -> Tool:
@@ -73,19 +97,26 @@ def _export() -> Tool:
 #: command name -> its one-line help and the loader of its Tool, in the order --help lists them
 COMMANDS: dict[str, Command] = {
     "serve": Command("run the broker", _serve),
-    "topics": Command("create, list, describe or delete topics", _topics),
+    "topics": Command("create, list, describe, alter or delete topics", _topics),
     "produce": Command("produce lines from stdin to a topic", _produce),
     "consume": Command("print records of a topic", _consume),
     "dump-log": Command("print the batches and records of a segment file", _dump_log),
-    "groups": Command("list consumer groups or describe one", _groups),
+    "groups": Command("list, describe, reset offsets of or delete consumer groups", _groups),
+    "configs": Command("describe or alter topic and broker configs", _configs),
+    "delete-records": Command("delete records below an offset", _delete_records),
+    "cluster": Command("describe the cluster: id, brokers, controller, API versions",
+                       _cluster),
     "export": Command("export topics with Spark (Parquet, JSON, CSV)", _export),
 }
 
 
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     """The argument parser; only ``command``'s module is imported (``serve`` imports no Spark)."""
+    from .. import __version__
+
     parser = argparse.ArgumentParser(prog="trio-broker",
                                      description="A Kafka-compatible broker on Trio.")
+    parser.add_argument("--version", action="version", version=f"trio-broker {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name, entry in COMMANDS.items():
         p = sub.add_parser(name, help=entry.help,
@@ -114,6 +145,19 @@ def run(command: str, args: argparse.Namespace) -> int:
         return report(command, exc, EXIT_FAILED)
     except KeyboardInterrupt:
         return EXIT_INTERRUPTED
+    except BrokenPipeError:
+        return closed_stdout()
+
+
+def closed_stdout() -> int:
+    """The reader of stdout went away: end quietly, as Unix tools do (exit 0, no message)."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError):  # stdout is not a file (embedded, captured)
+        pass
+    return EXIT_OK
 
 
 def report(command: str, error: object, status: int) -> int:

@@ -27,44 +27,83 @@ from ..blocking_client import (
     error_name,
 )
 from ..config import ConfigError as FileConfigError
-from ..config import read_config_file
+from ..config.loader import read_config_entries
 from .base import CommandError, UsageError
 
 CLIENT_ID = "trio-broker-console"
 
 
 def add_client_arguments(parser: argparse.ArgumentParser, *,
-                         what: str = "broker(s) to connect to") -> None:
-    """``--bootstrap-server``, ``--command-config`` and ``-X``."""
+                         what: str = "broker(s) to connect to", config_alias: str | None = None,
+                         property_alias: str | None = None) -> None:
+    """``--bootstrap-server``, ``--command-config`` and ``-X``; the aliases are the names
+    Kafka's console tools give the same options (``--producer.config``,
+    ``--consumer-property``)."""
     parser.add_argument("--bootstrap-server", default=DEFAULT_BOOTSTRAP, metavar="HOST:PORT",
                         help=f"{what} (default {DEFAULT_BOOTSTRAP})")
-    add_client_config_arguments(parser)
+    add_client_config_arguments(parser, config_alias=config_alias,
+                                property_alias=property_alias)
 
 
-def add_client_config_arguments(parser: argparse.ArgumentParser) -> None:
+def add_client_config_arguments(parser: argparse.ArgumentParser, *,
+                                config_alias: str | None = None,
+                                property_alias: str | None = None) -> None:
     """``--command-config`` and ``-X``: the client settings."""
-    parser.add_argument("--command-config", metavar="FILE",
+    parser.add_argument("--command-config", *([config_alias] if config_alias else []),
+                        dest="command_config", metavar="FILE",
                         help="client settings (security.protocol, ssl.*, sasl.*) from a "
                              ".properties or .toml file")
-    parser.add_argument("-X", dest="client_config", action="append", default=[],
+    parser.add_argument("-X", *([property_alias] if property_alias else []),
+                        dest="client_config", action="append", default=[],
                         metavar="KEY=VALUE", help="a client setting, e.g. "
                         "-X sasl.mechanism=SCRAM-SHA-256 (repeatable; wins over the file)")
 
 
+def add_topic_argument(parser: argparse.ArgumentParser) -> None:
+    """``TOPIC`` or Kafka's ``--topic TOPIC``."""
+    parser.add_argument("topic", nargs="?", metavar="TOPIC")
+    parser.add_argument("--topic", dest="topic_option", metavar="TOPIC",
+                        help="the topic (as Kafka's tools take it; same as TOPIC)")
+
+
+def topic_of(args: argparse.Namespace) -> str:
+    if args.topic and args.topic_option and args.topic != args.topic_option:
+        raise UsageError(f"two topics given: {args.topic!r} and --topic {args.topic_option!r}")
+    topic = args.topic or args.topic_option
+    if not topic:
+        raise UsageError("a topic is required (TOPIC or --topic TOPIC)")
+    return str(topic)
+
+
 def client_config(args: argparse.Namespace) -> dict[str, Any]:
     """The client settings ``--command-config`` and ``-X`` give (the client checks the keys)."""
-    config: dict[str, Any] = {}
+    return {key: value for key, (value, _) in client_settings(args).items()}
+
+
+def client_settings(args: argparse.Namespace) -> dict[str, tuple[Any, str]]:
+    """{key: (value, where it was set)}: ``file:line`` of ``--command-config`` or ``-X``."""
+    config: dict[str, tuple[Any, str]] = {}
     if args.command_config:
         try:
-            config.update(read_config_file(args.command_config))
+            entries = read_config_entries(args.command_config)
         except FileConfigError as exc:
             raise UsageError(f"--command-config: {exc}") from None
+        config.update((key, (value, origin)) for key, value, origin in entries)
     for item in args.client_config:
         key, sep, value = item.partition("=")
         if not sep or not key.strip():
             raise UsageError(f"-X {item!r}: expected KEY=VALUE")
-        config[key.strip()] = value.strip()
+        config[key.strip()] = (value.strip(), f"-X {key.strip()}")
     return config
+
+
+def settings_error(message: str, settings: dict[str, tuple[Any, str]]) -> str:
+    """``message`` with where the key it is about was set (``client.properties:3: ...``)."""
+    named = [key for key in settings if key in message]
+    if not named:
+        return message
+    key = min(named, key=message.find)  # the key the message names first
+    return f"{settings[key][1]}: {message}"
 
 
 @contextmanager
@@ -89,10 +128,11 @@ def describe(exc: KafkaError) -> str:
 @contextmanager
 def open_client(args: argparse.Namespace, *, timeout_s: float) -> Iterator[BlockingClient]:
     """A client of ``args.bootstrap_server``, closed on exit; its failures are CommandErrors."""
+    settings = client_settings(args)
     try:
         client = BlockingClient(args.bootstrap_server, timeout_s=timeout_s, client_id=CLIENT_ID,
-                                config=client_config(args))
+                                config={k: v for k, (v, _) in settings.items()})
     except ConfigError as exc:  # a malformed --bootstrap-server or setting
-        raise UsageError(str(exc)) from None
+        raise UsageError(settings_error(str(exc), settings)) from None
     with client_errors(), client:
         yield client

@@ -1,22 +1,25 @@
-"""``trio-broker topics create|list|describe|delete``: Kafka's ``kafka-topics`` over the protocol.
+"""``trio-broker topics create|list|describe|alter|delete``: Kafka's ``kafka-topics`` over the
+protocol.
 
 Why the protocol and not the data directory: the command works against any running broker, ours
 or Kafka, on any machine, and shows what clients see. Admin requests go to the controller that
 Metadata names (Kafka answers NOT_CONTROLLER elsewhere); offsets are asked of each leader.
+``alter`` grows partitions (CreatePartitions) and sets or deletes topic configs
+(IncrementalAlterConfigs), which Kafka's tool leaves to ``kafka-configs`` nowadays.
 """
 
 from __future__ import annotations
 
 import argparse
 from collections.abc import Callable
-
-from rich.console import Console
-from rich.table import Table
+from typing import Any
 
 from ..blocking_client import (
     EARLIEST,
     LATEST,
+    TOPIC_RESOURCE,
     BlockingClient,
+    ConfigOperation,
     KafkaError,
     TopicInfo,
     TopicPartition,
@@ -27,10 +30,12 @@ from ..client_core.errors import error_for
 from ..protocol.errors import ErrorCode
 from .base import Tool, UsageError
 from .connect import add_client_arguments, open_client
+from .output import Report, add_output_argument
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.description = "Create, list, describe or delete topics on any Kafka-protocol broker."
+    parser.description = ("Create, list, describe, alter or delete topics on any "
+                          "Kafka-protocol broker.")
     sub = parser.add_subparsers(dest="topics_command", required=True, metavar="ACTION")
     create = sub.add_parser("create", help="create a topic")
     create.add_argument("topic", metavar="TOPIC")
@@ -46,14 +51,26 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     describe = sub.add_parser("describe", help="partitions, leaders, offsets and configs")
     describe.add_argument("topics", nargs="*", metavar="TOPIC",
                           help="topics to describe (default: all)")
+    describe.add_argument("--topic", dest="topic_options", action="append", default=[],
+                          metavar="TOPIC", help="a topic to describe (repeatable)")
+    alter = sub.add_parser("alter", help="add partitions, set or delete configs")
+    alter.add_argument("topic", metavar="TOPIC")
+    alter.add_argument("--partitions", type=int, metavar="N",
+                       help="the new partition count (partitions are only ever added)")
+    alter.add_argument("--config", action="append", default=[], metavar="KEY=VALUE",
+                       help="set a topic config (repeatable)")
+    alter.add_argument("--delete-config", action="append", default=[], metavar="KEY",
+                       help="remove a topic config override (repeatable)")
     delete = sub.add_parser("delete", help="delete a topic and its data")
     delete.add_argument("topics", nargs="+", metavar="TOPIC")
     delete.add_argument("--if-exists", action="store_true",
                         help="succeed quietly if a topic does not exist")
-    for p in (create, listing, describe, delete):
+    for p in (create, listing, describe, alter, delete):
         add_client_arguments(p)
         p.add_argument("--timeout", type=float, default=10.0, metavar="SECONDS",
                        help="socket timeout per request (default 10)")
+    for p in (listing, describe):
+        add_output_argument(p)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -61,24 +78,16 @@ def run(args: argparse.Namespace) -> int:
         return _ACTIONS[args.topics_command](client, args)
 
 
-def console() -> Console:
-    """A console that does not squeeze tables to 80 columns when writing to a pipe."""
-    out = Console(highlight=False)
-    if not out.is_terminal:
-        out = Console(highlight=False, width=max(out.width, 160))
-    return out
-
-
-def parse_configs(items: list[str]) -> dict[str, str]:
+def parse_configs(items: list[str], option: str = "--config") -> dict[str, str]:
     """``["k=v", ...]`` -> {k: v}; a missing ``=`` or key is a UsageError."""
     configs: dict[str, str] = {}
     for item in items:
         key, sep, value = item.partition("=")
         key = key.strip()
         if not sep or not key:
-            raise UsageError(f"bad --config {item!r}: expected KEY=VALUE")
+            raise UsageError(f"bad {option} {item!r}: expected KEY=VALUE")
         if key in configs:
-            raise UsageError(f"--config {key} given twice")
+            raise UsageError(f"{option} {key} given twice")
         configs[key] = value.strip()
     return configs
 
@@ -109,74 +118,124 @@ def _delete(client: BlockingClient, args: argparse.Namespace) -> int:
     return 0
 
 
+def _alter(client: BlockingClient, args: argparse.Namespace) -> int:
+    configs = parse_configs(args.config)
+    deleted = [k.strip() for k in args.delete_config]
+    both = sorted(set(configs) & set(deleted))
+    if both:
+        raise UsageError(f"{both[0]} is both set (--config) and deleted (--delete-config)")
+    if args.partitions is None and not configs and not deleted:
+        raise UsageError("nothing to alter: give --partitions, --config or --delete-config")
+    info = client.topic(args.topic)
+    done = []
+    if args.partitions is not None:
+        now = len(info.partitions)
+        if args.partitions <= now:
+            raise UsageError(f"topic {args.topic!r} has {now} partitions; --partitions can "
+                             f"only add to them (got {args.partitions})")
+        client.create_partitions(args.topic, args.partitions)
+        done.append(f"partitions {now} -> {args.partitions}")
+    if configs or deleted:
+        changes: list[tuple[str, int, str | None]] = [
+            (k, ConfigOperation.SET, v) for k, v in configs.items()]
+        changes += [(k, ConfigOperation.DELETE, None) for k in deleted]
+        client.incremental_alter_configs(TOPIC_RESOURCE, args.topic, changes)
+        done += [f"set {k}={v}" for k, v in configs.items()]
+        done += [f"deleted {k}" for k in deleted]
+    print(f"Altered topic {args.topic}: {'; '.join(done)}.")
+    return 0
+
+
 def _list(client: BlockingClient, args: argparse.Namespace) -> int:
     cluster = client.metadata(None)
-    table = Table()
-    table.add_column("topic")
-    table.add_column("partitions", justify="right")
-    table.add_column("replication factor", justify="right")
+    rows: list[dict[str, Any]] = []
     for name, info in sorted(cluster.topics.items()):
         rf = max((len(p.replicas) for p in info.partitions.values()), default=0)
-        table.add_row(name, str(len(info.partitions)), str(rf))
-    console().print(table)
+        rows.append({"topic": name, "partitions": len(info.partitions),
+                     "replication_factor": rf, "internal": info.internal})
+    report = Report(args.output)
+    report.table(["topic", "partitions", "replication factor"],
+                 [(r["topic"], r["partitions"], r["replication_factor"]) for r in rows],
+                 numeric=["partitions", "replication factor"])
+    report.document = rows
+    report.emit()
     return 0
 
 
 def _describe(client: BlockingClient, args: argparse.Namespace) -> int:
-    names = list(args.topics)
+    names = list(dict.fromkeys([*args.topics, *args.topic_options]))
     cluster = client.metadata(names or None)
     for name in names:
         info = cluster.topics.get(name)
         if info is None or info.error:
             code = info.error if info else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
             raise error_for(code, f"cannot describe topic {name!r}: {error_name(code)}")
-    out = console()
-    for _name, info in sorted(cluster.topics.items()):
-        _describe_one(client, out, info)
+    report = Report(args.output)
+    described = [describe_topic(client, info) for _, info in sorted(cluster.topics.items())]
+    if args.output == "plain":  # one table of partitions and one of configs, for awk
+        report.table(["topic", "partition", "leader", "replicas", "isr", "log start offset",
+                      "log end offset"],
+                     [(d["topic"], *_partition_row(p)) for d in described
+                      for p in d["partitions"]])
+        report.table(["topic", "config", "value", "source"],
+                     [(d["topic"], *_config_row(c)) for d in described
+                      for c in d["configs"] or ()])
+    for d in described if args.output == "table" else ():
+        report.line(f"Topic: {d['topic']}  PartitionCount: {d['partition_count']}  "
+                    f"ReplicationFactor: {d['replication_factor']}")
+        report.table(["partition", "leader", "replicas", "isr", "log start", "log end"],
+                     [_partition_row(p) for p in d["partitions"]],
+                     numeric=["partition", "leader", "log start", "log end"])
+        if d["configs"] is None:
+            report.line(f"configs unavailable: {d['configs_error']}")
+        else:
+            report.table(["config", "value", "source"],
+                         [_config_row(c) for c in d["configs"]])
+    report.document = described
+    report.emit()
     return 0
 
 
-def _describe_one(client: BlockingClient, out: Console, info: TopicInfo) -> None:
+def describe_topic(client: BlockingClient, info: TopicInfo) -> dict[str, Any]:
+    """A topic's partitions (leaders, replicas, offsets) and configs, as a JSON document."""
     parts = sorted(info.partitions)
     led = [TopicPartition(info.name, p) for p in parts if info.partitions[p].leader >= 0]
     start = client.list_offsets(dict.fromkeys(led, EARLIEST)) if led else {}
     end = client.list_offsets(dict.fromkeys(led, LATEST)) if led else {}
     rf = max((len(p.replicas) for p in info.partitions.values()), default=0)
-    out.print(f"Topic: {info.name}  PartitionCount: {len(parts)}  ReplicationFactor: {rf}",
-              soft_wrap=True)
-    table = Table()
-    for column in ("partition", "leader", "replicas", "isr", "log start", "log end"):
-        table.add_column(column, justify="left" if column in ("replicas", "isr") else "right")
-    for p in parts:
-        pi = info.partitions[p]
-        tp = TopicPartition(info.name, p)
-        table.add_row(str(p), str(pi.leader), _ids(pi.replicas), _ids(pi.isr),
-                      _offset(start.get(tp)), _offset(end.get(tp)))
-    out.print(table)
+    doc: dict[str, Any] = {
+        "topic": info.name, "partition_count": len(parts), "replication_factor": rf,
+        "partitions": [{
+            "partition": p, "leader": info.partitions[p].leader,
+            "replicas": list(info.partitions[p].replicas), "isr": list(info.partitions[p].isr),
+            "log_start_offset": start.get(TopicPartition(info.name, p)),
+            "log_end_offset": end.get(TopicPartition(info.name, p))} for p in parts],
+        "configs": None}
     try:
         configs = client.describe_configs(info.name)
     except KafkaError as exc:
-        out.print(f"configs unavailable: {exc}")
-        return
-    ctable = Table()
-    ctable.add_column("config")
-    ctable.add_column("value")
-    ctable.add_column("source")
-    for entry in configs:
-        ctable.add_row(entry.name, "null" if entry.value is None else entry.value,
-                       source_name(entry.source))
-    out.print(ctable)
+        doc["configs_error"] = str(exc)
+        return doc
+    doc["configs"] = [{"name": e.name, "value": e.value, "source": source_name(e.source),
+                       "read_only": e.read_only, "sensitive": e.sensitive} for e in configs]
+    return doc
 
 
-def _ids(ids: tuple[int, ...]) -> str:
+def _partition_row(p: dict[str, Any]) -> tuple[Any, ...]:
+    return (p["partition"], p["leader"], _ids(p["replicas"]), _ids(p["isr"]),
+            p["log_start_offset"], p["log_end_offset"])
+
+
+def _config_row(c: dict[str, Any]) -> tuple[Any, ...]:
+    return (c["name"], "null" if c["value"] is None else c["value"], c["source"])
+
+
+def _ids(ids: list[int]) -> str:
     return ",".join(str(i) for i in ids)
 
 
-def _offset(value: int | None) -> str:
-    return "-" if value is None else str(value)
-
-
 _ACTIONS: dict[str, Callable[[BlockingClient, argparse.Namespace], int]] = {
-    "create": _create, "list": _list, "describe": _describe, "delete": _delete}
+    "create": _create, "list": _list, "describe": _describe, "alter": _alter,
+    "delete": _delete}
 
 TOPICS = Tool(add_arguments, run)

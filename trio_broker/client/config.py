@@ -54,6 +54,8 @@ CONSUMER_DEFAULTS: dict[str, Any] = {
     **_COMMON,
     "group.id": None,
     "group.instance.id": None,
+    "group.protocol": "classic",
+    "group.remote.assignor": None,
     "session.timeout.ms": 45000,
     "heartbeat.interval.ms": 3000,
     "max.poll.interval.ms": 300000,

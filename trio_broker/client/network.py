@@ -306,10 +306,15 @@ class NetworkClient:
         return soonest
 
     async def request(self, node_id: int, api_key: int, body: BodySpec, *,
-                      timeout_s: float | None = None) -> Any:
-        """One request to ``node_id`` and its decoded response (connecting first if needed)."""
+                      timeout_s: float | None = None, version: int | None = None) -> Any:
+        """One request to ``node_id`` and its decoded response (connecting first if needed);
+        ``version`` pins the version instead of negotiating it."""
         conn = await self.connection(node_id)
-        return await conn.request(api_key, body, timeout_s=timeout_s)
+        if version is None:
+            return await conn.request(api_key, body, timeout_s=timeout_s)
+        sent = await conn.send(api_key, body, timeout_s=timeout_s, version=version)
+        assert sent is not None
+        return await sent.wait()
 
     async def request_any(self, api_key: int, body: BodySpec, *,
                           timeout_s: float | None = None) -> Any:

@@ -1,4 +1,5 @@
-"""Admin requests: topics, partitions and configs.
+"""Admin requests: topics, partitions, configs, records, log dirs and the cluster's
+description.
 
 Each parser returns ``(resource name, error code, error message)`` per resource, the shape the
 faces settle errors from (Kafka answers each resource on its own; one can fail while others
@@ -13,17 +14,41 @@ from typing import Any, NamedTuple
 
 from ..protocol.api_keys import ApiKey, request_class
 from ..protocol.messages import make_request
+from .structs import TopicPartition
 
 _CREATE: Any = request_class(ApiKey.CreateTopics)
 _PARTITIONS: Any = request_class(ApiKey.CreatePartitions)
 _DESCRIBE: Any = request_class(ApiKey.DescribeConfigs)
 _ALTER: Any = request_class(ApiKey.AlterConfigs)
+_LOG_DIRS: Any = request_class(ApiKey.DescribeLogDirs)
+_INCREMENTAL: Any = request_class(ApiKey.IncrementalAlterConfigs)
+_DELETE_RECORDS: Any = request_class(ApiKey.DeleteRecords)
 
 #: config resource types (Kafka's ``ConfigResource.Type``)
 TOPIC_RESOURCE = 2
 BROKER_RESOURCE = 4
 
 ResourceResult = tuple[str, int, str | None]
+
+
+class ConfigOperation(enum.IntEnum):
+    """IncrementalAlterConfigs' operations (Kafka's ``AlterConfigOp.OpType``)."""
+
+    SET = 0
+    DELETE = 1
+    APPEND = 2
+    SUBTRACT = 3
+
+
+class ClusterDescription(NamedTuple):
+    """DescribeCluster's answer: the cluster id, the controller and every broker."""
+
+    error: int
+    error_message: str | None
+    cluster_id: str | None
+    controller_id: int
+    #: (broker id, host, port, rack)
+    brokers: list[tuple[int, str, int, str | None]]
 
 
 class NewTopic(NamedTuple):
@@ -139,8 +164,92 @@ def parse_alter_configs(response: Any) -> list[ResourceResult]:
     return [(r.resource_name, r.error_code, r.error_message) for r in response.responses]
 
 
-__all__ = ["BROKER_RESOURCE", "TOPIC_RESOURCE", "ConfigEntry", "ConfigSource", "NewTopic",
+class LogDirDescription(NamedTuple):
+    """One log dir of a broker (Kafka's ``LogDirDescription``)."""
+
+    path: str
+    error: int
+    #: bytes of each partition described in it (future replicas left out)
+    sizes: dict[TopicPartition, int]
+    #: the file system's size and free space, v4+ (-1 before)
+    total_bytes: int
+    usable_bytes: int
+
+
+def describe_log_dirs_request(version: int,
+                              partitions: Mapping[str, Sequence[int]] | None) -> Any:
+    """DescribeLogDirs for ``{topic: [partition, ...]}``; None asks for every partition."""
+    topics = None if partitions is None else [
+        _LOG_DIRS.DescribableLogDirTopic(topic=t, partitions=list(ps))
+        for t, ps in partitions.items()]
+    return make_request(ApiKey.DescribeLogDirs, version, topics=topics)
+
+
+def parse_describe_log_dirs(response: Any) -> tuple[int, list[LogDirDescription]]:
+    """(top-level error code, v3+; the log dirs)."""
+    dirs = []
+    for result in response.results:
+        sizes = {TopicPartition(topic.name, part.partition_index): part.partition_size
+                 for topic in result.topics for part in topic.partitions
+                 if not part.is_future_key}
+        dirs.append(LogDirDescription(result.log_dir, result.error_code, sizes,
+                                      getattr(result, "total_bytes", -1),
+                                      getattr(result, "usable_bytes", -1)))
+    return getattr(response, "error_code", 0) or 0, dirs
+
+
+def incremental_alter_configs_request(
+        version: int, resource_type: int, name: str,
+        changes: Sequence[tuple[str, int, str | None]], *, validate_only: bool = False) -> Any:
+    """Kafka's IncrementalAlterConfigs: ``(name, ConfigOperation, value)`` per change; the
+    resource's other overrides stay as they are."""
+    resource = _INCREMENTAL.AlterConfigsResource
+    return make_request(
+        ApiKey.IncrementalAlterConfigs, version, validate_only=validate_only,
+        resources=[resource(resource_type=resource_type, resource_name=name, configs=[
+            resource.AlterableConfig(name=k, config_operation=int(op), value=v)
+            for k, op, v in changes])])
+
+
+def parse_incremental_alter_configs(response: Any) -> list[ResourceResult]:
+    return [(r.resource_name, r.error_code, r.error_message) for r in response.responses]
+
+
+def delete_records_request(version: int, offsets: Mapping[tuple[str, int], int], *,
+                           timeout_ms: int) -> Any:
+    """Delete every record below ``offset`` in each (topic, partition); -1 means the high
+    watermark (everything)."""
+    by_topic: dict[str, list[Any]] = {}
+    part = _DELETE_RECORDS.DeleteRecordsTopic.DeleteRecordsPartition
+    for (topic, partition), offset in offsets.items():
+        by_topic.setdefault(topic, []).append(part(partition_index=partition, offset=offset))
+    return make_request(ApiKey.DeleteRecords, version, timeout_ms=timeout_ms, topics=[
+        _DELETE_RECORDS.DeleteRecordsTopic(name=t, partitions=p) for t, p in by_topic.items()])
+
+
+def parse_delete_records(response: Any) -> dict[tuple[str, int], tuple[int, int]]:
+    """{(topic, partition): (error code, new log start offset)}"""
+    return {(t.name, p.partition_index): (p.error_code, p.low_watermark)
+            for t in response.topics for p in t.partitions}
+
+
+def describe_cluster_request(version: int) -> Any:
+    return make_request(ApiKey.DescribeCluster, version,
+                        include_cluster_authorized_operations=False)
+
+
+def parse_describe_cluster(response: Any) -> ClusterDescription:
+    return ClusterDescription(response.error_code, response.error_message, response.cluster_id,
+                              response.controller_id,
+                              [(b.broker_id, b.host, b.port, b.rack) for b in response.brokers])
+
+
+__all__ = ["BROKER_RESOURCE", "TOPIC_RESOURCE", "ClusterDescription", "ConfigEntry",
+           "ConfigOperation", "ConfigSource", "LogDirDescription", "NewTopic",
            "alter_configs_request", "create_partitions_request", "create_topics_request",
-           "delete_topics_request", "describe_configs_request", "parse_alter_configs",
-           "parse_create_partitions", "parse_create_topics", "parse_delete_topics",
-           "parse_describe_configs", "source_name"]
+           "delete_records_request", "delete_topics_request", "describe_cluster_request",
+           "describe_configs_request", "describe_log_dirs_request",
+           "incremental_alter_configs_request", "parse_alter_configs",
+           "parse_create_partitions", "parse_create_topics", "parse_delete_records",
+           "parse_delete_topics", "parse_describe_cluster", "parse_describe_configs",
+           "parse_describe_log_dirs", "parse_incremental_alter_configs", "source_name"]

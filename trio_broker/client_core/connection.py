@@ -42,6 +42,20 @@ _I32 = struct.Struct(">i")
 __all__ = ["NEED_DATA", "ClientConnection", "InFlight", "Response"]
 
 
+def _not_kafka(size: int) -> str | None:
+    """What a peer that is not a Kafka listener answered, told by the first four bytes its
+    "size" is made of: an HTTP server (a metrics or web port) or a TLS listener (a plaintext
+    client on an SSL port); ``{}`` stands for the peer."""
+    head = (size & 0xFFFFFFFF).to_bytes(4, "big")
+    if head == b"HTTP":
+        return ("{} answered in HTTP, not the Kafka protocol: is this a web or metrics port "
+                "rather than a Kafka listener?")
+    if head[0] in (0x15, 0x16) and head[1] == 0x03:
+        return ("{} answered with TLS: it is an SSL or SASL_SSL listener "
+                "(set security.protocol, or use an SSL:// bootstrap address)")
+    return None
+
+
 class InFlight:
     """A request sent and not yet answered; ``context`` is the caller's (a future, a callback).
     """
@@ -75,7 +89,7 @@ class Response:
 class ClientConnection:
     """Correlation ids, the in-flight FIFO and response framing of one broker connection."""
 
-    __slots__ = ("_decoder", "_next_id", "address", "client_id", "in_flight",
+    __slots__ = ("_decoder", "_head", "_next_id", "address", "client_id", "in_flight",
                  "max_response_bytes")
 
     def __init__(self, client_id: str | None, *, address: str = "the broker",
@@ -85,6 +99,7 @@ class ClientConnection:
         self.max_response_bytes = max_response_bytes
         self.in_flight: deque[InFlight] = deque()
         self._decoder = FrameDecoder(max_response_bytes)
+        self._head = b""
         self._next_id = 0
 
     # --- sending -------------------------------------------------------------------------
@@ -112,6 +127,8 @@ class ClientConnection:
 
     def receive_data(self, data: bytes | bytearray | memoryview) -> None:
         """Bytes the socket returned, any amount."""
+        if len(self._head) < 4:  # the first answer's size: tells a peer that is not Kafka
+            self._head += bytes(data[:4 - len(self._head)])
         self._decoder.receive_data(data)
 
     def next_frame(self) -> bytes | Any:
@@ -119,7 +136,9 @@ class ClientConnection:
         try:
             return self._decoder.next_frame()
         except RemoteProtocolError as exc:
-            raise InvalidResponseError(f"{self.address} sent a bad frame: {exc}") from None
+            other = _not_kafka(int.from_bytes(self._head, "big")) if len(self._head) == 4 else None
+            raise InvalidResponseError(other.format(self.address) if other else
+                                       f"{self.address} sent a bad frame: {exc}") from None
 
     def next_response(self) -> Response | Any:
         """The response to the oldest request in flight, or ``NEED_DATA``."""
@@ -132,8 +151,11 @@ class ClientConnection:
         """Refuse a size prefix before its frame is read (for readers that read frames whole).
         """
         if size < 4 or size > self.max_response_bytes:
-            raise InvalidResponseError(f"{self.address} sent a response frame of {size} bytes "
-                                       f"(outside 4..{self.max_response_bytes})")
+            other = _not_kafka(size)
+            raise InvalidResponseError(
+                other.format(self.address) if other else
+                f"{self.address} sent a response frame of {size} bytes "
+                f"(outside 4..{self.max_response_bytes})")
 
     def receive_frame(self, frame: bytes | bytearray) -> Response:
         """Match one whole frame to the oldest request in flight and decode it."""

@@ -18,6 +18,7 @@ from .structs import TopicPartition
 
 _JOIN: Any = request_class(ApiKey.JoinGroup)
 _SYNC: Any = request_class(ApiKey.SyncGroup)
+_OFFSET_DELETE: Any = request_class(ApiKey.OffsetDelete)
 
 #: FindCoordinator key types
 GROUP_KEY = 0
@@ -166,9 +167,29 @@ def parse_delete_groups(response: Any) -> dict[str, int]:
     return {r.group_id: r.error_code for r in response.results}
 
 
+def offset_delete_request(version: int, group_id: str,
+                          partitions: Iterable[TopicPartition]) -> Any:
+    """Delete the group's committed offsets of ``partitions`` (Kafka's OffsetDelete)."""
+    by_topic: dict[str, list[int]] = {}
+    for tp in partitions:
+        by_topic.setdefault(tp.topic, []).append(tp.partition)
+    topic = _OFFSET_DELETE.OffsetDeleteRequestTopic
+    return make_request(ApiKey.OffsetDelete, version, group_id=group_id, topics=[
+        topic(name=t, partitions=[topic.OffsetDeleteRequestPartition(partition_index=p)
+                                  for p in parts])
+        for t, parts in by_topic.items()])
+
+
+def parse_offset_delete(response: Any) -> tuple[int, dict[TopicPartition, int]]:
+    """(group error code, {partition: error code})"""
+    return response.error_code, {TopicPartition(t.name, p.partition_index): p.error_code
+                                 for t in response.topics for p in t.partitions}
+
+
 __all__ = ["GROUP_KEY", "TRANSACTION_KEY", "Coordinator", "GroupDescription", "GroupListing",
            "JoinResult", "MemberDescription", "delete_groups_request",
            "describe_groups_request", "find_coordinator_request", "heartbeat_request",
            "join_group_request", "leave_group_request", "list_groups_request",
-           "parse_delete_groups", "parse_describe_groups", "parse_find_coordinator",
-           "parse_join_group", "parse_list_groups", "parse_sync_group", "sync_group_request"]
+           "offset_delete_request", "parse_delete_groups", "parse_describe_groups",
+           "parse_find_coordinator", "parse_join_group", "parse_list_groups",
+           "parse_offset_delete", "parse_sync_group", "sync_group_request"]

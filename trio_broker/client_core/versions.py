@@ -6,7 +6,9 @@ version inside both the broker's range and ``CLIENT_VERSIONS``, the versions thi
 builders build and its tests exercise: the hot APIs (produce, fetch, metadata, list offsets,
 offset commit/fetch, coordinator lookup, group listings) up to their flexible versions, short of
 the ones that name topics by id; group membership (JoinGroup, SyncGroup, Heartbeat, LeaveGroup)
-and the admin calls at the versions their builders were written for.
+and the older admin calls at the versions their builders were written for; ApiVersions v3,
+DescribeLogDirs v2-v4 (whose v4 alone tells a log dir's free space) and the flexible-only or
+newest admin calls flexible.
 
 The ApiVersions exchange, with Java's and librdkafka's fallbacks: send v3; a broker that answers
 UNSUPPORTED_VERSION lists the ApiVersions versions it knows, so retry at the highest of them
@@ -57,6 +59,13 @@ CLIENT_VERSIONS: dict[int, VersionRange] = {
     ApiKey.SaslAuthenticate: VersionRange(0, 1),
     ApiKey.CreatePartitions: VersionRange(0, 1),
     ApiKey.DeleteGroups: VersionRange(0, 1),
+    ApiKey.DeleteRecords: VersionRange(0, 2),
+    ApiKey.IncrementalAlterConfigs: VersionRange(0, 1),
+    ApiKey.OffsetDelete: VersionRange(0, 0),
+    ApiKey.DescribeCluster: VersionRange(0, 1),
+    ApiKey.ConsumerGroupHeartbeat: VersionRange(0, 1),
+    ApiKey.ConsumerGroupDescribe: VersionRange(0, 1),
+    ApiKey.DescribeLogDirs: VersionRange(1, 4),
 }
 
 BrokerVersions = Mapping[int, tuple[int, int]]

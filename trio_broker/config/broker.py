@@ -15,8 +15,18 @@ from typing import Any
 
 import attrs
 
+from .consumer_groups import KEYS as CONSUMER_GROUP_TIMEOUT_KEYS
+from .consumer_groups import consumer_group_bounds_error
 from .defs import NO_DEFAULT, ConfigKey, ConfigType, ConfigValueError, Support
-from .keys import ALIASES, BROKER_KEYS, HONOURED_KEYS, SASL_MECHANISMS, base_key, is_known
+from .keys import (
+    ALIASES,
+    BROKER_KEYS,
+    CONSUMER_ASSIGNORS,
+    HONOURED_KEYS,
+    SASL_MECHANISMS,
+    base_key,
+    is_known,
+)
 from .topic_keys import TOPIC_KEYS
 
 __all__ = ["BrokerConfig", "ConfigError", "Listener", "build_config", "normalise",
@@ -95,6 +105,9 @@ class BrokerConfig:
     connections_max_idle_ms: int = _f("connections.max.idle.ms")
     shutdown_timeout_ms: int = _f("shutdown.timeout.ms")
     metrics_listener: str = _f("metrics.listener")
+    http_listener: str = _f("http.listener")
+    http_console_enabled: bool | None = _f("http.console.enabled")
+    http_console_read_only: bool | None = _f("http.console.read.only")
     # --- security (docs/security.md) ------------------------------------------------------------
     ssl_certfile: str = _f("ssl.certfile")
     ssl_keyfile: str = _f("ssl.keyfile")
@@ -137,6 +150,16 @@ class BrokerConfig:
     group_min_session_timeout_ms: int = _f("group.min.session.timeout.ms")
     group_max_session_timeout_ms: int = _f("group.max.session.timeout.ms")
     group_max_size: int = _f("group.max.size")
+    group_coordinator_rebalance_protocols: str = _f("group.coordinator.rebalance.protocols")
+    group_consumer_session_timeout_ms: int = _f("group.consumer.session.timeout.ms")
+    group_consumer_min_session_timeout_ms: int = _f("group.consumer.min.session.timeout.ms")
+    group_consumer_max_session_timeout_ms: int = _f("group.consumer.max.session.timeout.ms")
+    group_consumer_heartbeat_interval_ms: int = _f("group.consumer.heartbeat.interval.ms")
+    group_consumer_min_heartbeat_interval_ms: int = _f("group.consumer.min.heartbeat.interval.ms")
+    group_consumer_max_heartbeat_interval_ms: int = _f("group.consumer.max.heartbeat.interval.ms")
+    group_consumer_max_size: int = _f("group.consumer.max.size")
+    group_consumer_assignors: str = _f("group.consumer.assignors")
+    group_consumer_migration_policy: str = _f("group.consumer.migration.policy")
     offsets_retention_minutes: int = _f("offsets.retention.minutes")
     offsets_retention_check_interval_ms: int = _f("offsets.retention.check.interval.ms")
     offset_metadata_max_bytes: int = _f("offset.metadata.max.bytes")
@@ -202,6 +225,18 @@ class BrokerConfig:
             self.controller_listener_set, required=False) if not lst.controller]
 
     @property
+    def consumer_assignor_names(self) -> list[str]:
+        """``group.consumer.assignors`` as built-in names (uniform, range), the default first."""
+        return [CONSUMER_ASSIGNORS[v.strip()] for v in self.group_consumer_assignors.split(",")
+                if v.strip()]
+
+    @property
+    def consumer_protocol_enabled(self) -> bool:
+        """Whether ``group.coordinator.rebalance.protocols`` lists consumer (KIP-848)."""
+        return "consumer" in (v.strip() for v in
+                              self.group_coordinator_rebalance_protocols.split(","))
+
+    @property
     def sasl_mechanism_list(self) -> list[str]:
         return [m.strip().upper() for m in self.sasl_enabled_mechanisms.split(",") if m.strip()]
 
@@ -239,14 +274,11 @@ class BrokerConfig:
             "remote.log.storage.system.enable": self.value_of("remote.log.storage.system.enable")}
 
     def ignored_keys(self) -> list[str]:
-        """Keys given that have no meaning on one node (logged once at start-up)."""
-        out = []
-        for name in self.originals:
-            key = BROKER_KEYS.get(name)
-            # per-listener settings (listener.name.L.<key>) are not applied per listener here
-            if key is None or key.support is Support.IGNORED or base_key(name) is not None:
-                out.append(name)
-        return sorted(out)
+        """Keys given that have no meaning on one node (logged once at start-up); per-listener
+        settings (listener.name.L.<key>) are not applied per listener here."""
+        return sorted(name for name in self.originals
+                      if (key := BROKER_KEYS.get(name)) is None
+                      or key.support is Support.IGNORED or base_key(name) is not None)
 
     def evolve(self, **changes: Any) -> BrokerConfig:
         """A copy with ``changes`` (Python or Kafka key names) applied and validated."""
@@ -374,6 +406,11 @@ def check_config(config: BrokerConfig) -> None:
         if not config.sasl_credentials_file:
             raise ConfigError(f"listeners={config.listeners!r}: a SASL listener needs "
                               "sasl.credentials.file", key="listeners")
+    bounds = consumer_group_bounds_error(
+        {k: config.value_of(k) for k in CONSUMER_GROUP_TIMEOUT_KEYS})
+    if bounds is not None:
+        raise ConfigError(bounds[1], key=bounds[0])
+
 
 
 # --- building from raw values ------------------------------------------------------------

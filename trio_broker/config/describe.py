@@ -12,6 +12,7 @@ shows it, while ``segment.bytes`` lists ``STATIC_BROKER_CONFIG log.segment.bytes
 from __future__ import annotations
 
 import enum
+import functools
 import re
 from collections.abc import Iterable, Mapping
 
@@ -80,6 +81,14 @@ def broker_synonym_names(name: str) -> list[str]:
     return [name]
 
 
+@functools.cache
+def _defaults() -> dict[str, str]:
+    """Every broker key's default as text: fixed, so rendered once, not per described resource
+    (rendering some 670 defaults was most of DescribeConfigs' cost per topic)."""
+    return {name: key.default_text for name, key in BROKER_KEYS.items()
+            if key.default_text is not None}
+
+
 class Sources:
     """The four layers a broker config value can come from, as text by key."""
 
@@ -87,8 +96,7 @@ class Sources:
         self.per_broker = dynamic.per_broker
         self.cluster_default = dynamic.cluster_default
         self.static = dynamic.static.static_values()
-        self.defaults = {name: key.default_text for name, key in BROKER_KEYS.items()
-                         if key.default_text is not None}
+        self.defaults = _defaults()
 
     def synonyms(self, name: str, names: Iterable[str], sensitive: bool) -> list[Synonym]:
         names = list(names)

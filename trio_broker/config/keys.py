@@ -3,9 +3,9 @@
 Why two layers: ``kafka_keys`` holds Kafka's facts for every key; this module redefines the
 keys this broker honours (with its own documentation, and its own default where it differs from
 Kafka's: it binds 127.0.0.1 and keeps data in ./data), adds its own keys (TLS files, SCRAM
-credentials, metrics endpoint, log level), and marks the ``log.*`` keys that set topic defaults
-with what happens to that topic config. ``BROKER_KEYS`` is the merged registry; ``BrokerConfig``
-builds one attribute per honoured key from it.
+credentials, metrics endpoint, web console, log level), and marks the ``log.*`` keys that set
+topic defaults with what happens to that topic config. ``BROKER_KEYS`` is the merged registry;
+``BrokerConfig`` builds one attribute per honoured key from it.
 """
 
 from __future__ import annotations
@@ -20,8 +20,8 @@ from .defs import ConfigType as T
 from .kafka_keys import KAFKA_BROKER_KEYS
 from .topic_keys import TOPIC_KEYS
 
-__all__ = ["ALIASES", "BROKER_KEYS", "HONOURED_KEYS", "LISTENER_MECHANISM_KEYS",
-           "SENSITIVE_KEYS", "base_key", "is_known"]
+__all__ = ["ALIASES", "BROKER_KEYS", "CONSUMER_ASSIGNORS", "HONOURED_KEYS",
+           "LISTENER_MECHANISM_KEYS", "SENSITIVE_KEYS", "base_key", "is_known"]
 
 #: Kafka names this broker reads as another key (PEM files instead of JKS keystores)
 ALIASES = {"broker.id": "node.id", "ssl.keystore.location": "ssl.certfile",
@@ -37,6 +37,22 @@ def _roles(value: list[str]) -> str | None:
     return None if "broker" in value else (
         "process.roles must include broker: this node serves clients (it is broker and "
         "controller at once)")
+
+
+#: Kafka's built-in server-side assignors (group.consumer.assignors takes names or class names)
+CONSUMER_ASSIGNORS = {"uniform": "uniform", "range": "range",
+                      "org.apache.kafka.coordinator.group.assignor.UniformAssignor": "uniform",
+                      "org.apache.kafka.coordinator.group.assignor.RangeAssignor": "range"}
+
+
+def _assignors(value: list[str]) -> str | None:
+    unknown = [v for v in value if v not in CONSUMER_ASSIGNORS]
+    if unknown:
+        return f"unknown assignor {unknown[0]}: the built-in assignors are uniform and range"
+    names = [CONSUMER_ASSIGNORS[v] for v in value]
+    if len(set(names)) != len(names):
+        return "each assignor may be named once"
+    return None if names else "at least one assignor is needed"
 
 
 def _h(name: str, doc: str, *, type_: T | None = None, default: object = None,
@@ -87,6 +103,15 @@ _HONOURED: tuple[ConfigKey, ...] = (
        type_=T.LONG, default=5000, validator=AtLeast(0)),
     _h("metrics.listener", "http://host:port serving Prometheus metrics; empty = off.", own=True,
        type_=T.STRING, default=""),
+    # --- web console (docs/console.md) ----------------------------------------------------------
+    _h("http.listener", "http://host:port (or https://, with ssl.certfile) of the broker's web "
+       "console; empty = off.", own=True, type_=T.STRING, default=""),
+    _h("http.console.enabled", "Serve the web console on http.listener. Unset: on, unless the "
+       "advertised listener is SSL without SASL (no credentials to log in with).", own=True,
+       type_=T.BOOLEAN, default=None),
+    _h("http.console.read.only", "Refuse the console's writes (create, delete, alter, produce, "
+       "reset). Unset: read-only when http.listener binds beyond loopback.", own=True,
+       type_=T.BOOLEAN, default=None),
     # --- security (docs/security.md) ------------------------------------------------------------
     _h("ssl.certfile", "PEM certificate chain of SSL/SASL_SSL listeners (may hold the key "
        "too).", own=True, type_=T.STRING, default=""),
@@ -131,6 +156,31 @@ _HONOURED: tuple[ConfigKey, ...] = (
     _h("group.max.session.timeout.ms", "Largest session timeout accepted.",
        validator=AtLeast(1)),
     _h("group.max.size", "Members allowed in one group."),
+    _h("group.coordinator.rebalance.protocols", "Group protocols served: classic and consumer "
+       "(KIP-848; Kafka 4.x serves both by default); without consumer, ConsumerGroupHeartbeat "
+       "answers UNSUPPORTED_VERSION. share "
+       "and streams are accepted, and those groups do not exist here.",
+       default=["classic", "consumer", "streams"]),
+    _h("group.consumer.session.timeout.ms", "A consumer-protocol member that sends no "
+       "heartbeat for this long is removed from its group.", default=45000),
+    _h("group.consumer.min.session.timeout.ms", "Lower bound of "
+       "group.consumer.session.timeout.ms."),
+    _h("group.consumer.max.session.timeout.ms", "Upper bound of "
+       "group.consumer.session.timeout.ms."),
+    _h("group.consumer.heartbeat.interval.ms", "The heartbeat interval given to "
+       "consumer-protocol members."),
+    _h("group.consumer.min.heartbeat.interval.ms", "Lower bound of "
+       "group.consumer.heartbeat.interval.ms."),
+    _h("group.consumer.max.heartbeat.interval.ms", "Upper bound of "
+       "group.consumer.heartbeat.interval.ms."),
+    _h("group.consumer.max.size", "Members allowed in one consumer-protocol group."),
+    _h("group.consumer.assignors", "Server-side assignors, by name (uniform, range) or Kafka "
+       "class name; the first is the default.", default=["uniform", "range"],
+       validator=Check(_assignors, "[uniform, range]")),
+    _h("group.consumer.migration.policy", "Conversion between classic and consumer groups of "
+       "one group id: upgrade (classic to consumer), downgrade, bidirectional or disabled; only "
+       "groups without members are converted here, whatever the policy.",
+       default="bidirectional"),
     _h("offsets.retention.minutes", "Committed offsets of an empty group expire after this."),
     _h("offsets.retention.check.interval.ms", "How often expired offsets are removed."),
     _h("offset.metadata.max.bytes", "Largest commit metadata string.", validator=AtLeast(0)),

@@ -26,9 +26,9 @@ __all__ = ["ENV_PREFIX", "build_config", "describe_keys", "load_config", "normal
 
 ENV_PREFIX = "TRIO_BROKER_"
 #: keys ``trio-broker serve --help`` lists
-COMMON_KEYS = ("node.id", "listeners", "advertised.listeners", "metrics.listener", "log.dirs",
-               "log.flush.interval.messages", "auto.create.topics.enable", "num.partitions",
-               "group.initial.rebalance.delay.ms")
+COMMON_KEYS = ("node.id", "listeners", "advertised.listeners", "metrics.listener", "http.listener",
+               "log.dirs", "log.flush.interval.messages", "auto.create.topics.enable",
+               "num.partitions", "group.initial.rebalance.delay.ms")
 # --- sources ------------------------------------------------------------------------------------
 
 def read_properties(text: str, source: str) -> list[tuple[str, str, str]]:

@@ -126,6 +126,13 @@ class Group:
     def is_in(self, *states: GroupState) -> bool:
         return self.state in states
 
+    @property
+    def is_empty(self) -> bool:
+        """Empty, with no member id handed out either (offset retention may run)."""
+        return self.state is GroupState.EMPTY and not self.pending_members
+
+    group_type = "classic"
+
     def transition_to(self, target: GroupState, now_ms: int) -> None:
         check_transition(self.group_id, self.state, target)
         self.state = target

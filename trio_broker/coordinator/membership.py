@@ -26,7 +26,9 @@ import attrs
 import trio
 
 from ..protocol.errors import ErrorCode
+from .consumer_group import ConsumerGroupState
 from .group import Group, JoinCallback, JoinResult, Member, SyncCallback, SyncResult
+from .group_store import classic_group_record, delete_group_record
 from .rebalance import RebalanceEngine
 from .states import GroupState
 
@@ -63,7 +65,8 @@ class GroupSummary:
 class ListedGroup:
     group_id: str
     protocol_type: str
-    state: GroupState
+    #: a classic or a consumer (KIP-848) group's state; ``str()`` is Kafka's name
+    state: GroupState | ConsumerGroupState
     group_type: str = CLASSIC_GROUP_TYPE
 
 
@@ -208,15 +211,20 @@ class GroupMetadataManager(RebalanceEngine):
         reason = f"static member {r.group_instance_id} rejoined as {new_id}"
         if group.is_in(_S.STABLE):
             if group.protocol_name == group.select_protocol():
-                # Same generation, same assignment: the newcomer syncs and carries on.
+                # Same generation, same assignment: the newcomer syncs and carries on, once the
+                # new member id is durable (else a restart would not know it).
                 LOGGER.info("group %s: %s without a rebalance", group.group_id, reason)
                 if r.supports_skip_assignment:
                     leader = new_id == group.leader_id
-                    return respond(group.current_join_result(
-                        new_id, with_members=leader, skip_assignment=leader))
-                # Before v9 a static leader must not learn it leads (it would reassign).
-                return respond(attrs.evolve(group.current_join_result(new_id, with_members=False),
-                                            leader_id=previous_leader))
+                    result = group.current_join_result(new_id, with_members=leader,
+                                                       skip_assignment=leader)
+                else:
+                    # Before v9 a static leader must not learn it leads (it would reassign).
+                    result = attrs.evolve(group.current_join_result(new_id, with_members=False),
+                                          leader_id=previous_leader)
+                self.store.write([classic_group_record(group)], lambda ok: respond(
+                    result if ok else JoinResult(ErrorCode.COORDINATOR_NOT_AVAILABLE, new_id)))
+                return None
             self._await_rejoin(group, member, respond)
             return self._prepare_rebalance(group, reason + " with another protocol")
         self._await_rejoin(group, member, respond)
@@ -375,6 +383,7 @@ class GroupMetadataManager(RebalanceEngine):
         self._timers.cancel(("join", group_id))
         group.transition_to(_S.DEAD, self._wall_ms())
         del self.groups[group_id]
+        self.store.write([delete_group_record(group_id)])
         return group
 
 

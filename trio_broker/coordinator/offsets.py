@@ -22,6 +22,7 @@ import trio
 
 from ..config import BrokerConfig
 from ..protocol.errors import ErrorCode
+from .consumer_group import ConsumerGroup
 from .group import Group
 from .membership import GroupMetadataManager
 from .offset_log import (
@@ -71,13 +72,15 @@ class CommitRequest:
 
 
 CommitCallback = Callable[[dict[TopicPartition, ErrorCode]], None]
+#: a group of either protocol holds its committed offsets
+AnyGroup = Group | ConsumerGroup
 FetchResult = tuple[ErrorCode, list[tuple[TopicPartition, OffsetAndMetadata | None]]]
 
 
 @attrs.define(eq=False)
 class _PendingWrite:
     record: bytes
-    group: Group
+    group: AnyGroup
     #: called with True once durable (apply and answer), False if the write failed
     done: Callable[[bool], None]
 
@@ -87,9 +90,13 @@ class OffsetMetadataManager:
 
     def __init__(self, config: BrokerConfig, membership: GroupMetadataManager,
                  timers: DeadlineQueue, wall_clock_ms: Callable[[], int], offsets_dir: Path, *,
-                 compact_bytes: int = DEFAULT_COMPACT_BYTES) -> None:
+                 compact_bytes: int = DEFAULT_COMPACT_BYTES,
+                 consumer_groups: dict[str, ConsumerGroup] | None = None) -> None:
         self.config = config
         self._membership = membership
+        #: KIP-848 groups (their offsets live in them, as a classic group's do)
+        self._consumer_groups: dict[str, ConsumerGroup] = (
+            {} if consumer_groups is None else consumer_groups)
         self._timers = timers
         self._wall_ms = wall_clock_ms
         self.log = OffsetLog(offsets_dir, compact_bytes=compact_bytes)
@@ -105,9 +112,17 @@ class OffsetMetadataManager:
         now_ms = self._wall_ms()
         groups = self._membership.groups
         for group_id, offsets in state.items():
-            # A reloaded group has no members; its offsets' retention clock starts now.
+            loaded = self._group(group_id)
+            if loaded is not None:  # its membership was loaded from the group metadata file
+                loaded.offsets.update(offsets)
+                continue
+            # A group without members; its offsets' retention clock starts now.
             groups[group_id] = Group(group_id, state_since_ms=now_ms, offsets=offsets)
         self._schedule_retention_check()
+
+    def _group(self, group_id: str) -> AnyGroup | None:
+        group = self._membership.groups.get(group_id)
+        return group if group is not None else self._consumer_groups.get(group_id)
 
     def begin_shutdown(self) -> None:
         """Queue nothing more: later records are refused, the writer stops after its batch."""
@@ -133,7 +148,7 @@ class OffsetMetadataManager:
         for w in queued:
             w.done(ok)
 
-    def delete_group_offsets(self, group: Group, done: Callable[[bool], None]) -> None:
+    def delete_group_offsets(self, group: AnyGroup, done: Callable[[bool], None]) -> None:
         """DeleteGroups' offsets half: a durable tombstone for ``group``, removed already."""
         LOGGER.info("group %s: deleted with %d committed offsets", group.group_id,
                     len(group.offsets))
@@ -150,9 +165,11 @@ class OffsetMetadataManager:
         if error:
             return respond({(o.topic, o.partition): error for o in offsets})
         membership = self._membership
-        group = membership.groups.get(r.group_id)
+        group = self._group(r.group_id)
         if group is None:  # a simple (admin) commit creates its group
             group = membership.new_group(r.group_id)
+        elif isinstance(group, ConsumerGroup):
+            pass
         elif r.member_id in group.members and group.is_in(_S.STABLE, _S.PREPARING_REBALANCE):
             # A commit keeps the session alive, as Kafka's does in these two states.
             membership.schedule_session(group, group.members[r.member_id])
@@ -193,7 +210,11 @@ class OffsetMetadataManager:
             return ErrorCode.INVALID_GROUP_ID
         if r.unchecked:
             return ErrorCode.NONE
-        group = membership.groups.get(r.group_id)
+        group = self._group(r.group_id)
+        if isinstance(group, ConsumerGroup):
+            # v9+ carries the member epoch; a consumer-group member must use it
+            return group.validate_offset_commit(
+                r.member_id, r.generation_id, 9 if r.group_id_not_found_error else 8)
         if group is None:
             if r.generation_id < 0:
                 return ErrorCode.NONE
@@ -214,15 +235,20 @@ class OffsetMetadataManager:
             return ErrorCode.REBALANCE_IN_PROGRESS
         return ErrorCode.NONE
 
-    def fetch_offsets(self, group_id: str, partitions: list[TopicPartition] | None,
-                      ) -> FetchResult:
-        """Committed offsets of ``partitions`` (``None``: every committed partition)."""
+    def fetch_offsets(self, group_id: str, partitions: list[TopicPartition] | None, *,
+                      member_id: str | None = None, member_epoch: int = -1) -> FetchResult:
+        """Committed offsets of ``partitions`` (``None``: every committed partition); a
+        consumer-group member fetching (v9+) must be current."""
         membership = self._membership
         if not membership.loaded:
             return membership.not_ready_error, []
         if not group_id:
             return ErrorCode.INVALID_GROUP_ID, []
-        group = membership.groups.get(group_id)
+        group = self._group(group_id)
+        if isinstance(group, ConsumerGroup):
+            error = group.validate_offset_fetch(member_id, member_epoch)
+            if error:
+                return error, []
         offsets = {} if group is None else group.offsets
         if partitions is None:
             return ErrorCode.NONE, sorted(offsets.items())
@@ -234,7 +260,7 @@ class OffsetMetadataManager:
         Returns False (and never calls ``done``) when nothing is pending: the caller goes on.
         OffsetFetch ``require_stable`` waits here, so it sees every commit already accepted.
         """
-        group = self._membership.groups.get(group_id)
+        group = self._group(group_id)
         if group is None or not group.inflight_writes or self._closed:
             return False
         self._enqueue(group, b"", lambda ok: done())
@@ -254,10 +280,10 @@ class OffsetMetadataManager:
             return respond(membership.not_ready_error, {})
         if not group_id:
             return respond(ErrorCode.INVALID_GROUP_ID, {})
-        group = membership.groups.get(group_id)
+        group = self._group(group_id)
         if group is None:
             return respond(ErrorCode.GROUP_ID_NOT_FOUND, {})
-        if not group.is_in(_S.EMPTY) and not group.uses_consumer_protocol:
+        if not group.is_empty and not group.uses_consumer_protocol:
             return respond(ErrorCode.NON_EMPTY_GROUP, {})
         results: dict[TopicPartition, ErrorCode] = {}
         doomed: list[TopicPartition] = []
@@ -284,7 +310,7 @@ class OffsetMetadataManager:
 
     # --- durable writes ---------------------------------------------------------------------
 
-    def _enqueue(self, group: Group, record: bytes, done: Callable[[bool], None]) -> None:
+    def _enqueue(self, group: AnyGroup, record: bytes, done: Callable[[bool], None]) -> None:
         if self._closed:
             done(False)
             return
@@ -321,8 +347,7 @@ class OffsetMetadataManager:
             for w in batch:
                 w.done(ok)
             if ok and not self._closed and self.log.should_compact():
-                snapshot = {g.group_id: dict(g.offsets)
-                            for g in self._membership.groups.values() if g.offsets}
+                snapshot = {g.group_id: dict(g.offsets) for g in self._all_groups() if g.offsets}
                 try:
                     await trio.to_thread.run_sync(self.log.compact, snapshot)
                 except (OSError, OffsetLogError) as exc:
@@ -349,8 +374,8 @@ class OffsetMetadataManager:
         now_ms = self._wall_ms() if now_ms is None else now_ms
         retention_ms = self.config.offsets_retention_minutes * 60_000
         removed = 0
-        for group in list(self._membership.groups.values()):
-            if not group.is_in(_S.EMPTY) or group.pending_members or group.inflight_writes:
+        for group in self._all_groups():
+            if not group.is_empty or group.inflight_writes:
                 continue
             expired = [tp for tp, om in group.offsets.items()
                        if now_ms >= (om.expire_timestamp_ms if om.expire_timestamp_ms >= 0 else
@@ -366,5 +391,16 @@ class OffsetMetadataManager:
                                                    ((tp, None) for tp in expired)),
                               lambda ok: None)
             if not group.offsets:
-                self._membership.remove_dead_group(group, now_ms)
+                if isinstance(group, ConsumerGroup):
+                    self.remove_consumer_group(group)
+                else:
+                    self._membership.remove_dead_group(group, now_ms)
         return removed
+
+    def _all_groups(self) -> list[AnyGroup]:
+        return [*self._membership.groups.values(), *self._consumer_groups.values()]
+
+    def remove_consumer_group(self, group: ConsumerGroup) -> None:
+        """Offset retention's membership half for a consumer group left without offsets; the
+        coordinator replaces it to write the deletion too."""
+        self._consumer_groups.pop(group.group_id, None)

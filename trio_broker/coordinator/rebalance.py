@@ -23,6 +23,7 @@ import trio
 from ..config import BrokerConfig
 from ..protocol.errors import ErrorCode
 from .group import Group, JoinCallback, JoinResult, Member, SyncResult
+from .group_store import GroupStore, classic_group_record, delete_group_record
 from .states import GroupState
 from .timers import DeadlineQueue
 
@@ -39,9 +40,12 @@ class RebalanceEngine:
     """
 
     def __init__(self, config: BrokerConfig, timers: DeadlineQueue,
-                 wall_clock_ms: Callable[[], int]) -> None:
+                 wall_clock_ms: Callable[[], int], store: GroupStore) -> None:
         self.config = config
         self.groups: dict[str, Group] = {}
+        #: where a generation's assignment, a replaced static member and an empty group are
+        #: made durable (Kafka's GroupMetadata records)
+        self.store = store
         self._timers = timers
         self._wall_ms = wall_clock_ms
         self.loaded = False
@@ -182,6 +186,7 @@ class RebalanceEngine:
             group.subscribed_topics = group.compute_subscribed_topics()
             group.transition_to(_S.EMPTY, now_ms)
             LOGGER.info("group %s: empty at generation %d", group.group_id, group.generation_id)
+            self.store.write([classic_group_record(group)])
             return
         group.protocol_name = group.select_protocol()
         group.subscribed_topics = group.compute_subscribed_topics()
@@ -227,7 +232,25 @@ class RebalanceEngine:
             callback(result)
 
     def _complete_sync(self, group: Group, assignments: dict[str, bytes]) -> None:
-        """The leader's assignment arrived: store it, go Stable, answer every held sync."""
+        """The leader's assignment arrived: write it, then go Stable and answer every held
+        sync (Kafka keeps the group CompletingRebalance until the record is durable)."""
+        generation = group.generation_id
+        wanted = {m: assignments.get(m, b"") for m in group.members}
+
+        def durable(ok: bool) -> None:
+            if (self.groups.get(group.group_id) is not group or group.generation_id != generation
+                    or not group.is_in(_S.COMPLETING_REBALANCE)):
+                return  # the generation moved on while the record was written
+            if not ok:
+                for m in list(group.members.values()):
+                    self._answer_sync(group, m, SyncResult(ErrorCode.COORDINATOR_NOT_AVAILABLE))
+                    self.schedule_session(group, m)
+                return self._prepare_rebalance(group, "storing the assignment failed")
+            return self._assignment_stored(group, wanted)
+
+        self.store.write([classic_group_record(group, wanted)], durable)
+
+    def _assignment_stored(self, group: Group, assignments: dict[str, bytes]) -> None:
         for m in group.members.values():
             m.assignment = assignments.get(m.member_id, b"")
         group.transition_to(_S.STABLE, self._wall_ms())
@@ -289,4 +312,5 @@ class RebalanceEngine:
         """Offset retention's membership half: an Empty group left without offsets goes."""
         self._timers.cancel(("join", group.group_id))
         group.transition_to(_S.DEAD, now_ms)
+        self.store.write([delete_group_record(group.group_id)])
         del self.groups[group.group_id]

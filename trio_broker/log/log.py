@@ -414,7 +414,8 @@ class Log:
         segments deleted. If the active segment qualifies it is rolled first."""
         with self._lock:
             self._ensure_open()
-            doomed = segments_to_delete(self._segments, self.config, now_ms)
+            doomed = segments_to_delete(self._segments, self.config, now_ms,
+                                        self._log_start_offset)
             if not doomed:
                 return 0
             try:
@@ -435,9 +436,22 @@ class Log:
                 self._log_start_offset = max(self._log_start_offset, self._segments[0].base_offset)
                 self._producer_state.truncate_head(self._log_start_offset)
                 self._epochs.truncate_from_start(self._log_start_offset)
-            LOGGER.info("Deleted %d segment(s) of %s by retention; log start offset is now %d",
+            LOGGER.info("Deleted %d segment(s) of %s; log start offset is now %d",
                         len(doomed), self.name, self._log_start_offset)
             return len(doomed)
+
+    def advance_log_start_offset(self, offset: int) -> int:
+        """DeleteRecords (``maybeIncrementLogStartOffset``): records below ``offset`` are gone
+        for readers at once, whole segments at the next retention pass; returns the start."""
+        with self._lock:
+            self._ensure_open()
+            if offset < 0 or offset > self._next_offset:  # above the high watermark
+                raise OffsetOutOfRangeError(f"offset {offset} is past the end of {self.name}")
+            if offset > self._log_start_offset:
+                self._log_start_offset = offset
+                self._producer_state.truncate_head(offset)
+                self._epochs.truncate_from_start(offset)
+            return self._log_start_offset
 
     def remove_expired_producers(self, now_ms: int) -> int:
         with self._lock:

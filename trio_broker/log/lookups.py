@@ -66,7 +66,9 @@ def offset_by_timestamp(segments: Sequence[LogSegment], epochs: LeaderEpochCache
     if found is None:
         return None
     offset, timestamp, epoch = found
-    return TimestampAndOffset(timestamp, offset, epoch if epoch >= 0 else -1)
+    # Records below the log start (DeleteRecords) are gone: with timestamps that never go
+    # back, the first one left at or after the time is the log start itself.
+    return TimestampAndOffset(timestamp, max(offset, log_start), epoch if epoch >= 0 else -1)
 
 
 def legacy_offsets_before(segments: Sequence[LogSegment], target: int, max_num_offsets: int, *,

@@ -51,6 +51,7 @@ from .errors import (
     UnknownTopicOrPartitionError,
 )
 from .log import Log, parse_partition_dir
+from .log_start import restore_log_starts, write_log_starts
 from .producer_state import DEFAULT_PRODUCER_ID_EXPIRATION_MS
 from .topic_metadata import (
     TOPIC_CONFIG_DIR,
@@ -166,6 +167,7 @@ class LogManager:
                 topic, partition, log_dir,
                 recovery_point=recovery_points.get(log_dir, {}).get((topic, partition), 0),
                 clean_shutdown=clean.get(log_dir, False))
+        restore_log_starts(self.log_dirs, self._logs, self._dir_of)
         self._names_by_id = {meta.topic_id: name for name, meta in self._topics.items()
                              if not meta.broken}
         for topic, meta in sorted(self._topics.items()):
@@ -440,6 +442,15 @@ class LogManager:
                                  log_dir, exc)
                     continue
                 self._checkpointed[log_dir] = points
+
+    def delete_records(self, log: Log, offset: int) -> int:
+        """DeleteRecords on ``log``: its new start offset, checkpointed before it is returned."""
+        start = log.advance_log_start_offset(offset)
+        log_dir = self._dir_of[(log.topic, log.partition)]
+        with self._checkpoint_lock, self._lock:
+            write_log_starts(log_dir, [g for k, g in self._logs.items()
+                                       if self._dir_of[k] == log_dir])
+        return start
 
     def run_retention(self, now_ms: int) -> int:
         """Apply retention to every log and expire idle producer ids; returns segments deleted."""

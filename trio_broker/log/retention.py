@@ -7,7 +7,9 @@ log applies it under its lock (rolling the active segment first if it qualifies)
 Rules, oldest segment first, stopping at the first segment that does not qualify, so the log
 start offset only moves forward:
 
-- only under ``cleanup.policy`` containing ``delete``;
+- whatever the policy, a segment whose records are all below the log start offset (DeleteRecords
+  moved it past them: Kafka's ``deleteLogStartOffsetBreachedSegments``);
+- otherwise only under ``cleanup.policy`` containing ``delete``;
 - ``retention.ms`` (>= 0): a segment whose newest record is older than that;
 - ``retention.bytes`` (>= 0): a segment the log can lose and still hold at least that many bytes;
 - an empty segment is never deleted (it is the active one, about to receive data).
@@ -16,19 +18,24 @@ start offset only moves forward:
 from __future__ import annotations
 
 from collections.abc import Sequence
+from itertools import pairwise
 
 from .config import LogConfig
 from .segment import LogSegment
 
 
 def segments_to_delete(segments: Sequence[LogSegment], config: LogConfig,
-                       now_ms: int) -> list[LogSegment]:
+                       now_ms: int, log_start_offset: int = 0) -> list[LogSegment]:
     """The oldest segments that ``config``'s retention removes at ``now_ms``."""
-    if "delete" not in config.cleanup_policy.split(","):
-        return []
     doomed: list[LogSegment] = []
+    for segment, following in pairwise(segments):
+        if following.base_offset > log_start_offset:
+            break
+        doomed.append(segment)
+    if "delete" not in config.cleanup_policy.split(","):
+        return doomed
     if config.retention_ms >= 0:
-        for segment in segments:
+        for segment in segments[len(doomed):]:
             if segment.size == 0 or now_ms - segment.largest_timestamp() <= config.retention_ms:
                 break
             doomed.append(segment)

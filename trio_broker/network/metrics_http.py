@@ -1,12 +1,19 @@
-"""A tiny Trio HTTP endpoint serving the Prometheus text exposition on ``metrics.listener``.
+"""A tiny Trio HTTP endpoint on ``metrics.listener``: ``/metrics``, ``/healthz``, ``/ready``.
 
 Why not prometheus-client's own server: it runs a thread; this lives in the broker's nursery and
-stops with it.
+stops with it. The answers are one function, ``metrics_response(path, metrics)``, so another
+HTTP server on the same listener (the console) can route these three paths to it.
+
+- ``GET /metrics``: the Prometheus text exposition.
+- ``GET /healthz``: liveness, 200 ``ok`` whenever the broker's loop answers at all.
+- ``GET /ready``: readiness, 200 ``ready`` once the broker serves clients (listeners bound, logs
+  recovered, group offsets loaded), 503 with the reason while starting or shutting down.
 """
 
 from __future__ import annotations
 
 import logging
+from typing import NamedTuple
 from urllib.parse import urlsplit
 
 import trio
@@ -16,6 +23,16 @@ from ..metrics import BrokerMetrics
 
 LOGGER = logging.getLogger(__name__)
 _MAX_REQUEST = 8192
+PROMETHEUS_TEXT = "text/plain; version=0.0.4; charset=utf-8"
+PATHS = ("/metrics", "/healthz", "/ready")
+_REASONS = {200: "OK", 400: "Bad Request", 404: "Not Found", 405: "Method Not Allowed",
+            503: "Service Unavailable"}
+
+
+class HttpAnswer(NamedTuple):
+    status: int
+    content_type: str
+    body: bytes
 
 
 def parse_metrics_listener(value: str) -> tuple[str, int]:
@@ -23,6 +40,21 @@ def parse_metrics_listener(value: str) -> tuple[str, int]:
     if url.scheme != "http" or not url.hostname or url.port is None:
         raise ConfigError(f"metrics.listener={value!r}: expected http://host:port")
     return url.hostname, url.port
+
+
+def metrics_response(path: str, metrics: BrokerMetrics) -> HttpAnswer | None:
+    """The answer to ``GET path`` (query string ignored), or None for a path not served here.
+    """
+    path = path.split("?", 1)[0]
+    if path in ("/metrics", "/"):
+        return HttpAnswer(200, PROMETHEUS_TEXT, metrics.expose())
+    if path == "/healthz":
+        return HttpAnswer(200, "text/plain; charset=utf-8", b"ok\n")
+    if path == "/ready":
+        ready, why = metrics.readiness()
+        return HttpAnswer(200 if ready else 503, "text/plain; charset=utf-8",
+                          why.encode() + b"\n")
+    return None
 
 
 async def serve_metrics(listener: str, metrics: BrokerMetrics, *,
@@ -49,18 +81,25 @@ async def _handle(stream: trio.abc.Stream, metrics: BrokerMetrics) -> None:
                 if not chunk:
                     break
                 data += chunk
+                if not data[:1].isalpha():  # not HTTP (a Kafka client's frame): answer now
+                    break
         first = data.split(b"\r\n", 1)[0].split()
-        if len(first) < 2 or first[0] != b"GET":
-            status, body, ctype = b"400 Bad Request", b"bad request\n", b"text/plain"
-        elif first[1].split(b"?")[0] not in (b"/", b"/metrics"):
-            status, body, ctype = b"404 Not Found", b"not found\n", b"text/plain"
+        answer: HttpAnswer | None
+        if len(first) < 2 or not data[:1].isalpha():
+            answer = HttpAnswer(400, "text/plain", b"bad request\n")
+        elif first[0] not in (b"GET", b"HEAD"):
+            answer = HttpAnswer(405, "text/plain", b"method not allowed\n")
         else:
-            status, body = b"200 OK", metrics.expose()
-            ctype = b"text/plain; version=0.0.4; charset=utf-8"
-        head = (b"HTTP/1.1 " + status + b"\r\nContent-Type: " + ctype
-                + b"\r\nContent-Length: " + str(len(body)).encode()
-                + b"\r\nConnection: close\r\n\r\n")
+            answer = metrics_response(first[1].decode("latin-1"), metrics) or HttpAnswer(
+                404, "text/plain", b"not found\n")
+        head = (f"HTTP/1.1 {answer.status} {_REASONS.get(answer.status, '')}\r\n"
+                f"Content-Type: {answer.content_type}\r\n"
+                f"Content-Length: {len(answer.body)}\r\nConnection: close\r\n\r\n").encode()
         try:
-            await stream.send_all(head + body)
+            await stream.send_all(head + (b"" if first[:1] == [b"HEAD"] else answer.body))
         except (trio.BrokenResourceError, trio.ClosedResourceError):
             pass
+
+
+__all__ = ["PATHS", "HttpAnswer", "metrics_response", "parse_metrics_listener",
+           "serve_metrics"]

@@ -33,6 +33,7 @@ class Request(RequestTimes):
         self.received_ns = time.monotonic_ns()
         self.dequeued_ns = self.api_local_done_ns = self.api_remote_done_ns = 0
         self.response_dequeued_ns = 0
+        self.api_version = context.header.api_version
         self.processor = processor
         self.context = context
         self.header: RequestHeader = context.header

@@ -48,21 +48,22 @@ class RequestHandlerPool:
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         async with trio.open_nursery() as nursery:
-            for _ in range(self.num_handlers):
-                nursery.start_soon(self._handler_loop)
+            for index in range(self.num_handlers):
+                nursery.start_soon(self._handler_loop, index)
             task_status.started()
 
-    async def _handler_loop(self) -> None:
+    async def _handler_loop(self, index: int) -> None:
         receiver = self.channel.request_receiver
         idle = self.metrics.handler_idle
         while True:
-            t0 = time.monotonic_ns()
+            idle.begin(index, time.monotonic_ns())
             try:
                 request = await receiver.receive()
             except trio.EndOfChannel:
                 return
-            now = time.monotonic_ns()
-            idle.add_idle(now - t0)
+            finally:
+                now = time.monotonic_ns()
+                idle.end(index, now)
             request.dequeued_ns = now
             await self.handle(request)
 
@@ -130,9 +131,7 @@ class RequestHandlerPool:
         respond(result)
 
     def _count_errors(self, api_key: int, body: ResponseBody) -> None:
-        for code in _error_codes(body, 3):
-            if code:
-                self.metrics.count_error(api_key, code)
+        self.metrics.count_errors(api_key, _error_codes(body, 3))
 
 
 def _error_codes(obj: ResponseBody, depth: int) -> list[int]:

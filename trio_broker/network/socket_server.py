@@ -182,7 +182,6 @@ class Processor:
     # -- step: processNewResponses ---------------------------------------------------------
     async def _process_new_responses(self) -> None:
         receiver = self._channel.response_receiver(self.index)
-        idle = self._metrics.processor_idle
         timings = self._metrics.request_metrics
         connections = self.connections
         async for response in receiver:
@@ -199,9 +198,7 @@ class Processor:
                     response = receiver.receive_nowait()
                 except trio.WouldBlock:
                     break
-            t0 = time.monotonic_ns()
             await trio.lowlevel.checkpoint()
-            idle.add_idle(time.monotonic_ns() - t0)
 
     # -- one task per connection: processCompletedReceives / processCompletedSends -----------
     async def _serve_connection(self, stream: trio.SocketStream, listener: Listener) -> None:
@@ -456,7 +453,6 @@ class SocketServer:
             for i in range(n)]
         self.bound: list[tuple[str, str, int]] = []  # (listener name, host, port)
         self._acceptor_scope = trio.CancelScope()
-        metrics.processor_idle.workers = n
         metrics.request_queue_size.set_function(self.request_channel.request_queue_size)
         metrics.response_queue_size.set_function(self.request_channel.response_queue_size)
 

@@ -62,6 +62,9 @@ SUPPORTED_VERSIONS: dict[ApiKey, VersionRange] = {
     ApiKey.PushTelemetry: kafka_range(ApiKey.PushTelemetry),
     ApiKey.DescribeTopicPartitions: kafka_range(ApiKey.DescribeTopicPartitions),
     ApiKey.IncrementalAlterConfigs: kafka_range(ApiKey.IncrementalAlterConfigs),
+    ApiKey.DeleteRecords: kafka_range(ApiKey.DeleteRecords),
+    ApiKey.ConsumerGroupHeartbeat: kafka_range(ApiKey.ConsumerGroupHeartbeat),
+    ApiKey.ConsumerGroupDescribe: kafka_range(ApiKey.ConsumerGroupDescribe),
 }
 
 

@@ -13,8 +13,10 @@ below all of them. The layout is Kafka's ``ConsumerProtocolSubscription`` and
                        user_data bytes (nullable)
 
 Later versions only append fields, so a reader takes the fields it knows and ignores the rest,
-as the protocol asks of readers. Writers write v0, as kafka-python and aiokafka do, with topics
-and partitions sorted so equal assignments are equal bytes.
+as the protocol asks of readers. Writers write v0 subscriptions, as kafka-python and aiokafka
+do, or v1/v2 when the member owns partitions (cooperative rebalancing needs the owned partitions
+and the generation they were owned in), with topics and partitions sorted so equal assignments
+are equal bytes.
 """
 
 from __future__ import annotations
@@ -157,27 +159,39 @@ def _put_bytes(out: bytearray, value: bytes | None) -> None:
         out += value
 
 
-def encode_subscription(topics: Iterable[str], user_data: bytes | None = b"") -> bytes:
-    """A v0 subscription of the distinct ``topics``, sorted."""
+def encode_subscription(topics: Iterable[str], user_data: bytes | None = b"", *,
+                        owned_partitions: Mapping[str, Iterable[int]] | None = None,
+                        generation_id: int | None = None) -> bytes:
+    """A subscription of the distinct ``topics``, sorted: v0, or v1 with the partitions the
+    member owns (cooperative rebalancing), or v2 with the generation they were owned in."""
     names = sorted(set(topics))
-    out = bytearray(_I16.pack(0))
+    version = 2 if generation_id is not None else 1 if owned_partitions is not None else 0
+    out = bytearray(_I16.pack(version))
     out += _I32.pack(len(names))
     for name in names:
         _put_string(out, name)
     _put_bytes(out, user_data)
+    if version >= 1:
+        _put_topic_partitions(out, owned_partitions or {})
+    if version >= 2:
+        out += _I32.pack(-1 if generation_id is None else generation_id)
     return bytes(out)
+
+
+def _put_topic_partitions(out: bytearray, partitions: Mapping[str, Iterable[int]]) -> None:
+    out += _I32.pack(len(partitions))
+    for topic in sorted(partitions):
+        _put_string(out, topic)
+        ordered = sorted(partitions[topic])
+        out += _I32.pack(len(ordered))
+        for partition in ordered:
+            out += _I32.pack(partition)
 
 
 def encode_assignment(assignment: Mapping[str, Iterable[int]],
                       user_data: bytes | None = b"") -> bytes:
     """A v0 assignment, topics and partitions sorted."""
     out = bytearray(_I16.pack(0))
-    out += _I32.pack(len(assignment))
-    for topic in sorted(assignment):
-        _put_string(out, topic)
-        partitions = sorted(assignment[topic])
-        out += _I32.pack(len(partitions))
-        for partition in partitions:
-            out += _I32.pack(partition)
+    _put_topic_partitions(out, assignment)
     _put_bytes(out, user_data)
     return bytes(out)

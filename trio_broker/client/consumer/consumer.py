@@ -11,8 +11,8 @@ a crash between taking records and handling them replays them rather than losing
 Background tasks, all in the nursery of ``open_consumer``: the fetcher (pipelined Fetch
 requests), the position resolver (committed offsets, ``auto.offset.reset``, seeks to the
 beginning or end), the metadata updater, and with a group the group task, the heartbeat task and
-the auto-commit task. Leaving the ``async with`` block commits (with auto-commit on), leaves the
-group and stops them all.
+the auto-commit task. Leaving the ``async with`` block (by any exit, cancellation and Ctrl-C
+included) commits (with auto-commit on), leaves the group and stops them all.
 
 Only ``isolation.level=read_uncommitted`` is supported: transaction markers are skipped, records
 of aborted transactions are returned like any others.
@@ -21,6 +21,7 @@ of aborted transactions are returned like any others.
 from __future__ import annotations
 
 import logging
+import math
 from collections.abc import AsyncIterator, Iterable, Mapping
 from contextlib import asynccontextmanager
 from typing import Any
@@ -46,6 +47,7 @@ from ...protocol.api_keys import ApiKey
 from ..config import CONSUMER_DEFAULTS, normalize
 from ..network import NetworkClient
 from ..offsets import list_offsets
+from .consumer_member import COMMIT_VERSION, ConsumerMember
 from .fetcher import Fetcher
 from .group_coordinator import CoordinatorLookup, GroupMember, commit_offsets, fetch_committed
 from .positions import PositionResolver
@@ -61,8 +63,15 @@ class Consumer:
         self.config = config
         if config["isolation.level"] != "read_uncommitted":
             raise ConfigError("only isolation.level=read_uncommitted is supported")
-        if config["group.instance.id"] is not None:
-            raise ConfigError("static membership (group.instance.id) is not supported")
+        protocol = str(config["group.protocol"]).lower()
+        if protocol not in ("classic", "consumer"):
+            raise ConfigError(f"group.protocol must be classic or consumer, got {protocol!r}")
+        if config["group.instance.id"] is not None and protocol == "classic":
+            raise ConfigError("static membership (group.instance.id) needs "
+                              "group.protocol=consumer here")
+        if config["group.remote.assignor"] is not None and protocol == "classic":
+            raise ConfigError("group.remote.assignor needs group.protocol=consumer")
+        self._consumer_protocol = protocol == "consumer"
         reset = config["auto.offset.reset"]
         if reset not in ("earliest", "latest", "none"):
             raise ConfigError(f"auto.offset.reset must be earliest, latest or none, "
@@ -75,11 +84,12 @@ class Consumer:
         self._group_id: str | None = config["group.id"]
         self._coordinator = (CoordinatorLookup(self._client, self._group_id)
                              if self._group_id else None)
-        self._member: GroupMember | None = None
+        self._member: GroupMember | ConsumerMember | None = None
         if self._coordinator is not None:
-            self._member = GroupMember(self._client, config, self._coordinator,
-                                       on_revoke=self._on_revoke, on_assign=self._on_assign,
-                                       on_fatal=lambda: self._fetcher.data_ready.set())
+            member_class = ConsumerMember if self._consumer_protocol else GroupMember
+            self._member = member_class(self._client, config, self._coordinator,
+                                        on_revoke=self._on_revoke, on_assign=self._on_assign,
+                                        on_fatal=lambda: self._fetcher.data_ready.set())
         self._api_timeout_s = config["default.api.timeout.ms"] / 1000
         self._positions = PositionResolver(self._client, self._subs, self._fetcher,
                                            self._coordinator, reset_policy=reset,
@@ -109,15 +119,15 @@ class Consumer:
         if self._client.fatal_error is not None:
             self._fetcher.data_ready.set()  # a waiting getmany raises it
 
-    async def _close(self) -> None:
+    async def _close(self, commit_budget_s: float = math.inf) -> None:
+        """Give up the partitions (the commit with auto-commit on and the listener, bounded by
+        ``commit_budget_s`` so the leave still gets its turn), then leave the group."""
         self._closed = True
         if self._member is not None:
-            if self._auto_commit and self._member.stable:
-                self._subs.mark_consumed()
-                try:
-                    await self._commit_consumed(set(self._member.assignment))
-                except KafkaError as exc:
-                    LOGGER.warning("final commit failed: %r", exc)
+            if self._member.assignment:  # as Java's close: commit, on_partitions_revoked
+                revoked, self._member.assignment = self._member.assignment, set()
+                with trio.move_on_after(commit_budget_s):
+                    await self._on_revoke(revoked)
             await self._member.leave()
         self._client.close()
 
@@ -178,14 +188,17 @@ class Consumer:
             self._subs.mark_consumed()
             try:
                 await self._commit_consumed(revoked)
-            except KafkaError as exc:
-                LOGGER.warning("commit before rebalance failed: %r", exc)
+            except (KafkaError, trio.TooSlowError) as exc:
+                LOGGER.warning("commit before giving up partitions failed: %r", exc)
         if self._subs.listener is not None:
             await self._subs.listener.on_partitions_revoked(set(revoked))
-        self._set_assignment(set())
+        # what the member still owns: nothing (classic, eager) or the rest (incremental)
+        assert self._member is not None
+        self._set_assignment(set(self._member.assignment))
 
     async def _on_assign(self, assigned: set[TopicPartition]) -> None:
-        self._set_assignment(assigned)
+        assert self._member is not None
+        self._set_assignment(set(self._member.assignment))
         if self._subs.listener is not None:
             await self._subs.listener.on_partitions_assigned(set(assigned))
 
@@ -366,7 +379,8 @@ class Consumer:
         if self._member is not None and self._subs.subscription is not None:
             generation, member_id = self._member.commit_identity
         await commit_offsets(self._coordinator, self._client, offsets, generation=generation,
-                             member_id=member_id, timeout_s=self._api_timeout_s)
+                             member_id=member_id, timeout_s=self._api_timeout_s,
+                             version=COMMIT_VERSION if self._consumer_protocol else None)
         for tp, (offset, _) in offsets.items():
             self._subs.committed[tp] = offset
 
@@ -428,27 +442,51 @@ class Consumer:
         return {tp: (v if v.offset >= 0 else None) for tp, v in found.items()}
 
 
+#: how long leaving the block may spend on the final commit and the leave, when it was left by
+#: cancellation or an exception (Ctrl-C included): long enough for two round trips, short
+#: enough that a Ctrl-C still feels immediate.
+LEAVE_DEADLINE_S = 5.0
+
+
 @asynccontextmanager
 async def open_consumer(*topics: str, bootstrap_servers: str | list[str] | None = None,
                         config: Mapping[str, Any] | None = None,
                         **kwargs: Any) -> AsyncIterator[Consumer]:
     """A consumer whose background tasks live exactly as long as the ``async with`` block.
 
-    Topics given here are subscribed at once (which needs ``group_id``).
+    Topics given here are subscribed at once (which needs ``group_id``). However the block is
+    left (normally, by an exception, by cancellation or Ctrl-C) the consumer commits (with
+    auto-commit on) and leaves its group; after an abnormal exit that happens under a shielded
+    deadline of ``LEAVE_DEADLINE_S``, so the group rebalances at once instead of waiting out
+    ``session.timeout.ms``.
     """
     if bootstrap_servers is not None:
         kwargs["bootstrap_servers"] = bootstrap_servers
     consumer = Consumer(normalize("consumer", CONSUMER_DEFAULTS, config, kwargs))
     async with trio.open_nursery() as nursery:
-        await consumer._start(nursery)
-        if topics:
-            consumer.subscribe(topics)
+        # the background tasks run shielded, so the connections still work for the final
+        # commit and leave when the block is cancelled; they stop when ``background`` does
+        background, tasks = await nursery.start(_shielded_nursery)
         try:
-            yield consumer
-        except BaseException:
+            await consumer._start(tasks)
+            if topics:
+                consumer.subscribe(topics)
+            try:
+                yield consumer
+            except BaseException:
+                with trio.CancelScope(shield=True) as scope:
+                    scope.deadline = trio.current_time() + LEAVE_DEADLINE_S
+                    await consumer._close(commit_budget_s=LEAVE_DEADLINE_S / 2)
+                raise
+            await consumer._close()
+        finally:
             consumer._closed = True
             consumer.client.close()
-            nursery.cancel_scope.cancel()
-            raise
-        await consumer._close()
-        nursery.cancel_scope.cancel()
+            background.cancel()
+
+
+async def _shielded_nursery(*, task_status: Any = trio.TASK_STATUS_IGNORED) -> None:
+    with trio.CancelScope(shield=True) as scope:
+        async with trio.open_nursery() as tasks:
+            task_status.started((scope, tasks))
+            await trio.sleep_forever()

@@ -13,8 +13,17 @@ Member states (eager rebalancing, as Kafka's classic protocol)::
     STABLE --(REBALANCE_IN_PROGRESS / ILLEGAL_GENERATION / UNKNOWN_MEMBER_ID / subscription or
               partition count changed)--> revoke everything --> UNJOINED
 
-Before every rejoin the member revokes its whole assignment (committing its positions first when
-``enable.auto.commit`` is on), so no two members ever fetch the same partition in one generation.
+Eager protocols (``range``, ``roundrobin``): before every rejoin the member revokes its whole
+assignment (committing its positions first when ``enable.auto.commit`` is on), so no two members
+ever fetch the same partition in one generation.
+
+Cooperative protocol (``cooperative-sticky``, KIP-429, used when every configured assignor is
+cooperative, as Java decides): the member keeps its partitions (and keeps consuming them) through
+the rebalance and sends them in its subscription (v2: with its generation). After SyncGroup it
+revokes only the partitions it lost, adds the new ones, and rejoins at once if it revoked any:
+the leader never moves a partition in one generation, so the second rebalance hands the revoked
+partitions over. A member that lost its membership (UNKNOWN_MEMBER_ID, ILLEGAL_GENERATION)
+loses every partition before rejoining.
 """
 
 from __future__ import annotations
@@ -113,11 +122,13 @@ class CoordinatorLookup:
             attempts += 1
         return self.node_id
 
-    async def request(self, api_key: int, body: Any, *, timeout_s: float | None = None) -> Any:
+    async def request(self, api_key: int, body: Any, *, timeout_s: float | None = None,
+                      version: int | None = None) -> Any:
         """A request to the coordinator; a broken connection marks the coordinator unknown."""
         node_id = await self.find()
         try:
-            return await self._client.request(node_id, api_key, body, timeout_s=timeout_s)
+            return await self._client.request(node_id, api_key, body, timeout_s=timeout_s,
+                                              version=version)
         except KafkaConnectionError:
             self.mark_unknown()
             raise
@@ -150,6 +161,7 @@ class GroupMember:
             raise ConfigError(f"partition.assignment.strategy {unknown or names!r}: supported "
                               f"assignors are {', '.join(ASSIGNORS)}")
         self._assignors = [ASSIGNORS[n] for n in names]
+        self.cooperative = all(getattr(a, "cooperative", False) for a in self._assignors)
         self._on_revoke = on_revoke
         self._on_assign = on_assign
         self._on_fatal = on_fatal
@@ -214,8 +226,8 @@ class GroupMember:
                 await self._rejoin.wait()
 
     async def _rebalance(self) -> None:
-        if self.assignment:
-            revoked, self.assignment = self.assignment, set()
+        if self.assignment and (not self.cooperative or self.generation < 0):
+            revoked, self.assignment = self.assignment, set()  # eager, or lost
             await self._on_revoke(revoked)
         attempts = 0
         while True:
@@ -233,21 +245,35 @@ class GroupMember:
             if assignment is None or self._rejoin_needed:
                 continue
             break
-        self.assignment = {TopicPartition(topic, p) for topic, parts in assignment.items()
-                           for p in parts}
+        new = {TopicPartition(topic, p) for topic, parts in assignment.items() for p in parts}
+        revoked = self.assignment - new
+        if revoked:  # cooperative: give up only what moved, then rejoin to let it go
+            self.assignment -= revoked
+            await self._on_revoke(revoked)
+        added = new - self.assignment
+        self.assignment = new
         self.stable = True
         self._last_heartbeat_ok = trio.current_time()
         self._stable_event.set()
         LOGGER.info("group %s generation %s: member %s assigned %s", self.group_id,
                     self.generation, self.member_id, sorted(self.assignment))
-        await self._on_assign(set(self.assignment))
+        await self._on_assign(added)
         self.joined.set()
+        if revoked:
+            self.request_rejoin(f"revoked {len(revoked)} partitions")
 
     async def _join_and_sync(self) -> dict[str, list[int]] | None:
         """One JoinGroup + SyncGroup round; None when the protocol says to join again."""
         topics = sorted(self.topics)
         self._client.add_topics(topics)
-        metadata = encode_subscription(topics)
+        if self.cooperative:
+            owned: dict[str, list[int]] = {}
+            for tp in self.assignment:
+                owned.setdefault(tp.topic, []).append(tp.partition)
+            metadata = encode_subscription(topics, owned_partitions=owned,
+                                           generation_id=self.generation)
+        else:
+            metadata = encode_subscription(topics)
         protocols = [(a.name, metadata) for a in self._assignors]
         joined = requests.parse_join_group(await self._coordinator.request(
             ApiKey.JoinGroup, lambda v: requests.join_group_request(
@@ -300,18 +326,24 @@ class GroupMember:
     async def _assign(self, protocol: str,
                       members: list[tuple[str, bytes]]) -> dict[str, bytes]:
         """As the leader: run the chosen assignor over every member's subscription."""
-        assignor = ASSIGNORS.get(protocol)
+        assignor: Any = ASSIGNORS.get(protocol)
         if assignor is None:
             raise error_for(ErrorCode.INCONSISTENT_GROUP_PROTOCOL,
                             f"the group chose assignor {protocol!r}, which this client lacks")
         subscriptions: dict[str, list[str]] = {}
+        owned: dict[str, dict[str, list[int]]] = {}
+        generations: dict[str, int] = {}
         for member_id, metadata in members:
             try:
-                subscriptions[member_id] = decode_subscription(metadata).topics
+                decoded = decode_subscription(metadata)
             except PayloadError as exc:
                 LOGGER.warning("group %s: member %s sent an unreadable subscription (%s)",
                                self.group_id, member_id, exc)
                 subscriptions[member_id] = []
+                continue
+            subscriptions[member_id] = decoded.topics
+            owned[member_id] = decoded.owned_partitions
+            generations[member_id] = decoded.generation_id
         all_topics = {t for topics in subscriptions.values() for t in topics}
         self._client.add_topics(all_topics)
         with trio.move_on_after(self._request_timeout_s):
@@ -319,7 +351,10 @@ class GroupMember:
         counts = {t: info.num_partitions for t, info in self._client.metadata.topics.items()
                   if t in all_topics and info.error == ErrorCode.NONE}
         self._partition_counts = counts
-        result = assignor.assign(subscriptions, counts)
+        if getattr(assignor, "cooperative", False):
+            result = assignor.assign(subscriptions, counts, owned, generations)
+        else:
+            result = assignor.assign(subscriptions, counts)
         LOGGER.debug("group %s: leader assigned %s", self.group_id, result)
         return {member: encode_assignment(parts) for member, parts in result.items()}
 
@@ -347,8 +382,11 @@ class GroupMember:
                 continue
             if generation != self.generation:
                 continue  # the answer is about a generation already left behind
-            if code in (ErrorCode.REBALANCE_IN_PROGRESS, ErrorCode.ILLEGAL_GENERATION):
-                self.request_rejoin(f"heartbeat answered {ErrorCode(code).name}")
+            if code == ErrorCode.REBALANCE_IN_PROGRESS:
+                self.request_rejoin("heartbeat answered REBALANCE_IN_PROGRESS")
+            elif code == ErrorCode.ILLEGAL_GENERATION:
+                self.generation = -1  # the partitions of that generation are lost
+                self.request_rejoin("heartbeat answered ILLEGAL_GENERATION")
             elif code == ErrorCode.UNKNOWN_MEMBER_ID:
                 self.member_id = ""
                 self.generation = -1
@@ -390,8 +428,9 @@ class GroupMember:
 
 async def commit_offsets(coordinator: CoordinatorLookup, client: NetworkClient,
                          offsets: OffsetMap, *, generation: int, member_id: str,
-                         timeout_s: float) -> None:
-    """OffsetCommit, retrying retriable errors until ``timeout_s``; raises the rest."""
+                         timeout_s: float, version: int | None = None) -> None:
+    """OffsetCommit, retrying retriable errors until ``timeout_s``; raises the rest.
+    ``version`` pins one (a consumer-protocol member commits at v9+, with its epoch)."""
     if not offsets:
         await trio.lowlevel.checkpoint()
         return
@@ -405,7 +444,8 @@ async def commit_offsets(coordinator: CoordinatorLookup, client: NetworkClient,
     with trio.fail_after(timeout_s):
         while True:
             try:
-                response = await coordinator.request(ApiKey.OffsetCommit, body)
+                response = await coordinator.request(ApiKey.OffsetCommit, body,
+                                                     version=version)
                 error: KafkaError | None = None
                 for tp, code in parse_offset_commit(response).items():
                     if code and error is None:

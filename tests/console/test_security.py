@@ -1,0 +1,164 @@
+"""The console's guards in the browser and on the wire: read-only mode, SASL logins with the
+broker's own users (over TLS too), CSRF and origin checks, the loopback Host check, HTTPS."""
+
+from __future__ import annotations
+
+import http.client
+import logging
+import ssl
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from confluent_kafka.admin import AdminClient
+from playwright.sync_api import Page, expect
+
+from tests.security_files import TlsFiles, password
+from trio_broker.testing import ThreadedBroker
+
+from .conftest import console_broker, console_url, shoot
+
+
+@pytest.fixture(scope="module")
+def read_only(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ThreadedBroker]:
+    started = console_broker(tmp_path_factory.mktemp("read-only"), http_console_read_only=True)
+    try:
+        yield started
+    finally:
+        started.stop()
+
+
+@pytest.fixture(scope="module")
+def sasl(tmp_path_factory: pytest.TempPathFactory, users_file: Path,
+         ) -> Iterator[ThreadedBroker]:
+    started = console_broker(tmp_path_factory.mktemp("sasl"),
+                             listeners="SASL_PLAINTEXT://127.0.0.1:0",
+                             sasl_credentials_file=str(users_file),
+                             connection_failed_authentication_delay_ms=10)
+    try:
+        yield started
+    finally:
+        started.stop()
+
+
+def test_read_only_refuses_writes(page: Page, read_only: ThreadedBroker,
+                                  caplog: pytest.LogCaptureFixture) -> None:
+    url = console_url(read_only)
+    read_only.create_topic("kept", 1)
+    page.goto(f"{url}/topics/kept/messages")
+    expect(page.locator("#read-only")).to_be_visible()
+    expect(page.locator("#produce-form")).to_have_count(0)
+    page.goto(f"{url}/topics")
+    expect(page.locator("#create-topic")).to_have_count(0)
+    page.goto(f"{url}/topics/kept")
+    expect(page.locator("#delete-topic")).to_have_count(0)
+    with caplog.at_level(logging.INFO, logger="trio_broker.http.audit"):
+        for path, form in (("/topics", {"name": "sneaky"}), ("/topics/kept/delete", {}),
+                           ("/topics/kept/produce", {"value": "x"})):
+            answer = page.request.post(url + path, form=form, max_redirects=0)
+            assert answer.status == 403
+            assert "read-only" in answer.text()
+    assert sum("refused (the console is read-only" in r.message for r in caplog.records) == 3
+    topics = AdminClient({"bootstrap.servers": read_only.bootstrap_servers}).list_topics(
+        timeout=10).topics
+    assert "sneaky" not in topics
+    assert "kept" in topics
+
+
+def test_writes_need_the_forms_token_and_origin(page: Page, broker: ThreadedBroker) -> None:
+    url = console_url(broker)
+    page.goto(f"{url}/topics")
+    token = page.locator('#create-topic input[name="csrf"]').get_attribute("value")
+    assert token
+    no_token = page.request.post(f"{url}/topics", form={"name": "forged"}, max_redirects=0)
+    assert no_token.status == 403
+    assert "CSRF" in no_token.text()
+    other_site = page.request.post(f"{url}/topics", form={"name": "forged", "csrf": token},
+                                   headers={"Origin": "http://evil.example"}, max_redirects=0)
+    assert other_site.status == 403
+    assert "cross-origin" in other_site.text()
+    good = page.request.post(f"{url}/topics", form={"name": "allowed", "csrf": token},
+                             max_redirects=0)
+    assert good.status == 303
+    topics = AdminClient({"bootstrap.servers": broker.bootstrap_servers}).list_topics(
+        timeout=10).topics
+    assert "forged" not in topics
+    assert "allowed" in topics
+
+
+def test_a_loopback_console_answers_loopback_names_only(broker: ThreadedBroker) -> None:
+    assert broker.broker is not None
+    assert broker.broker.http_address is not None
+    host, port = broker.broker.http_address
+    for name, status in (("evil.example", 421), (f"127.0.0.1:{port}", 200),
+                         (f"localhost:{port}", 200)):
+        conn = http.client.HTTPConnection(host, port, timeout=10)
+        try:
+            conn.putrequest("GET", "/static/console.css", skip_host=True)
+            conn.putheader("Host", name)
+            conn.endheaders()
+            answer = conn.getresponse()
+            assert answer.status == status, name
+            assert answer.getheader("X-Frame-Options") == "DENY" or status == 421
+        finally:
+            conn.close()
+
+
+def test_sasl_login_with_the_brokers_users(page: Page, sasl: ThreadedBroker,
+                                           caplog: pytest.LogCaptureFixture) -> None:
+    url = console_url(sasl)
+    assert page.request.get(f"{url}/api/live").status == 401
+    page.goto(f"{url}/topics")
+    expect(page).to_have_url(f"{url}/login?next=%2Ftopics")
+    page.fill('input[name="username"]', "alice")
+    page.fill('input[name="password"]', "wrong-password")
+    page.click("#login-form button")
+    expect(page.locator("#login-error")).to_contain_text("Authentication failed")
+    assert page.context.cookies(url) == []
+    shoot(page, "login")
+    page.fill('input[name="password"]', password("alice"))
+    page.select_option('select[name="mechanism"]', "SCRAM-SHA-256")
+    page.click("#login-form button")
+    expect(page).to_have_url(f"{url}/topics")
+    expect(page.locator("#user")).to_have_text("alice")
+    with caplog.at_level(logging.INFO, logger="trio_broker.http.audit"):
+        page.locator("#create-topic summary").click()
+        page.fill('#create-topic input[name="name"]', "alices-topic")
+        page.click("#create-topic button")
+        expect(page.locator("#flash")).to_have_text("created topic alices-topic")
+    assert any("user=alice" in r.message and "create topic 'alices-topic'" in r.message
+               for r in caplog.records)
+    page.click("header form button")  # log out
+    expect(page).to_have_url(f"{url}/login")
+    page.goto(f"{url}/")
+    expect(page).to_have_url(f"{url}/login?next=%2F")
+
+
+def test_sasl_ssl_console_trusts_its_own_certificate(page: Page, tls_files: TlsFiles,
+                                                     users_file: Path, tmp_path: Path) -> None:
+    """Over SASL_SSL the console's client checks the broker's own certificate (which is not
+    self-signed: a partial chain), and HTTPS serves the pages with the same certificate."""
+    broker = console_broker(tmp_path, listeners="SASL_SSL://127.0.0.1:0",
+                            ssl_certfile=str(tls_files.server_pem),
+                            sasl_credentials_file=str(users_file),
+                            http_listener="https://127.0.0.1:0")
+    try:
+        url = console_url(broker).replace("http://", "https://")
+        context = ssl.create_default_context(cafile=str(tls_files.ca_pem))
+        with urllib.request.urlopen(f"{url}/login", context=context, timeout=10) as answer:
+            assert answer.status == 200
+            assert "Log in" in answer.read().decode()
+        login = page.request.post(f"{url}/login", form={
+            "username": "bob", "password": password("bob"), "mechanism": "SCRAM-SHA-512",
+            "next": "/topics"}, max_redirects=0, ignore_https_errors=True)
+        assert login.status == 303, login.text()
+        assert login.headers["location"] == "/topics"
+        assert "secure" in login.headers["set-cookie"].lower()
+        refused = page.request.post(f"{url}/login", form={
+            "username": "bob", "password": "nope", "mechanism": "PLAIN"},
+            max_redirects=0, ignore_https_errors=True)
+        assert refused.status == 401
+        assert "Authentication failed" in refused.text()
+    finally:
+        broker.stop()

@@ -1,0 +1,105 @@
+"""The console's ASGI application: its routes, and the headers every answer carries.
+
+Why a Host check: a console bound to loopback trusts the browser that reaches it, and DNS
+rebinding lets a web page reach loopback under a name of its own; answering only requests
+whose ``Host`` is a loopback name (or the bound address) closes that door. The
+Content-Security-Policy allows scripts and styles from the console itself only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, MutableMapping
+from typing import Any
+
+from starlette.applications import Starlette
+from starlette.routing import Route
+
+from . import group_pages, overview, topic_pages
+from .settings import is_loopback
+from .web import Console
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+
+SECURITY_HEADERS = [
+    (b"content-security-policy", b"default-src 'self'; script-src 'self'; style-src 'self'; "
+     b"img-src 'self' data:; form-action 'self'; frame-ancestors 'none'; base-uri 'none'"),
+    (b"x-frame-options", b"DENY"),
+    (b"x-content-type-options", b"nosniff"),
+    (b"referrer-policy", b"same-origin"),
+]
+
+
+def routes() -> list[Route]:
+    return [
+        Route("/", overview.overview),
+        Route("/api/live", overview.live),
+        Route("/metrics", overview.metrics),
+        Route("/login", overview.login_form, methods=["GET"]),
+        Route("/login", overview.login, methods=["POST"]),
+        Route("/logout", overview.logout, methods=["POST"]),
+        Route("/static/{name}", overview.static),
+        Route("/topics", topic_pages.topics, methods=["GET"]),
+        Route("/topics", topic_pages.create_topic, methods=["POST"]),
+        Route("/topics/{name}", topic_pages.topic),
+        Route("/topics/{name}/messages", topic_pages.browse),
+        Route("/topics/{name}/produce", topic_pages.produce, methods=["POST"]),
+        Route("/topics/{name}/delete", topic_pages.delete_topic, methods=["POST"]),
+        Route("/topics/{name}/configs", topic_pages.alter_configs, methods=["POST"]),
+        Route("/topics/{name}/partitions", topic_pages.add_partitions, methods=["POST"]),
+        Route("/groups", group_pages.groups),
+        Route("/groups/view", group_pages.group),
+        Route("/groups/reset", group_pages.reset_offsets, methods=["POST"]),
+        Route("/groups/delete", group_pages.delete_group, methods=["POST"]),
+        Route("/api/group-lag", group_pages.group_lag),
+    ]
+
+
+class Guard:
+    """ASGI middleware: the Host check for loopback consoles, and the security headers."""
+
+    def __init__(self, app: ASGIApp, console: Console) -> None:
+        self.app = app
+        settings = console.settings
+        self.check_host = is_loopback(settings.host)
+        self.bound_host = settings.host
+
+    def _host_allowed(self, scope: Scope) -> bool:
+        for name, value in scope.get("headers", ()):
+            if name == b"host":
+                host = value.decode("latin-1")
+                host = host.rsplit(":", 1)[0] if not host.endswith("]") else host
+                host = host.strip("[]")
+                return host == self.bound_host or is_loopback(host)
+        return False
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        if self.check_host and not self._host_allowed(scope):
+            await send({"type": "http.response.start", "status": 421,
+                        "headers": [(b"content-type", b"text/plain")]})
+            await send({"type": "http.response.body", "body": b"misdirected request\n"})
+            return
+
+        async def send_with_headers(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                message["headers"] = [*message.get("headers", ()), *SECURITY_HEADERS]
+            await send(message)
+
+        await self.app(scope, receive, send_with_headers)
+
+
+def build_app(console: Console) -> ASGIApp:
+    app = Starlette(routes=routes())
+    app.state.console = console
+
+    async def not_found(request: Any, exc: Any) -> Any:
+        return await group_pages.not_found(request)
+
+    app.add_exception_handler(404, not_found)
+    return Guard(app, console)

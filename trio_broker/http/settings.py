@@ -1,0 +1,151 @@
+"""What the web console does under a broker's configuration: where it binds, whether it is on,
+read-only, behind a login, and how its Kafka client reaches the broker.
+
+Why decided here, once, from the config alone: the console is one more Kafka client of its own
+broker. It connects to the address Metadata advertises (every client ends up there), with that
+listener's security protocol, so it sees exactly what a client sees. A SASL listener means a
+login page asking for the user's own credentials, so whatever a later authorizer decides for that
+user applies to the console too. An SSL listener without SASL has no credentials to ask a user
+for, so the console stays off there unless ``http.console.enabled=true`` says otherwise.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import ssl
+from typing import Any
+from urllib.parse import urlsplit
+
+import attrs
+
+from ..config import BrokerConfig, ConfigError
+
+#: SASL mechanisms in the order the login page offers them: PLAIN first, because it logs in any
+#: stored user (the broker checks it against whichever SCRAM credential the user has)
+_MECHANISM_ORDER = ("PLAIN", "SCRAM-SHA-512", "SCRAM-SHA-256")
+
+
+def parse_http_listener(value: str) -> tuple[str, str, int]:
+    """``http://host:port`` or ``https://host:port`` -> (scheme, host, port)."""
+    url = urlsplit(value if "://" in value else f"http://{value}")
+    try:
+        port = url.port
+    except ValueError:
+        port = None
+    if url.scheme not in ("http", "https") or not url.hostname or port is None or url.path.strip(
+            "/"):
+        raise ConfigError(f"http.listener={value!r}: expected http://host:port or "
+                          "https://host:port", "http.listener")
+    return url.scheme, url.hostname, port
+
+
+def is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+@attrs.frozen
+class ConsoleSettings:
+    scheme: str
+    host: str
+    port: int
+    #: None when on; else why it is off (one line for the log)
+    off_reason: str | None
+    read_only: bool
+    #: the advertised listener's security protocol, which the console's client speaks
+    security_protocol: str
+    bootstrap: str
+    #: SASL mechanisms a user may log in with (empty: no login)
+    mechanisms: tuple[str, ...]
+    #: TLS for the console's own client connections (SSL and SASL_SSL listeners)
+    certfile: str = ""
+    keyfile: str = ""
+    key_password: str = ""
+    cafile: str = ""
+    client_auth: str = "none"
+
+    @property
+    def enabled(self) -> bool:
+        return self.off_reason is None
+
+    @property
+    def login_required(self) -> bool:
+        return bool(self.mechanisms)
+
+    @property
+    def tls(self) -> bool:
+        return self.security_protocol in ("SSL", "SASL_SSL")
+
+    def client_config(self, username: str | None = None, password: str | None = None,
+                      mechanism: str | None = None) -> dict[str, Any]:
+        """The console's admin client config (Kafka's client keys)."""
+        config: dict[str, Any] = {
+            "client.id": "trio-broker-console", "security.protocol": self.security_protocol,
+            "request.timeout.ms": 10_000, "default.api.timeout.ms": 10_000,
+            "reconnect.backoff.max.ms": 1000, "socket.connection.setup.timeout.ms": 5000}
+        if self.login_required:
+            config.update({"sasl.mechanism": mechanism or self.mechanisms[0],
+                           "sasl.username": username or "", "sasl.password": password or ""})
+        return config
+
+    def ssl_context(self) -> ssl.SSLContext | None:
+        """TLS to the broker's own listener: trust exactly the certificate it serves.
+
+        The console dials its own broker, so the certificate it must accept is the one in
+        ``ssl.certfile`` (trusted as is, even when it is not self-signed: partial chains are
+        allowed) or one signed by ``ssl.cafile``; the host name is not checked, since the address
+        is the broker's own. When the listener asks for client certificates, the broker's own
+        certificate is offered.
+        """
+        if not self.tls:
+            return None
+        context = ssl.create_default_context(cafile=self.certfile or None)
+        if self.cafile:
+            context.load_verify_locations(cafile=self.cafile)
+        context.verify_flags |= ssl.VERIFY_X509_PARTIAL_CHAIN
+        context.check_hostname = False
+        if self.client_auth != "none" and self.certfile:
+            context.load_cert_chain(self.certfile, self.keyfile or None,
+                                    self.key_password or None)
+        return context
+
+
+def console_settings(config: BrokerConfig, advertised: tuple[str, int]) -> ConsoleSettings:
+    """The console's settings for a broker advertising ``advertised`` (host, port)."""
+    scheme, host, port = parse_http_listener(config.http_listener)
+    listeners = config.advertised_listener_list or config.listener_list
+    protocol = listeners[0].security_protocol if listeners else "PLAINTEXT"
+    enabled = config.http_console_enabled
+    off_reason = None
+    if enabled is False:
+        off_reason = "http.console.enabled=false"
+    elif enabled is None and protocol == "SSL":
+        off_reason = ("the advertised listener is SSL without SASL, so there are no credentials "
+                      "to log in with; set http.console.enabled=true to serve it anyway")
+    if scheme == "https" and not config.ssl_certfile:
+        raise ConfigError(f"http.listener={config.http_listener!r} needs ssl.certfile",
+                          "http.listener")
+    read_only = config.http_console_read_only
+    if read_only is None:
+        read_only = not is_loopback(host)
+    mechanisms: tuple[str, ...] = ()
+    if protocol.startswith("SASL_"):
+        enabled_mechanisms = {m.strip().upper() for m in config.sasl_enabled_mechanisms.split(",")}
+        mechanisms = tuple(m for m in _MECHANISM_ORDER if m in enabled_mechanisms)
+        if not mechanisms:
+            off_reason = off_reason or "no SASL mechanism the console can log in with is enabled"
+    adv_host, adv_port = advertised
+    return ConsoleSettings(
+        scheme=scheme, host=host, port=port, off_reason=off_reason, read_only=read_only,
+        security_protocol=protocol, bootstrap=f"{_host_for_url(adv_host)}:{adv_port}",
+        mechanisms=mechanisms, certfile=config.ssl_certfile, keyfile=config.ssl_keyfile,
+        key_password=config.ssl_key_password or "", cafile=config.ssl_cafile,
+        client_auth=str(config.ssl_client_auth or "none").lower())
+
+
+def _host_for_url(host: str) -> str:
+    return f"[{host}]" if ":" in host and not host.startswith("[") else host

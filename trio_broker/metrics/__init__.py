@@ -1,0 +1,181 @@
+"""Broker metrics under the names Kafka's dashboards know, in Prometheus text format.
+
+Why Kafka's JMX exporter names: Grafana dashboards and alert rules for Kafka are written against
+what Prometheus' JMX exporter makes of Kafka's MBeans (``kafka.server:type=BrokerTopicMetrics,
+name=BytesInPerSec,topic=T`` -> ``kafka_server_brokertopicmetrics_bytesin_total{topic="T"}``),
+so the same names here light those dashboards up. The mapping, series by series, is in
+docs/architecture.md; ``docs/ops/`` holds a dashboard and alert rules checked against it.
+
+Why a registry per broker: tests run many brokers in one process; each gets its own
+``CollectorRegistry`` so nothing leaks between them. Hot-path counters (per request, per
+produce, per fetch) are plain dictionaries and lists read only when scraped; what lives in the
+log and the group coordinator (sizes, offsets, lag) is read at scrape time by collectors the
+broker adds (``add_collector``).
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import platform
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any
+
+import trio
+from prometheus_client import (
+    GC_COLLECTOR,
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    PlatformCollector,
+    ProcessCollector,
+)
+from prometheus_client.core import Metric
+from prometheus_client.exposition import generate_latest
+from prometheus_client.registry import Collector
+
+from .idle import IdleMeter, IoWaitInstrument
+from .requests import TIMINGS, RequestMetrics, RequestTimes, api_name, error_label
+
+#: Kafka's BrokerState values (kafka.server:type=KafkaServer,name=BrokerState)
+STARTING, RUNNING, SHUTTING_DOWN = 1, 3, 7
+
+
+class TopicMetrics:
+    """Kafka's BrokerTopicMetrics per topic and for all topics: bytes in and out, messages in."""
+
+    def __init__(self) -> None:
+        #: topic -> [bytes in, bytes out, messages in]
+        self._topics: dict[str, list[int]] = {}
+
+    def bytes_in(self, topic: str, size: int, messages: int) -> None:
+        entry = self._topics.get(topic)
+        if entry is None:
+            entry = self._topics[topic] = [0, 0, 0]
+        entry[0] += size
+        entry[2] += messages
+
+    def bytes_out(self, topic: str, size: int) -> None:
+        entry = self._topics.get(topic)
+        if entry is None:
+            entry = self._topics[topic] = [0, 0, 0]
+        entry[1] += size
+
+    def fetched(self, topics: Iterable[Any], name_of: Callable[[Any], str | None]) -> None:
+        """BytesOutPerSec of one Fetch response: the records of each topic response
+        (``topic``, or ``topic_id`` resolved by ``name_of`` from v13)."""
+        for t in topics:
+            size = sum(len(p.records or b"") for p in t.partitions)
+            if size:
+                name = t.topic or name_of(t.topic_id)
+                if name:
+                    self.bytes_out(name, size)
+
+    def forget(self, keep: Iterable[str]) -> None:
+        """Drop the counters of deleted topics, as Kafka removes their MBeans."""
+        kept = set(keep)
+        for topic in [t for t in self._topics if t not in kept]:
+            del self._topics[topic]
+
+    def totals(self, topic: str) -> tuple[int, int, int]:
+        entry = self._topics.get(topic, [0, 0, 0])
+        return entry[0], entry[1], entry[2]
+
+    def collect(self) -> Iterator[Metric]:
+        for i, name, doc in ((0, "bytesin", "Bytes appended (BytesInPerSec)."),
+                             (1, "bytesout", "Bytes fetched (BytesOutPerSec)."),
+                             (2, "messagesin", "Records appended (MessagesInPerSec).")):
+            base = f"kafka_server_brokertopicmetrics_{name}"
+            family = Metric(base, doc, "counter")
+            family.add_sample(f"{base}_total", {},
+                              float(sum(v[i] for v in self._topics.values())))
+            for topic, values in sorted(self._topics.items()):
+                family.add_sample(f"{base}_total", {"topic": topic}, float(values[i]))
+            yield family
+
+
+class _Collect(Collector):
+    def __init__(self, collect: Callable[[], Iterable[Metric]]) -> None:
+        self._collect = collect
+
+    def collect(self) -> Iterable[Metric]:
+        return self._collect()
+
+
+class BrokerMetrics:
+    """The broker's counters, gauges and request timings."""
+
+    def __init__(self, *, node_id: int = 0) -> None:
+        self.registry = CollectorRegistry(auto_describe=True)
+        r = self.registry
+        self.node_id = node_id
+        self.request_metrics = RequestMetrics()
+        r.register(self.request_metrics)
+        self.topics = TopicMetrics()
+        r.register(_Collect(self.topics.collect))
+        self.connections = Gauge("kafka_server_socket_server_metrics_connection_count",
+                                 "Open connections (socket-server-metrics connection-count).",
+                                 registry=r)
+        self.connections_closed = Counter("kafka_server_connections_closed",
+                                          "Connections closed, by reason.", ["reason"],
+                                          registry=r)
+        self.connections_refused = Counter("kafka_server_connections_refused",
+                                           "Connections refused by a quota.", ["reason"],
+                                           registry=r)
+        self.bytes_in = Counter("kafka_server_socket_server_metrics_incoming_byte",
+                                "Bytes received on every listener.", registry=r)
+        self.bytes_out = Counter("kafka_server_socket_server_metrics_outgoing_byte",
+                                 "Bytes sent on every listener.", registry=r)
+        self.request_queue_size = Gauge("kafka_network_requestchannel_requestqueuesize",
+                                        "Requests waiting for a handler.", registry=r)
+        self.response_queue_size = Gauge("kafka_network_requestchannel_responsequeuesize",
+                                         "Responses waiting for their processor.", registry=r)
+        self.handler_idle = IdleMeter(1)
+        self.processor_idle = IdleMeter(1)
+        Gauge("kafka_server_kafkarequesthandlerpool_requesthandleravgidle_percent",
+              "RequestHandlerAvgIdlePercent: the handlers' share of the last minute spent "
+              "waiting for work (0..1).", registry=r).set_function(self.handler_idle.ratio)
+        Gauge("kafka_network_socketserver_networkprocessoravgidle_percent",
+              "NetworkProcessorAvgIdlePercent: the share of the last minute the network "
+              "loop waited for I/O (0..1).", registry=r).set_function(self.processor_idle.ratio)
+        #: BrokerState: starting until the broker is up, running, then shutting down
+        self.broker_state = STARTING
+        Gauge("kafka_server_kafkaserver_brokerstate",
+              "Kafka's BrokerState: 1 starting, 3 running, 7 shutting down.",
+              registry=r).set_function(lambda: self.broker_state)
+        #: whether the broker serves (``/ready``) and, when it does not, why
+        self.readiness: Callable[[], tuple[bool, str]] = lambda: (False, "starting")
+        info = Gauge("trio_broker_build_info", "The broker's version, as labels (always 1).",
+                     ["version", "python_version", "trio_version"], registry=r)
+        info.labels(_version(), platform.python_version(), trio.__version__).set(1)
+        ProcessCollector(registry=r)
+        PlatformCollector(registry=r)
+        r.register(_Collect(GC_COLLECTOR.collect))
+
+    def add_collector(self, collect: Callable[[], Iterable[Metric]]) -> None:
+        """Read something at scrape time (log sizes, group lag): ``collect()`` yields families.
+        """
+        self.registry.register(_Collect(collect))
+
+    def count_errors(self, api_key: int, codes: list[int]) -> None:
+        self.request_metrics.count_errors(api_key, codes)
+
+    def io_wait_instrument(self) -> IoWaitInstrument:
+        """The Trio instrument that measures the network loop's idle time."""
+        return IoWaitInstrument(self.processor_idle)
+
+    def expose(self) -> bytes:
+        """The Prometheus text exposition of every metric."""
+        return generate_latest(self.registry)
+
+
+def _version() -> str:
+    """The installed package's version (the package's own face is above this layer)."""
+    try:
+        return importlib.metadata.version("trio-broker")
+    except importlib.metadata.PackageNotFoundError:  # run from a source tree, not installed
+        return "unknown"
+
+
+__all__ = ["RUNNING", "SHUTTING_DOWN", "STARTING", "TIMINGS", "BrokerMetrics", "IdleMeter",
+           "IoWaitInstrument", "RequestMetrics", "RequestTimes", "TopicMetrics", "api_name",
+           "error_label"]
