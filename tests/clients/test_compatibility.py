@@ -23,7 +23,12 @@ import pytest
 from tests.clients.recorder import recording, versions_by_api
 from tests.clients.workloads import WORKLOADS, client_id
 from tests.security_files import make_users_file
-from trio_broker.apis.registry import HANDLERS, _api_version_entries, advertised_versions
+from trio_broker.apis.registry import (
+    HANDLERS,
+    UNADVERTISED,
+    _api_version_entries,
+    advertised_versions,
+)
 from trio_broker.protocol.api_keys import SUPPORTED_VERSIONS
 from trio_broker.protocol.messages import decode_response, encode_request, make_request
 from trio_broker.protocol.versions import KAFKA_VERSIONS, ApiKey, VersionRange, kafka_range
@@ -34,7 +39,6 @@ DOC = Path(__file__).resolve().parents[2] / "docs" / "compatibility.md"
 #: APIs Kafka 3.9 answers to clients that this broker does not implement yet, and why; an API
 #: in neither HANDLERS nor here fails the breadth test (nothing is dropped silently)
 NOT_IMPLEMENTED = {
-    ApiKey.DeleteRecords: "its own issue (log start offset moves)",
     **{k: "transactions: their own issue" for k in (
         ApiKey.AddPartitionsToTxn, ApiKey.AddOffsetsToTxn, ApiKey.EndTxn,
         ApiKey.WriteTxnMarkers, ApiKey.TxnOffsetCommit, ApiKey.DescribeTransactions,
@@ -43,8 +47,6 @@ NOT_IMPLEMENTED = {
         ApiKey.DescribeAcls, ApiKey.CreateAcls, ApiKey.DeleteAcls)},
     **{k: "quotas: their own issue" for k in (
         ApiKey.DescribeClientQuotas, ApiKey.AlterClientQuotas)},
-    **{k: "KIP-848 consumer groups: their own issue" for k in (
-        ApiKey.ConsumerGroupHeartbeat, ApiKey.ConsumerGroupDescribe)},
     ApiKey.AlterReplicaLogDirs: "one log dir per broker here: nothing to move between",
     ApiKey.DescribeQuorum: "no KRaft quorum: a single node without a controller quorum",
     ApiKey.UpdateFeatures: "no finalized feature levels to update on one node",
@@ -103,14 +105,17 @@ def render_table(measured: dict[str, dict[str, set[int]]]) -> str:
 
 def test_no_implemented_api_advertises_less_than_kafka() -> None:
     advertised = advertised_versions()
-    assert set(advertised) == {ApiKey(k) for k in HANDLERS}
+    # KIP-714's telemetry APIs are answered but, as by Kafka without a telemetry receiver, not
+    # advertised (a client then does not ask for a subscription at all)
+    assert set(advertised) == {ApiKey(k) for k in HANDLERS} - UNADVERTISED
+    assert {ApiKey.GetTelemetrySubscriptions, ApiKey.PushTelemetry} == UNADVERTISED
     narrower = {key.name: (tuple(got), tuple(kafka_range(key)))
                 for key, got in advertised.items()
                 if got.min > kafka_range(key).min or got.max < kafka_range(key).max}
     assert not narrower, f"advertised (min, max) vs Kafka 3.9 min .. 4.1 max: {narrower}"
     # every API Kafka 3.9 answers clients is implemented or written down as not yet
-    unaccounted = {key.name for key in KAFKA_VERSIONS
-                   if key not in advertised and key not in NOT_IMPLEMENTED}
+    unaccounted = {key.name for key in KAFKA_VERSIONS if key not in advertised
+                   and key not in NOT_IMPLEMENTED and key not in UNADVERTISED}
     assert not unaccounted
     assert not {k.name for k in NOT_IMPLEMENTED if k in advertised}
 
@@ -128,8 +133,8 @@ def test_the_live_api_versions_answer_is_kafkas_range(broker: ThreadedBroker) ->
             buf += chunk
     _, body = decode_response(ApiKey.ApiVersions, 3, buf[4:])
     answered = {e.api_key: (e.min_version, e.max_version) for e in body.api_keys}
-    assert answered == {int(k): tuple(kafka_range(k)) for k in HANDLERS}
-    assert len(_api_version_entries()) == len(HANDLERS)
+    assert answered == {int(k): tuple(kafka_range(k)) for k in advertised_versions()}
+    assert len(_api_version_entries()) == len(HANDLERS) - len(UNADVERTISED)
 
 
 # --- (2) the table and the code -----------------------------------------------------------------

@@ -171,6 +171,9 @@ def test_every_advertised_version_is_generated() -> None:
     expected = sorted((int(k), v) for k, r in advertised_versions().items()
                       for v in range(r.min, r.max + 1))
     assert expected == API_VERSIONS
-    # the client core's builders are used at every version they build
-    assert all(k in BUILDERS for k in CLIENT_VERSIONS if k not in (
-        ApiKey.SaslHandshake, ApiKey.SaslAuthenticate))
+    # the client core's builders are used at every version they build; these APIs of the core
+    # are drawn from the schema here (their builders are exercised by their rooms' tests)
+    assert {ApiKey(k).name for k in CLIENT_VERSIONS if k not in BUILDERS} == {
+        "SaslHandshake", "SaslAuthenticate", "DeleteRecords", "IncrementalAlterConfigs",
+        "OffsetDelete", "DescribeCluster", "ConsumerGroupHeartbeat", "ConsumerGroupDescribe",
+        "DescribeLogDirs"}
