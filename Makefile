@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 PIP := $(VENV)/bin/pip
 PYTEST_ARGS ?=
 
-.PHONY: serve test lint typecheck bench soak clean
+.PHONY: serve test lint typecheck bench soak roundtrip txn-soak clean
 
 $(VENV)/.base-installed: pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -39,6 +39,14 @@ bench: $(VENV)/.dev-installed
 	$(PY) bench/bench_produce_consume.py
 	$(PY) bench/bench_clients.py
 	$(PY) bench/bench_codec.py
+
+## The Spark round trips at 1,000,000 rows (the suite runs 100,000): sink -> source, import -> export.
+roundtrip: $(VENV)/.dev-installed
+	TRIO_BROKER_ROUNDTRIP_ROWS=1000000 $(PY) -m pytest -q -p no:cacheprovider --timeout 1800 tests/spark/test_roundtrip.py
+
+## 20 kill -9 cycles of running transactions (the suite runs 3 of them).
+txn-soak: $(VENV)/.dev-installed
+	TXN_CRASH_CYCLES=20 $(PY) -m pytest -q -p no:cacheprovider tests/transactions/test_crash_cycles.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache

@@ -23,6 +23,7 @@ from .apis.state import BrokerState
 from .config import BrokerConfig, ConfigError, build_config
 from .config.dynamic import DynamicBrokerConfigs
 from .coordinator import GroupCoordinator
+from .coordinator.transactions import TransactionCoordinator
 from .http import serve_http
 from .log import LogManager, ProducerIdManager, log_config_from
 from .metrics import RUNNING, SHUTTING_DOWN, BrokerMetrics
@@ -101,14 +102,21 @@ async def serve(config: ConfigInput = None, *,
                 with _names_key(cfg, "log.dirs"):
                     logs = await _load_storage(cfg)
                     coordinator = GroupCoordinator(cfg, cfg.log_dir_list[0])
+                    producer_ids = ProducerIdManager(cfg.log_dir_list[0])
+                    transactions = TransactionCoordinator(cfg, cfg.log_dir_list[0], logs=logs,
+                                                          groups=coordinator,
+                                                          producer_ids=producer_ids)
+                    await transactions.load()
                     await nursery.start(coordinator.run)
+                    # after the logs and the groups: it finishes prepared transactions in both
+                    await nursery.start(transactions.run)
                 with _names_key(cfg, "listeners"):
                     bound = await server.start(nursery)
                 host, port = _advertised_address(cfg, bound)
                 # Every part exists from here on: the one place the handlers' state is built.
                 state = BrokerState(
                     config=cfg, metrics=metrics, logs=logs, groups=coordinator,
-                    producer_ids=ProducerIdManager(cfg.log_dir_list[0]),
+                    producer_ids=producer_ids, transactions=transactions,
                     fetch_purgatory=Purgatory(nursery), advertised_host=host,
                     advertised_port=port, dynamic_configs=dynamic)
                 register_state_metrics(state)
@@ -185,6 +193,10 @@ async def _shutdown(state: BrokerState, server: SocketServer, cfg: BrokerConfig)
         state.groups.close()
     except Exception:
         LOGGER.exception("closing the group coordinator failed")
+    try:
+        state.transactions.close()
+    except Exception:
+        LOGGER.exception("closing the transaction coordinator failed")
     try:
         await trio.to_thread.run_sync(state.logs.close)
     except Exception:

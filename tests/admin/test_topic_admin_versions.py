@@ -241,8 +241,12 @@ async def test_init_producer_id(trio_broker, version):
     assert first[0] == second[0] == 0
     assert second[1] > first[1]  # idempotent producers always get a new id (Kafka)
     assert (first[2], second[2]) == (0, 0)
-    assert await init(transactional_id="txn") == (E.TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
-                                                  -1, -1)
+    # a transactional id keeps its producer id; each InitProducerId bumps its epoch
+    code, txn_pid, epoch = await init(transactional_id="txn")
+    assert (code, epoch) == (0, 0)
+    assert txn_pid not in (first[1], second[1])
+    assert await init(transactional_id="txn") == (0, txn_pid, 1)
+    assert await init(transactional_id="") == (E.INVALID_REQUEST, -1, -1)
     if version >= 3:  # KIP-360: half a producer id/epoch pair is invalid
         assert await init(transactional_id=None, producer_id=5, producer_epoch=-1) == (
             E.INVALID_REQUEST, -1, -1)

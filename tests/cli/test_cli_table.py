@@ -52,16 +52,18 @@ def test_unknown_option_is_argparse_usage_error(capsys: pytest.CaptureFixture[st
         capsys.readouterr().err)
 
 
-def test_export_without_spark_says_how_to_install(tmp_path: object) -> None:
+@pytest.mark.parametrize(("command", "path_option"), [("export", "--out"), ("import", "--in")])
+def test_spark_commands_without_spark_say_how_to_install(tmp_path: object, command: str,
+                                                         path_option: str) -> None:
     code = ("import sys; sys.modules['pyspark'] = None\n"
             "from trio_broker.cli import main\n"
-            "sys.exit(main(['export', '--bootstrap-server', '127.0.0.1:1', '--topic', 't',\n"
-            f"                '--out', {str(tmp_path)!r}]))\n")
+            f"sys.exit(main([{command!r}, '--bootstrap-server', '127.0.0.1:1', '--topic', 't',\n"
+            f"                {path_option!r}, {str(tmp_path)!r}]))\n")
     done = _run_python(code)
     assert done.returncode == 2, done.stderr
     assert done.stdout == ""
     assert done.stderr.count("\n") == 1, done.stderr
-    assert done.stderr.startswith("trio-broker export: error: export needs Spark")
+    assert done.stderr.startswith(f"trio-broker {command}: error: this command needs Spark")
     assert "pip install 'trio-broker[spark]'" in done.stderr
 
 

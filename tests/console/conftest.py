@@ -32,11 +32,14 @@ WRITE_SHOTS = os.environ.get("CONSOLE_SCREENSHOTS", "") not in ("", "0")
 VIEWPORT = {"width": 1100, "height": 720}
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def chromium(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrowserContext]:
     if not (Path(CHROMIUM).exists() or shutil.which(CHROMIUM)):
         pytest.fail(f"no Chromium at {CHROMIUM} (apt-get install chromium; .ci/run does)")
     profile = tmp_path_factory.mktemp("chromium-profile")
+    # Package scope: Playwright's sync API runs an asyncio loop on greenlets in this thread, so
+    # while it lives asyncio.run() refuses to start (aiokafka's tests) and Python 3.11's parser
+    # can see a wrong recursion depth; it is stopped when the console's tests are done.
     with sync_playwright() as playwright:
         context = playwright.chromium.launch_persistent_context(
             str(profile), executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS,

@@ -166,3 +166,36 @@ def test_csv_and_json_hold_text_and_base64(spark: Any, kafka_broker: Any, unique
                for line in path.read_text().splitlines()]
     values = {r["offset"]: base64.b64decode(r["value"]) for r in records}
     assert values == {0: "héllo".encode(), 1: b"\x00\x01"}
+
+
+def test_the_suggested_continuation_names_empty_partitions_and_is_accepted(
+        spark: Any, kafka_broker: Any, unique_topic: Any, tmp_path: Path,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    bootstrap = kafka_broker.bootstrap_servers
+    topic = kafka_broker.create_topic(unique_topic("continue"), 3)  # partition 2 stays empty
+
+    def produce(count: int) -> None:
+        producer = confluent_kafka.Producer({"bootstrap.servers": bootstrap})
+        for i in range(count):
+            producer.produce(topic, value=b"%d" % i, partition=i % 2)
+        assert producer.flush(30) == 0
+
+    produce(20)
+    out = tmp_path / "out"
+    args = ["export", "--bootstrap-server", bootstrap, "--topic", topic, "--out", str(out)]
+    assert cli_main(args) == 0
+    capsys.readouterr()
+    produce(10)
+    overlapping = json.dumps({topic: {"0": 5, "1": 5, "2": 0}})
+    assert cli_main([*args, "--starting-offsets", overlapping]) == 1
+    err = " ".join(capsys.readouterr().err.split())
+    suggested = re.search(r"--starting-offsets '([^']+)'", err)
+    assert suggested is not None, err
+    assert json.loads(suggested.group(1)) == {topic: {"0": 10, "1": 10, "2": 0}}
+    assert cli_main([*args, "--starting-offsets", suggested.group(1)]) == 0
+    manifests = _manifests(out)
+    assert sorted(m["records"] for m in manifests) == [10, 20]
+    later = next(m for m in manifests if m["records"] == 10)
+    assert later["starting_offsets"] == {topic: {"0": 10, "1": 10, "2": 0}}
+    assert later["ending_offsets"] == {topic: {"0": 15, "1": 15, "2": 0}}
+    assert len(_read_back(out)) == 30

@@ -84,3 +84,27 @@ def test_export_takes_client_settings_like_every_client_tool(sasl_ssl_broker, tl
     assert "Authentication failed" in capsys.readouterr().err
     assert cli_main(["export", *args, "-X", "no.such.key=1"]) == 2
     assert "unknown client config 'no.such.key'" in capsys.readouterr().err
+
+
+def test_the_sink_writes_to_a_sasl_ssl_listener(sasl_ssl_broker, tls_files, unique_topic):
+    import pyarrow as pa
+
+    from trio_broker.spark.sink import parse_sink_options, produce_batches
+
+    topic = sasl_ssl_broker.create_topic(unique_topic("secure-sink"), 2)
+    security = {"kafka.security.protocol": "SASL_SSL",
+                "kafka.ssl.ca.location": str(tls_files.ca_pem),
+                "kafka.sasl.mechanism": "SCRAM-SHA-512", "kafka.sasl.username": "bob",
+                "kafka.sasl.password": password("bob")}
+    settings = parse_sink_options({"kafka.bootstrap.servers": sasl_ssl_broker.bootstrap_servers,
+                                   "topic": topic, **security})
+    batch = pa.record_batch({"value": pa.array([f"v{i}" for i in range(100)]),
+                             "partition": pa.array([i % 2 for i in range(100)], pa.int32())})
+    commit = produce_batches(settings, iter([batch]))  # what a write task runs
+    assert commit.records == 100
+    assert commit.ranges == {(topic, 0): [0, 49, 50], (topic, 1): [0, 49, 50]}
+    opts = parse_options({"kafka.bootstrap.servers": sasl_ssl_broker.bootstrap_servers,
+                          "subscribe": topic, **security}, streaming=False)
+    values = [v for r in plan_batch(opts) for b in read_range(_ReadSettings.of(opts), r)
+              for v in b.column("value").to_pylist()]
+    assert sorted(values) == sorted(f"v{i}".encode() for i in range(100))

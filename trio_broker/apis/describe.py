@@ -180,8 +180,9 @@ async def handle_describe_producers(ctx: HandlerContext,
                 continue
             producers = [_ProducerState(producer_id=s.producer_id, producer_epoch=s.producer_epoch,
                                         last_sequence=s.last_sequence,
-                                        last_timestamp=s.last_timestamp, coordinator_epoch=-1,
-                                        current_txn_start_offset=-1)
+                                        last_timestamp=s.last_timestamp,
+                                        coordinator_epoch=s.coordinator_epoch,
+                                        current_txn_start_offset=s.current_txn_start_offset)
                          for s in log.active_producers()]
             parts.append(_ProdPartition(partition_index=index, error_code=0,
                                         active_producers=producers))

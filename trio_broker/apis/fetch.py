@@ -15,7 +15,9 @@ one, after which clients send full fetches); v9 ``current_leader_epoch`` (FENCED
 UNKNOWN_LEADER_EPOCH); v11 no preferred read replica (-1); v12 ``last_fetched_epoch`` and the
 diverging epoch it may reveal; v13 topics by id (UNKNOWN_TOPIC_ID); v15's replica state, v17's
 replica directory id and v18's high watermark are a follower's, and there are no followers;
-v16 the current leader and its endpoint with a FENCED_LEADER_EPOCH.
+v16 the current leader and its endpoint with a FENCED_LEADER_EPOCH. v4+ ``read_committed``
+reads stop at the last stable offset and list the aborted transactions of what is returned, so
+the client drops their records (control batches are skipped by every client).
 """
 
 from __future__ import annotations
@@ -41,6 +43,7 @@ _PartResp = _TopicResp.PartitionData
 _Diverging = _PartResp.EpochEndOffset
 _Leader = _PartResp.LeaderIdAndEpoch
 _Node = _R.NodeEndpoint
+_Aborted = _PartResp.AbortedTransaction
 #: session epochs of a full fetch (Kafka's ``FetchMetadata.INITIAL_EPOCH`` / ``FINAL_EPOCH``)
 _FULL_FETCH_EPOCHS = (0, -1)
 READ_COMMITTED = 1
@@ -123,7 +126,8 @@ def read_partitions(broker: BrokerState, request: FetchRequest, version: int) ->
                 continue
             limit = min(p.partition_max_bytes, remaining)
             try:
-                data = log.read(p.fetch_offset, max(limit, 0), min_one_batch=first_data)
+                data = log.read(p.fetch_offset, max(limit, 0), min_one_batch=first_data,
+                                committed=committed)
                 records = data.records
                 if version <= 3 and records:
                     records = batches_to_legacy(records, 0 if version <= 1 else 1,
@@ -146,9 +150,12 @@ def read_partitions(broker: BrokerState, request: FetchRequest, version: int) ->
                 first_data = False
                 remaining -= n
                 total += n
-            lso = log.last_stable_offset if committed else data.last_stable_offset
             parts.append(_part(p.partition, 0, data.high_watermark, data.log_start_offset,
-                               records, lso))
+                               records, data.last_stable_offset))
+            if data.aborted_transactions:
+                parts[-1].aborted_transactions = [
+                    _Aborted(producer_id=a.producer_id, first_offset=a.first_offset)
+                    for a in data.aborted_transactions]
         out.append(_TopicResp(topic=t.topic if version < 13 else "",
                               topic_id=t.topic_id if version >= 13 else None,
                               partitions=parts))

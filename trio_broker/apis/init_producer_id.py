@@ -1,19 +1,23 @@
-"""InitProducerId v0-v5: a fresh producer id, epoch 0, for every idempotent (non-transactional)
-producer.
+"""InitProducerId v0-v5: a producer id and epoch for an idempotent or transactional producer.
 
-Transactions are not implemented, so a transactional id is refused with a fatal error rather than
-silently given non-transactional semantics. From v3 a producer may name its current id and
-epoch (KIP-360); Kafka ignores them for a producer without a transactional id and allocates a
-new id, but refuses a pair with only one half set (INVALID_REQUEST).
+Without a transactional id, every call gets a fresh producer id at epoch 0. With one, the
+transaction coordinator (``coordinator.transactions``) answers: the id's producer id with its
+epoch bumped, fencing any earlier instance and aborting the transaction it left open. From v3 a
+producer may name its current id and epoch (KIP-360): a transactional producer recovers its id
+with them; Kafka ignores them for a producer without a transactional id and allocates a new id,
+but refuses a pair with only one half set (INVALID_REQUEST). PRODUCER_FENCED is v4+; older
+clients get INVALID_PRODUCER_EPOCH.
 """
 
 from __future__ import annotations
 
 import trio
 
+from ..protocol.api_keys import ApiKey
 from ..protocol.errors import ErrorCode
 from .bodies import InitProducerIdRequest
 from .context import HandlerContext, HandlerResult
+from .transactions import fencing_error
 
 _NO_PRODUCER_ID = -1
 _NO_PRODUCER_EPOCH = -1
@@ -21,11 +25,21 @@ _NO_PRODUCER_EPOCH = -1
 
 async def handle_init_producer_id(ctx: HandlerContext,
                                   request: InitProducerIdRequest) -> HandlerResult:
+    expected_id, expected_epoch = _NO_PRODUCER_ID, _NO_PRODUCER_EPOCH
+    if ctx.version >= 3:
+        expected_id, expected_epoch = request.producer_id, request.producer_epoch
+        if (expected_id == _NO_PRODUCER_ID) != (expected_epoch == _NO_PRODUCER_EPOCH):
+            return _refused(ctx, ErrorCode.INVALID_REQUEST)
     if request.transactional_id is not None:
-        return _refused(ctx, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
-    if ctx.version >= 3 and ((request.producer_id == _NO_PRODUCER_ID)
-                             != (request.producer_epoch == _NO_PRODUCER_EPOCH)):
-        return _refused(ctx, ErrorCode.INVALID_REQUEST)
+        if not request.transactional_id:
+            return _refused(ctx, ErrorCode.INVALID_REQUEST)
+        error, producer_id, epoch = await ctx.broker.transactions.init_producer_id(
+            request.transactional_id, request.transaction_timeout_ms,
+            expected_id=expected_id, expected_epoch=expected_epoch)
+        if error:
+            return _refused(ctx, fencing_error(ctx, ApiKey.InitProducerId, error))
+        return ctx.response(throttle_time_ms=0, error_code=0, producer_id=producer_id,
+                            producer_epoch=epoch)
     try:
         producer_id = await trio.to_thread.run_sync(ctx.broker.producer_ids.allocate)
     except OSError:

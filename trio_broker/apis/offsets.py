@@ -3,7 +3,8 @@
 Why OffsetCommit and OffsetDelete are deferred: their answers promise durability, so they are
 sent only after the coordinator has fsynced the record; the handler returns at once and the
 coordinator's writer answers (``Reply``). OffsetFetch reads memory, which only ever holds durable
-offsets; with ``require_stable`` (v7+) it first waits for the group's commits already accepted.
+offsets; with ``require_stable`` (v7+) it first waits for the group's commits already accepted,
+and answers a partition whose offset an open transaction holds UNSTABLE_OFFSET_COMMIT.
 
 What the versions change: v0 stores and reads offsets without checking membership, as Kafka's
 ZooKeeper-backed v0 did (and reads a partition never committed as UNKNOWN_TOPIC_OR_PARTITION);
@@ -108,11 +109,14 @@ async def offset_fetch(ctx: HandlerContext, request: OffsetFetchRequest) -> Hand
     # v9+: a consumer-group member names itself and its epoch (checked, STALE_MEMBER_EPOCH)
     members = {g.group_id: (g.member_id, g.member_epoch) for g in request.groups} if v >= 9 else {}
 
+    stable = v >= 7 and request.require_stable
+
     def build(_: object = None) -> ResponseBody:
         if v >= 8:
             return ctx.response(throttle_time_ms=0, groups=[
-                _group_result(ctx, g, parts, *members.get(g, (None, -1))) for g, parts in wanted])
-        return _single_group_result(ctx, *wanted[0])
+                _group_result(ctx, g, parts, *members.get(g, (None, -1)),
+                              unstable=_unstable(ctx, g, stable)) for g, parts in wanted])
+        return _single_group_result(ctx, *wanted[0], _unstable(ctx, wanted[0][0], stable))
 
     if not (v >= 7 and request.require_stable):
         return build()
@@ -135,22 +139,32 @@ async def offset_fetch(ctx: HandlerContext, request: OffsetFetchRequest) -> Hand
     return reply.result()
 
 
+def _unstable(ctx: HandlerContext, group_id: str, require_stable: bool) -> set[TopicPartition]:
+    """With ``require_stable``, the partitions an open transaction holds offsets for: Kafka
+    answers them UNSTABLE_OFFSET_COMMIT (retriable) until the transaction ends."""
+    return ctx.broker.transactions.pending_offsets(group_id) if require_stable else set()
+
+
 def _group_result(ctx: HandlerContext, group_id: str, partitions: list[TopicPartition] | None,
-                  member_id: str | None, member_epoch: int) -> Struct:
+                  member_id: str | None, member_epoch: int, *,
+                  unstable: set[TopicPartition]) -> Struct:
     group_cls = _OF.OffsetFetchResponseGroup
     topic_cls = group_cls.OffsetFetchResponseTopics
     part_cls = topic_cls.OffsetFetchResponsePartitions
     error, found = ctx.broker.groups.fetch_offsets(group_id, partitions, member_id=member_id,
                                                    member_epoch=member_epoch)
     topics = [] if error else [
-        topic_cls(name=topic, partitions=[_partition(part_cls, p, om, ErrorCode.NONE)
-                                          for p, om in parts])
+        topic_cls(name=topic, partitions=[
+            _partition(part_cls, p, None, ErrorCode.UNSTABLE_OFFSET_COMMIT)
+            if (topic, p) in unstable else _partition(part_cls, p, om, ErrorCode.NONE)
+            for p, om in parts])
         for topic, parts in _by_topic(found).items()]
     return group_cls(group_id=group_id, topics=topics, error_code=error)
 
 
 def _single_group_result(ctx: HandlerContext, group_id: str,
-                         partitions: list[TopicPartition] | None) -> ResponseBody:
+                         partitions: list[TopicPartition] | None,
+                         unstable: set[TopicPartition]) -> ResponseBody:
     topic_cls = _OF.OffsetFetchResponseTopic
     part_cls = topic_cls.OffsetFetchResponsePartition
     v = ctx.version
@@ -164,6 +178,9 @@ def _single_group_result(ctx: HandlerContext, group_id: str,
         # ZooKeeper-era v0: a partition without a committed offset (or without a topic) is
         # UNKNOWN_TOPIC_OR_PARTITION.
         unknown = {tp: ErrorCode.UNKNOWN_TOPIC_OR_PARTITION for tp, om in found if om is None}
+    if unstable and not error:
+        unknown = dict.fromkeys(unstable, ErrorCode.UNSTABLE_OFFSET_COMMIT)
+        found = [(tp, None if tp in unstable else om) for tp, om in found]
     return ctx.response(throttle_time_ms=0, error_code=ErrorCode.NONE, topics=[
         topic_cls(name=topic, partitions=[
             _partition(part_cls, p, om, error or unknown.get((topic, p), ErrorCode.NONE))

@@ -11,6 +11,8 @@ a compacted topic, which refuses records without a key (per-record errors, v8+).
 Per version: v3+ carries exactly one v2 batch per partition; v7 allows zstd; v8 adds per-record
 errors (KIP-467); v9 is flexible; v10's current-leader fields are only for NOT_LEADER_OR_FOLLOWER,
 which one node never answers; v13 names topics by id (UNKNOWN_TOPIC_ID for an unknown one).
+Transactional batches (v3+ with a ``transactional_id``) are checked against the transaction
+coordinator before they are appended.
 """
 
 from __future__ import annotations
@@ -74,9 +76,6 @@ async def handle_produce(ctx: HandlerContext, request: ProduceRequest) -> Handle
             if acks not in (0, 1, -1):
                 parts.append(_part(pd.index, ErrorCode.INVALID_REQUIRED_ACKS))
                 continue
-            if request.transactional_id is not None:
-                parts.append(_part(pd.index, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED))
-                continue
             if name is None:
                 parts.append(_part(pd.index, ErrorCode.UNKNOWN_TOPIC_ID))
                 continue
@@ -92,7 +91,8 @@ async def handle_produce(ctx: HandlerContext, request: ProduceRequest) -> Handle
                 # one replica is in sync: this node (Kafka checks before validating records)
                 parts.append(_part(pd.index, ErrorCode.NOT_ENOUGH_REPLICAS))
                 continue
-            result = _append(ctx, log, pd.index, pd.records, now_ms)
+            result = _append(ctx, log, (name, pd.index), pd.records, now_ms,
+                             request.transactional_id)
             if not isinstance(result, LogAppendInfo):
                 parts.append(result)
                 continue
@@ -123,11 +123,12 @@ async def handle_produce(ctx: HandlerContext, request: ProduceRequest) -> Handle
     return ctx.response(responses=results, throttle_time_ms=0)
 
 
-def _append(ctx: HandlerContext, log: Log, index: int, records: bytes | None,
-            now_ms: int) -> LogAppendInfo | Struct:
+def _append(ctx: HandlerContext, log: Log, tp: tuple[str, int], records: bytes | None,
+            now_ms: int, transactional_id: str | None) -> LogAppendInfo | Struct:
     """The append's result, or the partition's response when it is an error (or, for a v0-v2
     message set without one whole message, no append at all: no error and no offset, as Kafka
     answers it; it checks no shape before v3)."""
+    index = tp[1]
     if not records:
         return _part(index, 0 if ctx.version <= 2 and records is not None
                      else ErrorCode.INVALID_RECORD)
@@ -146,7 +147,13 @@ def _append(ctx: HandlerContext, log: Log, index: int, records: bytes | None,
         if header.compression == Compression.ZSTD and 3 <= ctx.version < 7:
             return _part(index, ErrorCode.UNSUPPORTED_COMPRESSION_TYPE)
         if header.is_transactional:
-            return _part(index, ErrorCode.INVALID_TXN_STATE)
+            # the partition must be in the producer's ongoing transaction, at its current
+            # epoch (Kafka's verification): a fenced zombie's late write stops here
+            error = (ErrorCode.INVALID_TXN_STATE if transactional_id is None else
+                     ctx.broker.transactions.verify_produce(
+                         transactional_id, header.producer_id, header.producer_epoch, tp))
+            if error:
+                return _part(index, error)
         if target is not None and header.compression != target:
             records, header = _recompressed(records, target, config.max_message_bytes)
         if "compact" in config.cleanup_policy:

@@ -32,6 +32,7 @@ from . import (
     sasl,
     scram,
     telemetry,
+    transactions,
 )
 from .bodies import ApiVersionsRequest, RequestBody, Struct
 from .context import HandlerContext, HandlerResult
@@ -97,6 +98,12 @@ HANDLERS: dict[int, Handler] = {
     ApiKey.PushTelemetry: telemetry.handle_push_telemetry,
     ApiKey.DescribeTopicPartitions: describe.handle_describe_topic_partitions,
     ApiKey.IncrementalAlterConfigs: configs.handle_incremental_alter_configs,
+    ApiKey.AddPartitionsToTxn: transactions.add_partitions_to_txn,
+    ApiKey.AddOffsetsToTxn: transactions.add_offsets_to_txn,
+    ApiKey.EndTxn: transactions.end_txn,
+    ApiKey.TxnOffsetCommit: transactions.txn_offset_commit,
+    ApiKey.DescribeTransactions: transactions.describe_transactions,
+    ApiKey.ListTransactions: transactions.list_transactions,
     ApiKey.DeleteRecords: records.handle_delete_records,
     ApiKey.ConsumerGroupHeartbeat: consumer_groups.handle_consumer_group_heartbeat,
     ApiKey.ConsumerGroupDescribe: consumer_groups.handle_consumer_group_describe,

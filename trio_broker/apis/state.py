@@ -1,17 +1,19 @@
 """The broker's parts, as the API handlers see them (``ctx.broker``).
 
 Why one object, built once: handlers need the config, the logs, the group coordinator, the
-producer id allocator, the fetch purgatory and the advertised address. ``serve`` builds this
-state after storage is loaded, the coordinator runs and the listeners are bound, so every part is
-present and typed for the broker's whole life: a handler never checks for a missing part, and
-mypy follows a request from its handler into the log. ``standalone_state`` builds one over real
-storage without sockets, for driving handlers directly (tests, tools).
+producer id allocator, the transaction coordinator, the fetch purgatory and the advertised
+address. ``serve`` builds this state after storage is loaded, the coordinators run and the
+listeners are bound, so every part is present and typed for the broker's whole life: a handler
+never checks for a missing part, and mypy follows a request from its handler into the log.
+``standalone_state`` builds one over real storage without sockets, for driving handlers directly
+(tests, tools).
 """
 
 from __future__ import annotations
 
 import time
 import uuid
+from collections.abc import Iterable
 
 import attrs
 import trio
@@ -19,6 +21,7 @@ import trio
 from ..config import BrokerConfig
 from ..config.dynamic import DynamicBrokerConfigs
 from ..coordinator import GroupCoordinator
+from ..coordinator.transactions import TransactionCoordinator
 from ..log import LogManager, ProducerIdManager, log_config_from
 from ..metrics import BrokerMetrics
 from .purgatory import Purgatory
@@ -46,6 +49,8 @@ class BrokerState:
     groups: GroupCoordinator
     #: allocator of idempotent producer ids
     producer_ids: ProducerIdManager
+    #: transactional ids and their transactions (``serve`` runs it)
+    transactions: TransactionCoordinator
     #: parked fetches (long-poll), keyed by (topic, partition)
     fetch_purgatory: Purgatory
     #: (host, port) that Metadata and FindCoordinator advertise for this broker
@@ -67,6 +72,13 @@ class BrokerState:
             return {name: (ids[name], n) for name, n in logs.topics().items() if name in ids}
 
         self.groups.attach_topics(topics)
+
+        self.transactions.on_markers = self._markers_written
+
+    def _markers_written(self, partitions: Iterable[tuple[str, int]]) -> None:
+        # a marker moves the last stable offset: read_committed fetches parked there wake up
+        for tp in partitions:
+            self.fetch_purgatory.complete_all(tp)
 
     @property
     def node_id(self) -> int:
@@ -107,7 +119,10 @@ def standalone_state(config: BrokerConfig, *, groups: GroupCoordinator, nursery:
     logs = LogManager(config.log_dir_list, log_config_from(config),
                       producer_id_expiration_ms=config.producer_id_expiration_ms)
     logs.load()
+    producer_ids = ProducerIdManager(config.log_dir_list[0])
+    transactions = TransactionCoordinator(config, config.log_dir_list[0], logs=logs,
+                                          groups=groups, producer_ids=producer_ids)
     return BrokerState(config=config, metrics=metrics or BrokerMetrics(), logs=logs,
-                       groups=groups, producer_ids=ProducerIdManager(config.log_dir_list[0]),
+                       groups=groups, producer_ids=producer_ids, transactions=transactions,
                        fetch_purgatory=Purgatory(nursery), advertised_host=advertised_host,
                        advertised_port=advertised_port)

@@ -10,6 +10,9 @@ negotiates versions, speaks TLS and SASL and names errors exactly as the Trio cl
         client.create_topic("events", 3)
         start = client.list_offsets({TopicPartition("events", 0): EARLIEST})
 
+``BlockingProducer`` sends record batches encoded elsewhere (``RecordBlock``) with Kafka's
+delivery semantics: idempotence, bounded in-flight requests, ordered retries.
+
 Every failure is a ``KafkaError`` (``client_core.errors``: one class per Kafka error code, plus
 ``KafkaConnectionError`` and ``KafkaTimeoutError``, both retriable) whose text is one line; a bad
 bootstrap server or setting is a ``ConfigError`` (a ``ValueError``).
@@ -38,6 +41,8 @@ from ..client_core.metadata import TopicInfo as TopicInfo
 from ..client_core.partitioner import murmur2 as murmur2
 from ..client_core.partitioner import partition_for_key as partition_for_key
 from ..client_core.produce import PartitionResult as PartitionResult
+from ..client_core.produce import RecordBlock as RecordBlock
+from ..client_core.produce import seal_batch as seal_batch
 from ..client_core.structs import EARLIEST as EARLIEST
 from ..client_core.structs import LATEST as LATEST
 from ..client_core.structs import OffsetAndMetadata as OffsetAndMetadata
@@ -47,12 +52,16 @@ from .client import FetchHandle as FetchHandle
 from .cluster import DEFAULT_BOOTSTRAP as DEFAULT_BOOTSTRAP
 from .connection import BrokerConnection as BrokerConnection
 from .group import GroupMember as GroupMember
+from .producer import PRODUCER_DEFAULTS as PRODUCER_DEFAULTS
+from .producer import BlockingProducer as BlockingProducer
+from .producer import ProducerSettings as ProducerSettings
 
-__all__ = ["BROKER_RESOURCE", "DEFAULT_BOOTSTRAP", "EARLIEST", "LATEST", "TOPIC_RESOURCE",
-           "BlockingClient", "BrokerConnection", "ClusterDescription", "ConfigEntry",
-           "ConfigError", "ConfigOperation", "FetchHandle", "FetchedPartition",
-           "GroupDescription", "GroupListing", "GroupMember", "KafkaConnectionError",
-           "KafkaError", "KafkaTimeoutError", "MemberDescription", "MetadataResponse",
-           "OffsetAndMetadata", "PartitionResult", "TopicInfo", "TopicPartition", "error_name",
+__all__ = ["BROKER_RESOURCE", "DEFAULT_BOOTSTRAP", "EARLIEST", "LATEST", "PRODUCER_DEFAULTS",
+           "TOPIC_RESOURCE", "BlockingClient", "BlockingProducer", "BrokerConnection",
+           "ClusterDescription", "ConfigEntry", "ConfigError", "ConfigOperation",
+           "FetchHandle", "FetchedPartition", "GroupDescription", "GroupListing",
+           "GroupMember", "KafkaConnectionError", "KafkaError", "KafkaTimeoutError",
+           "MemberDescription", "MetadataResponse", "OffsetAndMetadata", "PartitionResult",
+           "ProducerSettings", "RecordBlock", "TopicInfo", "TopicPartition", "error_name",
            "murmur2", "next_fetch_offset", "parse_address", "parse_bootstrap",
-           "partition_for_key", "source_name"]
+           "partition_for_key", "seal_batch", "source_name"]

@@ -172,6 +172,11 @@ class Cluster:
     def forget_coordinator(self, group_id: str) -> None:
         self._coordinators.pop(group_id, None)
 
+    def invalidate_leaders(self) -> None:
+        """Forget every partition's leader: the next call looks them up again (after a
+        leadership error or a lost connection)."""
+        self._leaders.clear()
+
     # --- retrying ------------------------------------------------------------------------
 
     def retrying(self, what: str, call: Callable[[], T], *,

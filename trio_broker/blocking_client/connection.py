@@ -18,6 +18,7 @@ line naming the broker.
 
 from __future__ import annotations
 
+import select
 import socket
 import ssl
 import time
@@ -68,6 +69,7 @@ class BrokerConnection:
         self.closed = False
         self._state = ClientConnection(client_id, address=self.where)
         self._answers: dict[int, Any] = {}
+        self._poller: select.poll | None = None
         security = security or Security.plaintext()
         try:
             sock = socket.create_connection((host, port), timeout=timeout_s)
@@ -189,6 +191,21 @@ class BrokerConnection:
     def call(self, api_key: int, version: int, **fields: Any) -> Any:
         """One request at a fixed version from keyword fields (tools and tests that pin one)."""
         return self.request(api_key, make_request(api_key, version, **fields), version=version)
+
+    def readable(self) -> bool:
+        """Whether an answer has arrived or started to (reading would not wait on the network),
+        checked without blocking."""
+        if self.closed:
+            return False
+        if self._answers:
+            return True
+        sock = self._sock
+        if isinstance(sock, ssl.SSLSocket) and sock.pending():
+            return True
+        if self._poller is None:  # poll, not select: descriptors above 1023 are common
+            self._poller = select.poll()
+            self._poller.register(sock, select.POLLIN)
+        return bool(self._poller.poll(0))
 
     # --- reading -------------------------------------------------------------------------
 

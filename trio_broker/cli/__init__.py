@@ -70,6 +70,12 @@ def _groups() -> Tool:
     return GROUPS
 
 
+def _transactions() -> Tool:
+    from .transactions import TRANSACTIONS
+
+    return TRANSACTIONS
+
+
 def _configs() -> Tool:
     from .configs import CONFIGS
 
@@ -94,6 +100,12 @@ def _export() -> Tool:
     return EXPORT
 
 
+def _import() -> Tool:
+    from .importer import IMPORT
+
+    return IMPORT
+
+
 #: command name -> its one-line help and the loader of its Tool, in the order --help lists them
 COMMANDS: dict[str, Command] = {
     "serve": Command("run the broker", _serve),
@@ -106,7 +118,9 @@ COMMANDS: dict[str, Command] = {
     "delete-records": Command("delete records below an offset", _delete_records),
     "cluster": Command("describe the cluster: id, brokers, controller, API versions",
                        _cluster),
+    "transactions": Command("list transactional ids or describe one", _transactions),
     "export": Command("export topics with Spark (Parquet, JSON, CSV)", _export),
+    "import": Command("import Parquet, JSON or CSV files into a topic with Spark", _import),
 }
 
 

@@ -51,7 +51,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Run an export from parsed ``add_arguments`` options."""
-    _require_spark()
+    require_spark()
     from ..client_core.errors import ConfigError, KafkaError
     from ..spark.job import ExportFailed, ExportJob, ExportSettings
 
@@ -64,7 +64,7 @@ def run(args: argparse.Namespace) -> int:
         master=args.master, follow=args.follow,
         checkpoint=Path(args.checkpoint) if args.checkpoint else None,
         trigger_interval=args.trigger_interval,
-        options={**_security_options(args), **_source_options(args.option)})
+        options={**security_options(args), **_source_options(args.option)})
     try:
         job = ExportJob(settings)
     except ValueError as exc:  # SourceOptionError: the options, checked before Spark starts
@@ -86,15 +86,15 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _require_spark() -> None:
+def require_spark() -> None:
     """The Spark stage's third-party packages, or a UsageError saying how to install them."""
     try:
         import numpy  # noqa: F401
         import pyarrow  # noqa: F401
         import pyspark.sql.datasource  # noqa: F401
     except ImportError as exc:
-        raise UsageError(f"export needs Spark ({exc}): pip install 'trio-broker[spark]'"
-                         ) from None
+        raise UsageError(f"this command needs Spark ({exc}): pip install "
+                         "'trio-broker[spark]'") from None
 
 
 def _partition_columns(text: str | None) -> tuple[str, ...]:
@@ -108,12 +108,12 @@ def _partition_columns(text: str | None) -> tuple[str, ...]:
     return columns
 
 
-def _security_options(args: argparse.Namespace) -> dict[str, str]:
+def security_options(args: argparse.Namespace) -> dict[str, str]:
     """``--command-config`` and ``-X`` settings as the source's ``kafka.*`` options."""
     config = client_config(args)
     unknown = sorted(set(config) - set(SECURITY_DEFAULTS))
     if unknown:
-        raise UsageError(f"unknown client config {unknown[0]!r} (the export takes "
+        raise UsageError(f"unknown client config {unknown[0]!r} (this command takes "
                          f"{', '.join(SECURITY_DEFAULTS)})")
     return {f"kafka.{key}": str(value) for key, value in config.items()}
 

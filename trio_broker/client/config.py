@@ -48,6 +48,7 @@ PRODUCER_DEFAULTS: dict[str, Any] = {
     "max.request.size": 1048576,
     "partitioner.ignore.keys": False,
     "transactional.id": None,
+    "transaction.timeout.ms": 60000,
 }
 
 CONSUMER_DEFAULTS: dict[str, Any] = {

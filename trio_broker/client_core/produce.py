@@ -1,7 +1,13 @@
 """Produce and InitProducerId: building the requests and reading the answers.
 
-Batches arrive here as bytes (``protocol.records.build_batch``): a producer encodes each batch
-once, and a retry resends the same bytes so the broker recognises duplicates by sequence.
+Batches arrive here as bytes (``protocol.records.build_batch``, or ``seal_batch`` for records
+encoded elsewhere): a producer encodes each batch once, and a retry resends the same bytes so
+the broker recognises duplicates by sequence.
+
+Why ``RecordBlock`` and ``seal_batch``: a columnar encoder (the Spark sink) writes the records
+of many batches at once, before it is known which producer id and sequence each batch will
+carry; the header, which holds those and the CRC over everything after it, is added when the
+batch is first sent.
 """
 
 from __future__ import annotations
@@ -10,7 +16,10 @@ from collections.abc import Iterable
 from typing import Any, NamedTuple
 
 from ..protocol.api_keys import ApiKey, request_class
+from ..protocol.batch import BATCH_HEADER_SIZE, TRANSACTIONAL_BIT, finish_batch
+from ..protocol.compression import Compression, compress
 from ..protocol.messages import make_request
+from .errors import ConfigError
 from .structs import TopicPartition
 
 _PRODUCE: Any = request_class(ApiKey.Produce)
@@ -19,6 +28,55 @@ _PARTITION = _TOPIC.PartitionProduceData
 
 #: ``acks`` values by every name Kafka's clients accept
 ACKS = {"all": -1, "-1": -1, "0": 0, "1": 1, -1: -1, 0: 0, 1: 1}
+#: ``compression.type`` values (Kafka's names) and the codecs they select
+COMPRESSION_TYPES = {"none": Compression.NONE, "gzip": Compression.GZIP,
+                     "snappy": Compression.SNAPPY, "lz4": Compression.LZ4,
+                     "zstd": Compression.ZSTD}
+#: the lowest Produce version that may carry batches of each codec (zstd arrived in v7)
+MIN_PRODUCE_VERSION = {Compression.ZSTD: 7}
+
+
+def compression_type(name: str) -> Compression:
+    """The codec ``compression.type`` names; ``ConfigError`` for anything else."""
+    codec = COMPRESSION_TYPES.get(str(name).strip().lower())
+    if codec is None:
+        raise ConfigError(f"Invalid value {name} for configuration compression.type: String "
+                          f"must be one of: {', '.join(COMPRESSION_TYPES)}")
+    return codec
+
+
+class RecordBlock(NamedTuple):
+    """The records of one future batch, encoded (``protocol.records`` layout) and uncompressed,
+    without the batch header."""
+
+    records: bytes | bytearray | memoryview
+    num_records: int
+    #: timestamp of the first record (the batch's base timestamp) and the largest one
+    base_timestamp: int
+    max_timestamp: int
+
+    @property
+    def size(self) -> int:
+        """Bytes of the batch before compression."""
+        return BATCH_HEADER_SIZE + len(self.records)
+
+
+def seal_batch(block: RecordBlock, *, compression: Compression = Compression.NONE,
+               producer_id: int = -1, producer_epoch: int = -1, base_sequence: int = -1,
+               is_transactional: bool = False) -> bytes:
+    """The whole batch for ``block``: the records compressed as one block, then the header with
+    the producer's id, epoch and sequence and the CRC over all of it."""
+    if block.num_records <= 0:
+        raise ValueError("a record batch needs at least one record")
+    body = bytearray(BATCH_HEADER_SIZE)
+    body += (block.records if compression == Compression.NONE
+             else compress(compression, block.records))
+    finish_batch(body, attributes=int(compression) | (TRANSACTIONAL_BIT if is_transactional
+                                                      else 0),
+                 records_count=block.num_records, base_timestamp=block.base_timestamp,
+                 max_timestamp=block.max_timestamp, producer_id=producer_id,
+                 producer_epoch=producer_epoch, base_sequence=base_sequence)
+    return bytes(body)
 
 
 class PartitionResult(NamedTuple):
@@ -66,5 +124,6 @@ def parse_init_producer_id(response: Any) -> tuple[int, int, int]:
     return response.error_code, response.producer_id, response.producer_epoch
 
 
-__all__ = ["ACKS", "PartitionResult", "init_producer_id_request", "parse_init_producer_id",
-           "parse_produce", "produce_request"]
+__all__ = ["ACKS", "COMPRESSION_TYPES", "MIN_PRODUCE_VERSION", "PartitionResult", "RecordBlock",
+           "compression_type", "init_producer_id_request", "parse_init_producer_id",
+           "parse_produce", "produce_request", "seal_batch"]

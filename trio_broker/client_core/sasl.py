@@ -20,8 +20,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
-import scramp
-
 from ..protocol.api_keys import ApiKey
 from ..protocol.errors import ErrorCode
 from ..protocol.messages import make_request
@@ -60,12 +58,21 @@ class _RawPassword:
         return self._raw
 
 
+def _scramp() -> Any:
+    """``scramp``, imported on first use: it pulls in asn1crypto (about 0.1 s), which every
+    process that opens a connection (each Spark worker) would otherwise pay for."""
+    import scramp
+
+    return scramp
+
+
 class ScramClient:
     """The client's messages of one SCRAM exchange (RFC 5802/7677, hashed as Kafka hashes)."""
 
     def __init__(self, mechanism: str, username: str, password: str, *,
                  nonce: str | None = None) -> None:
         self.mechanism = mechanism
+        scramp = _scramp()
         try:
             # scramp's username check (SASLprep) stays; only the password hashing is Kafka's
             self._scram = scramp.ScramClient([mechanism], username, "unused", c_nonce=nonce)
@@ -84,7 +91,7 @@ class ScramClient:
         try:
             self._scram.set_server_first(bytes(server_first).decode())
             return str(self._scram.get_client_final()).encode()
-        except (scramp.ScramException, UnicodeDecodeError, ValueError) as exc:
+        except (_scramp().ScramException, UnicodeDecodeError, ValueError) as exc:
             raise SaslAuthenticationFailedError(f"invalid SCRAM server first message: {exc}"
                                                 ) from None
 
@@ -93,7 +100,7 @@ class ScramClient:
         credential."""
         try:
             self._scram.set_server_final(bytes(server_final).decode())
-        except (scramp.ScramException, UnicodeDecodeError, ValueError) as exc:
+        except (_scramp().ScramException, UnicodeDecodeError, ValueError) as exc:
             raise SaslAuthenticationFailedError(f"SCRAM server proof rejected: {exc}"
                                                 ) from None
 

@@ -18,6 +18,7 @@ import attrs
 from .consumer_groups import KEYS as CONSUMER_GROUP_TIMEOUT_KEYS
 from .consumer_groups import consumer_group_bounds_error
 from .defs import NO_DEFAULT, ConfigKey, ConfigType, ConfigValueError, Support
+from .errors import ConfigError as ConfigError
 from .keys import (
     ALIASES,
     BROKER_KEYS,
@@ -27,21 +28,15 @@ from .keys import (
     base_key,
     is_known,
 )
+from .listeners import KNOWN_PROTOCOLS as KNOWN_PROTOCOLS
+from .listeners import Listener as Listener
+from .listeners import parse_ip_overrides as parse_ip_overrides
+from .listeners import parse_listeners as parse_listeners
+from .listeners import parse_protocol_map as parse_protocol_map
 from .topic_keys import TOPIC_KEYS
 
 __all__ = ["BrokerConfig", "ConfigError", "Listener", "build_config", "normalise",
            "parse_ip_overrides", "parse_listeners"]
-
-
-class ConfigError(ValueError):
-    """A bad configuration key or value; ``str()`` is a one-line message for the user.
-
-    ``key`` names the key at fault when there is one, so the loader can say where it was set.
-    """
-
-    def __init__(self, message: str, key: str | None = None) -> None:
-        super().__init__(message)
-        self.key = key
 
 
 def _validate(inst: Any, attribute: attrs.Attribute, value: Any) -> None:  # type: ignore[type-arg]
@@ -164,6 +159,12 @@ class BrokerConfig:
     offsets_retention_check_interval_ms: int = _f("offsets.retention.check.interval.ms")
     offset_metadata_max_bytes: int = _f("offset.metadata.max.bytes")
     producer_id_expiration_ms: int = _f("producer.id.expiration.ms")
+    transaction_max_timeout_ms: int = _f("transaction.max.timeout.ms")
+    transaction_abort_timed_out_transaction_cleanup_interval_ms: int = _f(
+        "transaction.abort.timed.out.transaction.cleanup.interval.ms")
+    transaction_remove_expired_transaction_cleanup_interval_ms: int = _f(
+        "transaction.remove.expired.transaction.cleanup.interval.ms")
+    transactional_id_expiration_ms: int = _f("transactional.id.expiration.ms")
     # --- process --------------------------------------------------------------------------------
     log_level: str = _f("log.level")
     # --- every key given, as given ----------------------------------------------------------------
@@ -293,87 +294,6 @@ class BrokerConfig:
         origins.update(dict.fromkeys(changed, "override"))
         values.update(changed)
         return build_config(values, origins)
-
-
-@attrs.frozen
-class Listener:
-    """One entry of ``listeners``: its name, address and security protocol."""
-
-    name: str
-    host: str
-    port: int
-    security_protocol: str = attrs.field(
-        default=attrs.Factory(lambda self: self.name, takes_self=True))
-    #: named in controller.listener.names: accepted, never bound or advertised to clients
-    controller: bool = False
-
-
-KNOWN_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
-
-
-def parse_protocol_map(value: str) -> dict[str, str]:
-    """``NAME:PROTOCOL,...`` -> {NAME: PROTOCOL} (Kafka's listener.security.protocol.map)."""
-    out: dict[str, str] = {}
-    for item in (v.strip() for v in value.split(",")):
-        if not item:
-            continue
-        name, colon, protocol = item.partition(":")
-        protocol = protocol.strip().upper()
-        if not colon or not name.strip() or protocol not in KNOWN_PROTOCOLS:
-            raise ConfigError(
-                f"Invalid value {value} for configuration listener.security.protocol.map: "
-                f"expected NAME:PROTOCOL with PROTOCOL one of {', '.join(KNOWN_PROTOCOLS)}, "
-                f"got {item!r}", key="listener.security.protocol.map")
-        out[name.strip().upper()] = protocol
-    return out
-
-
-def parse_listeners(value: str, key: str, protocol_map: Mapping[str, str] | None = None,
-                    controller_names: frozenset[str] = frozenset(), *,
-                    required: bool = True) -> list[Listener]:
-    """Parse Kafka's ``NAME://host:port,...`` ([::1] for IPv6; an empty host binds all)."""
-    out: list[Listener] = []
-    for item in (v.strip() for v in value.split(",")):
-        if not item:
-            continue
-        name, sep, rest = item.partition("://")
-        host, colon, port_s = rest.rpartition(":")
-        if not sep or not colon or not port_s.isdigit() or int(port_s) > 65535 or not name:
-            raise ConfigError(f"Invalid value {value} for configuration {key}: expected "
-                              f"NAME://host:port[,...], got {item!r}", key=key)
-        name = name.upper()
-        protocol = (protocol_map or {}).get(name)
-        if protocol is None and name in KNOWN_PROTOCOLS:
-            protocol = name
-        if protocol is None and name in controller_names:
-            protocol = "PLAINTEXT"  # Kafka 4.x: an unmapped controller listener is PLAINTEXT
-        if protocol is None:
-            raise ConfigError(f"Invalid value {value} for configuration {key}: no security "
-                              f"protocol defined for listener {name} (add {name}:PROTOCOL to "
-                              "listener.security.protocol.map)", key=key)
-        if any(existing.name == name for existing in out):
-            raise ConfigError(f"Invalid value {value} for configuration {key}: each listener "
-                              f"must have a different name, {name} appears twice", key=key)
-        out.append(Listener(name, host.strip("[]"), int(port_s), protocol,
-                            name in controller_names))
-    if required and not any(not lst.controller for lst in out):
-        raise ConfigError(f"Invalid value {value} for configuration {key}: expected at least one "
-                          "NAME://host:port that is not a controller listener", key=key)
-    return out
-
-
-def parse_ip_overrides(value: str) -> dict[str, int]:
-    out: dict[str, int] = {}
-    for item in (v.strip() for v in value.split(",")):
-        if not item:
-            continue
-        host, colon, n = item.rpartition(":")
-        if not colon or not host or not n.strip().isdigit():
-            raise ConfigError(f"Invalid value {value} for configuration "
-                              f"max.connections.per.ip.overrides: expected host:N[,...], got "
-                              f"{item!r}", key="max.connections.per.ip.overrides")
-        out[host.strip()] = int(n)
-    return out
 
 
 def check_config(config: BrokerConfig) -> None:

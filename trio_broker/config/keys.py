@@ -186,6 +186,13 @@ _HONOURED: tuple[ConfigKey, ...] = (
     _h("offset.metadata.max.bytes", "Largest commit metadata string.", validator=AtLeast(0)),
     _h("producer.id.expiration.ms", "Idempotent producer state is forgotten after this idle "
        "time."),
+    _h("transaction.max.timeout.ms", "Largest transaction.timeout.ms a producer may ask for."),
+    _h("transaction.abort.timed.out.transaction.cleanup.interval.ms",
+       "How often transactions older than their timeout are aborted."),
+    _h("transaction.remove.expired.transaction.cleanup.interval.ms",
+       "How often idle transactional ids are forgotten."),
+    _h("transactional.id.expiration.ms", "A transactional id without a transaction is forgotten "
+       "after this idle time."),
     # --- process --------------------------------------------------------------------------------
     _h("log.level", "Logging level of the broker process (trio-broker serve).", own=True,
        type_=T.STRING, default="INFO", validator=OneOf(("DEBUG", "INFO", "WARNING", "ERROR"))),

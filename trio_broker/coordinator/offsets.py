@@ -201,6 +201,25 @@ class OffsetMetadataManager:
         self._enqueue(group, encode_record(r.group_id, accepted.items()), durable)
         return None
 
+    def validate_txn_commit(self, r: CommitRequest) -> ErrorCode:
+        """Kafka's ``validateTxnOffsetCommit``: membership is checked only when the request
+        names a member or generation (TxnOffsetCommit v3+, KIP-447); older ones are not."""
+        membership = self._membership
+        if not membership.loaded:
+            return membership.not_ready_error
+        if not r.group_id:
+            return ErrorCode.INVALID_GROUP_ID
+        group = membership.groups.get(r.group_id)
+        if group is None or (r.generation_id < 0 and not r.member_id
+                             and r.group_instance_id is None):
+            return ErrorCode.NONE
+        error = group.validate_member(r.member_id, r.group_instance_id)
+        if error:
+            return error
+        if r.generation_id != group.generation_id:
+            return ErrorCode.ILLEGAL_GENERATION
+        return ErrorCode.NONE
+
     def _validate_commit(self, r: CommitRequest) -> ErrorCode:
         """Kafka's ``validateOffsetCommit`` for a classic group."""
         membership = self._membership

@@ -35,6 +35,18 @@ class OutOfOrderSequenceError(StorageError):
     error_code = ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER
 
 
+class InvalidTxnStateError(StorageError):
+    """A producer wrote outside the transaction it has open (Kafka INVALID_TXN_STATE)."""
+
+    error_code = ErrorCode.INVALID_TXN_STATE
+
+
+class TransactionCoordinatorFencedError(StorageError):
+    """A marker from an older coordinator epoch than the partition has seen."""
+
+    error_code = ErrorCode.TRANSACTION_COORDINATOR_FENCED
+
+
 class TopicAlreadyExistsError(StorageError):
     error_code = ErrorCode.TOPIC_ALREADY_EXISTS
 

@@ -88,10 +88,13 @@ class OffsetIndex:
         i = bisect_right(self.relative_offsets, offset - self.base_offset) - 1
         return self.positions[i] if i >= 0 else 0
 
-    def last_position_at_or_before(self, position: int) -> int:
-        """The last indexed batch start at or before ``position`` (else 0)."""
+    def entry_at_or_before_position(self, position: int) -> tuple[int, int]:
+        """(position, offset) of the last indexed batch starting at or before ``position``;
+        (0, base offset) without one."""
         i = bisect_right(self.positions, position) - 1
-        return self.positions[i] if i >= 0 else 0
+        if i < 0:
+            return 0, self.base_offset
+        return self.positions[i], self.base_offset + self.relative_offsets[i]
 
     @property
     def last_position(self) -> int:

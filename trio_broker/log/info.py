@@ -7,8 +7,12 @@ internals, and ``Log`` itself stays one readable class.
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING
 
 import attrs
+
+if TYPE_CHECKING:
+    from .txn_index import AbortedTxn
 
 _PARTITION_DIR = re.compile(r"^(.+)-(\d+)$")
 
@@ -42,5 +46,7 @@ class FetchDataInfo:
     first_offset: int
     high_watermark: int
     log_start_offset: int
-    #: no transactions, so everything below the high watermark is stable
+    #: where read_committed readers stop: the oldest open transaction's first offset, or the HW
     last_stable_offset: int
+    #: read_committed only: aborted transactions overlapping the returned batches
+    aborted_transactions: list[AbortedTxn] | None = None

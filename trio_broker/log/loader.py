@@ -6,7 +6,10 @@ on is re-read batch by batch, CRC-checked, and cut back to the last whole batch.
 recovery point was fsynced and acknowledged: if it is corrupt the partition stays offline rather
 than lose the segments after it. Leftovers of interrupted operations (``.tmp``, ``.deleted``,
 ``.cleaned``, ``.swap`` files, indexes without a segment) are removed first. The producer state
-is then rebuilt from its latest snapshot and the batches after it.
+is then rebuilt from its latest snapshot and the batches after it, markers included, and so are
+the aborted-transaction indexes (``.txnindex``) of every segment that was recovered: the rebuild
+starts from a snapshot no newer than the first such segment, so it knows which transactions were
+open there.
 
 ``LogLoader.load`` returns the opened segments and offsets (``LoadedLog``) for ``Log`` to own;
 if loading fails, every segment it opened is closed again.
@@ -15,6 +18,7 @@ if loading fails, every segment it opened is closed again.
 from __future__ import annotations
 
 import logging
+import os
 import re
 from bisect import bisect_right
 from collections.abc import Iterator
@@ -23,15 +27,17 @@ from pathlib import Path
 import attrs
 
 from ..protocol.batch import BatchHeader
+from ..protocol.control import read_marker
 from ..protocol.errors import CorruptRecordError
 from .config import LogConfig
 from .index import IndexCorruptError
 from .producer_state import ProducerStateManager
 from .segment import LogSegment
+from .txn_index import AbortedTxn
 
 LOGGER = logging.getLogger(__name__)
 
-_SEGMENT_FILE = re.compile(r"^(\d{20})\.(log|index|timeindex)$")
+_SEGMENT_FILE = re.compile(r"^(\d{20})\.(log|index|timeindex|txnindex)$")
 
 
 @attrs.frozen(eq=False)
@@ -63,6 +69,8 @@ class LogLoader:
         self._log_start_offset = 0
         self._recovery_point = 0
         self.created_segment = False
+        #: the first segment whose aborted-transaction index must be rebuilt (None: none)
+        self._rebuild_txn_from: int | None = None
 
     def load(self, recovery_point: int, clean_shutdown: bool, now_ms: int) -> LoadedLog:
         try:
@@ -95,6 +103,7 @@ class LogLoader:
                 if i < last:
                     _refuse_if_corrupt(segment)
                 LOGGER.warning("Rebuilding the indexes of %s: %s", segment.log_path, exc)
+                self._txn_index_lost(i)
                 truncated, reason = segment.recover()
                 if reason is not None:
                     self._truncated_at(i, truncated, reason)
@@ -138,7 +147,13 @@ class LogLoader:
                     path.unlink()
         return sorted(logs)
 
+    def _txn_index_lost(self, i: int) -> None:
+        if self._rebuild_txn_from is None or i < self._rebuild_txn_from:
+            self._rebuild_txn_from = i
+
     def _recover_segments(self, first: int) -> None:
+        if first < len(self._segments):
+            self._txn_index_lost(first)
         for i in range(first, len(self._segments)):
             truncated, reason = self._segments[i].recover()
             if reason is not None:
@@ -171,33 +186,53 @@ class LogLoader:
 
     def _load_producer_state(self, now_ms: int) -> None:
         state = self._producer_state
-        snapshot = state.load_latest_snapshot(self._next_offset)
+        rebuild = self._rebuild_txn_from
+        limit = self._next_offset
+        if rebuild is not None:  # replay from no later than the first index to rebuild
+            limit = min(limit, self._segments[rebuild].base_offset)
+        snapshot = state.load_latest_snapshot(limit)
         start = self._log_start_offset
         if snapshot is not None:
             start = max(snapshot, start)
-        for _, header in self._iter_headers_from(start):
-            if header.producer_id >= 0:
-                state.update(
-                    header,
-                    header.base_offset,
-                    header.last_offset,
-                    header.max_timestamp,
-                    header.max_timestamp,
-                )
+        rebuilt = set()
+        for index, segment, pos, header in self._iter_headers_from(start):
+            if header.producer_id < 0:
+                continue
+            if not header.is_control:
+                state.update(header, header.base_offset, header.last_offset,
+                             header.max_timestamp, header.max_timestamp)
+                continue
+            marker = read_marker(os.pread(segment.fd, header.size, pos), 0, header)
+            if marker is None:
+                continue
+            completed = state.apply_marker(header.producer_id, header.producer_epoch,
+                                           marker.coordinator_epoch, header.base_offset,
+                                           header.max_timestamp, committed=marker.committed)
+            if completed is not None and completed.aborted and rebuild is not None and (
+                    index >= rebuild):
+                segment.txn_index.append(AbortedTxn(
+                    completed.producer_id, completed.first_offset, completed.last_offset,
+                    state.last_stable_offset_after(completed)), persist=False)
+                rebuilt.add(index)
+        for index in sorted(rebuilt):
+            self._segments[index].txn_index.persist_all()
         state.truncate_head(self._log_start_offset)
         state.remove_expired(now_ms)
 
-    def _iter_headers_from(self, offset: int) -> Iterator[tuple[LogSegment, BatchHeader]]:
+    def _iter_headers_from(self, offset: int,
+                           ) -> Iterator[tuple[int, LogSegment, int, BatchHeader]]:
+        """(segment index, segment, position, header) of every batch from ``offset`` on."""
         first = max(0, bisect_right(self._base_offsets, offset) - 1)
-        for segment in self._segments[first:]:
+        for index in range(first, len(self._segments)):
+            segment = self._segments[index]
             start = 0
             if segment.base_offset < offset:
                 found = segment.find_batch(offset)
                 if found is None:
                     continue
                 start = found[0]
-            for _, header in segment.scan(start):
-                yield segment, header
+            for pos, header in segment.scan(start):
+                yield index, segment, pos, header
 
     def _add_segment(self, segment: LogSegment) -> None:
         self._segments.append(segment)

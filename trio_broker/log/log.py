@@ -17,7 +17,10 @@ Why it is built this way:
   back to the last whole batch before the log takes over.
 
 Offsets: ``log_start_offset`` is the first offset still stored, ``log_end_offset`` the next offset
-to assign (also the high watermark on a single broker).
+to assign (also the high watermark on a single broker), ``last_stable_offset`` the first offset of
+the oldest open transaction (the high watermark when none is open): ``read_committed`` readers
+stop there. ``append_marker`` ends a transaction with a control batch; an abort also becomes an
+entry of the segment's aborted-transaction index (``txn_index.py``), which fetches consult.
 
 Leader epochs: ``become_leader(epoch)`` starts an epoch at the log end offset (recorded durably in
 the partition's ``leader-epoch-checkpoint``, ``leader_epoch.py``); every batch appended after it
@@ -28,7 +31,6 @@ has no epoch.
 from __future__ import annotations
 
 import logging
-import os
 import threading
 import time
 from bisect import bisect_right
@@ -37,13 +39,16 @@ from pathlib import Path
 from ..protocol.batch import (
     BATCH_HEADER_SIZE,
     BatchHeader,
+    read_batch_header,
     set_base_offset,
     set_log_append_time,
     set_partition_leader_epoch,
 )
+from ..protocol.control import build_marker_batch
 from ..protocol.errors import CorruptRecordError
-from ._files import close_fds, wall_ms
+from ._files import wall_ms
 from .config import LogConfig
+from .durability import LogDurability
 from .errors import KafkaStorageError, OffsetOutOfRangeError
 from .info import FetchDataInfo, LogAppendInfo, parse_partition_dir
 from .leader_epoch import LeaderEpochCache
@@ -56,11 +61,12 @@ from .producer_state import (
 )
 from .retention import segments_to_delete
 from .segment import LOG_SUFFIX, LogSegment
+from .txn_index import AbortedTxn, collect_aborted
 
 LOGGER = logging.getLogger(__name__)
 
 
-class Log:
+class Log(LogDurability):
     def __init__(self, directory: Path, config: LogConfig, *, recovery_point: int = 0,
                  clean_shutdown: bool = False,
                  producer_id_expiration_ms: int = DEFAULT_PRODUCER_ID_EXPIRATION_MS,
@@ -132,10 +138,14 @@ class Log:
 
     @property
     def last_stable_offset(self) -> int:
-        """Where ``read_committed`` readers stop (Fetch, ListOffsets). Without transactions
-        nothing is pending, so it is the high watermark; transactions will lower it to the first
-        offset of the oldest open transaction."""
-        return self._next_offset
+        """Where ``read_committed`` readers stop (Fetch, ListOffsets): the first offset of the
+        oldest open transaction, or the high watermark when none is open."""
+        first_unstable = self._producer_state.first_unstable_offset
+        return self._next_offset if first_unstable is None else first_unstable
+
+    def has_ongoing_transaction(self, producer_id: int) -> bool:
+        """Whether ``producer_id`` has a transaction open in this partition."""
+        return self._producer_state.has_ongoing(producer_id)
 
     @property
     def leader_epoch(self) -> int:
@@ -231,37 +241,86 @@ class Log:
                         duplicate.first_offset, duplicate.last_offset,
                         duplicate.timestamp if config.log_append_time else -1,
                         self._log_start_offset, 0, duplicate=True)
-            first = self._next_offset
-            last = first + header.last_offset_delta
-            if config.log_append_time and not isinstance(batch, bytearray):
-                batch = bytearray(batch)  # the new timestamp changes the CRC of it all
-            data: bytearray | tuple[bytearray, memoryview]
-            if isinstance(batch, bytearray):
-                data = head = batch
-            else:
-                # Performance: the fields a broker rewrites all sit in the header, so copy
-                # just that instead of the whole batch (up to max.message.bytes).
-                head = bytearray(batch[:BATCH_HEADER_SIZE])
-                data = (head, memoryview(batch)[BATCH_HEADER_SIZE:])
-            set_base_offset(head, 0, first)
-            set_partition_leader_epoch(head, 0, leader_epoch)
-            if config.log_append_time:
-                set_log_append_time(head, 0, now_ms)
-                append_time = max_timestamp = now_ms
-            else:
-                append_time = -1
-                max_timestamp = header.max_timestamp
-            try:
-                segment = self._maybe_roll(size, last, now_ms)
-                segment.append(data, first, last + 1, max_timestamp, now_ms)
-            except OSError as exc:
-                raise KafkaStorageError(f"appending {size} bytes to {self.name} failed: {exc}") \
-                    from exc
-            self._next_offset = last + 1
+            first, last, append_time, max_timestamp = self._write(batch, header, now_ms,
+                                                                  leader_epoch)
             self._producer_state.update(header, first, last, max_timestamp, now_ms)
-            if leader_epoch >= 0 and leader_epoch != self._epochs.latest_epoch:
-                self._assign_epoch(leader_epoch, first)
             return LogAppendInfo(first, last, append_time, self._log_start_offset, size)
+
+    def append_marker(self, producer_id: int, producer_epoch: int, *, committed: bool,
+                      coordinator_epoch: int, now_ms: int) -> LogAppendInfo:
+        """End ``producer_id``'s transaction here with a commit or abort marker.
+
+        An abort that ends an open transaction is first added to the aborted-transaction index
+        of the segment the marker goes to, so no reader can see the marker without it. Raises
+        InvalidProducerEpochError / TransactionCoordinatorFencedError for a fenced marker and
+        KafkaStorageError if the disk fails (nothing written).
+        """
+        batch = bytearray(build_marker_batch(
+            producer_id=producer_id, producer_epoch=producer_epoch, committed=committed,
+            coordinator_epoch=coordinator_epoch, timestamp_ms=now_ms))
+        header = read_batch_header(batch)
+        state = self._producer_state
+        with self._lock:
+            self._ensure_open()
+            state.check_marker(producer_id, producer_epoch, coordinator_epoch)
+            aborted = None
+            if not committed and state.has_ongoing(producer_id):
+                marker_offset = self._next_offset
+                others = [o for p, o in state.ongoing.items() if p != producer_id]
+                aborted = AbortedTxn(producer_id, state.ongoing[producer_id], marker_offset,
+                                     min(others, default=marker_offset + 1))
+            first, _, append_time, _ = self._write(batch, header, now_ms, self._leader_epoch,
+                                                   aborted=aborted)
+            state.apply_marker(producer_id, producer_epoch, coordinator_epoch, first, now_ms,
+                               committed=committed)
+            return LogAppendInfo(first, first, append_time, self._log_start_offset, len(batch))
+
+    def _write(self, batch: bytearray | bytes, header: BatchHeader, now_ms: int,
+               leader_epoch: int, *, aborted: AbortedTxn | None = None,
+               ) -> tuple[int, int, int, int]:
+        """Write one batch at the log end: (first offset, last offset, log-append time or -1,
+        max timestamp). ``aborted`` goes to the receiving segment's transaction index first.
+        Caller holds the lock."""
+        size = len(batch)
+        config = self.config
+        first = self._next_offset
+        last = first + header.last_offset_delta
+        if config.log_append_time and not isinstance(batch, bytearray):
+            batch = bytearray(batch)  # the new timestamp changes the CRC of it all
+        data: bytearray | tuple[bytearray, memoryview]
+        if isinstance(batch, bytearray):
+            data = head = batch
+        else:
+            # Performance: the fields a broker rewrites all sit in the header, so copy
+            # just that instead of the whole batch (up to max.message.bytes).
+            head = bytearray(batch[:BATCH_HEADER_SIZE])
+            data = (head, memoryview(batch)[BATCH_HEADER_SIZE:])
+        set_base_offset(head, 0, first)
+        set_partition_leader_epoch(head, 0, leader_epoch)
+        if config.log_append_time:
+            set_log_append_time(head, 0, now_ms)
+            append_time = max_timestamp = now_ms
+        else:
+            append_time = -1
+            max_timestamp = header.max_timestamp
+        try:
+            segment = self._maybe_roll(size, last, now_ms)
+            entries = len(segment.txn_index)
+            if aborted is not None:
+                segment.txn_index.append(aborted)
+            try:
+                segment.append(data, first, last + 1, max_timestamp, now_ms)
+            except OSError:
+                if aborted is not None:
+                    segment.txn_index.truncate_entries(entries)
+                raise
+        except OSError as exc:
+            raise KafkaStorageError(f"appending {size} bytes to {self.name} failed: {exc}") \
+                from exc
+        self._next_offset = last + 1
+        if leader_epoch >= 0 and leader_epoch != self._epochs.latest_epoch:
+            self._assign_epoch(leader_epoch, first)
+        return first, last, append_time, max_timestamp
 
     def _assign_epoch(self, epoch: int, start_offset: int) -> None:
         try:
@@ -297,29 +356,39 @@ class Log:
 
     # --- read ---------------------------------------------------------------------------
 
-    def read(self, offset: int, max_bytes: int, *, min_one_batch: bool = True) -> FetchDataInfo:
+    def read(self, offset: int, max_bytes: int, *, min_one_batch: bool = True,
+             committed: bool = False) -> FetchDataInfo:
         """Whole batches from the one containing ``offset``, within ``max_bytes``.
 
         With ``min_one_batch`` (KIP-74) the first batch is returned even when it is larger than
         ``max_bytes``, so a consumer can always make progress. Data comes from one segment.
+        ``committed`` (``read_committed``) stops at the last stable offset and lists the aborted
+        transactions overlapping what is returned.
         """
         with self._lock:
             self._ensure_open()
             start = self._log_start_offset
             end = self._next_offset
+            lso = self.last_stable_offset
             if offset < start or offset > end:
                 raise OffsetOutOfRangeError(
                     f"offset {offset} is outside [{start}, {end}] for {self.name}")
             first = max(0, bisect_right(self._base_offsets, offset) - 1)
+            limit = lso if committed else None
+            aborted: list[AbortedTxn] | None = [] if committed else None
             try:
-                if offset < end:
-                    for segment in self._segments[first:]:
-                        result = segment.read(offset, max_bytes, min_one_batch)
-                        if result is not None:
-                            return FetchDataInfo(result[0], result[1], end, start, end)
+                if offset < (lso if committed else end):
+                    for i in range(first, len(self._segments)):
+                        result = self._segments[i].read(offset, max_bytes, min_one_batch, limit)
+                        if result is None:
+                            continue
+                        if committed and result[0]:
+                            aborted = collect_aborted(
+                                [s.txn_index for s in self._segments[i:]], offset, result[2])
+                        return FetchDataInfo(result[0], result[1], end, start, lso, aborted)
             except (OSError, CorruptRecordError) as exc:
                 raise KafkaStorageError(f"reading {self.name} at {offset} failed: {exc}") from exc
-            return FetchDataInfo(b"", offset, end, start, end)
+            return FetchDataInfo(b"", offset, end, start, lso, aborted)
 
     def offset_for_timestamp(self, timestamp: int) -> tuple[int, int] | None:
         """(offset, timestamp) of the first record with a timestamp >= ``timestamp``, if any."""
@@ -348,64 +417,6 @@ class Log:
                                              log_end=self._next_offset, now_ms=now_ms)
             except OSError as exc:
                 raise KafkaStorageError(f"offset lookup in {self.name} failed: {exc}") from exc
-
-    # --- flush --------------------------------------------------------------------------
-
-    def needs_flush(self) -> bool:
-        """True when flush.messages / flush.ms or a rolled segment calls for an fsync."""
-        if self._closed:
-            return False
-        unflushed = self._next_offset - self._recovery_point
-        if unflushed <= 0:
-            return False
-        config = self.config
-        if unflushed >= config.flush_interval_messages:
-            return True
-        segments = self._segments  # may be replaced concurrently; take one snapshot
-        if len(segments) > 1 and segments[-2].size > segments[-2].synced_size:
-            return True  # Kafka flushes a segment once it is rolled
-        if config.flush_interval_ms is not None:
-            elapsed_ms = (time.monotonic() - self._last_flush_monotonic) * 1000
-            return elapsed_ms >= config.flush_interval_ms
-        return False
-
-    def flush(self, up_to_offset: int | None = None) -> None:
-        """fsync data below ``up_to_offset`` (default: everything) and advance the recovery point.
-
-        Safe to call from a worker thread while another thread appends, rolls or deletes.
-        """
-        synced: list[tuple[LogSegment, int]] = []
-        fds: list[int] = []
-        with self._lock:
-            if self._closed:
-                return
-            target = (
-                self._next_offset if up_to_offset is None else min(up_to_offset, self._next_offset)
-            )
-            dir_generation = self._dir_generation
-            try:
-                for segment in self._segments:
-                    if segment.base_offset < target and segment.size > segment.synced_size:
-                        fds.extend(segment.sync_fds())
-                        synced.append((segment, segment.size))
-                if dir_generation != self._dir_synced_generation:
-                    fds.append(os.open(self.directory, os.O_RDONLY | os.O_DIRECTORY))
-            except OSError as exc:
-                close_fds(fds)
-                raise KafkaStorageError(f"flushing {self.name} failed: {exc}") from exc
-        try:
-            for fd in fds:
-                os.fsync(fd)
-        except OSError as exc:
-            raise KafkaStorageError(f"fsync of {self.name} failed: {exc}") from exc
-        finally:
-            close_fds(fds)
-        with self._lock:
-            for segment, size in synced:
-                segment.synced_size = max(segment.synced_size, size)
-            self._dir_synced_generation = max(self._dir_synced_generation, dir_generation)
-            self._recovery_point = max(self._recovery_point, target)
-            self._last_flush_monotonic = time.monotonic()
 
     # --- retention ----------------------------------------------------------------------
 
@@ -457,44 +468,6 @@ class Log:
         with self._lock:
             return self._producer_state.remove_expired(now_ms)
 
-    # --- lifecycle ----------------------------------------------------------------------
-
-    def close(self, *, flush: bool = True) -> None:
-        """Close the files; with ``flush`` first make everything durable for a clean restart.
-
-        Raises KafkaStorageError if that could not be done (the files are closed regardless),
-        in which case the directory must not be marked as cleanly shut down.
-        """
-        with self._lock:
-            if self._closed:
-                return
-            self._closed = True
-            error: OSError | None = None
-            try:
-                if flush:
-                    self._segments[-1].on_become_inactive()
-                    self._producer_state.take_snapshot(self._next_offset, durable=True)
-                    for segment in self._segments:
-                        if segment.size > segment.synced_size:
-                            for fd in (segment.fd, segment.offset_index.fd, segment.time_index.fd):
-                                os.fsync(fd)
-                            segment.synced_size = segment.size
-                    dir_fd = os.open(self.directory, os.O_RDONLY | os.O_DIRECTORY)
-                    try:
-                        os.fsync(dir_fd)
-                    finally:
-                        os.close(dir_fd)
-                    self._recovery_point = self._next_offset
-            except OSError as exc:
-                error = exc
-            finally:
-                for segment in self._segments:
-                    try:
-                        segment.close()
-                    except OSError as exc:
-                        error = error or exc
-            if error is not None:
-                raise KafkaStorageError(f"closing {self.name} failed: {error}") from error
 
 
 __all__ = ["LOG_SUFFIX", "FetchDataInfo", "Log", "LogAppendInfo", "parse_partition_dir"]

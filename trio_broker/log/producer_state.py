@@ -1,20 +1,26 @@
-"""Idempotent-producer state of one partition (Kafka's ``ProducerStateManager``).
+"""Producer state of one partition (Kafka's ``ProducerStateManager``): idempotence and open
+transactions.
 
 Why: an idempotent producer retries a batch when it does not hear back, so the same batch can
 arrive twice. For each producer id the log keeps the current epoch and the sequence/offset
 metadata of the last five batches (the most a producer has in flight), which is enough to answer
 a retry with the original offsets instead of appending it again, and to refuse gaps and zombie
-producers. The state is derived from the log itself (every batch header carries producer id,
-epoch and sequences), so it survives any restart by re-reading headers; snapshots only make that
-fast.
+producers. A transactional producer also has an *open transaction* here from its first
+transactional batch until a marker (``protocol.control``) ends it; the oldest open transaction's
+first offset is the partition's first unstable offset, where ``read_committed`` readers stop.
+The state is derived from the log itself (every batch header carries producer id, epoch and
+sequences; markers say how transactions ended), so it survives any restart by re-reading
+headers; snapshots only make that fast.
 
 Snapshot file ``<offset>.snapshot`` in the partition directory holds the state as of log offset
 ``<offset>`` (everything before it applied), big-endian::
 
-    magic b"TBPS" | version i16 (1) | crc u32 (CRC-32C of everything after it) | count i32
-    per producer: producer_id i64 | epoch i16 | last_update_ms i64 | batches i8
+    magic b"TBPS" | version i16 (2) | crc u32 (CRC-32C of everything after it) | count i32
+    per producer: producer_id i64 | epoch i16 | last_update_ms i64 | coordinator_epoch i32
+                  | current_txn_first_offset i64 (-1: no open transaction) | batches i8
     per batch:    first_seq i32 | last_seq i32 | first_offset i64 | last_offset i64 | timestamp i64
 
+Version 1 files (no transactions: no coordinator epoch and no open transaction) are still read.
 A snapshot whose CRC does not match is ignored and the state is rebuilt from the log instead.
 """
 
@@ -32,7 +38,12 @@ from crc32c import crc32c
 from ..protocol.batch import BatchHeader
 from ..protocol.errors import InvalidRecordError
 from ._files import atomic_write
-from .errors import InvalidProducerEpochError, OutOfOrderSequenceError
+from .errors import (
+    InvalidProducerEpochError,
+    InvalidTxnStateError,
+    OutOfOrderSequenceError,
+    TransactionCoordinatorFencedError,
+)
 
 LOGGER = logging.getLogger(__name__)
 
@@ -45,8 +56,10 @@ _MAX_SEQUENCE = 2**31 - 1
 _MAGIC = b"TBPS"
 _PREFIX = struct.Struct(">4shI")
 _COUNT = struct.Struct(">i")
-_ENTRY = struct.Struct(">qhqb")
+_ENTRY_V1 = struct.Struct(">qhqb")
+_ENTRY = struct.Struct(">qhqiqb")
 _BATCH = struct.Struct(">iiqqq")
+_VERSION = 2
 
 
 @attrs.frozen(slots=True)
@@ -66,6 +79,10 @@ class ProducerStateEntry:
     batches: deque[BatchMetadata] = attrs.field(factory=lambda: deque(maxlen=NUM_BATCHES_TO_RETAIN))
     #: when this producer last appended; drives producer.id.expiration.ms
     last_update_ms: int = -1
+    #: the coordinator epoch of the last marker (a lower one is a zombie coordinator)
+    coordinator_epoch: int = -1
+    #: first offset of this producer's open transaction here, -1 when none is open
+    current_txn_first_offset: int = -1
 
     @property
     def last_seq(self) -> int:
@@ -86,6 +103,19 @@ class ProducerSnapshot(NamedTuple):
     last_sequence: int
     #: the maxTimestamp of its last batch, -1 if none is retained
     last_timestamp: int
+    coordinator_epoch: int = -1
+    #: first offset of its open transaction, -1 if none
+    current_txn_start_offset: int = -1
+
+
+class CompletedTxn(NamedTuple):
+    """A transaction a marker ended here (Kafka's ``CompletedTxn``)."""
+
+    producer_id: int
+    first_offset: int
+    #: the marker's offset
+    last_offset: int
+    aborted: bool
 
 
 def _in_sequence(last_seq: int, next_seq: int) -> bool:
@@ -106,12 +136,83 @@ class ProducerStateManager:
         self.directory = directory
         self.producer_id_expiration_ms = producer_id_expiration_ms
         self.producers: dict[int, ProducerStateEntry] = {}
+        #: producer id -> first offset of its open transaction
+        self.ongoing: dict[int, int] = {}
+        self._first_unstable: int | None = None
 
     def active_producers(self) -> list[ProducerSnapshot]:
         """Every producer id with state here (DescribeProducers), oldest id first."""
         return [ProducerSnapshot(e.producer_id, e.producer_epoch, e.last_seq,
-                                 e.batches[-1].timestamp if e.batches else -1)
+                                 e.batches[-1].timestamp if e.batches else -1,
+                                 e.coordinator_epoch, e.current_txn_first_offset)
                 for _, e in sorted(self.producers.items())]
+
+    # --- open transactions ------------------------------------------------------------------
+
+    @property
+    def first_unstable_offset(self) -> int | None:
+        """First offset of the oldest open transaction, None when none is open."""
+        return self._first_unstable
+
+    def has_ongoing(self, producer_id: int) -> bool:
+        return producer_id in self.ongoing
+
+    def _txn_started(self, entry: ProducerStateEntry, first_offset: int) -> None:
+        entry.current_txn_first_offset = first_offset
+        self.ongoing[entry.producer_id] = first_offset
+        if self._first_unstable is None or first_offset < self._first_unstable:
+            self._first_unstable = first_offset
+
+    def _txn_ended(self, producer_id: int) -> None:
+        first = self.ongoing.pop(producer_id, None)
+        if first is not None and first == self._first_unstable:
+            self._first_unstable = min(self.ongoing.values(), default=None)
+
+    def _rebuild_ongoing(self) -> None:
+        self.ongoing = {pid: e.current_txn_first_offset for pid, e in self.producers.items()
+                        if e.current_txn_first_offset >= 0}
+        self._first_unstable = min(self.ongoing.values(), default=None)
+
+    def check_marker(self, producer_id: int, producer_epoch: int, coordinator_epoch: int) -> None:
+        """Refuse a marker from a fenced producer epoch or a zombie coordinator (Kafka's
+        ``appendEndTxnMarker`` checks), before it is written."""
+        entry = self.producers.get(producer_id)
+        if entry is None:
+            return
+        if producer_epoch < entry.producer_epoch:
+            raise InvalidProducerEpochError(
+                f"marker for producer {producer_id} has epoch {producer_epoch}, older than the "
+                f"current epoch {entry.producer_epoch}")
+        if coordinator_epoch < entry.coordinator_epoch:
+            raise TransactionCoordinatorFencedError(
+                f"marker for producer {producer_id} has coordinator epoch {coordinator_epoch}, "
+                f"older than {entry.coordinator_epoch}")
+
+    def apply_marker(self, producer_id: int, producer_epoch: int, coordinator_epoch: int,
+                     offset: int, now_ms: int, *, committed: bool) -> CompletedTxn | None:
+        """Record a marker written at ``offset``; the transaction it ended, if one was open
+        (a marker for a partition that got no records ends nothing)."""
+        entry = self.producers.get(producer_id)
+        if entry is None:
+            entry = self.producers[producer_id] = ProducerStateEntry(producer_id, producer_epoch)
+        elif entry.producer_epoch != producer_epoch:
+            entry.producer_epoch = producer_epoch
+            entry.batches.clear()  # a new epoch numbers its sequences from 0
+        completed = None
+        if entry.current_txn_first_offset >= 0:
+            completed = CompletedTxn(producer_id, entry.current_txn_first_offset, offset,
+                                     not committed)
+            entry.current_txn_first_offset = -1
+            self._txn_ended(producer_id)
+        entry.coordinator_epoch = coordinator_epoch
+        entry.last_update_ms = now_ms
+        return completed
+
+    def last_stable_offset_after(self, completed: CompletedTxn) -> int:
+        """The LSO once ``completed`` is ended: the oldest other open transaction's start, or
+        the offset after the marker (an aborted-transaction index entry records it)."""
+        return self._first_unstable if self._first_unstable is not None else (
+            completed.last_offset + 1)
 
     # --- checks and updates -------------------------------------------------------------
 
@@ -151,6 +252,11 @@ class ProducerStateManager:
                 f"producer {producer_id} started epoch {epoch} at sequence "
                 f"{header.base_sequence}; a new epoch starts at 0"
             )
+        if entry.current_txn_first_offset >= 0 and not header.is_transactional:
+            raise InvalidTxnStateError(
+                f"producer {producer_id} sent a non-transactional batch inside its open "
+                "transaction"
+            )
         return None
 
     def update(
@@ -166,22 +272,29 @@ class ProducerStateManager:
         if producer_id < 0:
             return
         entry = self.producers.get(producer_id)
-        if entry is None or entry.producer_epoch != header.producer_epoch:
+        if entry is None:
             entry = ProducerStateEntry(producer_id, header.producer_epoch)
             self.producers[producer_id] = entry
+        elif entry.producer_epoch != header.producer_epoch:
+            entry.producer_epoch = header.producer_epoch  # an open transaction carries over
+            entry.batches.clear()
         entry.batches.append(
             BatchMetadata(
                 header.base_sequence, header.last_sequence, first_offset, last_offset, timestamp
             )
         )
         entry.last_update_ms = now_ms
+        if header.is_transactional and entry.current_txn_first_offset < 0:
+            self._txn_started(entry, first_offset)
 
     def remove_expired(self, now_ms: int) -> int:
-        """Forget producers idle for producer.id.expiration.ms; returns how many."""
+        """Forget producers idle for producer.id.expiration.ms (never one with an open
+        transaction); returns how many."""
         expired = [
             pid
             for pid, entry in self.producers.items()
             if now_ms - entry.last_update_ms >= self.producer_id_expiration_ms
+            and entry.current_txn_first_offset < 0
         ]
         for pid in expired:
             del self.producers[pid]
@@ -196,6 +309,7 @@ class ProducerStateManager:
         ]
         for pid in gone:
             del self.producers[pid]
+            self._txn_ended(pid)
 
     # --- snapshots ----------------------------------------------------------------------
 
@@ -212,7 +326,8 @@ class ProducerStateManager:
         body = bytearray(_COUNT.pack(len(self.producers)))
         for entry in self.producers.values():
             body += _ENTRY.pack(
-                entry.producer_id, entry.producer_epoch, entry.last_update_ms, len(entry.batches)
+                entry.producer_id, entry.producer_epoch, entry.last_update_ms,
+                entry.coordinator_epoch, entry.current_txn_first_offset, len(entry.batches)
             )
             for batch in entry.batches:
                 body += _BATCH.pack(
@@ -222,7 +337,7 @@ class ProducerStateManager:
                     batch.last_offset,
                     batch.timestamp,
                 )
-        data = _PREFIX.pack(_MAGIC, 1, crc32c(body)) + body
+        data = _PREFIX.pack(_MAGIC, _VERSION, crc32c(body)) + body
         atomic_write(self.directory / snapshot_file_name(offset), data, durable=durable)
         for old in self.snapshot_offsets()[:-_SNAPSHOTS_TO_KEEP]:
             self._delete_snapshot(old)
@@ -244,8 +359,10 @@ class ProducerStateManager:
                 LOGGER.warning("Ignoring unreadable producer state snapshot %s: %s", path, exc)
                 self._delete_snapshot(offset)
                 continue
+            self._rebuild_ongoing()
             return offset
         self.producers = {}
+        self._rebuild_ongoing()
         return None
 
     def _delete_snapshot(self, offset: int) -> None:
@@ -261,8 +378,8 @@ def _next_sequence(last_seq: int) -> int:
 
 def _parse_snapshot(data: bytes) -> dict[int, ProducerStateEntry]:
     magic, version, crc = _PREFIX.unpack_from(data, 0)
-    if magic != _MAGIC or version != 1:
-        raise ValueError(f"not a version-1 producer snapshot (magic {magic!r}, v{version})")
+    if magic != _MAGIC or version not in (1, _VERSION):
+        raise ValueError(f"not a producer snapshot (magic {magic!r}, v{version})")
     body = memoryview(data)[_PREFIX.size :]
     if crc32c(body) != crc:
         raise ValueError("CRC mismatch")
@@ -270,9 +387,17 @@ def _parse_snapshot(data: bytes) -> dict[int, ProducerStateEntry]:
     pos = _COUNT.size
     producers: dict[int, ProducerStateEntry] = {}
     for _ in range(count):
-        producer_id, epoch, last_update_ms, batches = _ENTRY.unpack_from(body, pos)
-        pos += _ENTRY.size
-        entry = ProducerStateEntry(producer_id, epoch, last_update_ms=last_update_ms)
+        if version == 1:
+            producer_id, epoch, last_update_ms, batches = _ENTRY_V1.unpack_from(body, pos)
+            coordinator_epoch, txn_first = -1, -1
+            pos += _ENTRY_V1.size
+        else:
+            (producer_id, epoch, last_update_ms, coordinator_epoch, txn_first,
+             batches) = _ENTRY.unpack_from(body, pos)
+            pos += _ENTRY.size
+        entry = ProducerStateEntry(producer_id, epoch, last_update_ms=last_update_ms,
+                                   coordinator_epoch=coordinator_epoch,
+                                   current_txn_first_offset=txn_first)
         for _ in range(batches):
             entry.batches.append(BatchMetadata(*_BATCH.unpack_from(body, pos)))
             pos += _BATCH.size

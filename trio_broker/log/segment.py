@@ -26,6 +26,7 @@ from ..protocol.records import decode_records
 from ._files import write_all
 from .config import LogConfig
 from .index import OffsetIndex, TimeIndex
+from .txn_index import TXN_INDEX_SUFFIX, TransactionIndex
 
 LOGGER = logging.getLogger(__name__)
 
@@ -66,6 +67,9 @@ class LogSegment:
         except BaseException:
             os.close(self.fd)
             raise
+        #: aborted transactions whose markers are in this segment (the file appears lazily)
+        self.txn_index = TransactionIndex(
+            directory / segment_file_name(base_offset, TXN_INDEX_SUFFIX), base_offset)
         self.next_offset = base_offset
         #: largest batch maxTimestamp in the segment, and the base offset of that batch
         self.max_timestamp = -1
@@ -240,32 +244,44 @@ class LogSegment:
                 return pos, header
         return None
 
-    def read(self, offset: int, max_bytes: int, min_one_batch: bool) -> tuple[bytes, int] | None:
-        """Whole batches from the one holding ``offset``; None if the segment ends before it."""
+    def read(self, offset: int, max_bytes: int, min_one_batch: bool,
+             max_offset: int | None = None) -> tuple[bytes, int, int] | None:
+        """Whole batches from the one holding ``offset``: (bytes, base offset of the first, the
+        offset after the last); None if the segment ends before ``offset``.
+
+        ``max_offset`` (a batch boundary: ``read_committed``'s last stable offset) ends the read
+        before the batch starting there, even for the first batch.
+        """
         found = self.find_batch(offset)
         if found is None:
             return None
         pos, header = found
+        limit = self.size
+        if max_offset is not None and max_offset < self.next_offset:
+            if header.base_offset >= max_offset:
+                return b"", header.base_offset, header.base_offset
+            bound = self.find_batch(max_offset)
+            if bound is not None:
+                limit = bound[0]
         window = max(max_bytes, header.size) if min_one_batch else max_bytes
-        if window < header.size:
-            return b"", header.base_offset
-        stop = min(self.size, pos + window)
+        if window < header.size or limit < pos + header.size:
+            return b"", header.base_offset, header.base_offset
+        stop = min(limit, pos + window)
         if stop == self.size:
             # The file holds only whole batches: reading to its end needs no header walk.
-            return os.pread(self.fd, stop - pos, pos), header.base_offset
+            return os.pread(self.fd, stop - pos, pos), header.base_offset, self.next_offset
         end = pos + header.size
         next_offset = header.next_offset
         # Batches start at every index position, so everything before the last indexed position
         # within ``stop`` is whole; walk headers from there to find the last whole batch.
-        indexed = self.offset_index.last_position_at_or_before(stop)
+        indexed, indexed_offset = self.offset_index.entry_at_or_before_position(stop)
         if indexed > end:
-            end, next_offset = indexed, -1
+            end, next_offset = indexed, indexed_offset
         for batch_pos, batch in self.scan(end, stop, strict=False):
             end = batch_pos + batch.size
             next_offset = batch.next_offset
-        if next_offset >= 0:
-            self._hint(next_offset, end)  # where the reader will ask next
-        return os.pread(self.fd, end - pos, pos), header.base_offset
+        self._hint(next_offset, end)  # where the reader will ask next
+        return os.pread(self.fd, end - pos, pos), header.base_offset, next_offset
 
     def find_offset_by_timestamp(self, timestamp: int) -> tuple[int, int, int] | None:
         """First (offset, timestamp, batch leader epoch) with a record timestamp >= ``timestamp``
@@ -315,6 +331,7 @@ class LogSegment:
         tail after the last index entry does not parse; the caller then rebuilds or recovers.
         """
         self.offset_index.load(self.size)
+        self.txn_index.load()
         tail = self.offset_index.last_position
         next_offset = self.base_offset
         if self.offset_index.positions:
@@ -351,6 +368,7 @@ class LogSegment:
         self._position_hints.clear()
         self.offset_index.reset()
         self.time_index.reset()
+        self.txn_index.reset()  # the loader rebuilds it from the markers
         self.max_timestamp = -1
         self.offset_of_max_timestamp = self.base_offset
         self.bytes_since_last_index_entry = 0
@@ -392,10 +410,14 @@ class LogSegment:
 
     def sync_fds(self) -> list[int]:
         """Duplicates of the fds to fsync, owned by the caller (see ``Log.flush``)."""
-        return [os.dup(self.fd), os.dup(self.offset_index.fd), os.dup(self.time_index.fd)]
+        fds = [os.dup(self.fd), os.dup(self.offset_index.fd), os.dup(self.time_index.fd)]
+        txn_fd = self.txn_index.sync_fd()
+        if txn_fd is not None:
+            fds.append(txn_fd)
+        return fds
 
     def close(self) -> None:
-        for close in (self.offset_index.close, self.time_index.close):
+        for close in (self.offset_index.close, self.time_index.close, self.txn_index.close):
             try:
                 close()
             except OSError:
@@ -404,7 +426,8 @@ class LogSegment:
 
     def delete(self) -> None:
         self.close()
-        for path in (self.log_path, self.offset_index.path, self.time_index.path):
+        for path in (self.log_path, self.offset_index.path, self.time_index.path,
+                     self.txn_index.path):
             try:
                 path.unlink()
             except FileNotFoundError:

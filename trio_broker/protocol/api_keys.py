@@ -62,6 +62,13 @@ SUPPORTED_VERSIONS: dict[ApiKey, VersionRange] = {
     ApiKey.PushTelemetry: kafka_range(ApiKey.PushTelemetry),
     ApiKey.DescribeTopicPartitions: kafka_range(ApiKey.DescribeTopicPartitions),
     ApiKey.IncrementalAlterConfigs: kafka_range(ApiKey.IncrementalAlterConfigs),
+    ApiKey.AddPartitionsToTxn: kafka_range(ApiKey.AddPartitionsToTxn),
+    ApiKey.AddOffsetsToTxn: kafka_range(ApiKey.AddOffsetsToTxn),
+    # v5 is transaction version 2 (KIP-890 part 2: an epoch bump per transaction), not served
+    ApiKey.EndTxn: VersionRange(0, 4),
+    ApiKey.TxnOffsetCommit: kafka_range(ApiKey.TxnOffsetCommit),
+    ApiKey.DescribeTransactions: kafka_range(ApiKey.DescribeTransactions),
+    ApiKey.ListTransactions: kafka_range(ApiKey.ListTransactions),
     ApiKey.DeleteRecords: kafka_range(ApiKey.DeleteRecords),
     ApiKey.ConsumerGroupHeartbeat: kafka_range(ApiKey.ConsumerGroupHeartbeat),
     ApiKey.ConsumerGroupDescribe: kafka_range(ApiKey.ConsumerGroupDescribe),

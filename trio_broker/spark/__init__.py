@@ -1,4 +1,5 @@
-"""The Spark stage: a Kafka-protocol data source for Spark and the ``trio-broker export`` job.
+"""The Spark stage: a Kafka-protocol data source and sink for Spark, and the jobs behind
+``trio-broker export`` and ``trio-broker import``.
 
 Imported only with the ``spark`` extra, so the broker itself never pays for importing Spark::
 
@@ -7,11 +8,14 @@ Imported only with the ``spark`` extra, so the broker itself never pays for impo
     df = (spark.read.format("trio_broker")
           .option("kafka.bootstrap.servers", "127.0.0.1:9092")
           .option("subscribe", "events").load())
+    (df.write.format("trio_broker").mode("append")
+       .option("kafka.bootstrap.servers", "127.0.0.1:9092").option("topic", "copy").save())
 
 It reads through the one blocking client (``trio_broker.blocking_client``), so its errors are
 the client core's: a ``KafkaError`` per Kafka error code (``OffsetOutOfRangeError`` when
 retention deleted planned offsets, ``UnknownTopicOrPartitionError``, ``KafkaConnectionError``),
-and ``SourceOptionError`` (a ``ValueError``) for options Spark's Kafka source would refuse.
+``SourceOptionError`` and ``SinkError`` (``ValueError``s) for options and columns Spark's Kafka
+source and sink would refuse.
 """
 
 from __future__ import annotations
@@ -33,6 +37,7 @@ from ..client_core.errors import (
     UnknownTopicOrPartitionError,
 )
 from ._options import SourceOptionError
+from .sink import SinkError
 from .source import FORMAT_NAME, TrioBrokerDataSource, register, user_message
 
 __all__ = [
@@ -40,6 +45,7 @@ __all__ = [
     "KafkaConnectionError",
     "KafkaError",
     "OffsetOutOfRangeError",
+    "SinkError",
     "SourceOptionError",
     "TrioBrokerDataSource",
     "UnknownTopicOrPartitionError",

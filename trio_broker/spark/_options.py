@@ -1,9 +1,13 @@
-"""Source options (named as Spark's Kafka source names them) and offset-range planning.
+"""Source options, named and checked as Spark's Kafka source names and checks them.
 
-Why a module of its own: the batch reader, the stream reader and ``trio-broker export`` all turn
-the same options into the same thing, a list of per-partition ``[start, end)`` offset ranges,
-and all of it runs in the driver, where a mistake can still become a clear message instead of a
-failed task.
+Why a module of its own: the batch reader, the stream reader and ``trio-broker export`` read the
+same options, and every check runs in the driver, where a mistake can still become a clear
+message instead of a failed task. ``_planning`` turns the checked options into offset ranges.
+
+Where a read starts (and, in batch, ends), by Spark's precedence: ``startingTimestamp`` (one
+timestamp for every partition) over ``startingOffsetsByTimestamp`` (JSON per partition) over
+``startingOffsets``; likewise ``endingTimestamp`` / ``endingOffsetsByTimestamp`` /
+``endingOffsets``. Only the option that wins is read, as in Spark.
 
 Offset JSON is Spark's: ``{"topic": {"0": 23, "1": -2}}`` with -2 = earliest, -1 = latest.
 """
@@ -11,8 +15,9 @@ Offset JSON is Spark's: ``{"topic": {"0": 23, "1": -2}}`` with -2 = earliest, -1
 from __future__ import annotations
 
 import json
+import logging
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -24,9 +29,9 @@ from ..blocking_client import (
     TopicPartition,
     parse_bootstrap,
 )
-from ..client_core.errors import OffsetOutOfRangeError, UnknownTopicOrPartitionError
 from ..client_core.security import SECURITY_DEFAULTS, resolve_security
-from ..protocol.errors import ErrorCode
+
+LOGGER = logging.getLogger(__name__)
 
 #: what ``failOnDataLoss`` errors end with, as Spark's do
 DATA_LOSS_HINT = ("If you want the query to skip lost data instead of failing, set the source "
@@ -34,9 +39,15 @@ DATA_LOSS_HINT = ("If you want the query to skip lost data instead of failing, s
 
 DEFAULT_MAX_PARTITION_FETCH_BYTES = 8 << 20
 DEFAULT_REQUEST_TIMEOUT_MS = 30_000
+#: Spark's default ``maxTriggerDelay``
+DEFAULT_MAX_TRIGGER_DELAY_MS = 15 * 60 * 1000
 
 #: hidden option: ``host:port`` the export command listens on for executor progress datagrams
 PROGRESS_OPTION = "trio_broker.progressaddress"
+
+_OFFSETS_EXAMPLE = '{"topicA":{"0":23,"1":-1},"topicB":{"0":-2}}'
+_TIMESTAMPS_EXAMPLE = ('{"topicA": {"0": 123456789, "1": 123456789}, "topicB": {"0": 123456789, '
+                       '"1": 123456789}}')
 
 
 class SourceOptionError(ConfigError):
@@ -52,6 +63,7 @@ class SourceOptions:
     subscribe: tuple[str, ...] | None
     subscribe_pattern: str | None
     assign: tuple[TopicPartition, ...] | None
+    #: the winning starting option: a timestamp, timestamps per partition, or offsets
     starting: OffsetSpec
     ending: OffsetSpec
     starting_timestamp: int | None
@@ -68,6 +80,11 @@ class SourceOptions:
     #: TLS and SASL settings: the ``kafka.``-prefixed options named as the client core names
     #: them (``kafka.security.protocol``, ``kafka.sasl.username``, ...), without the prefix
     security: tuple[tuple[str, str], ...] = ()
+    starting_by_timestamp: dict[TopicPartition, int] | None = None
+    ending_timestamp: int | None = None
+    ending_by_timestamp: dict[TopicPartition, int] | None = None
+    min_offsets_per_trigger: int | None = None
+    max_trigger_delay_ms: int = DEFAULT_MAX_TRIGGER_DELAY_MS
 
     def client(self) -> BlockingClient:
         return BlockingClient(self.bootstrap_servers, timeout_s=self.request_timeout_ms / 1000,
@@ -97,48 +114,53 @@ def parse_options(options: Mapping[str, str], *, streaming: bool) -> SourceOptio
     if not servers:
         raise SourceOptionError("Option 'kafka.bootstrap.servers' must be specified for "
                                 "configuring Kafka consumer")
-    strategies = [k for k in ("subscribe", "subscribepattern", "assign") if k in opts]
-    if not strategies:
-        raise SourceOptionError("One of the following options must be specified for Kafka "
-                                "source: subscribe, subscribePattern, assign")
-    if len(strategies) > 1:
-        raise SourceOptionError("Only one of the following options can be specified for Kafka "
-                                "source: subscribe, subscribePattern, assign; got "
-                                + ", ".join(strategies))
-    subscribe = pattern = assign = None
-    if "subscribe" in opts:
-        subscribe = tuple(t.strip() for t in opts["subscribe"].split(",") if t.strip())
-        if not subscribe:
-            raise SourceOptionError("No topics to subscribe to: option 'subscribe' is empty")
-    elif "subscribepattern" in opts:
-        pattern = opts["subscribepattern"].strip()
-        if not pattern:
-            raise SourceOptionError("Pattern to subscribe is empty: option 'subscribePattern'")
-        try:
-            re.compile(pattern)
-        except re.error as exc:
-            raise SourceOptionError(f"subscribePattern {pattern!r} is not a regular expression: "
-                                    f"{exc}") from None
-    else:
-        assign = _parse_assign(opts["assign"])
+    subscribe, pattern, assign = _parse_strategy(opts)
+    for key, what in (("kafka.auto.offset.reset", None),
+                      ("kafka.key.deserializer", "keys"), ("kafka.value.deserializer", "values")):
+        if key in opts:
+            name = key.removeprefix("kafka.")
+            raise SourceOptionError(
+                f"Kafka option '{name}' is not supported. Instead set the source option "
+                "'startingOffsets' to 'earliest' or 'latest' to specify where to start."
+                if what is None else
+                f"Kafka option '{name}' is not supported as {what} are deserialized as byte "
+                f"arrays with ByteArrayDeserializer. Use DataFrame operations to explicitly "
+                f"deserialize the {what}.")
 
-    starting = _parse_offset_spec(opts.get("startingoffsets", "latest" if streaming
-                                           else "earliest"), "startingOffsets")
-    ending = _parse_offset_spec(opts.get("endingoffsets", "latest"), "endingOffsets")
-    if streaming and "endingoffsets" in opts:
-        raise SourceOptionError("Option 'endingOffsets' is not valid for streaming queries")
-    if not streaming:
-        if starting == "latest" or (isinstance(starting, dict) and LATEST in starting.values()):
-            raise SourceOptionError("Starting offset can't be latest for batch queries on Kafka")
-        if ending == "earliest" or (isinstance(ending, dict) and EARLIEST in ending.values()):
-            raise SourceOptionError("Ending offset can't be earliest for batch queries on Kafka")
-
-    starting_ts = None
-    if "startingtimestamp" in opts:
-        starting_ts = _parse_int(opts["startingtimestamp"], "startingTimestamp", minimum=0)
-    strategy = opts.get("startingoffsetsbytimestampstrategy", "error").lower()
+    strategy = opts.get("startingoffsetsbytimestampstrategy", "error").strip().lower()
     if strategy not in ("error", "latest"):
-        raise SourceOptionError("startingOffsetsByTimestampStrategy must be 'error' or 'latest'")
+        raise SourceOptionError("Option 'startingOffsetsByTimestampStrategy' must be 'error' or "
+                                f"'latest', got {opts['startingoffsetsbytimestampstrategy']!r}")
+    starting_ts, starting_by_ts, starting = _parse_limit(
+        opts, "startingTimestamp", "startingOffsetsByTimestamp", "startingOffsets",
+        "latest" if streaming else "earliest")
+    if streaming:
+        if "endingoffsets" in opts:
+            raise SourceOptionError("ending offset not valid in streaming queries")
+        if "endingoffsetsbytimestamp" in opts or "endingtimestamp" in opts:
+            raise SourceOptionError("ending timestamp not valid in streaming queries")
+        ending_ts = ending_by_ts = None
+        ending: OffsetSpec = "latest"
+    else:
+        ending_ts, ending_by_ts, ending = _parse_limit(
+            opts, "endingTimestamp", "endingOffsetsByTimestamp", "endingOffsets", "latest")
+        _check_batch_limits(starting_ts, starting_by_ts, starting, ending_ts, ending_by_ts,
+                            ending)
+
+    max_per_trigger = _optional_positive(opts, "maxoffsetspertrigger", "maxOffsetsPerTrigger")
+    min_per_trigger = _optional_positive(opts, "minoffsetspertrigger", "minOffsetsPerTrigger")
+    if min_per_trigger is not None and max_per_trigger is not None \
+            and min_per_trigger > max_per_trigger:
+        raise SourceOptionError(f"The value of minOffsetPerTrigger({min_per_trigger}) is higher "
+                                f"than the maxOffsetsPerTrigger({max_per_trigger}).")
+    delay_ms = (parse_duration_ms(opts["maxtriggerdelay"], "maxTriggerDelay")
+                if "maxtriggerdelay" in opts else DEFAULT_MAX_TRIGGER_DELAY_MS)
+    if not streaming:
+        for key, name in (("maxoffsetspertrigger", "maxOffsetsPerTrigger"),
+                          ("minoffsetspertrigger", "minOffsetsPerTrigger"),
+                          ("maxtriggerdelay", "maxTriggerDelay")):
+            if key in opts:
+                LOGGER.warning("%s option ignored in batch queries", name)
 
     progress = None
     if PROGRESS_OPTION in opts:
@@ -165,11 +187,10 @@ def parse_options(options: Mapping[str, str], *, streaming: bool) -> SourceOptio
         ending=ending,
         starting_timestamp=starting_ts,
         starting_timestamp_strategy=strategy,
-        max_offsets_per_trigger=_optional_positive(opts, "maxoffsetspertrigger",
-                                                   "maxOffsetsPerTrigger"),
-        min_partitions=_optional_positive(opts, "minpartitions", "minPartitions"),
-        max_records_per_partition=_optional_positive(opts, "maxrecordsperpartition",
-                                                     "maxRecordsPerPartition"),
+        max_offsets_per_trigger=max_per_trigger,
+        min_partitions=_positive(opts, "minpartitions", "minPartitions"),
+        max_records_per_partition=_positive(opts, "maxrecordsperpartition",
+                                            "maxRecordsPerPartition"),
         include_headers=_parse_bool(opts.get("includeheaders", "false"), "includeHeaders"),
         fail_on_data_loss=_parse_bool(opts.get("failondataloss", "true"), "failOnDataLoss"),
         request_timeout_ms=_parse_int(
@@ -181,7 +202,118 @@ def parse_options(options: Mapping[str, str], *, streaming: bool) -> SourceOptio
         client_id=opts.get("kafka.client.id", "trio-broker-spark"),
         progress_address=progress,
         security=security,
+        starting_by_timestamp=starting_by_ts,
+        ending_timestamp=ending_ts,
+        ending_by_timestamp=ending_by_ts,
+        min_offsets_per_trigger=min_per_trigger,
+        max_trigger_delay_ms=delay_ms,
     )
+
+
+def _parse_strategy(opts: Mapping[str, str]) -> tuple[tuple[str, ...] | None, str | None,
+                                                      tuple[TopicPartition, ...] | None]:
+    strategies = [k for k in ("subscribe", "subscribepattern", "assign") if k in opts]
+    if not strategies:
+        raise SourceOptionError("One of the following options must be specified for Kafka "
+                                "source: subscribe, subscribePattern, assign")
+    if len(strategies) > 1:
+        raise SourceOptionError("Only one of the following options can be specified for Kafka "
+                                "source: subscribe, subscribePattern, assign; got "
+                                + ", ".join(strategies))
+    if "subscribe" in opts:
+        subscribe = tuple(t.strip() for t in opts["subscribe"].split(",") if t.strip())
+        if not subscribe:
+            raise SourceOptionError("No topics to subscribe to as specified value for option "
+                                    f"'subscribe' is '{opts['subscribe']}'")
+        return subscribe, None, None
+    if "subscribepattern" in opts:
+        pattern = opts["subscribepattern"].strip()
+        if not pattern:
+            raise SourceOptionError("Pattern to subscribe is empty as specified value for "
+                                    f"option 'subscribePattern' is '{opts['subscribepattern']}'")
+        try:
+            re.compile(pattern)
+        except re.error as exc:
+            raise SourceOptionError(f"subscribePattern {pattern!r} is not a regular expression: "
+                                    f"{exc}") from None
+        return None, pattern, None
+    return None, None, _parse_assign(opts["assign"])
+
+
+def _parse_limit(opts: Mapping[str, str], timestamp_name: str, by_timestamp_name: str,
+                 offsets_name: str, default: str
+                 ) -> tuple[int | None, dict[TopicPartition, int] | None, OffsetSpec]:
+    """(global timestamp, timestamps per partition, offsets): the first option set wins."""
+    if timestamp_name.lower() in opts:
+        text = opts[timestamp_name.lower()].strip()
+        try:
+            timestamp = int(text)
+        except ValueError:
+            raise SourceOptionError(f"Expected a single long value, got {text} (option "
+                                    f"'{timestamp_name}')") from None
+        if timestamp < 0:
+            raise SourceOptionError(f"Option '{timestamp_name}' must be milliseconds since the "
+                                    f"epoch, got {timestamp}")
+        return timestamp, None, default
+    if by_timestamp_name.lower() in opts:
+        return None, _parse_partition_json(opts[by_timestamp_name.lower()], by_timestamp_name,
+                                           _TIMESTAMPS_EXAMPLE), default
+    return None, None, _parse_offset_spec(opts.get(offsets_name.lower(), default), offsets_name)
+
+
+def _check_batch_limits(starting_ts: int | None, starting_by_ts: dict[TopicPartition, int] | None,
+                        starting: OffsetSpec, ending_ts: int | None,
+                        ending_by_ts: dict[TopicPartition, int] | None,
+                        ending: OffsetSpec) -> None:
+    """Spark's batch checks (``validateBatchOptions``, ``checkOffsetLimitValidity``)."""
+    if starting_ts is None and starting_by_ts is None:
+        if starting == "latest":
+            raise SourceOptionError("starting offset can't be latest for batch queries on Kafka")
+        if isinstance(starting, dict):
+            for tp, offset in sorted(starting.items()):
+                if offset == LATEST:
+                    raise SourceOptionError(f"startingOffsets for {tp} can't be latest for "
+                                            "batch queries on Kafka")
+    if ending_ts is None and ending_by_ts is None:
+        if ending == "earliest":
+            raise SourceOptionError("ending offset can't be earliest for batch queries on Kafka")
+        if isinstance(ending, dict):
+            for tp, offset in sorted(ending.items()):
+                if offset == EARLIEST:
+                    raise SourceOptionError(f"ending offset for {tp} can't be earliest for "
+                                            "batch queries on Kafka")
+    start_offsets = starting if starting_ts is None and starting_by_ts is None else None
+    end_offsets = ending if ending_ts is None and ending_by_ts is None else None
+    pairs = (("offset", start_offsets, end_offsets), ("timestamp", starting_by_ts, ending_by_ts))
+    for what, start, end in pairs:
+        if not isinstance(start, dict) or not isinstance(end, dict):
+            continue
+        if set(start) != set(end):
+            raise SourceOptionError(
+                f"Kafka data source in batch query should include the same topic partitions "
+                f"in the start {what}s and the end {what}s: start has "
+                f"{', '.join(map(str, sorted(start)))}; end has "
+                f"{', '.join(map(str, sorted(end)))}")
+        for tp in sorted(start):
+            if start[tp] > end[tp] and start[tp] >= 0 and end[tp] >= 0:
+                raise SourceOptionError(f"The start {what} {start[tp]} for {tp} can't be greater "
+                                        f"than the end {what} {end[tp]} in a batch query")
+
+
+_DURATION = re.compile(r"^\s*(\d+)\s*(us|ms|s|m|min|h|d)?\s*$", re.IGNORECASE)
+_DURATION_MS = {"us": 0.001, "ms": 1, None: 1, "s": 1000, "m": 60_000, "min": 60_000,
+                "h": 3_600_000, "d": 86_400_000}
+
+
+def parse_duration_ms(text: str, name: str) -> int:
+    """Spark's time strings (``timeStringAsMs``): ``500ms``, ``30s``, ``15m``, ``1h``; a plain
+    number is milliseconds."""
+    match = _DURATION.match(text)
+    if match is None:
+        raise SourceOptionError(f"Option '{name}' must be a duration like 30s, 15m or 500ms, "
+                                f"got {text!r}")
+    unit = match.group(2).lower() if match.group(2) else None
+    return int(int(match.group(1)) * _DURATION_MS[unit])
 
 
 def _parse_bool(value: str, name: str) -> bool:
@@ -205,6 +337,16 @@ def _optional_positive(opts: Mapping[str, str], key: str, name: str) -> int | No
     return _parse_int(opts[key], name, minimum=1) if key in opts else None
 
 
+def _positive(opts: Mapping[str, str], key: str, name: str) -> int | None:
+    """Spark's ``minPartitions`` / ``maxRecordsPerPartition`` check and message."""
+    if key not in opts:
+        return None
+    number = _parse_int(opts[key], name, minimum=-(2**63))
+    if number <= 0:
+        raise SourceOptionError(f"{name} must be positive")
+    return number
+
+
 def _load_json(text: str, name: str) -> Any:
     try:
         return json.loads(text)
@@ -213,6 +355,9 @@ def _load_json(text: str, name: str) -> Any:
 
 
 def _parse_assign(text: str) -> tuple[TopicPartition, ...]:
+    if not text.strip().startswith("{"):
+        raise SourceOptionError("No topicpartitions to assign as specified value for option "
+                                f"'assign' is '{text}'")
     data = _load_json(text, "assign")
     if not isinstance(data, dict) or not all(
             isinstance(v, list) and all(isinstance(p, int) for p in v) for v in data.values()):
@@ -225,26 +370,27 @@ def _parse_assign(text: str) -> tuple[TopicPartition, ...]:
     return tps
 
 
+def _parse_partition_json(text: str, name: str, example: str) -> dict[TopicPartition, int]:
+    """``{"topic": {"0": n, ...}}``, with Spark's message for anything else."""
+    data = _load_json(text, name)
+    if not isinstance(data, dict) or not all(isinstance(v, dict) for v in data.values()):
+        raise SourceOptionError(f"Expected e.g. {example}, got {text} (option '{name}')")
+    spec: dict[TopicPartition, int] = {}
+    for topic, parts in data.items():
+        for part, value in parts.items():
+            if not str(part).lstrip("-").isdigit() or not isinstance(value, int) \
+                    or isinstance(value, bool) or value < EARLIEST:
+                raise SourceOptionError(f"Option '{name}': bad value {value!r} for partition "
+                                        f"{part!r} of topic {topic!r}")
+            spec[TopicPartition(topic, int(part))] = value
+    return spec
+
+
 def _parse_offset_spec(text: str, name: str) -> OffsetSpec:
     lowered = text.strip().lower()
     if lowered in ("earliest", "latest"):
         return lowered
-    data = _load_json(text, name)
-    if not isinstance(data, dict):
-        raise SourceOptionError(f"Option '{name}' must be 'earliest', 'latest' or JSON like "
-                                f'{{"topicA":{{"0":23,"1":-2}}}}, got {text!r}')
-    spec: dict[TopicPartition, int] = {}
-    for topic, parts in data.items():
-        if not isinstance(parts, dict):
-            raise SourceOptionError(f"Option '{name}': offsets of topic {topic!r} must be a JSON "
-                                    f'object like {{"0":23}}')
-        for part, offset in parts.items():
-            if not str(part).lstrip("-").isdigit() or not isinstance(offset, int) \
-                    or isinstance(offset, bool) or offset < EARLIEST:
-                raise SourceOptionError(f"Option '{name}': bad offset {offset!r} for partition "
-                                        f"{part!r} of topic {topic!r}")
-            spec[TopicPartition(topic, int(part))] = offset
-    return spec
+    return _parse_partition_json(text, name, _OFFSETS_EXAMPLE)
 
 
 def offsets_json(offsets: Mapping[TopicPartition, int]) -> str:
@@ -264,144 +410,7 @@ def parse_offsets_dict(data: Mapping[str, Mapping[str, int]]) -> dict[TopicParti
             for p, o in parts.items()}
 
 
-# --- planning (driver side) ----------------------------------------------------------------
-
-def subscribed_partitions(client: BlockingClient, opts: SourceOptions) -> list[TopicPartition]:
-    """The partitions the subscription covers right now; unknown topics are an error."""
-    if opts.subscribe is not None:
-        return client.partitions_for(opts.subscribe)
-    if opts.assign is not None:
-        topics = sorted({tp.topic for tp in opts.assign})
-        existing = set(client.partitions_for(topics))
-        missing = [str(tp) for tp in opts.assign if tp not in existing]
-        if missing:
-            raise UnknownTopicOrPartitionError("assigned partitions do not exist: "
-                                               + ", ".join(missing))
-        return sorted(set(opts.assign))
-    assert opts.subscribe_pattern is not None
-    pattern = re.compile(opts.subscribe_pattern)
-    matched = [info for name, info in client.metadata(None).topics.items()
-               if pattern.fullmatch(name) and not info.internal
-               and info.error in (ErrorCode.NONE, ErrorCode.LEADER_NOT_AVAILABLE)]
-    return sorted(TopicPartition(t.name, p) for t in matched for p in t.partitions)
-
-
-def resolve_offsets(client: BlockingClient, tps: Iterable[TopicPartition], spec: OffsetSpec,
-                    name: str) -> dict[TopicPartition, int]:
-    """Concrete offsets for ``spec`` on ``tps`` (JSON must name every partition, as in Spark)."""
-    tps = sorted(set(tps))
-    if not tps:
-        return {}
-    if isinstance(spec, str):
-        return client.list_offsets({tp: EARLIEST if spec == "earliest" else LATEST
-                                    for tp in tps})
-    missing = [str(tp) for tp in tps if tp not in spec]
-    extra = [str(tp) for tp in spec if tp not in set(tps)]
-    if missing or extra:
-        detail = []
-        if missing:
-            detail.append("missing " + ", ".join(missing))
-        if extra:
-            detail.append("not subscribed or not existing: " + ", ".join(extra))
-        raise SourceOptionError(
-            f"If {name} contains specific offsets, you must specify all TopicPartitions "
-            f"({'; '.join(detail)}). Use -1 for latest, -2 for earliest.")
-    special = {tp: spec[tp] for tp in tps if spec[tp] in (EARLIEST, LATEST)}
-    out = {tp: spec[tp] for tp in tps if tp not in special}
-    if special:
-        out.update(client.list_offsets(special))
-    return out
-
-
-def starting_offsets(client: BlockingClient, tps: Iterable[TopicPartition],
-                     opts: SourceOptions) -> dict[TopicPartition, int]:
-    """``startingTimestamp`` if given, else ``startingOffsets``."""
-    tps = sorted(set(tps))
-    if opts.starting_timestamp is None:
-        return resolve_offsets(client, tps, opts.starting, "startingOffsets")
-    found = client.list_offsets({tp: opts.starting_timestamp for tp in tps})
-    unmatched = [tp for tp, offset in found.items() if offset < 0]
-    if unmatched:
-        if opts.starting_timestamp_strategy == "error":
-            raise SourceOptionError(
-                f"No offset matched startingTimestamp {opts.starting_timestamp} for "
-                + ", ".join(map(str, unmatched))
-                + ": no record at or after that time. Set "
-                "startingOffsetsByTimestampStrategy=latest to start those at the latest offset.")
-        found.update(client.list_offsets({tp: LATEST for tp in unmatched}))
-    return found
-
-
-def check_range(client: BlockingClient, starts: Mapping[TopicPartition, int],
-                ends: Mapping[TopicPartition, int], *, fail_on_data_loss: bool,
-                earliest: Mapping[TopicPartition, int] | None = None,
-                latest: Mapping[TopicPartition, int] | None = None) -> list[OffsetRange]:
-    """Ranges for ``starts``..``ends``, checked against what the log holds now.
-
-    A start below the log start offset means retention already deleted records: an error, or
-    with ``failOnDataLoss=false`` the range starts at the log start. An end past the log end is
-    an error either way (those records do not exist yet).
-    """
-    tps = sorted(starts)
-    if earliest is None:
-        earliest = client.list_offsets({tp: EARLIEST for tp in tps}) if tps else {}
-    if latest is None:
-        latest = client.list_offsets({tp: LATEST for tp in tps}) if tps else {}
-    ranges = []
-    for tp in tps:
-        start, end = starts[tp], ends[tp]
-        if end > latest[tp]:
-            raise OffsetOutOfRangeError(
-                f"ending offset {end} of {tp} is past the end of the log (latest offset "
-                f"{latest[tp]})")
-        if start < earliest[tp]:
-            if fail_on_data_loss:
-                raise OffsetOutOfRangeError(
-                    f"offsets {start}..{min(end, earliest[tp]) - 1} of {tp} are no longer "
-                    f"available: retention deleted them (the log starts at offset "
-                    f"{earliest[tp]}). Some data may have been lost. {DATA_LOSS_HINT}")
-            start = min(earliest[tp], end)
-        if start > end:
-            raise SourceOptionError(f"starting offset {start} of {tp} is after its ending "
-                                    f"offset {end}")
-        ranges.append(OffsetRange(tp.topic, tp.partition, start, end))
-    return ranges
-
-
-def split_ranges(ranges: list[OffsetRange], *, min_partitions: int | None,
-                 max_records: int | None) -> list[OffsetRange]:
-    """One range per partition, split into equal pieces when there are fewer ranges than
-    ``min_partitions`` (so that many tasks of similar size result) or a range holds more than
-    ``max_records``."""
-    ranges = [r for r in ranges if r.size > 0]
-    total = sum(r.size for r in ranges)
-    target = None
-    if min_partitions is not None and len(ranges) < min_partitions and total:
-        target = -(-total // min_partitions)
-    if max_records is not None:
-        target = max_records if target is None else min(target, max_records)
-    out = []
-    for r in ranges:
-        parts = 1 if target is None else min(r.size, -(-r.size // target))
-        for i in range(parts):
-            lo = r.start + r.size * i // parts
-            hi = r.start + r.size * (i + 1) // parts
-            out.append(OffsetRange(r.topic, r.partition, lo, hi))
-    return out
-
-
-def rate_limit(starts: Mapping[TopicPartition, int], latest: Mapping[TopicPartition, int],
-               limit: int) -> dict[TopicPartition, int]:
-    """End offsets that take at most about ``limit`` records, shared in proportion to each
-    partition's backlog; small backlogs get at least one record so none starves."""
-    backlog = {tp: max(0, latest[tp] - starts.get(tp, latest[tp])) for tp in latest}
-    total = sum(backlog.values())
-    if total <= limit:
-        return dict(latest)
-    ends = {}
-    for tp, end in latest.items():
-        start = starts.get(tp, end)
-        share = limit * backlog[tp] / total
-        take = int(share) if share >= 1 else (1 if backlog[tp] else 0)
-        ends[tp] = min(end, start + take)
-    return ends
+__all__ = ["DATA_LOSS_HINT", "DEFAULT_MAX_PARTITION_FETCH_BYTES", "DEFAULT_MAX_TRIGGER_DELAY_MS",
+           "DEFAULT_REQUEST_TIMEOUT_MS", "PROGRESS_OPTION", "OffsetRange", "OffsetSpec",
+           "SourceOptionError", "SourceOptions", "offsets_dict", "offsets_json",
+           "parse_duration_ms", "parse_offsets_dict", "parse_options"]

@@ -110,8 +110,9 @@ class ProgressListener:
 # --- the terminal ------------------------------------------------------------------------------
 
 def show_progress(console: Console, thread: threading.Thread, listener: ProgressListener,
-                  planned: int) -> None:
-    """A bar of records and bytes done of ``planned`` records until ``thread`` ends."""
+                  planned: int | None, *, verb: str = "exporting") -> None:
+    """A bar of records and bytes done of ``planned`` records (None: not known, a running
+    count) until ``thread`` ends."""
     from rich.progress import (
         BarColumn,
         Progress,
@@ -121,22 +122,49 @@ def show_progress(console: Console, thread: threading.Thread, listener: Progress
     )
 
     columns = (
-        TextColumn("[bold]exporting"), BarColumn(), TaskProgressColumn(),
+        TextColumn(f"[bold]{verb}"), BarColumn(), TaskProgressColumn(),
         TextColumn("{task.fields[records]}"), TextColumn("{task.fields[bytes]}"),
         TextColumn("{task.fields[rate]}"), TimeElapsedColumn(),
     )
     started = time.monotonic()
     with Progress(*columns, console=console, transient=True) as bar:
-        task = bar.add_task("export", total=planned, records="", bytes="", rate="")
+        task = bar.add_task(verb, total=planned, records="", bytes="", rate="")
         while thread.is_alive():
             thread.join(0.2)
+            rate = listener.records / max(time.monotonic() - started, 1e-9)
+            if planned is None:
+                bar.update(task, completed=listener.records,
+                           records=f"{listener.records:,} records",
+                           bytes=_size(listener.bytes), rate=f"{rate:,.0f} rec/s")
+                continue
             done = min(listener.records, planned)
             estimate = listener.bytes * planned / done if done else 0
-            rate = done / max(time.monotonic() - started, 1e-9)
             bar.update(task, completed=done,
                        records=f"{done:,}/{planned:,} records",
                        bytes=f"{_size(listener.bytes)} of ~{_size(estimate)}",
                        rate=f"{rate:,.0f} rec/s")
+
+
+def show_import_summary(console: Console, summary: Mapping[str, Any], source: str,
+                        elapsed_s: float, read_back: str | None) -> None:
+    """The offsets written per partition and one line of totals."""
+    from rich.table import Table
+
+    table = Table(title=f"Imported {source}", title_justify="left")
+    for name in ("topic", "partition", "first offset", "last offset", "records"):
+        table.add_column(name, justify="left" if name == "topic" else "right")
+    for r in summary["ranges"]:
+        known = r["first_offset"] >= 0
+        table.add_row(r["topic"], str(r["partition"]),
+                      f"{r['first_offset']:,}" if known else "-",
+                      f"{r['last_offset']:,}" if known else "-", f"{r['records']:,}")
+    console.print(table)
+    records = summary["records"]
+    console.print(
+        f"{records:,} records, {_size(summary['payload_bytes'])} of keys and values in "
+        f"{elapsed_s:.1f} s ({records / max(elapsed_s, 1e-9):,.0f} records/s)", highlight=False)
+    if read_back:
+        console.print(f"Read them back with: {read_back}", highlight=False, soft_wrap=True)
 
 
 def show_summary(console: Console, ranges: list[OffsetRange], manifest: Mapping[str, Any],

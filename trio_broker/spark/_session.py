@@ -77,3 +77,21 @@ def build_session(*, master: str, app_name: str, conf: Mapping[str, str] | None 
     spark = SparkSession.builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     return spark, _log_path
+
+
+def failure_message(exc: BaseException, log_path: Path | None) -> str:
+    """One line for a failed Spark job: the trio-broker error inside it, else the first line
+    of Spark's own error (the JVM's, for an exception py4j did not translate) and where the
+    log is."""
+    from .source import user_message
+
+    message = user_message(exc)
+    if message is not None:
+        return message
+    text = str(exc).strip()
+    java = getattr(exc, "java_exception", None)  # py4j's Py4JJavaError
+    if java is not None:
+        text = str(java.toString()).strip()
+    first = text.splitlines()[0] if text else repr(exc)
+    where = f"Spark's log: {log_path}" if log_path else "see Spark's log"
+    return f"{type(exc).__name__}: {first} ({where})"

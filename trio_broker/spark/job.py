@@ -27,13 +27,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from . import manifest as manifests
-from ._options import (
-    PROGRESS_OPTION,
-    OffsetRange,
-    offsets_json,
-    parse_options,
-    subscribed_partitions,
-)
+from ._decode import schema_ddl
+from ._options import PROGRESS_OPTION, OffsetRange, offsets_json, parse_options
+from ._planning import subscribed_partitions
 from ._progress import ProgressListener, show_progress, show_summary, watch_stream
 
 if TYPE_CHECKING:
@@ -158,7 +154,10 @@ class ExportJob:
             options[PROGRESS_OPTION] = f"{listener.address[0]}:{listener.address[1]}"
             # Two tasks per core: partitions of unequal size still keep every core busy.
             options.setdefault("minPartitions", str(2 * spark.sparkContext.defaultParallelism))
-            df = spark.read.format("trio_broker").options(**options).load()
+            # The schema is known: given, Spark skips a Python process that would ask the source
+            # for it (seconds of a short export); the options were checked before Spark started.
+            df = (spark.read.format("trio_broker").schema(schema_ddl(self.source.include_headers))
+                  .options(**options).load())
             observation = Observation("export")
             payload = (F.coalesce(F.length("key"), F.lit(0))
                        + F.coalesce(F.length("value"), F.lit(0)))
@@ -203,7 +202,8 @@ class ExportJob:
             from .source import register
 
             register(spark)
-            df = spark.readStream.format("trio_broker").options(**self.options).load()
+            df = (spark.readStream.format("trio_broker")
+                  .schema(schema_ddl(self.source.include_headers)).options(**self.options).load())
             writer = (_for_format(df, fmt).writeStream.format(fmt)
                       .options(**write_options(fmt))
                       .option("path", str(self.out))
@@ -242,14 +242,9 @@ class ExportJob:
         return spark, log_path, created
 
     def _failure(self, exc: BaseException, log_path: Path | None) -> ExportFailed:
-        from .source import user_message
+        from ._session import failure_message
 
-        message = user_message(exc)
-        if message is None:
-            first = str(exc).strip().splitlines()[0] if str(exc).strip() else repr(exc)
-            where = f"Spark's log: {log_path}" if log_path else "see Spark's log"
-            message = f"{type(exc).__name__}: {first} ({where})"
-        return ExportFailed(message)
+        return ExportFailed(failure_message(exc, log_path))
 
 
 def write_options(fmt: str) -> dict[str, str]:

@@ -65,12 +65,20 @@ def replaced_exports(manifests: list[dict[str, Any]], ranges: list[OffsetRange],
                    for (t, p), (lo, hi) in old.items()
                    if (t, p) in new and max(lo, new[t, p][0]) < min(hi, new[t, p][1])]
         if clashes:
-            ends = offsets_json({TopicPartition(t, p): hi for (t, p), (lo, hi) in old.items()})
+            ends = offsets_json(continuation(manifest, ranges))
             raise SourceOptionError(
                 f"these offsets were already exported by export {manifest['export_id']} and "
                 f"would be duplicated: {', '.join(clashes)}. Export a range that contains it "
                 f"(to replace it) or continue after it with --starting-offsets '{ends}'")
     return replaced
+
+
+def continuation(manifest: Mapping[str, Any],
+                 ranges: list[OffsetRange]) -> dict[TopicPartition, int]:
+    """Starting offsets that continue after ``manifest``'s export, for every partition
+    ``ranges`` covers (empty ones too: Spark refuses offsets that leave a partition out)."""
+    ends = {(r["topic"], int(r["partition"])): int(r["end"]) for r in manifest["ranges"]}
+    return {r.tp: ends.get((r.topic, r.partition), r.start) for r in ranges}
 
 
 def build_manifest(*, this_id: str, created: str, bootstrap_servers: str, topics: list[str],

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import logging
 import re
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -28,6 +29,8 @@ from pyspark.sql.datasource import (
     DataSource,
     DataSourceReader,
     DataSourceStreamReader,
+    DataSourceStreamWriter,
+    DataSourceWriter,
     InputPartition,
 )
 from pyspark.sql.types import StructType
@@ -55,27 +58,31 @@ from ._options import (
     OffsetRange,
     SourceOptionError,
     SourceOptions,
-    check_range,
     offsets_dict,
     parse_offsets_dict,
     parse_options,
+)
+from ._planning import (
+    check_range,
+    ending_offsets,
     rate_limit,
-    resolve_offsets,
     split_ranges,
     starting_offsets,
     subscribed_partitions,
 )
 from ._progress import ProgressSender
+from .sink import SinkError, writer_for
 
 try:  # read limits arrived in pyspark 4.2; older versions call latestOffset() without them
     from pyspark.sql.streaming.datasource import (
         ReadAllAvailable,
         ReadLimit,
         ReadMaxRows,
+        ReadMinRows,
         SupportsTriggerAvailableNow,
     )
 except ImportError:  # pragma: no cover - exercised only on pyspark 4.0/4.1
-    ReadAllAvailable = ReadLimit = ReadMaxRows = None  # type: ignore[assignment,misc]
+    ReadAllAvailable = ReadLimit = ReadMaxRows = ReadMinRows = None  # type: ignore[assignment,misc]
     SupportsTriggerAvailableNow = object  # type: ignore[assignment,misc]
 
 LOGGER = logging.getLogger(__name__)
@@ -136,6 +143,12 @@ class TrioBrokerDataSource(DataSource):
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:
         return KafkaStreamReader(parse_options(self.options, streaming=True))
 
+    def writer(self, schema: StructType, overwrite: bool) -> DataSourceWriter:
+        return writer_for(self.options, schema, overwrite, streaming=False)
+
+    def streamWriter(self, schema: StructType, overwrite: bool) -> DataSourceStreamWriter:
+        return writer_for(self.options, schema, overwrite, streaming=True)
+
 
 def register(spark: Any) -> None:
     """Make ``spark.read.format("trio_broker")`` / ``readStream.format(...)`` available."""
@@ -153,7 +166,7 @@ def plan_batch(opts: SourceOptions) -> list[OffsetRange]:
         earliest = client.list_offsets({tp: EARLIEST for tp in tps})
         latest = client.list_offsets({tp: LATEST for tp in tps})
         starts = starting_offsets(client, tps, opts)
-        ends = resolve_offsets(client, tps, opts.ending, "endingOffsets")
+        ends = ending_offsets(client, tps, opts)
         return check_range(client, starts, ends, fail_on_data_loss=opts.fail_on_data_loss,
                            earliest=earliest, latest=latest)
 
@@ -178,7 +191,15 @@ class KafkaBatchReader(DataSourceReader):
 # --- streaming ---------------------------------------------------------------------------------
 
 class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):  # type: ignore[misc]
-    """Micro-batches of offset ranges; the offsets Spark checkpoints are Spark's Kafka JSON."""
+    """Micro-batches of offset ranges; the offsets Spark checkpoints are Spark's Kafka JSON.
+
+    How much a micro-batch takes, as Spark's Kafka source decides it: everything available, at
+    most ``maxOffsetsPerTrigger`` (shared in proportion to each partition's backlog), and with
+    ``minOffsetsPerTrigger`` nothing until that many offsets are waiting or ``maxTriggerDelay``
+    passed since the last micro-batch (the first one never waits). With
+    ``Trigger.AvailableNow`` the query reads up to the offsets current when it started and
+    stops; ``minOffsetsPerTrigger`` does not hold it back.
+    """
 
     def __init__(self, opts: SourceOptions) -> None:
         self._opts = opts
@@ -186,6 +207,7 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):  #
         self._client: BlockingClient | None = None
         self._last_end: dict[TopicPartition, int] | None = None
         self._available_now: dict[TopicPartition, int] | None = None
+        self._last_trigger_s: float | None = None  # when the last micro-batch was let through
 
     def __getstate__(self) -> dict[str, Any]:
         state = self.__dict__.copy()
@@ -212,9 +234,13 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):  #
             raise
 
     def getDefaultReadLimit(self) -> Any:
-        if self._opts.max_offsets_per_trigger is not None and ReadMaxRows is not None:
+        if ReadAllAvailable is None:
+            return None
+        if self._opts.max_offsets_per_trigger is not None:
             return ReadMaxRows(self._opts.max_offsets_per_trigger)
-        return ReadAllAvailable() if ReadAllAvailable is not None else None
+        if self._opts.min_offsets_per_trigger is not None:
+            return ReadMinRows(self._opts.min_offsets_per_trigger)
+        return ReadAllAvailable()
 
     def latestOffset(self, start: dict | None = None, limit: Any = None) -> dict:
         try:
@@ -242,17 +268,40 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):  #
             for tp, cap in self._available_now.items():
                 if tp in latest:
                     latest[tp] = min(latest[tp], max(cap, starts.get(tp, cap)))
-        max_rows = self._max_rows(limit)
+        if ReadAllAvailable is not None and isinstance(limit, ReadAllAvailable):
+            return offsets_dict(latest)  # Trigger.Once: all of it, whatever the options say
+        min_rows, max_rows = self._limits(limit)
+        if min_rows is not None and self._available_now is None and self._delay(
+                min_rows, starts, latest):
+            return offsets_dict(starts)  # no micro-batch yet
         if max_rows is not None:
             latest = rate_limit(starts, latest, max_rows)
         return offsets_dict(latest)
 
-    def _max_rows(self, limit: Any) -> int | None:
-        if limit is None:  # pyspark < 4.2: the option is the limit
-            return self._opts.max_offsets_per_trigger
+    def _limits(self, limit: Any) -> tuple[int | None, int | None]:
+        """(minimum, maximum) offsets for this micro-batch."""
+        opts = self._opts
+        if limit is None:  # pyspark < 4.2: the options are the limits
+            return opts.min_offsets_per_trigger, opts.max_offsets_per_trigger
+        if ReadMinRows is not None and isinstance(limit, ReadMinRows):
+            return int(limit.min_rows), None
         if ReadMaxRows is not None and isinstance(limit, ReadMaxRows):
-            return int(limit.max_rows)
-        return None
+            return opts.min_offsets_per_trigger, int(limit.max_rows)
+        return None, None
+
+    def _delay(self, min_rows: int, starts: dict[TopicPartition, int],
+               latest: dict[TopicPartition, int]) -> bool:
+        """Whether to wait for more records (Spark's ``delayBatch``)."""
+        now = time.monotonic()
+        if self._last_trigger_s is None or (
+                (now - self._last_trigger_s) * 1000 >= self._opts.max_trigger_delay_ms):
+            self._last_trigger_s = now
+            return False
+        waiting = sum(max(0, end - starts.get(tp, end)) for tp, end in latest.items())
+        if waiting < min_rows:
+            return True
+        self._last_trigger_s = now
+        return False
 
     def prepareForTriggerAvailableNow(self) -> None:
         client = self._get_client()
@@ -388,7 +437,8 @@ def _after_out_of_range(client: BlockingClient, tp: TopicPartition, offset: int,
 #: timeout errors, bad settings) and bad options
 _ERROR_NAMES = "|".join(sorted(
     {name for name in errors.__all__ if isinstance(cls := getattr(errors, name), type)
-     and issubclass(cls, KafkaError | errors.ConfigError)} | {SourceOptionError.__name__}))
+     and issubclass(cls, KafkaError | errors.ConfigError)}
+    | {SourceOptionError.__name__, SinkError.__name__}))
 
 
 def user_message(exc: BaseException) -> str | None:

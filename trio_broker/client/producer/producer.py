@@ -23,6 +23,7 @@ from ...client_core.errors import (
     KafkaTimeoutError,
 )
 from ...client_core.produce import ACKS
+from ...client_core.structs import TopicPartition
 from ...protocol.compression import Compression
 from ..config import PRODUCER_DEFAULTS, normalize
 from ..network import NetworkClient
@@ -30,6 +31,7 @@ from .accumulator import RecordAccumulator
 from .batch import RecordFuture, RecordMetadata
 from .sender import Sender
 from .transaction_manager import TransactionManager, idempotence_possible
+from .transactions import TransactionalState
 
 _COMPRESSION = {
     "none": Compression.NONE,
@@ -53,15 +55,19 @@ class Producer:
         if codec not in _COMPRESSION:
             raise ConfigError(f"config 'compression.type' must be one of "
                               f"{', '.join(_COMPRESSION)}, got {config['compression.type']!r}")
-        if config["transactional.id"] is not None:
-            raise ConfigError("transactional producers are not supported (transactional.id)")
-        idempotent = idempotence_possible(config, explicit_idempotence)
+        transactional_id = config["transactional.id"]
+        idempotent = idempotence_possible(config, explicit_idempotence or
+                                          transactional_id is not None)
         self._max_block_s = config["max.block.ms"] / 1000
         self._metrics = {"record-send-total": 0, "record-retry-total": 0,
                          "record-error-total": 0, "batch-send-total": 0, "request-total": 0}
         self._client = NetworkClient(config, allow_auto_topic_creation=True)
         self._transactions = TransactionManager(idempotent=idempotent,
                                                 explicit=explicit_idempotence)
+        self._txn: TransactionalState | None = None
+        if transactional_id is not None:
+            self._txn = TransactionalState(transactional_id, config["transaction.timeout.ms"])
+            self._transactions.transactional = self._txn
         self._accumulator = RecordAccumulator(config, self._metrics,
                                               lambda: self._sender.wakeup.set())
         self._accumulator.use_metadata(self._client.metadata)
@@ -120,6 +126,7 @@ class Producer:
         Waits (up to ``max.block.ms``) only for the topic's metadata and for ``buffer.memory``;
         yields to other tasks each time it starts a new batch.
         """
+        self._check_transaction()
         accumulator = self._accumulator
         future = accumulator.append(topic, value, key, headers, partition, timestamp_ms)
         if future is not None:
@@ -153,6 +160,7 @@ class Producer:
 
         The topic must already be known (one earlier ``send_soon``/``send`` to it suffices).
         """
+        self._check_transaction()
         accumulator = self._accumulator
         future = accumulator.append(topic, value, key, headers, partition, timestamp_ms)
         if future is None:
@@ -178,6 +186,85 @@ class Producer:
                 await batch.wait()
         finally:
             sender.flushing -= 1
+
+
+    # --- transactions ------------------------------------------------------------------------
+
+    def _check_transaction(self) -> None:
+        txn = self._txn
+        if txn is not None and not txn.in_transaction:
+            raise IllegalStateError("a transactional producer sends inside a transaction: "
+                                    "async with producer.transaction(): ...")
+
+    def _require_txn(self) -> TransactionalState:
+        if self._txn is None:
+            raise IllegalStateError("not a transactional producer (set transactional.id)")
+        if self._txn.fenced:
+            raise self._txn.error or IllegalStateError("the producer was fenced")
+        return self._txn
+
+    async def begin_transaction(self) -> None:
+        """Start a transaction (the first one also gets the producer id and epoch, fencing
+        any earlier producer with this transactional id)."""
+        txn = self._require_txn()
+        if txn.in_transaction:
+            raise IllegalStateError("a transaction is already open")
+        tm = self._transactions
+        if tm.producer_id < 0 or txn.error is not None:
+            tm.need_producer_id = True
+            txn.error = None
+            await tm.init_producer_id(self._client, self._accumulator.partitions.values())
+        txn.in_transaction = True
+
+    async def send_offsets_to_transaction(self, offsets: Mapping[TopicPartition, int],
+                                          group_id: str, *, generation_id: int = -1,
+                                          member_id: str = "") -> None:
+        """Commit a consumer group's offsets with the transaction (visible once it commits)."""
+        txn = self._require_txn()
+        if not txn.in_transaction:
+            raise IllegalStateError("no transaction is open")
+        tm = self._transactions
+        await txn.send_offsets(self._client, tm.producer_id, tm.producer_epoch, offsets,
+                               group_id, generation_id, member_id)
+
+    async def commit_transaction(self) -> None:
+        """Flush every record of the transaction, then commit it; raises (and the transaction
+        must be aborted) if a record failed."""
+        txn = self._require_txn()
+        if not txn.in_transaction:
+            raise IllegalStateError("no transaction is open")
+        await self.flush()
+        if txn.error is not None:
+            raise txn.error
+        tm = self._transactions
+        await txn.end(self._client, tm.producer_id, tm.producer_epoch, committed=True)
+        txn.in_transaction = False
+
+    async def abort_transaction(self) -> None:
+        """Wait for the records in flight, then abort the transaction."""
+        txn = self._require_txn()
+        if not txn.in_transaction:
+            raise IllegalStateError("no transaction is open")
+        await self.flush()
+        tm = self._transactions
+        await txn.end(self._client, tm.producer_id, tm.producer_epoch, committed=False)
+        txn.in_transaction = False
+        txn.error = None
+
+    @asynccontextmanager
+    async def transaction(self) -> AsyncIterator[Producer]:
+        """``async with producer.transaction():`` commits on leaving the block, aborts if it
+        raises (and re-raises); a fenced producer raises ``ProducerFencedError``."""
+        await self.begin_transaction()
+        try:
+            yield self
+            await self.commit_transaction()
+        except BaseException:
+            txn = self._txn
+            if txn is not None and txn.in_transaction and not txn.fenced:
+                with trio.CancelScope(shield=True):
+                    await self.abort_transaction()
+            raise
 
 
 @asynccontextmanager

@@ -30,6 +30,7 @@ from ..network import NetworkClient, Wakeup
 from .accumulator import RecordAccumulator
 from .batch import PartitionQueue, ProducerBatch
 from .transaction_manager import TransactionManager
+from .transactions import TransactionalState
 
 LOGGER = logging.getLogger(__name__)
 
@@ -79,6 +80,9 @@ class Sender:
             return math.inf
         if self._transactions.need_producer_id:
             return await self._init_producer_id()
+        txn = self._transactions.transactional
+        if txn is not None:
+            await self._add_partitions(txn)
         client = self._client
         by_node, next_check, unknown_leader = accumulator.drain(
             client.metadata, trio.current_time(),
@@ -89,6 +93,26 @@ class Sender:
         for node_id, batches in by_node.items():
             await self._send_produce(node_id, batches)
         return next_check
+
+    async def _add_partitions(self, txn: TransactionalState) -> None:
+        """AddPartitionsToTxn for every partition about to get its first batch of the
+        transaction; on failure those batches fail and the transaction must be aborted."""
+        accumulator = self._accumulator
+        transactions = self._transactions
+        while True:  # records for more partitions may arrive while a request is out
+            new = {(b.topic, b.partition) for b in accumulator.incomplete} - txn.added
+            if not new:
+                return
+            try:
+                await txn.add_partitions(self._client, transactions.producer_id,
+                                         transactions.producer_epoch, new)
+            except KafkaError as exc:
+                txn.error = exc
+                for topic, partition in new:
+                    state = accumulator.partitions[topic][partition]
+                    while state.queue:
+                        accumulator.complete(state.queue.popleft(), error=exc)
+                return
 
     def _can_send(self, node_id: int) -> tuple[bool, float]:
         conn = self._client.ready_connection(node_id)
@@ -126,7 +150,8 @@ class Sender:
             payload = batch.payload = build_batch(
                 batch.records, timestamps=batch.timestamps, compression=self._compression,
                 producer_id=transactions.producer_id,
-                producer_epoch=transactions.producer_epoch, base_sequence=sequence)
+                producer_epoch=transactions.producer_epoch, base_sequence=sequence,
+                is_transactional=transactions.transactional is not None)
         return payload
 
     async def _send_produce(self, node_id: int, batches: list[ProducerBatch]) -> None:
@@ -135,9 +160,12 @@ class Sender:
             batch.attempts += 1
             entries.append((batch.topic, batch.partition, self._encode(batch)))
         acks, timeout_ms = self._acks, self._request_timeout_ms
+        txn = self._transactions.transactional
+        transactional_id = None if txn is None else txn.transactional_id
 
         def body(version: int) -> Any:
-            return produce_request(version, entries, acks=acks, timeout_ms=timeout_ms)
+            return produce_request(version, entries, acks=acks, timeout_ms=timeout_ms,
+                                   transactional_id=transactional_id)
 
         conn = self._client.ready_connection(node_id)
         self._metrics["request-total"] += 1
@@ -204,6 +232,9 @@ class Sender:
             self._accumulator.requeue(state, batch)
             LOGGER.debug("retrying %r after %r", batch, error)
             return
+        txn = self._transactions.transactional
+        if txn is not None and isinstance(error, KafkaError):
+            txn.error = error  # the transaction can only be aborted now
         self._accumulator.complete(batch, error=error)
 
 

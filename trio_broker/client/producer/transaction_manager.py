@@ -27,6 +27,7 @@ from ...protocol.api_keys import ApiKey
 from ...protocol.errors import ErrorCode
 from ..network import NetworkClient
 from .batch import PartitionQueue, ProducerBatch
+from .transactions import TransactionalState
 
 LOGGER = logging.getLogger(__name__)
 
@@ -60,6 +61,8 @@ class TransactionManager:
         self.producer_epoch = -1
         #: a producer id must be (re)initialised before the next batch is encoded
         self.need_producer_id = idempotent
+        #: set for a producer with a transactional.id (``transactions.py``)
+        self.transactional: TransactionalState | None = None
 
     def assign_sequence(self, state: PartitionQueue, batch: ProducerBatch) -> int:
         """The base sequence of a batch being encoded for the first time (-1 without
@@ -88,7 +91,13 @@ class TransactionManager:
             retriable = True
             self.need_producer_id = True
         elif code in (ErrorCode.INVALID_PRODUCER_EPOCH, ErrorCode.PRODUCER_FENCED):
+            if self.transactional is not None:  # fenced: no new id can help
+                self.transactional.fenced = True
+                return False
             self.need_producer_id = True
+        if self.transactional is not None and self.need_producer_id:
+            self.need_producer_id = False  # only InitProducerId at the next begin may renew it
+            return False
         return retriable
 
     async def init_producer_id(self, client: NetworkClient,
@@ -103,9 +112,14 @@ class TransactionManager:
         attempts = 0
         while True:
             try:
-                conn = await client.connection(client.least_loaded_node())
-                code, producer_id, epoch = parse_init_producer_id(
-                    await conn.request(ApiKey.InitProducerId, init_producer_id_request))
+                code: int
+                if self.transactional is not None:  # errors are raised, retriable ones retried
+                    code = ErrorCode.NONE
+                    producer_id, epoch = await self.transactional.init_producer_id(client)
+                else:
+                    conn = await client.connection(client.least_loaded_node())
+                    code, producer_id, epoch = parse_init_producer_id(
+                        await conn.request(ApiKey.InitProducerId, init_producer_id_request))
             except UnsupportedVersionError as exc:
                 if self._explicit:
                     return exc

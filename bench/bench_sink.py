@@ -1,0 +1,106 @@
+"""Sink throughput: a DataFrame written to a topic through the trio_broker sink, next to Spark
+writing the same rows without it.
+
+Run: ``.venv/bin/python bench/bench_sink.py [--records 2000000] [--partitions 4]``. Not part of
+the test suite. Starts ``trio-broker serve`` as a subprocess on a free loopback port (data in a
+temporary directory) and a ``local[2]`` SparkSession, builds ``--records`` rows with 100-byte
+random values and 8-byte keys (no partition column: Java's partitioner places them by key),
+caches them, then times, each the best of ``--repeat`` runs:
+
+1. sink: ``df.write.format("trio_broker").mode("append")...save()`` into a fresh topic of
+   ``--partitions`` partitions (acks=all, idempotence on: the defaults), every record
+   acknowledged before the job ends;
+2. Spark alone: the same rows to Spark's ``noop`` format (what producing the rows costs Spark);
+3. Parquet: the same rows to Parquet (the ceiling the export bench also measures).
+
+It prints records/s of wall-clock time, CPU seconds per million records by process kind
+(Spark's JVM, its Python workers, the broker) and the load average at the start; figures go to
+docs/benchmarks.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+
+from bench_export import best_of, trio_broker
+
+KEY_BYTES = 8
+VALUE_BYTES = 100
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--records", type=int, default=2_000_000)
+    parser.add_argument("--partitions", type=int, default=4)
+    parser.add_argument("--master", default="local[2]")
+    parser.add_argument("--repeat", type=int, default=3, help="runs per figure; the best counts")
+    parser.add_argument("--option", action="append", default=[], metavar="KEY=VALUE",
+                        help="extra sink option, e.g. kafka.batch.size=262144")
+    args = parser.parse_args()
+
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    from trio_broker.spark import register
+    from trio_broker.spark._session import build_session
+
+    work = Path(tempfile.mkdtemp(prefix="bench-sink-"))
+    load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
+    extra = dict(item.split("=", 1) for item in args.option)
+    n = args.records
+    with trio_broker() as bootstrap:
+        admin = AdminClient({"bootstrap.servers": bootstrap})
+        topics = [f"bench-sink-{i}" for i in range(args.repeat + 1)]
+        for future in admin.create_topics([NewTopic(t, args.partitions, 1)
+                                           for t in topics]).values():
+            future.result(30)
+        spark, log = build_session(master=args.master, app_name="bench-sink",
+                                   log_dir=str(work / "log"))
+        register(spark)
+        rows = spark.range(n, numPartitions=4).selectExpr(
+            f"cast(lpad(cast(id % 10000000 AS string), {KEY_BYTES}, 'k') AS binary) AS key",
+            f"cast(substr(sha2(cast(id AS string), 512), 1, {VALUE_BYTES}) AS binary) AS value"
+        ).cache()
+        best_of("cache the rows in memory", 1, lambda i: rows.count())
+
+        def sink(i: int) -> None:
+            (rows.write.format("trio_broker").mode("append")
+             .option("kafka.bootstrap.servers", bootstrap).option("topic", topics[i + 1])
+             .options(**extra).save())
+
+        best_of("warm-up (sink, 50,000 rows)", 1, lambda i: (
+            rows.limit(50_000).write.format("trio_broker").mode("append")
+            .option("kafka.bootstrap.servers", bootstrap).option("topic", topics[0])
+            .options(**extra).save()))
+        sunk = best_of("sink", args.repeat, sink)
+        noop = best_of("Spark alone (noop format)", args.repeat,
+                       lambda i: rows.write.format("noop").mode("overwrite").save())
+        parquet = best_of("Parquet", args.repeat, lambda i: rows.write.parquet(
+            str(work / f"parquet-{i}")))
+        spark.stop()
+
+    import pyspark
+
+    print()
+    print(f"machine: {os.cpu_count()} cores, {platform.python_implementation()} "
+          f"{platform.python_version()}, Spark {pyspark.__version__} {args.master}; "
+          f"load average before: {load}; sink options: {extra or 'defaults'}")
+    print(f"{'path':<34}{'seconds':>9}{'records/s':>12}   CPU s per million records")
+    for label, (secs, cpu) in (("DataFrame -> trio_broker sink", sunk),
+                               ("DataFrame -> noop (Spark alone)", noop),
+                               ("DataFrame -> Parquet", parquet)):
+        per_million = ", ".join(f"{k} {v * 1e6 / n:.2f}" for k, v in sorted(cpu.items())
+                                if k != "other" and v >= 0.005)
+        print(f"{label:<34}{secs:>9.2f}{n / secs:>12,.0f}   {per_million}")
+    print(f"Spark log: {log}")
+    shutil.rmtree(work, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
