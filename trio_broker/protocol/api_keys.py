@@ -8,7 +8,8 @@ min(3.9) .. max(4.1)) once its handler is ready.
 Why these ranges: every implemented API advertises Kafka's whole range (``kafka_range``), so
 each client sends the newest version both sides know and no client generation, from kafka-python
 pinned to 0.10.2 to librdkafka's newest, is refused a version Kafka would accept. A version is
-only listed once its handler implements that version's semantics, not only its encoding.
+only listed once its handler implements that version's semantics, not only its encoding (so
+EndTxn stops at v4: v5 is KIP-890's transaction version 2, not served).
 
 A key is advertised only once a handler for it is registered (``apis.registry``): advertise
 exactly what is implemented.
