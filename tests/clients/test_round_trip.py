@@ -176,4 +176,5 @@ def test_every_advertised_version_is_generated() -> None:
     assert {ApiKey(k).name for k in CLIENT_VERSIONS if k not in BUILDERS} == {
         "SaslHandshake", "SaslAuthenticate", "DeleteRecords", "IncrementalAlterConfigs",
         "OffsetDelete", "DescribeCluster", "ConsumerGroupHeartbeat", "ConsumerGroupDescribe",
-        "DescribeLogDirs"}
+        "DescribeLogDirs", "AddPartitionsToTxn", "AddOffsetsToTxn", "EndTxn", "TxnOffsetCommit",
+        "DescribeTransactions", "ListTransactions"}
