@@ -73,7 +73,8 @@ def test_compaction_keeps_latest_value_per_key_in_offset_order(tmp_path: Path) -
     records = read_all(log)
     offsets = [o for o, _, _ in records]
     assert offsets == sorted(set(offsets))
-    assert log.log_end_offset == end and log.log_start_offset == 0
+    assert log.log_end_offset == end
+    assert log.log_start_offset == 0
     seen: dict[bytes, bytes | None] = {}
     for _o, key, value in records:
         assert key is not None
@@ -111,14 +112,15 @@ def test_tombstones_stay_for_delete_retention_ms(tmp_path: Path) -> None:
 
 def test_interrupted_cleaning_is_dropped_and_a_committed_swap_completed(tmp_path: Path) -> None:
     log = open_log(tmp_path / "t-0", COMPACT)
-    latest = fill(log, 500, 3, 0)
+    fill(log, 500, 3, 0)
     before = read_all(log)
     segments = log.segment_base_offsets()
     log.close()
     (tmp_path / "t-0" / f"{CLEANING_PREFIX}{0:020d}").mkdir()
     (tmp_path / "t-0" / f"{CLEANING_PREFIX}{0:020d}" / f"{0:020d}.log").write_bytes(b"junk")
     log = open_log(tmp_path / "t-0", COMPACT)
-    assert read_all(log) == before and log.segment_base_offsets() == segments
+    assert read_all(log) == before
+    assert log.segment_base_offsets() == segments
     log.close()
 
 
@@ -136,7 +138,7 @@ def test_swap_completion_is_idempotent(tmp_path: Path, monkeypatch: pytest.Monke
         real_rename(src, dst)  # type: ignore[arg-type]
 
     monkeypatch.setattr(os, "rename", crash_after_two)
-    with pytest.raises(OSError):
+    with pytest.raises(OSError, match="simulated crash"):
         cleaner.compact([(log, tmp_path)], TS)
     monkeypatch.undo()
     log.close()

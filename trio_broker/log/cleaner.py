@@ -44,7 +44,7 @@ from ..protocol.compression import Compression, compress, decompress
 from ..protocol.records import read_varint
 from ._files import fsync_dir
 from .config import LogConfig
-from .segment import LOG_SUFFIX, LogSegment, segment_file_name
+from .segment import LOG_SUFFIX, LogSegment
 
 LOGGER = logging.getLogger(__name__)
 
