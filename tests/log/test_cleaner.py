@@ -33,7 +33,8 @@ def read_all(log: Log) -> list[tuple[int, bytes | None, bytes | None]]:
         if not data.records:
             break
         for header, records in decode_batches(data.records):
-            out += [(r.offset, r.key, r.value) for r in records]
+            if not header.is_control:
+                out += [(r.offset, r.key, r.value) for r in records]
             offset = header.next_offset
     return out
 
@@ -155,3 +156,53 @@ def test_swap_completion_is_idempotent(tmp_path: Path, monkeypatch: pytest.Monke
 def _fields(config: LogConfig) -> dict[str, object]:
     import attrs
     return {f.name: getattr(config, f.name) for f in attrs.fields(LogConfig)}
+
+
+def _txn_put(log: Log, pid: int, seq: int, items: list[tuple[bytes, bytes | None]]) -> None:
+    buf = bytearray(build_batch(items, base_timestamp_ms=TS, producer_id=pid, producer_epoch=0,
+                                base_sequence=seq, is_transactional=True))
+    log.append(buf, validate_batch(buf, max_message_bytes=10_000_000), now_ms=TS)
+
+
+def _batches_of(log: Log) -> list[tuple[int, bool, int]]:
+    """(base offset, is control, records) of every batch, reading the whole log."""
+    out = []
+    offset = log.log_start_offset
+    while offset < log.log_end_offset:
+        data = log.read(offset, 1 << 20)
+        if not data.records:
+            break
+        for header, records in decode_batches(data.records):
+            out.append((header.base_offset, header.is_control, len(records)))
+            offset = header.next_offset
+    return out
+
+
+def test_aborted_records_go_and_markers_follow_their_data(tmp_path: Path) -> None:
+    log = open_log(tmp_path / "t-0", COMPACT)
+    put(log, [(b"a", b"committed-1"), (b"b", b"plain")])
+    _txn_put(log, 7, 0, [(b"a", b"aborted"), (b"c", b"aborted")])
+    log.append_marker(7, 0, committed=False, coordinator_epoch=0, now_ms=TS)
+    _txn_put(log, 8, 0, [(b"b", b"committed-2")])
+    log.append_marker(8, 0, committed=True, coordinator_epoch=0, now_ms=TS)
+    _txn_put(log, 8, 1, [(b"d", b"txn-d")])  # kept: its transaction's marker follows
+    log.append_marker(8, 0, committed=True, coordinator_epoch=0, now_ms=TS)
+    put(log, [(b"x", b"y")])
+    for start in range(0, 400, 50):
+        put(log, [(b"filler%03d" % k, b"f" * 64) for k in range(start, start + 50)])
+    cleaner = cleaner_for(log, tmp_path)
+    cleaner.compact([(log, tmp_path)], TS)
+    state = {k: v for _o, k, v in read_all(log) if not k.startswith(b"filler")}
+    # the aborted value of "a" did not replace the committed one; "c" never existed
+    assert state == {b"a": b"committed-1", b"b": b"committed-2", b"d": b"txn-d", b"x": b"y"}
+    # a second cleaning past delete.retention.ms (0 here): the abort marker (offset 4) has no
+    # data left, so it goes; pid 7's aborted batch stays empty (its producer's newest batch);
+    # the commit markers stay, their transactions kept data
+    cleaner.compact([(log, tmp_path)], TS + 10_000)
+    head = [b for b in _batches_of(log) if b[0] < 10]
+    assert head == [(0, False, 1), (2, False, 0), (5, False, 1), (6, True, 1), (7, False, 1),
+                    (8, True, 1), (9, False, 1)]
+    log.close()
+    reopened = open_log(tmp_path / "t-0", COMPACT)
+    assert {k: v for _o, k, v in read_all(reopened) if not k.startswith(b"filler")} == state
+    reopened.close()

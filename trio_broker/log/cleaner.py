@@ -18,9 +18,12 @@ Why it is built this way:
 - Tombstones (null values) stay ``delete.retention.ms`` after the segment holding them was first
   cleaned (the cleaned file's mtime records when; a merge keeps the oldest such time of sources
   that were already clean), then go. Records without a key go, as Kafka's cleaner drops them.
-- Transactional and control batches are kept whole and kept out of the offset map: a value in
-  an aborted transaction must never replace a committed one. (Kafka also removes aborted
-  records and finished markers; that is not done yet.)
+- Transactions, by Kafka's rules (``TxnTracker``): the dirty section ends at the last stable
+  offset, so every transaction in it is finished. Batches of aborted transactions (known from the
+  aborted-transaction indexes) are removed and never enter the offset map, so an aborted value
+  never replaces a committed one; committed transactional records are compacted like any other.
+  A commit or abort marker stays while any batch of its transaction remains, and after that
+  until the ``delete.retention.ms`` horizon of its segment has passed (as for tombstones).
 - Crash safety: a group is written as an ordinary segment into ``.cleaning-<base>/`` inside the
   partition directory and fsynced; the one atomic step is renaming that directory to
   ``.swap-<base>-<end>/``. ``complete_swap`` (run by the swap and by recovery after a crash)
@@ -34,17 +37,19 @@ from __future__ import annotations
 import logging
 import os
 import time
+from collections import deque
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 
 import attrs
 
-from ..protocol.batch import BATCH_HEADER_SIZE, BatchHeader, finish_batch
+from ..protocol.batch import BATCH_HEADER_SIZE, BatchHeader, finish_batch, read_batch_header
 from ..protocol.compression import Compression, compress, decompress
 from ..protocol.records import read_varint
 from ._files import fsync_dir
 from .config import LogConfig
 from .segment import LOG_SUFFIX, LogSegment
+from .txn_index import AbortedTxn
 
 LOGGER = logging.getLogger(__name__)
 
@@ -116,11 +121,41 @@ def _batches(segment: LogSegment) -> Iterator[tuple[BatchHeader, bytes]]:
         yield header, os.pread(segment.fd, header.size, pos)
 
 
+class TxnTracker:
+    """Which batches belong to aborted transactions, and which transactions kept data, while
+    batches are read in offset order (Kafka's ``CleanedTransactionMetadata``)."""
+
+    def __init__(self, aborted: Sequence[AbortedTxn]) -> None:
+        self._pending = deque(sorted(aborted, key=lambda a: a.first_offset))
+        self._aborting: set[int] = set()
+        #: producer id -> whether its current transaction kept a batch
+        self._kept: dict[int, bool] = {}
+
+    def is_aborted(self, header: BatchHeader) -> bool:
+        """For a data batch: whether an aborted transaction holds it."""
+        pending = self._pending
+        while pending and pending[0].first_offset <= header.base_offset:
+            self._aborting.add(pending.popleft().producer_id)
+        return header.is_transactional and header.producer_id in self._aborting
+
+    def end(self, header: BatchHeader) -> bool:
+        """For a control batch: whether its transaction kept any batch."""
+        self.is_aborted(header)
+        self._aborting.discard(header.producer_id)
+        return self._kept.pop(header.producer_id, False)
+
+    def kept(self, header: BatchHeader) -> None:
+        if header.is_transactional and not header.is_control:
+            self._kept[header.producer_id] = True
+
+
 def build_offset_map(segments: Sequence[LogSegment], start: int, end: int, capacity: int,
-                     throttler: Throttler, stats: CleanerStats) -> tuple[dict[bytes, int], int]:
+                     throttler: Throttler, stats: CleanerStats,
+                     aborted: Sequence[AbortedTxn] = ()) -> tuple[dict[bytes, int], int]:
     """Key -> last offset over the dirty segments in [start, end); returns the map and the
     offset it covers up to (a segment boundary; below ``end`` when the map filled up)."""
     offsets: dict[bytes, int] = {}
+    txns = TxnTracker(aborted)
     for i, segment in enumerate(segments):
         if segment.base_offset >= end:
             break
@@ -131,7 +166,10 @@ def build_offset_map(segments: Sequence[LogSegment], start: int, end: int, capac
         for header, raw in _batches(segment):
             stats.bytes_read += header.size
             throttler.maybe_throttle(header.size)
-            if header.is_control or header.is_transactional or header.last_offset < start:
+            if header.is_control:
+                txns.end(header)
+                continue
+            if txns.is_aborted(header) or header.last_offset < start:
                 continue
             base = header.base_offset
             for _s, _e, delta, key, _t in iter_records(_records_block(raw, header),
@@ -146,10 +184,8 @@ def build_offset_map(segments: Sequence[LogSegment], start: int, end: int, capac
 
 def filter_batch(header: BatchHeader, raw: bytes, offsets: Mapping[bytes, int], *,
                  retain_tombstones: bool, keep_empty: bool, stats: CleanerStats) -> bytes | None:
-    """The batch with superseded records (and expired tombstones, and keyless records) removed;
-    the same bytes if all stay, None if it goes entirely."""
-    if header.is_control or header.is_transactional:
-        return raw
+    """The data batch with superseded records (and expired tombstones, and keyless records)
+    removed; the same bytes if all stay, None if it goes entirely."""
     block = _records_block(raw, header)
     kept: list[bytes] = []
     base = header.base_offset
@@ -182,6 +218,18 @@ def filter_batch(header: BatchHeader, raw: bytes, offsets: Mapping[bytes, int], 
     return bytes(body)
 
 
+def _emptied(header: BatchHeader) -> bytes:
+    """The batch with no records left (its producer's sequence state must survive)."""
+    body = bytearray(BATCH_HEADER_SIZE)
+    finish_batch(body, attributes=header.attributes, records_count=0,
+                 base_timestamp=header.base_timestamp, max_timestamp=header.max_timestamp,
+                 base_offset=header.base_offset, producer_id=header.producer_id,
+                 producer_epoch=header.producer_epoch, base_sequence=header.base_sequence,
+                 partition_leader_epoch=header.partition_leader_epoch,
+                 last_offset_delta=header.last_offset_delta)
+    return bytes(body)
+
+
 def group_segments(segments: Sequence[LogSegment], max_bytes: int) -> list[list[LogSegment]]:
     """Consecutive segments merged while their sizes fit ``segment.bytes`` (Kafka's
     ``groupSegmentsBySize``) and their offsets fit one index."""
@@ -205,7 +253,7 @@ def _mtime_ms(segment: LogSegment) -> int:
 def clean_group(directory: Path, group: Sequence[LogSegment], end: int, config: LogConfig,
                 offsets: Mapping[bytes, int], *, first_dirty: int, now_ms: int,
                 producer_last: Mapping[int, int], throttler: Throttler,
-                stats: CleanerStats) -> Path:
+                stats: CleanerStats, txns: TxnTracker | None = None) -> Path:
     """Write the cleaned form of ``group`` (ending at offset ``end``) and commit it as a swap
     directory; returns that directory for ``complete_swap``."""
     base = group[0].base_offset
@@ -215,6 +263,7 @@ def clean_group(directory: Path, group: Sequence[LogSegment], end: int, config: 
     work.mkdir()
     out = LogSegment(work, base, config)
     cleaned_at = now_ms
+    txns = txns or TxnTracker(())
     try:
         for source in group:
             was_clean = source.next_offset <= first_dirty
@@ -227,10 +276,21 @@ def clean_group(directory: Path, group: Sequence[LogSegment], end: int, config: 
                 stats.bytes_read += header.size
                 throttler.maybe_throttle(header.size)
                 keep_empty = producer_last.get(header.producer_id) == header.last_offset
-                batch = filter_batch(header, raw, offsets, retain_tombstones=retain,
-                                     keep_empty=keep_empty, stats=stats)
+                batch: bytes | None
+                if header.is_control:
+                    had_data = txns.end(header)
+                    batch = raw if had_data or retain or keep_empty else None
+                elif txns.is_aborted(header):
+                    stats.records_read += header.records_count
+                    stats.records_removed += header.records_count
+                    batch = _emptied(header) if keep_empty else None
+                else:
+                    batch = filter_batch(header, raw, offsets, retain_tombstones=retain,
+                                         keep_empty=keep_empty, stats=stats)
                 if batch is None:
                     continue
+                if batch is raw or read_batch_header(batch).records_count:
+                    txns.kept(header)
                 out.append(batch, header.base_offset, header.next_offset, header.max_timestamp,
                            now_ms)
                 stats.bytes_written += len(batch)
@@ -297,5 +357,6 @@ def remove_dir(path: Path) -> None:
     path.rmdir()
 
 
-__all__ = ["CleanerStats", "Throttler", "build_offset_map", "clean_group", "complete_swap",
-           "filter_batch", "group_segments", "iter_records", "parse_swap", "remove_dir"]
+__all__ = ["CleanerStats", "Throttler", "TxnTracker", "build_offset_map", "clean_group",
+           "complete_swap", "filter_batch", "group_segments", "iter_records", "parse_swap",
+           "remove_dir"]

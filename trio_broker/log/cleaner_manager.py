@@ -30,6 +30,7 @@ from .cleaner import (
     OFFSET_MAP_ENTRY_BYTES,
     CleanerStats,
     Throttler,
+    TxnTracker,
     build_offset_map,
     clean_group,
     group_segments,
@@ -114,7 +115,7 @@ class LogCleaner:
         config = log.config
         if "compact" not in config.cleanup_policy.split(","):
             return None
-        segments, start, lso, _ = log.cleaner_view()
+        segments, start, lso, _, _ = log.cleaner_view()
         if not segments:
             return None
         with self._lock:
@@ -215,17 +216,19 @@ class LogCleaner:
                   state: DirtyState) -> CleanerStats:
         """One cleaning of ``log`` up to its first uncleanable offset (Kafka's ``doClean``)."""
         stats = CleanerStats()
-        segments, _start, _lso, producer_last = log.cleaner_view()
+        segments, _start, _lso, producer_last, aborted = log.cleaner_view()
         throttler = Throttler(self.io_max_bytes_per_second)
         offsets, end = build_offset_map(segments, state.first_dirty, state.first_uncleanable,
-                                        self.capacity, throttler, stats)
+                                        self.capacity, throttler, stats, aborted)
+        txns = TxnTracker(aborted)
         to_clean = [s for s in segments if s.base_offset < end]
         groups = group_segments(to_clean, log.config.segment_bytes)
         for i, group in enumerate(groups):
             group_end = groups[i + 1][0].base_offset if i + 1 < len(groups) else end
             swap = clean_group(log.directory, group, group_end, log.config, offsets,
                                first_dirty=state.first_dirty, now_ms=now_ms,
-                               producer_last=producer_last, throttler=throttler, stats=stats)
+                               producer_last=producer_last, throttler=throttler, stats=stats,
+                               txns=txns)
             if not log.replace_segments(group, swap):
                 LOGGER.info("Cleaning of %s stopped: its segments changed meanwhile", log.name)
                 return stats

@@ -465,19 +465,20 @@ class Log(LogDurability):
                 self._epochs.truncate_from_start(offset)
             return self._log_start_offset
 
-    def cleaner_view(self) -> tuple[list[LogSegment], int, int, dict[int, int]]:
-        """(inactive segments, log start, LSO, producer id -> its last offset)."""
+    def cleaner_view(self) -> tuple[list[LogSegment], int, int, dict[int, int], list[AbortedTxn]]:
+        """(inactive segments, log start, LSO, producer id -> its last offset, aborted txns)."""
         with self._lock:
             self._ensure_open()
-            last = {p: e.batches[-1].last_offset for p, e in self._producer_state.producers.items()
-                    if e.batches}
-            return list(self._segments[:-1]), self._log_start_offset, self.last_stable_offset, last
+            last = self._producer_state.last_offsets()
+            aborted = [e for s in self._segments for e in s.txn_index.entries]
+            return (list(self._segments[:-1]), self._log_start_offset, self.last_stable_offset,
+                    last, aborted)
 
     def replace_segments(self, old: list[LogSegment], swap: Path) -> bool:
         """Swap in the segment committed in ``swap`` for ``old`` (False if they changed)."""
         with self._lock:
-            if self._closed:  # the swap is committed: the next load completes it
-                return False
+            if self._closed:
+                return False  # the swap is committed: the next load completes it
             if any(not any(s is o for s in self._segments) for o in old):
                 remove_dir(swap)
                 return False
