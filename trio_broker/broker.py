@@ -31,6 +31,7 @@ from .log import Log, LogManager, ProducerIdManager, log_config_from
 from .log.cleaner import CleanerStats
 from .log.cleaner_manager import LogCleaner
 from .metrics import RUNNING, SHUTTING_DOWN, BrokerMetrics
+from .network.cleaner_metrics import cleaner_metrics
 from .network.metrics_http import serve_metrics
 from .network.request_handler import RequestHandlerPool
 from .network.socket_server import SocketServer
@@ -147,6 +148,7 @@ async def serve(config: ConfigInput = None, *,
                 nursery.start_soon(_retention_loop, state)
                 nursery.start_soon(_flush_loop, state)
                 cleaner = _log_cleaner(cfg, logs)
+                metrics.add_collector(lambda: cleaner_metrics(cleaner))
                 if cfg.value_of("log.cleaner.enable"):
                     for _ in range(cfg.value_of("log.cleaner.threads")):
                         nursery.start_soon(_cleaner_loop, state, cleaner)

@@ -12,6 +12,8 @@ import confluent_kafka
 import kafka
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from tests.metrics.test_metrics import scrape
+from tests.metrics.test_metrics import value as sample
 from trio_broker.testing import TEST_DEFAULTS, ThreadedBroker
 
 KEYS = 2000
@@ -128,7 +130,7 @@ def test_compacted_topic_read_by_three_clients_after_a_restart(tmp_path):
 
 def test_background_cleaner_compacts_without_the_hook(tmp_path):
     settings = {**TEST_DEFAULTS, "log_dirs": str(tmp_path / "data"),
-                "log.cleaner.backoff.ms": 100}
+                "log.cleaner.backoff.ms": 100, "metrics_listener": "http://127.0.0.1:0"}
     topic = "background"
     broker = ThreadedBroker(**settings).start()
     try:
@@ -148,5 +150,11 @@ def test_background_cleaner_compacts_without_the_hook(tmp_path):
         state = {k: v for _o, k, v in got}
         assert {k: v for k, v in state.items() if v is not None} == {
             k: v for k, v in latest.items() if v is not None}
+        samples = scrape(broker)
+        assert sample(samples, "kafka_log_logcleaner_runs_total") >= 1
+        assert sample(samples, "kafka_log_logcleaner_bytes_read_total") > sample(
+            samples, "kafka_log_logcleaner_bytes_written_total") > 0
+        assert 0 < sample(samples, "kafka_log_logcleaner_cleaner_recopy_percent") < 100
+        assert "kafka_log_logcleanermanager_max_dirty_percent" in {n for n, _ in samples}
     finally:
         broker.stop()

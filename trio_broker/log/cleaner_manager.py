@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
@@ -67,7 +68,9 @@ class CleanerMetrics:
     bytes_written: int = 0
     max_dirty_ratio: float = 0.0
     max_compaction_delay_ms: int = 0
-    last_run_ms: float = 0.0
+    last_run_monotonic: float = 0.0
+    last_clean_secs: float = 0.0
+    last_recopy_percent: float = 0.0
 
 
 class LogCleaner:
@@ -216,6 +219,7 @@ class LogCleaner:
                   state: DirtyState) -> CleanerStats:
         """One cleaning of ``log`` up to its first uncleanable offset (Kafka's ``doClean``)."""
         stats = CleanerStats()
+        started = time.monotonic()
         segments, _start, _lso, producer_last, aborted = log.cleaner_view()
         throttler = Throttler(self.io_max_bytes_per_second)
         offsets, end = build_offset_map(segments, state.first_dirty, state.first_uncleanable,
@@ -237,6 +241,9 @@ class LogCleaner:
         metrics.runs += 1
         metrics.bytes_read += stats.bytes_read
         metrics.bytes_written += stats.bytes_written
+        metrics.last_run_monotonic = time.monotonic()
+        metrics.last_clean_secs = metrics.last_run_monotonic - started
+        metrics.last_recopy_percent = 100 * stats.bytes_written / max(1, stats.bytes_read)
         LOGGER.info("Cleaned %s up to offset %d: %d segment(s), %d of %d records removed, "
                     "%d bytes read, %d written", log.name, end, stats.segments_cleaned,
                     stats.records_removed, stats.records_read, stats.bytes_read,
