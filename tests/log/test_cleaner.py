@@ -65,7 +65,7 @@ def fill(log: Log, keys: int, versions: int, tombstones: int) -> dict[bytes, byt
 
 def test_compaction_keeps_latest_value_per_key_in_offset_order(tmp_path: Path) -> None:
     log = open_log(tmp_path / "t-0", COMPACT)
-    latest = fill(log, 2000, 3, 200)
+    latest = fill(log, 10_000, 3, 1000)  # the figures: 3 versions, 1,000 tombstones
     end = log.log_end_offset
     before = log.size_bytes
     cleaner = cleaner_for(log, tmp_path)
