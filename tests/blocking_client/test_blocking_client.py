@@ -102,8 +102,8 @@ def test_groups_and_committed_offsets(kafka_broker, unique_topic):
 def test_versions_are_negotiated_per_connection(kafka_broker):
     with BrokerConnection("127.0.0.1", kafka_broker.broker.port) as conn:
         assert conn.versions[ApiKey.Fetch] == tuple(SUPPORTED_VERSIONS[ApiKey.Fetch])
-        assert conn.version_for(ApiKey.Fetch) == 11  # the client's own maximum
-        assert conn.version_for(ApiKey.Metadata) == 5
+        assert conn.version_for(ApiKey.Fetch) == 12  # the client's own maximum
+        assert conn.version_for(ApiKey.Metadata) == 12
         body = conn.call(ApiKey.Metadata, 1, topics=[])  # a pinned version, for tools
         assert body.brokers[0].port == kafka_broker.broker.port
 

@@ -120,7 +120,7 @@ def test_cluster_describe_names_id_controller_brokers_and_versions(kafka_broker,
     assert f"{broker['host']}:{broker['port']}" == kafka_broker.bootstrap_servers
     versions = {v["api"]: (v["min"], v["max"], v["usable"]) for v in broker["api_versions"]}
     assert versions["DeleteRecords"][:2] == (0, 2)
-    assert versions["Produce"][2] == 7  # the version this client sends
+    assert versions["Produce"][2] == 11  # the version this client sends
     assert main(["cluster", "describe", *bs]) == 0
     out = capsys.readouterr().out
     assert out.splitlines()[0] == f"Cluster id: {cluster.cluster_id}  Controller: 0"

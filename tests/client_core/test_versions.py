@@ -43,15 +43,15 @@ def test_every_client_version_is_one_the_protocol_layer_encodes() -> None:
 
 
 def test_the_highest_common_version_is_chosen() -> None:
-    assert choose_version(ApiKey.Fetch, {ApiKey.Fetch: (0, 16)}, "b") == 11
+    assert choose_version(ApiKey.Fetch, {ApiKey.Fetch: (0, 16)}, "b") == 12
     assert choose_version(ApiKey.Fetch, {ApiKey.Fetch: (0, 6)}, "b") == 6
     assert choose_version(ApiKey.Metadata, {ApiKey.Metadata: (0, 0)}, "b") == 0
 
 
 def test_no_common_version_names_both_ranges() -> None:
     with pytest.raises(UnsupportedVersionError,
-                       match=r"^the broker at h:1 speaks Fetch v12-16; this client needs v4-11$"):
-        choose_version(ApiKey.Fetch, {ApiKey.Fetch: (12, 16)}, "the broker at h:1")
+                       match=r"^the broker at h:1 speaks Fetch v13-16; this client needs v4-12$"):
+        choose_version(ApiKey.Fetch, {ApiKey.Fetch: (13, 16)}, "the broker at h:1")
     with pytest.raises(UnsupportedVersionError, match="does not implement DeleteGroups"):
         choose_version(ApiKey.DeleteGroups, {}, "the broker at h:1")
 

@@ -19,7 +19,7 @@ from typing import Any
 from hypothesis import strategies as st
 
 from trio_broker.apis.registry import advertised_versions
-from trio_broker.protocol.api_keys import ApiKey, request_class
+from trio_broker.protocol.api_keys import ApiKey, request_class, response_class
 from trio_broker.protocol.compression import Compression
 from trio_broker.protocol.messages import decode_response, encode_request
 from trio_broker.protocol.records import build_batch
@@ -72,6 +72,8 @@ def _simple(field: Field, version: int, *, allow_null: bool = True) -> st.Search
         s = st.floats(allow_nan=True)
     elif t == "uuid":
         s = st.uuids()
+    elif t == "bitfield":  # authorized operations: bit numbers (all 32 set is "not requested")
+        s = st.frozensets(st.integers(0, 30)).map(set)
     elif t == "string":
         s = _NAMES if field.name in ("name", "topic", "group_id", "key", "member_id") else \
             st.text(max_size=24)
@@ -110,6 +112,14 @@ def _struct(struct: StructSchema, version: int) -> st.SearchStrategy[Any]:
 def request_bodies(api_key: int, version: int) -> st.SearchStrategy[Any]:
     assert request_class(api_key) is not None  # builds the classes the strategy constructs
     schema = message_schema(api_key, "request")
+    assert schema is not None
+    return _struct(schema.root, version)
+
+
+def response_bodies(api_key: int, version: int) -> st.SearchStrategy[Any]:
+    """Well-formed response bodies of every field the schema has at ``version``."""
+    assert response_class(api_key) is not None
+    schema = message_schema(api_key, "response")
     assert schema is not None
     return _struct(schema.root, version)
 

@@ -64,10 +64,17 @@ class GroupDescription(NamedTuple):
 
 
 def find_coordinator_request(version: int, key: str, key_type: int = GROUP_KEY) -> Any:
+    """v4+ asks for a list of keys (KIP-699); this asks for one."""
+    if version >= 4:
+        return make_request(ApiKey.FindCoordinator, version, key_type=key_type,
+                            coordinator_keys=[key])
     return make_request(ApiKey.FindCoordinator, version, key=key, key_type=key_type)
 
 
 def parse_find_coordinator(response: Any) -> Coordinator:
+    """The coordinator of the one key asked for (a v4+ answer lists it among its keys)."""
+    if response.coordinators:
+        response = response.coordinators[0]
     return Coordinator(response.error_code, response.node_id, response.host, response.port,
                        getattr(response, "error_message", None))
 

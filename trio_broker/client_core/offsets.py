@@ -34,14 +34,18 @@ def _by_topic(items: Iterable[tuple[TopicPartition, Any]]) -> dict[str, list[Any
 # --- ListOffsets ---------------------------------------------------------------------------
 
 def list_offsets_request(version: int, timestamps: Mapping[TopicPartition, int], *,
-                         isolation_level: int = READ_UNCOMMITTED) -> Any:
-    """One entry per partition: a timestamp in ms, or ``EARLIEST``/``LATEST``/..."""
+                         isolation_level: int = READ_UNCOMMITTED,
+                         timeout_ms: int = 30_000) -> Any:
+    """One entry per partition: a timestamp in ms, or ``EARLIEST``/``LATEST``/...
+
+    ``timeout_ms`` (v10+) bounds a lookup in remote (tiered) storage, as Java's client sets it.
+    """
     part = _LIST.ListOffsetsTopic.ListOffsetsPartition
     topics = _by_topic((tp, part(partition_index=tp.partition, current_leader_epoch=-1,
                                  timestamp=ts, max_num_offsets=1))
                        for tp, ts in timestamps.items())
     return make_request(ApiKey.ListOffsets, version, replica_id=-1,
-                        isolation_level=isolation_level,
+                        isolation_level=isolation_level, timeout_ms=timeout_ms,
                         topics=[_LIST.ListOffsetsTopic(name=t, partitions=p)
                                 for t, p in topics.items()])
 
@@ -86,20 +90,30 @@ def parse_offset_commit(response: Any) -> dict[TopicPartition, int]:
 def offset_fetch_request(version: int, group_id: str,
                          partitions: Iterable[TopicPartition] | None) -> Any:
     """The group's committed offsets for ``partitions`` (None: every partition it committed,
-    v2+)."""
-    topics: list[Any] | None = None
+    v2+). v8+ asks in a list of groups (KIP-709); this asks for one."""
+    by_topic: dict[str, list[int]] | None = None
     if partitions is not None:
-        by_topic: dict[str, list[int]] = {}
+        by_topic = {}
         for tp in partitions:
             by_topic.setdefault(tp.topic, []).append(tp.partition)
-        topics = [_FETCH.OffsetFetchRequestTopic(name=t, partition_indexes=p)
-                  for t, p in by_topic.items()]
+    if version >= 8:
+        group = _FETCH.OffsetFetchRequestGroup
+        return make_request(ApiKey.OffsetFetch, version, require_stable=False, groups=[group(
+            group_id=group_id, member_id=None, member_epoch=-1,
+            topics=None if by_topic is None else [
+                group.OffsetFetchRequestTopics(name=t, partition_indexes=p)
+                for t, p in by_topic.items()])])
+    topics = None if by_topic is None else [
+        _FETCH.OffsetFetchRequestTopic(name=t, partition_indexes=p) for t, p in by_topic.items()]
     return make_request(ApiKey.OffsetFetch, version, group_id=group_id, topics=topics,
                         require_stable=False)
 
 
 def parse_offset_fetch(response: Any) -> tuple[int, dict[TopicPartition, OffsetAndMetadata]]:
-    """(first error code, {partition: committed}); partitions never committed are absent."""
+    """(first error code, {partition: committed}); partitions never committed are absent.
+    A v8+ answer (a list of groups) is read for the one group asked for."""
+    if response.groups:
+        response = response.groups[0]
     code = getattr(response, "error_code", 0) or ErrorCode.NONE
     committed: dict[TopicPartition, OffsetAndMetadata] = {}
     for topic in response.topics or ():

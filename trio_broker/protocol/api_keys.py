@@ -5,12 +5,11 @@ Why two tables: ``versions.KAFKA_VERSIONS`` records what Kafka itself defines pe
 broker advertises today. Widening an API to Kafka's range is one line (``kafka_range(key)`` is
 min(3.9) .. max(4.1)) once its handler is ready.
 
-Why these ranges: each client sends the highest version both sides support, so the upper bound of
-each range is the smallest maximum among the target clients (librdkafka, kafka-python, aiokafka,
-Java). Then every client speaks one well-tested version, all non-flexible except ApiVersions, and
-kafka-python infers a coherent broker release (2.3) from the maxima, keeping idempotence on.
-The lower bounds keep older and gap-y clients working (aiokafka sends ApiVersions v0, JoinGroup
-0/1/2/5, SyncGroup 0/1/3, InitProducerId v0).
+Why these ranges: every implemented API advertises Kafka's whole range (``kafka_range``), so
+each client sends the newest version both sides know and no client generation, from kafka-python
+pinned to 0.10.2 to librdkafka's newest, is refused a version Kafka would accept. A version is
+only listed once its handler implements that version's semantics, not only its encoding (so
+EndTxn stops at v4: v5 is KIP-890's transaction version 2, not served).
 
 A key is advertised only once a handler for it is registered (``apis.registry``): advertise
 exactly what is implemented.
