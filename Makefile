@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 PIP := $(VENV)/bin/pip
 PYTEST_ARGS ?=
 
-.PHONY: serve test lint typecheck bench compare soak roundtrip txn-soak clean
+.PHONY: serve test lint typecheck bench compare soak roundtrip txn-soak cleaner-soak clean
 
 $(VENV)/.base-installed: pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -47,6 +47,10 @@ roundtrip: $(VENV)/.dev-installed
 ## 20 kill -9 cycles of running transactions (the suite runs 3 of them).
 txn-soak: $(VENV)/.dev-installed
 	TXN_CRASH_CYCLES=20 $(PY) -m pytest -q -p no:cacheprovider tests/transactions/test_crash_cycles.py
+
+## 20 kill -9 cycles during log cleaning (the suite runs 3 of them).
+cleaner-soak: $(VENV)/.dev-installed
+	CLEANER_KILL_CYCLES=20 $(PY) -m pytest -q -p no:cacheprovider -s tests/log/test_cleaner_crash.py
 
 ## Each benchmark alternately on BASE (a git revision) and on this checkout, in one run.
 BASE ?= 6ee5d16

@@ -14,9 +14,11 @@ import contextlib
 import logging
 import time
 from collections.abc import AsyncIterator, Iterator, Mapping
+from pathlib import Path
 
 import attrs
 import trio
+import trio.lowlevel
 
 from .apis.purgatory import Purgatory
 from .apis.state import BrokerState
@@ -25,8 +27,11 @@ from .config.dynamic import DynamicBrokerConfigs
 from .coordinator import GroupCoordinator
 from .coordinator.transactions import TransactionCoordinator
 from .http import serve_http
-from .log import LogManager, ProducerIdManager, log_config_from
+from .log import Log, LogManager, ProducerIdManager, log_config_from
+from .log.cleaner import CleanerStats
+from .log.cleaner_manager import LogCleaner
 from .metrics import RUNNING, SHUTTING_DOWN, BrokerMetrics
+from .network.cleaner_metrics import cleaner_metrics
 from .network.metrics_http import serve_metrics
 from .network.request_handler import RequestHandlerPool
 from .network.socket_server import SocketServer
@@ -47,6 +52,8 @@ class Broker:
     #: the web console's bound (host, port), when ``http.listener`` is set and it is on
     http_address: tuple[str, int] | None = None
     _stop: trio.Event = attrs.field(factory=trio.Event)
+    #: the log cleaner (compacts ``cleanup.policy=compact`` topics)
+    cleaner: LogCleaner | None = None
 
     @property
     def host(self) -> str:
@@ -64,6 +71,15 @@ class Broker:
     def stop(self) -> None:
         """Ask ``serve`` to shut down gracefully and return."""
         self._stop.set()
+
+    async def compact(self, topic: str) -> CleanerStats:
+        """Compact every partition of ``topic`` now, whatever its dirty ratio (what the cleaner
+        threads would do once due), in a worker thread; for tests that must not sleep."""
+        assert self.cleaner is not None
+        logs = self.state.logs
+        targets = [(log, d) for log in logs.all_logs() if log.topic == topic
+                   and (d := logs.log_dir_of(log.topic, log.partition)) is not None]
+        return await trio.to_thread.run_sync(self.cleaner.compact, targets, self.state.now_ms())
 
 
 ConfigInput = BrokerConfig | Mapping[str, object] | None
@@ -131,7 +147,13 @@ async def serve(config: ConfigInput = None, *,
                     http_addr = await nursery.start(serve_http, cfg, state, bound)
                 nursery.start_soon(_retention_loop, state)
                 nursery.start_soon(_flush_loop, state)
-                task_status.started(Broker(cfg, state, bound, metrics_addr, http_addr))
+                cleaner = _log_cleaner(cfg, logs)
+                metrics.add_collector(lambda: cleaner_metrics(cleaner))
+                if cfg.value_of("log.cleaner.enable"):
+                    for _ in range(cfg.value_of("log.cleaner.threads")):
+                        nursery.start_soon(_cleaner_loop, state, cleaner)
+                task_status.started(Broker(cfg, state, bound, metrics_addr, http_addr,
+                                           cleaner=cleaner))
                 await trio.sleep_forever()
 
     instrument = metrics.io_wait_instrument()  # the network loop's idle time
@@ -227,6 +249,32 @@ async def _retention_loop(state: BrokerState) -> None:
             continue
         if deleted:
             LOGGER.info("retention deleted %d segment(s)", deleted)
+
+
+def _log_cleaner(cfg: BrokerConfig, logs: LogManager) -> LogCleaner:
+    def with_dirs() -> list[tuple[Log, Path]]:
+        return [(log, d) for log in logs.all_logs()
+                if (d := logs.log_dir_of(log.topic, log.partition)) is not None]
+
+    return LogCleaner(with_dirs, dedupe_buffer_size=cfg.value_of("log.cleaner.dedupe.buffer.size"),
+                      threads=max(1, cfg.value_of("log.cleaner.threads")),
+                      io_max_bytes_per_second=cfg.value_of("log.cleaner.io.max.bytes.per.second"))
+
+
+async def _cleaner_loop(state: BrokerState, cleaner: LogCleaner) -> None:
+    """One of Kafka's log cleaner threads: clean the dirtiest due log, off the event loop, or
+    wait log.cleaner.backoff.ms when none is due."""
+    backoff = state.config.value_of("log.cleaner.backoff.ms") / 1000
+    while True:
+        try:
+            stats = await trio.to_thread.run_sync(cleaner.clean_once, state.now_ms())
+        except Exception:
+            LOGGER.exception("log cleaning failed")
+            stats = None
+        if stats is None:
+            await trio.sleep(backoff)
+        else:
+            await trio.lowlevel.checkpoint()
 
 
 async def _flush_loop(state: BrokerState) -> None:

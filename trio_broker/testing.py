@@ -26,6 +26,7 @@ import pytest
 import trio
 
 from .broker import Broker, open_broker
+from .log.cleaner import CleanerStats
 
 TEST_DEFAULTS: dict[str, Any] = {
     "listeners": "PLAINTEXT://127.0.0.1:0",
@@ -116,6 +117,13 @@ class ThreadedBroker:
         logs = self.broker.state.logs
         self.call(logs.create_topic, name, partitions, dict(configs or {}))
         return name
+
+    def compact(self, topic: str) -> CleanerStats:
+        """Compact every partition of ``topic`` now and return when done (``Broker.compact``)."""
+        assert self.broker is not None
+        stats: CleanerStats = trio.from_thread.run(self.broker.compact, topic,
+                                                   trio_token=self._token)
+        return stats
 
     def stop(self, timeout_s: float = 30) -> None:
         if self.broker is not None and self._token is not None:

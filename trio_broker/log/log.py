@@ -47,6 +47,7 @@ from ..protocol.batch import (
 from ..protocol.control import build_marker_batch
 from ..protocol.errors import CorruptRecordError
 from ._files import wall_ms
+from .cleaner import complete_swap, remove_dir
 from .config import LogConfig
 from .durability import LogDurability
 from .errors import KafkaStorageError, OffsetOutOfRangeError
@@ -464,10 +465,36 @@ class Log(LogDurability):
                 self._epochs.truncate_from_start(offset)
             return self._log_start_offset
 
+    def cleaner_view(self) -> tuple[list[LogSegment], int, int, dict[int, int], list[AbortedTxn]]:
+        """(inactive segments, log start, LSO, producer id -> its last offset, aborted txns)."""
+        with self._lock:
+            self._ensure_open()
+            last = self._producer_state.last_offsets()
+            aborted = [e for s in self._segments for e in s.txn_index.entries]
+            return (list(self._segments[:-1]), self._log_start_offset, self.last_stable_offset,
+                    last, aborted)
+
+    def replace_segments(self, old: list[LogSegment], swap: Path) -> bool:
+        """Swap in the segment committed in ``swap`` for ``old`` (False if they changed)."""
+        with self._lock:
+            if self._closed:
+                return False  # the swap is committed: the next load completes it
+            if any(not any(s is o for s in self._segments) for o in old):
+                remove_dir(swap)
+                return False
+            base, config = complete_swap(self.directory, swap), self.config
+            for segment in old:
+                segment.close()
+            first = self._segments.index(old[0])
+            self._segments[first:first + len(old)] = [LogSegment(self.directory, base, config)]
+            self._segments[first].load_trusted()
+            self._base_offsets = [s.base_offset for s in self._segments]
+            self._dir_generation += 1
+            return True
+
     def remove_expired_producers(self, now_ms: int) -> int:
         with self._lock:
             return self._producer_state.remove_expired(now_ms)
-
 
 
 __all__ = ["LOG_SUFFIX", "FetchDataInfo", "Log", "LogAppendInfo", "parse_partition_dir"]

@@ -140,6 +140,10 @@ class ProducerStateManager:
         self.ongoing: dict[int, int] = {}
         self._first_unstable: int | None = None
 
+    def last_offsets(self) -> dict[int, int]:
+        """Producer id -> the last offset of its newest batch (the cleaner keeps that batch)."""
+        return {pid: e.batches[-1].last_offset for pid, e in self.producers.items() if e.batches}
+
     def active_producers(self) -> list[ProducerSnapshot]:
         """Every producer id with state here (DescribeProducers), oldest id first."""
         return [ProducerSnapshot(e.producer_id, e.producer_epoch, e.last_seq,

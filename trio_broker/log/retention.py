@@ -12,7 +12,8 @@ start offset only moves forward:
 - otherwise only under ``cleanup.policy`` containing ``delete``;
 - ``retention.ms`` (>= 0): a segment whose newest record is older than that;
 - ``retention.bytes`` (>= 0): a segment the log can lose and still hold at least that many bytes;
-- an empty segment is never deleted (it is the active one, about to receive data).
+- the empty active segment is never deleted (it is about to receive data); an empty inactive
+  one (compaction emptied it) goes with its neighbours.
 """
 
 from __future__ import annotations
@@ -36,7 +37,10 @@ def segments_to_delete(segments: Sequence[LogSegment], config: LogConfig,
         return doomed
     if config.retention_ms >= 0:
         for segment in segments[len(doomed):]:
-            if segment.size == 0 or now_ms - segment.largest_timestamp() <= config.retention_ms:
+            if segment.size == 0:
+                if segment is segments[-1]:
+                    break
+            elif now_ms - segment.largest_timestamp() <= config.retention_ms:
                 break
             doomed.append(segment)
     if config.retention_bytes >= 0:

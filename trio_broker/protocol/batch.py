@@ -267,8 +267,12 @@ def set_log_append_time(buf: bytearray, pos: int, timestamp_ms: int) -> None:
 def finish_batch(body: bytearray, *, attributes: int, records_count: int, base_timestamp: int,
                  max_timestamp: int, base_offset: int = 0, producer_id: int = -1,
                  producer_epoch: int = -1, base_sequence: int = -1,
-                 partition_leader_epoch: int = -1) -> None:
-    """Pack the header into the first 61 bytes of ``body`` (the records follow) and its CRC."""
+                 partition_leader_epoch: int = -1, last_offset_delta: int | None = None) -> None:
+    """Pack the header into the first 61 bytes of ``body`` (the records follow) and its CRC.
+
+    ``last_offset_delta`` defaults to ``records_count - 1``; the log cleaner keeps a rewritten
+    batch's original one (its offsets have gaps).
+    """
     _HEADER.pack_into(
         body,
         0,
@@ -278,7 +282,7 @@ def finish_batch(body: bytearray, *, attributes: int, records_count: int, base_t
         2,
         0,  # crc, filled below
         attributes,
-        records_count - 1,
+        records_count - 1 if last_offset_delta is None else last_offset_delta,
         base_timestamp,
         max_timestamp,
         producer_id,

@@ -1,0 +1,208 @@
+"""The log cleaner on real segment files: latest value per key, offsets kept, tombstones, swap."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from trio_broker.log import Log, LogConfig
+from trio_broker.log.cleaner import CLEANING_PREFIX, complete_swap
+from trio_broker.log.cleaner_manager import CLEANER_CHECKPOINT, LogCleaner
+from trio_broker.protocol.batch import validate_batch
+from trio_broker.protocol.records import build_batch, decode_batches
+
+from .log_helpers import TS, open_log
+
+COMPACT = LogConfig(segment_bytes=16 * 1024, index_interval_bytes=512, retention_ms=-1,
+                    cleanup_policy="compact", delete_retention_ms=0,
+                    min_cleanable_dirty_ratio=0.5)
+
+
+def put(log: Log, items: list[tuple[bytes, bytes | None]], *, ts: int = TS) -> None:
+    buf = bytearray(build_batch(items, base_timestamp_ms=ts))
+    log.append(buf, validate_batch(buf, max_message_bytes=10_000_000), now_ms=ts)
+
+
+def read_all(log: Log) -> list[tuple[int, bytes | None, bytes | None]]:
+    out = []
+    offset = log.log_start_offset
+    while offset < log.log_end_offset:
+        data = log.read(offset, 1 << 20)
+        if not data.records:
+            break
+        for header, records in decode_batches(data.records):
+            if not header.is_control:
+                out += [(r.offset, r.key, r.value) for r in records]
+            offset = header.next_offset
+    return out
+
+
+def cleaner_for(log: Log, tmp_path: Path) -> LogCleaner:
+    return LogCleaner(lambda: [(log, tmp_path)])
+
+
+def fill(log: Log, keys: int, versions: int, tombstones: int) -> dict[bytes, bytes | None]:
+    latest: dict[bytes, bytes | None] = {}
+    for version in range(versions):
+        for start in range(0, keys, 50):
+            items = [(b"k%05d" % k, b"v%d-%05d" % (version, k))
+                     for k in range(start, min(keys, start + 50))]
+            put(log, items)  # type: ignore[arg-type]
+            latest.update(items)
+    for start in range(0, tombstones, 50):
+        items = [(b"k%05d" % k, None) for k in range(start, min(tombstones, start + 50))]
+        put(log, items)
+        latest.update(items)
+    # fill more than a segment after them, so every update above is in an inactive segment
+    for start in range(0, 400, 50):
+        items = [(b"filler%03d" % k, b"f" * 64) for k in range(start, start + 50)]
+        put(log, items)  # type: ignore[arg-type]
+        latest.update(items)
+    return latest
+
+
+def test_compaction_keeps_latest_value_per_key_in_offset_order(tmp_path: Path) -> None:
+    log = open_log(tmp_path / "t-0", COMPACT)
+    latest = fill(log, 10_000, 3, 1000)  # the issue's figures: 3 versions, 1,000 tombstones
+    end = log.log_end_offset
+    before = log.size_bytes
+    cleaner = cleaner_for(log, tmp_path)
+    stats = cleaner.compact([(log, tmp_path)], TS)
+    assert stats.records_removed > 0
+    records = read_all(log)
+    offsets = [o for o, _, _ in records]
+    assert offsets == sorted(set(offsets))
+    assert log.log_end_offset == end
+    assert log.log_start_offset == 0
+    seen: dict[bytes, bytes | None] = {}
+    for _o, key, value in records:
+        assert key is not None
+        seen[key] = value
+    # inactive segments hold one record per key; the active one may still repeat
+    assert all(seen[k] == v for k, v in latest.items() if k in seen)
+    assert set(seen) >= {k for k, v in latest.items() if v is not None}
+    after_first = log.size_bytes
+    print(f"\npartition bytes: {before} before, {after_first} after the first cleaning")
+    assert after_first < before / 2
+    # tombstones (delete.retention.ms=0) go on the next cleaning of the now clean segments
+    cleaner.compact([(log, tmp_path)], TS + 10_000_000)
+    records = read_all(log)
+    assert not any(v is None for _o, _k, v in records if _o < log.segment_base_offsets()[-1])
+    assert {k: v for _o, k, v in records} == {k: v for k, v in latest.items() if v is not None}
+    print(f"partition bytes after tombstone removal: {log.size_bytes}")
+    assert (tmp_path / CLEANER_CHECKPOINT).read_text().split("\n")[2].startswith("t 0 ")
+    log.close()
+    # offsets, values and gaps survive a reload (unclean: full recovery)
+    reopened = open_log(tmp_path / "t-0", COMPACT)
+    assert read_all(reopened) == records
+    reopened.close()
+
+
+def test_tombstones_stay_for_delete_retention_ms(tmp_path: Path) -> None:
+    config = LogConfig(**{**_fields(COMPACT), "delete_retention_ms": 3_600_000})
+    log = open_log(tmp_path / "t-0", config)
+    fill(log, 200, 2, 50)
+    cleaner = cleaner_for(log, tmp_path)
+    cleaner.compact([(log, tmp_path)], TS)
+    cleaner.compact([(log, tmp_path)], TS + 1000)  # within delete.retention.ms of cleaning
+    assert sum(1 for _o, _k, v in read_all(log) if v is None) == 50
+    log.close()
+
+
+def test_interrupted_cleaning_is_dropped_and_a_committed_swap_completed(tmp_path: Path) -> None:
+    log = open_log(tmp_path / "t-0", COMPACT)
+    fill(log, 500, 3, 0)
+    before = read_all(log)
+    segments = log.segment_base_offsets()
+    log.close()
+    (tmp_path / "t-0" / f"{CLEANING_PREFIX}{0:020d}").mkdir()
+    (tmp_path / "t-0" / f"{CLEANING_PREFIX}{0:020d}" / f"{0:020d}.log").write_bytes(b"junk")
+    log = open_log(tmp_path / "t-0", COMPACT)
+    assert read_all(log) == before
+    assert log.segment_base_offsets() == segments
+    log.close()
+
+
+def test_swap_completion_is_idempotent(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    log = open_log(tmp_path / "t-0", COMPACT)
+    latest = fill(log, 500, 3, 0)
+    cleaner = cleaner_for(log, tmp_path)
+    calls = []
+    real_rename = os.rename
+
+    def crash_after_two(src: object, dst: object) -> None:
+        calls.append(src)
+        if str(src).endswith(".timeindex") and ".swap-" in str(src):
+            raise OSError("simulated crash")
+        real_rename(src, dst)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(os, "rename", crash_after_two)
+    with pytest.raises(OSError, match="simulated crash"):
+        cleaner.compact([(log, tmp_path)], TS)
+    monkeypatch.undo()
+    log.close()
+    swaps = [p for p in (tmp_path / "t-0").iterdir() if p.name.startswith(".swap-")]
+    assert len(swaps) == 1
+    log = open_log(tmp_path / "t-0", COMPACT)
+    assert not [p for p in (tmp_path / "t-0").iterdir() if p.name.startswith(".swap-")]
+    seen = {k: v for _o, k, v in read_all(log)}
+    assert {k: seen[k] for k in latest} == latest
+    log.close()
+    assert complete_swap  # imported for recovery's use
+
+
+def _fields(config: LogConfig) -> dict[str, object]:
+    import attrs
+    return {f.name: getattr(config, f.name) for f in attrs.fields(LogConfig)}
+
+
+def _txn_put(log: Log, pid: int, seq: int, items: list[tuple[bytes, bytes | None]]) -> None:
+    buf = bytearray(build_batch(items, base_timestamp_ms=TS, producer_id=pid, producer_epoch=0,
+                                base_sequence=seq, is_transactional=True))
+    log.append(buf, validate_batch(buf, max_message_bytes=10_000_000), now_ms=TS)
+
+
+def _batches_of(log: Log) -> list[tuple[int, bool, int]]:
+    """(base offset, is control, records) of every batch, reading the whole log."""
+    out = []
+    offset = log.log_start_offset
+    while offset < log.log_end_offset:
+        data = log.read(offset, 1 << 20)
+        if not data.records:
+            break
+        for header, records in decode_batches(data.records):
+            out.append((header.base_offset, header.is_control, len(records)))
+            offset = header.next_offset
+    return out
+
+
+def test_aborted_records_go_and_markers_follow_their_data(tmp_path: Path) -> None:
+    log = open_log(tmp_path / "t-0", COMPACT)
+    put(log, [(b"a", b"committed-1"), (b"b", b"plain")])
+    _txn_put(log, 7, 0, [(b"a", b"aborted"), (b"c", b"aborted")])
+    log.append_marker(7, 0, committed=False, coordinator_epoch=0, now_ms=TS)
+    _txn_put(log, 8, 0, [(b"b", b"committed-2")])
+    log.append_marker(8, 0, committed=True, coordinator_epoch=0, now_ms=TS)
+    _txn_put(log, 8, 1, [(b"d", b"txn-d")])  # kept: its transaction's marker follows
+    log.append_marker(8, 0, committed=True, coordinator_epoch=0, now_ms=TS)
+    put(log, [(b"x", b"y")])
+    for start in range(0, 400, 50):
+        put(log, [(b"filler%03d" % k, b"f" * 64) for k in range(start, start + 50)])
+    cleaner = cleaner_for(log, tmp_path)
+    cleaner.compact([(log, tmp_path)], TS)
+    state = {k: v for _o, k, v in read_all(log) if not k.startswith(b"filler")}
+    # the aborted value of "a" did not replace the committed one; "c" never existed
+    assert state == {b"a": b"committed-1", b"b": b"committed-2", b"d": b"txn-d", b"x": b"y"}
+    # a second cleaning past delete.retention.ms (0 here): the abort marker (offset 4) has no
+    # data left, so it goes; pid 7's aborted batch stays empty (its producer's newest batch);
+    # the commit markers stay, their transactions kept data
+    cleaner.compact([(log, tmp_path)], TS + 10_000)
+    head = [b for b in _batches_of(log) if b[0] < 10]
+    assert head == [(0, False, 1), (2, False, 0), (5, False, 1), (6, True, 1), (7, False, 1),
+                    (8, True, 1), (9, False, 1)]
+    log.close()
+    reopened = open_log(tmp_path / "t-0", COMPACT)
+    assert {k: v for _o, k, v in read_all(reopened) if not k.startswith(b"filler")} == state
+    reopened.close()

@@ -1,0 +1,103 @@
+"""A stream processor's state store recovered from a compacted changelog: Quix Streams counts
+words, its changelog topic is compacted by the background cleaner, the app is killed, its local
+state deleted, and the restarted app rebuilds its counts from the compacted changelog alone.
+
+Quix Streams runs in a virtualenv of its own (``tests/transactions/test_stream_processors.py``).
+"""
+
+from __future__ import annotations
+
+import collections
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+
+import confluent_kafka
+import confluent_kafka.admin
+
+from tests.broker_process import BrokerProcess
+from tests.transactions.test_stream_processors import PROCESSORS, _counts, _produce, _python
+
+WORDS = 7
+
+
+def _changelog_records(bootstrap: str) -> tuple[str, int]:
+    """(changelog topic, records read from its start) of the word count's store."""
+    admin = confluent_kafka.admin.AdminClient({"bootstrap.servers": bootstrap})
+    topics = [t for t in admin.list_topics(timeout=10).topics if t.startswith("changelog__")]
+    assert len(topics) == 1, topics
+    consumer = confluent_kafka.Consumer({"bootstrap.servers": bootstrap, "group.id": "peek",
+                                         "enable.auto.commit": False,
+                                         "isolation.level": "read_committed"})
+    meta = admin.list_topics(topics[0], timeout=10).topics[topics[0]]
+    consumer.assign([confluent_kafka.TopicPartition(topics[0], p,
+                                                    confluent_kafka.OFFSET_BEGINNING)
+                     for p in meta.partitions])
+    seen = 0
+    quiet = 0
+    while quiet < 3:
+        batch = consumer.consume(1000, 0.3)
+        seen += sum(1 for m in batch if m.error() is None)
+        quiet = 0 if batch else quiet + 1
+    consumer.close()
+    return topics[0], seen
+
+
+def test_quix_recovers_its_counts_from_a_compacted_changelog(tmp_path):
+    python = _python("quix")
+    _, app_path, app_args, *_ = PROCESSORS["quix"]
+    broker = BrokerProcess(
+        tmp_path / "data", "transaction.abort.timed.out.transaction.cleanup.interval.ms=200",
+        "log.cleaner.backoff.ms=100", "log.cleaner.min.cleanable.ratio=0.01",
+        "log.segment.bytes=4096").start()
+    apps: list[subprocess.Popen[str]] = []
+    state = tmp_path / "state"
+
+    def start_app() -> subprocess.Popen[str]:
+        app = subprocess.Popen(
+            [str(python), str(app_path), broker.bootstrap_servers, *app_args(state)],
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=tmp_path,
+            env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"})
+        apps.append(app)
+        return app
+
+    try:
+        bootstrap = broker.bootstrap_servers
+        admin = confluent_kafka.admin.AdminClient({"bootstrap.servers": bootstrap})
+        for topic in ("words", "counts"):
+            admin.create_topics([confluent_kafka.admin.NewTopic(topic, 2, 1)])[topic].result(10)
+        first = [f"w{i % WORDS}" for i in range(400)]
+        _produce(bootstrap, first)
+        app = start_app()
+        assert len(_counts("quix", bootstrap, len(first), 90, app)) == len(first)
+        app.send_signal(signal.SIGKILL)
+        app.wait(10)
+        # the cleaner compacts the changelog: 400 updates of 7 keys shrink to a few segments'
+        deadline = time.monotonic() + 60
+        changelog, kept = _changelog_records(bootstrap)
+        while kept >= len(first) // 2 and time.monotonic() < deadline:
+            time.sleep(0.5)
+            changelog, kept = _changelog_records(bootstrap)
+        print(f"\n{changelog}: {kept} records left of {len(first)} updates")
+        assert kept < len(first) // 2
+        shutil.rmtree(state)  # empty local state: everything comes from the changelog
+        second = [f"w{i % WORDS}" for i in range(400, 500)]
+        _produce(bootstrap, second)
+        app = start_app()
+        counts = _counts("quix", bootstrap, len(first) + len(second), 90, app)
+        by_word: dict[str, list[int]] = collections.defaultdict(list)
+        for word, n in counts:
+            by_word[word].append(n)
+        for word, expected in collections.Counter(first + second).items():
+            assert sorted(by_word[word]) == list(range(1, expected + 1)), word
+    finally:
+        for app in apps:
+            app.kill()
+            app.wait(10)
+        broker.kill()
+        for app in apps:
+            assert app.stdout is not None
+            sys.stdout.write(app.stdout.read()[-2000:])

@@ -1,0 +1,160 @@
+"""A compacted topic end to end: produced by confluent-kafka, compacted (by the test hook and by
+the background cleaner), and read back across a restart by three client libraries, which must
+all cope with the gaps compaction leaves in the offsets."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+import aiokafka
+import confluent_kafka
+import kafka
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from tests.metrics.test_metrics import scrape
+from tests.metrics.test_metrics import value as sample
+from trio_broker.testing import TEST_DEFAULTS, ThreadedBroker
+
+KEYS = 10_000
+CONFIG = {"cleanup.policy": "compact", "segment.bytes": "16384", "delete.retention.ms": "0",
+          "min.compaction.lag.ms": "0"}
+
+
+def _produce(bootstrap: str, topic: str) -> dict[bytes, bytes | None]:
+    producer = confluent_kafka.Producer({"bootstrap.servers": bootstrap, "linger.ms": 5})
+    latest: dict[bytes, bytes | None] = {}
+    for version in range(3):
+        for k in range(KEYS):
+            key, value = b"k%05d" % k, b"v%d-%05d" % (version, k)
+            producer.produce(topic, value, key)
+            latest[key] = value
+        producer.flush(30)
+    for k in range(0, KEYS, 10):  # tombstones for a tenth of the keys (1,000)
+        producer.produce(topic, None, b"k%05d" % k)
+        latest[b"k%05d" % k] = None
+    producer.flush(30)
+    for k in range(300):  # more than a segment after them: every update is cleanable
+        producer.produce(topic, b"f" * 64, b"filler%03d" % k)
+        latest[b"filler%03d" % k] = b"f" * 64
+    assert producer.flush(30) == 0
+    return latest
+
+
+def _confluent(bootstrap: str, topic: str, end: int) -> list[tuple[int, bytes, bytes | None]]:
+    consumer = confluent_kafka.Consumer({"bootstrap.servers": bootstrap, "group.id": "c",
+                                         "enable.auto.commit": False})
+    consumer.assign([confluent_kafka.TopicPartition(topic, 0, confluent_kafka.OFFSET_BEGINNING)])
+    got: list[tuple[int, bytes, bytes | None]] = []
+    deadline = time.monotonic() + 30
+    while (not got or got[-1][0] < end - 1) and time.monotonic() < deadline:
+        for m in consumer.consume(num_messages=10_000, timeout=0.5):
+            assert m.error() is None, m.error()
+            got.append((m.offset(), m.key(), m.value()))
+    consumer.close()
+    return got
+
+
+def _kafka_python(bootstrap: str, topic: str, end: int) -> list[tuple[int, bytes, bytes | None]]:
+    consumer = kafka.KafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False,
+                                   auto_offset_reset="earliest", consumer_timeout_ms=10_000)
+    consumer.assign([kafka.TopicPartition(topic, 0)])
+    got = []
+    for m in consumer:
+        got.append((m.offset, m.key, m.value))
+        if m.offset >= end - 1:
+            break
+    consumer.close()
+    return got
+
+
+def _aiokafka(bootstrap: str, topic: str, end: int) -> list[tuple[int, bytes, bytes | None]]:
+    async def run() -> list[tuple[int, bytes, bytes | None]]:
+        consumer = aiokafka.AIOKafkaConsumer(bootstrap_servers=bootstrap,
+                                             enable_auto_commit=False,
+                                             auto_offset_reset="earliest")
+        await consumer.start()
+        try:
+            consumer.assign([aiokafka.TopicPartition(topic, 0)])
+            await consumer.seek_to_beginning()
+            got: list[tuple[int, bytes, bytes | None]] = []
+            deadline = time.monotonic() + 30
+            while (not got or got[-1][0] < end - 1) and time.monotonic() < deadline:
+                batch = await consumer.getmany(timeout_ms=500)
+                for messages in batch.values():
+                    got += [(m.offset, m.key, m.value) for m in messages]
+            return got
+        finally:
+            await consumer.stop()
+
+    return asyncio.run(run())
+
+
+def _check(got: list[tuple[int, bytes, bytes | None]], latest: dict[bytes, bytes | None],
+           end: int) -> None:
+    offsets = [o for o, _k, _v in got]
+    assert offsets == sorted(set(offsets))
+    assert offsets[-1] == end - 1
+    assert len(got) < len(latest) + 400  # compacted: far fewer than the 31,300 produced
+    state = {}
+    for _o, key, value in got:
+        state[key] = value
+    live = {k: v for k, v in latest.items() if v is not None}
+    assert {k: v for k, v in state.items() if v is not None} == live
+
+
+def test_compacted_topic_read_by_three_clients_after_a_restart(tmp_path):
+    settings = {**TEST_DEFAULTS, "log_dirs": str(tmp_path / "data")}
+    topic = "changelog"
+    broker = ThreadedBroker(**settings).start()
+    try:
+        admin = AdminClient({"bootstrap.servers": broker.bootstrap_servers})
+        admin.create_topics([NewTopic(topic, 1, 1, config=CONFIG)])[topic].result(10)
+        latest = _produce(broker.bootstrap_servers, topic)
+        stats = broker.compact(topic)
+        broker.compact(topic)  # the second pass removes the tombstones (delete.retention.ms=0)
+        print(f"\ncompaction: {stats.bytes_read} bytes read, {stats.bytes_written} written, "
+              f"{stats.records_removed} of {stats.records_read} records removed")
+        assert stats.records_removed > KEYS
+    finally:
+        broker.stop()
+    broker = ThreadedBroker(**settings).start()
+    try:
+        bootstrap = broker.bootstrap_servers
+        end = 3 * KEYS + KEYS // 10 + 300
+        for read in (_confluent, _kafka_python, _aiokafka):
+            _check(read(bootstrap, topic, end), latest, end)
+    finally:
+        broker.stop()
+
+
+def test_background_cleaner_compacts_without_the_hook(tmp_path):
+    settings = {**TEST_DEFAULTS, "log_dirs": str(tmp_path / "data"),
+                "log.cleaner.backoff.ms": 100, "metrics_listener": "http://127.0.0.1:0"}
+    topic = "background"
+    broker = ThreadedBroker(**settings).start()
+    try:
+        bootstrap = broker.bootstrap_servers
+        admin = AdminClient({"bootstrap.servers": bootstrap})
+        admin.create_topics([NewTopic(topic, 1, 1, config={
+            **CONFIG, "min.cleanable.dirty.ratio": "0.01", "segment.ms": "100"})])[topic].result(10)
+        latest = _produce(bootstrap, topic)
+        cleaner = broker.broker.cleaner  # type: ignore[union-attr]
+        deadline = time.monotonic() + 30
+        while cleaner.metrics.runs == 0 and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert cleaner.metrics.runs > 0
+        end = 3 * KEYS + KEYS // 10 + 300
+        got = _confluent(bootstrap, topic, end)
+        assert len(got) < 3 * KEYS
+        state = {k: v for _o, k, v in got}
+        assert {k: v for k, v in state.items() if v is not None} == {
+            k: v for k, v in latest.items() if v is not None}
+        samples = scrape(broker)
+        assert sample(samples, "kafka_log_logcleaner_runs_total") >= 1
+        assert sample(samples, "kafka_log_logcleaner_bytes_read_total") > sample(
+            samples, "kafka_log_logcleaner_bytes_written_total") > 0
+        assert 0 < sample(samples, "kafka_log_logcleaner_cleaner_recopy_percent") < 100
+        assert "kafka_log_logcleanermanager_max_dirty_percent" in {n for n, _ in samples}
+    finally:
+        broker.stop()

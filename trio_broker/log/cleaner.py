@@ -1,0 +1,365 @@
+"""Compacting one partition log (Kafka's ``Cleaner``): keep the latest value of every key.
+
+Why it is built this way:
+
+- It runs in a worker thread and never holds the log's lock while it reads or writes: it works
+  on the log's inactive segments, which are never appended to, and takes the lock only for the
+  swap at the end (``Log.replace_segments``). The active segment is never cleaned.
+- Two passes, as in Kafka. The *offset map* (``build_offset_map``) reads the dirty section
+  (from the cleaner checkpoint to the first uncleanable offset) and remembers the last offset of
+  every key, bounded by ``log.cleaner.dedupe.buffer.size`` (24 bytes per entry, as Kafka counts
+  it; the map stops at a segment boundary when full, and the next pass goes on from there). Then
+  every segment from the log start to the map's end is rewritten (``clean_segments``), merged
+  into groups of at most ``segment.bytes``: a record stays if no later offset holds its key.
+- Offsets are kept. A batch keeps its base offset, last offset delta, producer id, epoch, base
+  sequence, timestamps and codec; only its records and CRC change, so compacted logs have gaps
+  that every reader already skips. A batch all of whose records go is dropped, unless it is the
+  newest batch of its producer (its sequence state must survive a reload): then it stays empty.
+- Tombstones (null values) stay ``delete.retention.ms`` after the segment holding them was first
+  cleaned (the cleaned file's mtime records when; a merge keeps the oldest such time of sources
+  that were already clean), then go. Records without a key go, as Kafka's cleaner drops them.
+- Transactions, by Kafka's rules (``TxnTracker``): the dirty section ends at the last stable
+  offset, so every transaction in it is finished. Batches of aborted transactions (known from the
+  aborted-transaction indexes) are removed and never enter the offset map, so an aborted value
+  never replaces a committed one; committed transactional records are compacted like any other.
+  A commit or abort marker stays while any batch of its transaction remains, and after that
+  until the ``delete.retention.ms`` horizon of its segment has passed (as for tombstones).
+- Crash safety: a group is written as an ordinary segment into ``.cleaning-<base>/`` inside the
+  partition directory and fsynced; the one atomic step is renaming that directory to
+  ``.swap-<base>-<end>/``. ``complete_swap`` (run by the swap and by recovery after a crash)
+  deletes the replaced segments in [base, end) (then marks that done inside the swap directory)
+  and renames the new files over their namesakes, so a crash at any point leaves a state that
+  completing the swap again turns into the new segment.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from collections import deque
+from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
+
+import attrs
+
+from ..protocol.batch import BATCH_HEADER_SIZE, BatchHeader, finish_batch, read_batch_header
+from ..protocol.compression import Compression, compress, decompress
+from ..protocol.records import read_varint
+from ._files import fsync_dir
+from .config import LogConfig
+from .segment import LOG_SUFFIX, LogSegment
+from .txn_index import AbortedTxn
+
+LOGGER = logging.getLogger(__name__)
+
+#: Kafka sizes the offset map at 24 bytes an entry (a 16-byte hash and an 8-byte offset)
+OFFSET_MAP_ENTRY_BYTES = 24
+CLEANING_PREFIX = ".cleaning-"
+SWAP_PREFIX = ".swap-"
+_MAX_INFLATED = 256 * 1024 * 1024
+_MAX_RELATIVE_OFFSET = 2**31 - 1
+_DELETED_MARKER = "replaced-segments-deleted"
+
+
+@attrs.define
+class CleanerStats:
+    """What one cleaning did (metrics and logs)."""
+
+    bytes_read: int = 0
+    bytes_written: int = 0
+    records_read: int = 0
+    records_removed: int = 0
+    segments_cleaned: int = 0
+
+
+@attrs.define
+class Throttler:
+    """``log.cleaner.io.max.bytes.per.second``: sleeps the cleaner's thread when ahead."""
+
+    bytes_per_second: float
+    _start: float = attrs.field(factory=time.monotonic)
+    _bytes: int = 0
+
+    def maybe_throttle(self, nbytes: int) -> None:
+        # Performance: hand the GIL over after every batch, so the event loop thread (and the
+        # request handlers) wait for at most one batch of cleaning, not a 5 ms switch interval.
+        time.sleep(0)
+        if self.bytes_per_second <= 0 or self.bytes_per_second == float("inf"):
+            return
+        self._bytes += nbytes
+        due = self._bytes / self.bytes_per_second - (time.monotonic() - self._start)
+        if due > 0:
+            time.sleep(due)
+
+
+def iter_records(data: bytes, count: int) -> Iterator[tuple[int, int, int, bytes | None, bool]]:
+    """(start, end, offset delta, key, is tombstone) of each record in a records block."""
+    pos = 0
+    for _ in range(count):
+        length, body = read_varint(data, pos)
+        end = body + length
+        p = body + 1  # attributes
+        _, p = read_varint(data, p)  # timestamp delta
+        offset_delta, p = read_varint(data, p)
+        key_len, p = read_varint(data, p)
+        key = None
+        if key_len >= 0:
+            key = data[p:p + key_len]
+            p += key_len
+        value_len, p = read_varint(data, p)
+        yield pos, end, offset_delta, key, value_len < 0
+        pos = end
+
+
+def _records_block(raw: bytes, header: BatchHeader) -> bytes:
+    payload = raw[BATCH_HEADER_SIZE:header.size]
+    if header.compression == Compression.NONE:
+        return payload
+    return decompress(header.compression, payload, max_output=_MAX_INFLATED)
+
+
+def _batches(segment: LogSegment) -> Iterator[tuple[BatchHeader, bytes]]:
+    for pos, header in segment.scan():
+        yield header, os.pread(segment.fd, header.size, pos)
+
+
+class TxnTracker:
+    """Which batches belong to aborted transactions, and which transactions kept data, while
+    batches are read in offset order (Kafka's ``CleanedTransactionMetadata``)."""
+
+    def __init__(self, aborted: Sequence[AbortedTxn]) -> None:
+        self._pending = deque(sorted(aborted, key=lambda a: a.first_offset))
+        self._aborting: set[int] = set()
+        #: producer id -> whether its current transaction kept a batch
+        self._kept: dict[int, bool] = {}
+
+    def is_aborted(self, header: BatchHeader) -> bool:
+        """For a data batch: whether an aborted transaction holds it."""
+        pending = self._pending
+        while pending and pending[0].first_offset <= header.base_offset:
+            self._aborting.add(pending.popleft().producer_id)
+        return header.is_transactional and header.producer_id in self._aborting
+
+    def end(self, header: BatchHeader) -> bool:
+        """For a control batch: whether its transaction kept any batch."""
+        self.is_aborted(header)
+        self._aborting.discard(header.producer_id)
+        return self._kept.pop(header.producer_id, False)
+
+    def kept(self, header: BatchHeader) -> None:
+        if header.is_transactional and not header.is_control:
+            self._kept[header.producer_id] = True
+
+
+def build_offset_map(segments: Sequence[LogSegment], start: int, end: int, capacity: int,
+                     throttler: Throttler, stats: CleanerStats,
+                     aborted: Sequence[AbortedTxn] = ()) -> tuple[dict[bytes, int], int]:
+    """Key -> last offset over the dirty segments in [start, end); returns the map and the
+    offset it covers up to (a segment boundary; below ``end`` when the map filled up)."""
+    offsets: dict[bytes, int] = {}
+    txns = TxnTracker(aborted)
+    for i, segment in enumerate(segments):
+        if segment.base_offset >= end:
+            break
+        if segment.next_offset <= start:
+            continue
+        if offsets and len(offsets) + (segment.next_offset - segment.base_offset) > capacity:
+            return offsets, segment.base_offset
+        for header, raw in _batches(segment):
+            stats.bytes_read += header.size
+            throttler.maybe_throttle(header.size)
+            if header.is_control:
+                txns.end(header)
+                continue
+            if txns.is_aborted(header) or header.last_offset < start:
+                continue
+            base = header.base_offset
+            for _s, _e, delta, key, _t in iter_records(_records_block(raw, header),
+                                                       header.records_count):
+                if key is not None and base + delta >= start:
+                    offsets[key] = base + delta
+        if i + 1 < len(segments) and segments[i + 1].base_offset >= end:
+            break
+    last = next((s for s in segments if s.base_offset >= end), None)
+    return offsets, end if last is None else min(end, last.base_offset)
+
+
+def filter_batch(header: BatchHeader, raw: bytes, offsets: Mapping[bytes, int], *,
+                 retain_tombstones: bool, keep_empty: bool, stats: CleanerStats) -> bytes | None:
+    """The data batch with superseded records (and expired tombstones, and keyless records)
+    removed; the same bytes if all stay, None if it goes entirely."""
+    block = _records_block(raw, header)
+    kept: list[bytes] = []
+    base = header.base_offset
+    total = 0
+    for start, end, delta, key, tombstone in iter_records(block, header.records_count):
+        total += 1
+        if key is None:
+            continue
+        latest = offsets.get(key)
+        if latest is not None and base + delta < latest:
+            continue
+        if tombstone and not retain_tombstones:
+            continue
+        kept.append(block[start:end])
+    stats.records_read += total
+    stats.records_removed += total - len(kept)
+    if len(kept) == total:
+        return raw
+    if not kept and not keep_empty:
+        return None
+    joined = b"".join(kept)
+    body = bytearray(BATCH_HEADER_SIZE)
+    body += compress(header.compression, joined) if kept else b""
+    finish_batch(body, attributes=header.attributes, records_count=len(kept),
+                 base_timestamp=header.base_timestamp, max_timestamp=header.max_timestamp,
+                 base_offset=base, producer_id=header.producer_id,
+                 producer_epoch=header.producer_epoch, base_sequence=header.base_sequence,
+                 partition_leader_epoch=header.partition_leader_epoch,
+                 last_offset_delta=header.last_offset_delta)
+    return bytes(body)
+
+
+def _emptied(header: BatchHeader) -> bytes:
+    """The batch with no records left (its producer's sequence state must survive)."""
+    body = bytearray(BATCH_HEADER_SIZE)
+    finish_batch(body, attributes=header.attributes, records_count=0,
+                 base_timestamp=header.base_timestamp, max_timestamp=header.max_timestamp,
+                 base_offset=header.base_offset, producer_id=header.producer_id,
+                 producer_epoch=header.producer_epoch, base_sequence=header.base_sequence,
+                 partition_leader_epoch=header.partition_leader_epoch,
+                 last_offset_delta=header.last_offset_delta)
+    return bytes(body)
+
+
+def group_segments(segments: Sequence[LogSegment], max_bytes: int) -> list[list[LogSegment]]:
+    """Consecutive segments merged while their sizes fit ``segment.bytes`` (Kafka's
+    ``groupSegmentsBySize``) and their offsets fit one index."""
+    groups: list[list[LogSegment]] = []
+    for segment in segments:
+        if groups:
+            group = groups[-1]
+            size = sum(s.size for s in group) + segment.size
+            if size <= max_bytes and (
+                    segment.next_offset - group[0].base_offset <= _MAX_RELATIVE_OFFSET):
+                group.append(segment)
+                continue
+        groups.append([segment])
+    return groups
+
+
+def _mtime_ms(segment: LogSegment) -> int:
+    return os.fstat(segment.fd).st_mtime_ns // 1_000_000
+
+
+def clean_group(directory: Path, group: Sequence[LogSegment], end: int, config: LogConfig,
+                offsets: Mapping[bytes, int], *, first_dirty: int, now_ms: int,
+                producer_last: Mapping[int, int], throttler: Throttler,
+                stats: CleanerStats, txns: TxnTracker | None = None) -> Path:
+    """Write the cleaned form of ``group`` (ending at offset ``end``) and commit it as a swap
+    directory; returns that directory for ``complete_swap``."""
+    base = group[0].base_offset
+    work = directory / f"{CLEANING_PREFIX}{base:020d}"
+    if work.exists():
+        remove_dir(work)
+    work.mkdir()
+    out = LogSegment(work, base, config)
+    cleaned_at = now_ms
+    txns = txns or TxnTracker(())
+    try:
+        for source in group:
+            was_clean = source.next_offset <= first_dirty
+            if was_clean:
+                cleaned_at = min(cleaned_at, _mtime_ms(source))
+            retain = not was_clean or _mtime_ms(source) > now_ms - config.delete_retention_ms
+            for entry in source.txn_index.entries:
+                out.txn_index.append(entry)
+            for header, raw in _batches(source):
+                stats.bytes_read += header.size
+                throttler.maybe_throttle(header.size)
+                keep_empty = producer_last.get(header.producer_id) == header.last_offset
+                batch: bytes | None
+                if header.is_control:
+                    had_data = txns.end(header)
+                    batch = raw if had_data or retain or keep_empty else None
+                elif txns.is_aborted(header):
+                    stats.records_read += header.records_count
+                    stats.records_removed += header.records_count
+                    batch = _emptied(header) if keep_empty else None
+                else:
+                    batch = filter_batch(header, raw, offsets, retain_tombstones=retain,
+                                         keep_empty=keep_empty, stats=stats)
+                if batch is None:
+                    continue
+                if batch is raw or read_batch_header(batch).records_count:
+                    txns.kept(header)
+                out.append(batch, header.base_offset, header.next_offset, header.max_timestamp,
+                           now_ms)
+                stats.bytes_written += len(batch)
+                throttler.maybe_throttle(len(batch))
+        out.on_become_inactive()
+        for fd in out.sync_fds():
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+    finally:
+        out.close()
+    os.utime(out.log_path, ns=(cleaned_at * 1_000_000, cleaned_at * 1_000_000))
+    fsync_dir(work)
+    swap = directory / f"{SWAP_PREFIX}{base:020d}-{end:020d}"
+    os.rename(work, swap)  # the commit point
+    fsync_dir(directory)
+    stats.segments_cleaned += len(group)
+    return swap
+
+
+def parse_swap(name: str) -> tuple[int, int] | None:
+    if not name.startswith(SWAP_PREFIX):
+        return None
+    try:
+        base, end = name[len(SWAP_PREFIX):].split("-")
+        return int(base), int(end)
+    except ValueError:
+        return None
+
+
+def complete_swap(directory: Path, swap: Path) -> int:
+    """Replace the segments in [base, end) by the swap directory's segment (idempotent: recovery
+    runs it again after a crash midway); returns the base offset of the new segment."""
+    parsed = parse_swap(swap.name)
+    if parsed is None:
+        raise ValueError(f"{swap} is not a swap directory")
+    base, end = parsed
+    marker = swap / _DELETED_MARKER
+    if not marker.exists():
+        incoming = set(os.listdir(swap))  # renamed over their old namesakes below
+        for path in directory.iterdir():
+            stem, dot, _suffix = path.name.partition(".")
+            if (dot and len(stem) == 20 and stem.isdigit() and base <= int(stem) < end
+                    and path.name not in incoming):
+                path.unlink()
+        marker.touch()
+        fsync_dir(directory)
+        fsync_dir(swap)
+    names = sorted((n for n in os.listdir(swap) if n != _DELETED_MARKER),
+                   key=lambda n: n.endswith(LOG_SUFFIX))
+    for name in names:
+        os.rename(swap / name, directory / name)
+    fsync_dir(directory)
+    marker.unlink()
+    swap.rmdir()
+    fsync_dir(directory)
+    return base
+
+
+def remove_dir(path: Path) -> None:
+    for child in path.iterdir():
+        child.unlink()
+    path.rmdir()
+
+
+__all__ = ["CleanerStats", "Throttler", "TxnTracker", "build_offset_map", "clean_group",
+           "complete_swap", "filter_batch", "group_segments", "iter_records", "parse_swap",
+           "remove_dir"]
