@@ -123,6 +123,25 @@ def test_delete_topic_removes_data(tmp_path: Path) -> None:
     manager.close()
 
 
+def test_a_topic_of_the_longest_valid_name_is_created_kept_and_deleted(tmp_path: Path) -> None:
+    """249 characters is valid in Kafka; its config's temporary file and its partitions'
+    deletion names (topic plus a suffix) must still fit a file name (found by the fuzzer)."""
+    name = "a" * 249
+    manager = _manager([tmp_path])
+    manager.create_topic(name, 11, {})
+    manager.alter_topic_config(name, {"retention.ms": "1000"})
+    manager.close()
+    manager = _manager([tmp_path])
+    assert manager.topics() == {name: 11}
+    log = manager.get_log(name, 10)
+    assert log is not None
+    append(log, 3)
+    manager.delete_topic(name)
+    assert manager.topics() == {}
+    assert not list(tmp_path.glob("a*"))
+    manager.close()
+
+
 def test_interrupted_deletion_is_finished_on_load(tmp_path: Path) -> None:
     leftover = tmp_path / "old-0.0123abcd-delete"
     leftover.mkdir()

@@ -50,9 +50,25 @@ def write_all(
         position += written
 
 
+#: the longest file name the file systems we run on accept (bytes)
+NAME_MAX = 255
+
+
+def fitting_name(name: str, suffix: str) -> str:
+    """``name + suffix``, ``name`` cut short if needed so the whole fits in ``NAME_MAX`` bytes.
+
+    Why: a 249-character topic is valid in Kafka, and its files' temporary or deletion names
+    (topic plus a suffix) must still be creatable; Kafka cuts the topic short the same way."""
+    room = NAME_MAX - len(suffix.encode())
+    encoded = name.encode()
+    if len(encoded) <= room:
+        return name + suffix
+    return encoded[:room].decode(errors="ignore") + suffix
+
+
 def atomic_write(path: Path, data: bytes, *, durable: bool = True) -> None:
     """Replace ``path`` with ``data`` so a crash leaves either the old or the new content."""
-    tmp = path.with_name(path.name + ".tmp")
+    tmp = path.with_name(fitting_name(path.name, ".tmp"))
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
     try:
         write_all(fd, data, 0)

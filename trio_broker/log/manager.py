@@ -39,7 +39,7 @@ from pathlib import Path
 import attrs
 
 from ..protocol.errors import CorruptRecordError
-from ._files import atomic_write, fsync_dir
+from ._files import atomic_write, fitting_name, fsync_dir
 from .checkpoint import OffsetCheckpointFile
 from .config import LogConfig
 from .errors import (
@@ -394,8 +394,8 @@ class LogManager:
                 log.close(flush=False)
             except KafkaStorageError as exc:
                 LOGGER.warning("Closing %s for deletion: %s", log.name, exc)
-            doomed = log.directory.with_name(
-                f"{log.directory.name}.{uuid.uuid4().hex}{_DELETE_SUFFIX}")
+            doomed = log.directory.with_name(fitting_name(
+                log.directory.name, f".{uuid.uuid4().hex}{_DELETE_SUFFIX}"))
             try:
                 log.directory.rename(doomed)
                 shutil.rmtree(doomed)
