@@ -26,14 +26,14 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import struct
-import threading
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any
 
 import crc32c
+
+from .record_file import RecordFile
 
 LOGGER = logging.getLogger(__name__)
 
@@ -101,142 +101,31 @@ def replay(data: bytes) -> tuple[GroupRecords, int]:
     return state, pos
 
 
-class GroupLog:
-    """The group metadata file of one broker: recover, append (fsynced), compact, close.
+class GroupLog(RecordFile[GroupRecords]):
+    """The group metadata file of one broker: recover, append (fsynced), compact, close (the
+    durability is ``RecordFile``'s; calls run in worker threads)."""
 
-    Plain synchronous code run in worker threads; every call holds one lock, since ``close()``
-    may come from the event loop while a write runs.
-    """
+    MAGIC = MAGIC
+    FILE_NAME = FILE_NAME
+    TMP_NAME = TMP_NAME
+    WHAT = "group metadata file"
 
     def __init__(self, directory: Path, *, compact_bytes: int = DEFAULT_COMPACT_BYTES) -> None:
-        self.directory = Path(directory)
-        self.path = self.directory / FILE_NAME
-        self.compact_bytes = compact_bytes
-        self._lock = threading.Lock()
-        self._file: BinaryIO | None = None
-        self._size = 0
-        self._size_after_compaction = 0
-        #: bytes cut off a torn tail by the last ``open``
-        self.truncated_bytes = 0
+        super().__init__(directory, compact_bytes=compact_bytes)
 
-    @property
-    def size_bytes(self) -> int:
-        return self._size
+    def replay(self, data: bytes) -> tuple[GroupRecords, int]:
+        return replay(data)
 
-    def open(self) -> GroupRecords:
-        """Recover the file (truncating a torn tail) and return the live records."""
-        with self._lock:
-            self.directory.mkdir(parents=True, exist_ok=True)
-            tmp = self.directory / TMP_NAME
-            if tmp.exists():  # a compaction that did not reach its rename
-                tmp.unlink()
-            state: GroupRecords = {}
-            if not self.path.exists() or self.path.stat().st_size < len(MAGIC):
-                _write_new(self.path, MAGIC)
-                _fsync_dir(self.directory)
-                valid = len(MAGIC)
-            else:
-                data = self.path.read_bytes()
-                state, valid = replay(data)
-                self.truncated_bytes = len(data) - valid
-                if self.truncated_bytes:
-                    LOGGER.warning("group metadata file %s: truncating a torn tail of %d bytes",
-                                   self.path, self.truncated_bytes)
-                    with open(self.path, "r+b") as f:
-                        f.truncate(valid)
-                        os.fsync(f.fileno())
-            self._file = open(self.path, "ab")  # noqa: SIM115 - held open until close()
-            self._size = self._size_after_compaction = valid
-            LOGGER.info("group metadata file %s: %d bytes, %d groups", self.path, valid,
-                        len(state))
-            return state
+    def live_records(self, state: GroupRecords) -> Iterator[bytes]:
+        for g, records in state.items():
+            for (kind, sub), value in records.items():
+                yield encode_record((g, kind, sub, value))
 
-    def append(self, records: Sequence[bytes]) -> None:
-        """Write encoded records and fsync: when this returns they survive a crash."""
-        with self._lock:
-            f = self._require_open()
-            data = b"".join(records)
-            try:
-                f.write(data)
-                f.flush()
-                os.fsync(f.fileno())
-            except OSError:
-                self._truncate_to_known_size()
-                raise
-            self._size += len(data)
+    def describe(self, state: GroupRecords) -> str:
+        return f"{len(state)} groups"
 
-    def should_compact(self) -> bool:
-        return self._size > max(self.compact_bytes, 2 * self._size_after_compaction)
-
-    def compact(self, state: Mapping[str, Mapping[tuple[str, str], Any]]) -> None:
-        """Replace the file by one holding only the live ``state``."""
-        with self._lock:
-            f = self._require_open()
-            tmp = self.directory / TMP_NAME
-            data = b"".join([MAGIC, *(encode_record((g, kind, sub, value))
-                                      for g, records in state.items()
-                                      for (kind, sub), value in records.items())])
-            _write_new(tmp, data)
-            os.replace(tmp, self.path)
-            _fsync_dir(self.directory)
-            f.close()
-            self._file = open(self.path, "ab")  # noqa: SIM115
-            LOGGER.info("group metadata file %s compacted from %d to %d bytes", self.path,
-                        self._size, len(data))
-            self._size = self._size_after_compaction = len(data)
-
-    def close(self, final_records: Iterable[bytes] = ()) -> None:
-        """Append ``final_records``, fsync and close; idempotent."""
-        with self._lock:
-            try:
-                final = b"".join(final_records)
-                if final and self._file is not None:
-                    self._file.write(final)
-                    self._size += len(final)
-            finally:
-                if self._file is not None:
-                    self._file.flush()
-                    os.fsync(self._file.fileno())
-                    self._file.close()
-                    self._file = None
-
-    def _require_open(self) -> BinaryIO:
-        if self._file is None:
-            raise GroupLogError(f"group metadata file {self.path} is not open")
-        return self._file
-
-    def _truncate_to_known_size(self) -> None:
-        """Unacknowledged bytes must not stay in front of later records: cut them off."""
-        if self._file is not None:
-            try:
-                self._file.close()
-            except OSError:
-                pass  # the failed flush may fail again on close; the buffer is dropped anyway
-        self._file = None
-        with open(self.path, "r+b") as f:
-            f.truncate(self._size)
-            os.fsync(f.fileno())
-        self._file = open(self.path, "ab")  # noqa: SIM115
-
-
-def _write_new(path: Path, data: bytes) -> None:
-    with open(path, "wb") as out:
-        out.write(data)
-        out.flush()
-        os.fsync(out.fileno())
-
-
-def _fsync_dir(directory: Path) -> None:
-    try:
-        fd = os.open(directory, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
+    def not_open(self) -> Exception:
+        return GroupLogError(f"group metadata file {self.path} is not open")
 
 
 __all__ = ["DELETE_GROUP", "FILE_NAME", "GroupLog", "GroupLogError", "GroupRecords", "Record",

@@ -45,15 +45,14 @@ One OffsetCommit request becomes exactly one record.
 from __future__ import annotations
 
 import logging
-import os
 import struct
-import threading
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import BinaryIO
 
 import attrs
 import crc32c
+
+from .record_file import RecordFile
 
 LOGGER = logging.getLogger(__name__)
 
@@ -201,162 +200,30 @@ def replay(data: bytes) -> tuple[OffsetState, int]:
     return state, pos
 
 
-class OffsetLog:
-    """The commit log file of one broker: recover, append (fsynced), compact, close.
+class OffsetLog(RecordFile[OffsetState]):
+    """The commit log file of one broker: recover, append (fsynced), compact, close (the
+    durability is ``RecordFile``'s; the coordinator runs calls in a worker thread)."""
 
-    Plain synchronous code: the coordinator runs calls in a worker thread, and its ``close()``
-    may come from the event loop while a write is running, so every call holds one lock.
-    """
+    MAGIC = MAGIC
+    FILE_NAME = FILE_NAME
+    TMP_NAME = TMP_NAME
+    WHAT = "offsets file"
 
     def __init__(self, directory: Path, *, compact_bytes: int = DEFAULT_COMPACT_BYTES) -> None:
-        self.directory = Path(directory)
-        self.path = self.directory / FILE_NAME
-        self.compact_bytes = compact_bytes
-        self._lock = threading.Lock()
-        self._file: BinaryIO | None = None
-        self._opened = False
-        self._size = 0
-        self._size_after_compaction = 0
-        #: bytes cut off a torn tail by the last ``open`` (for logs and tests)
-        self.truncated_bytes = 0
+        super().__init__(directory, compact_bytes=compact_bytes)
 
-    @property
-    def is_open(self) -> bool:
-        return self._opened
+    def replay(self, data: bytes) -> tuple[OffsetState, int]:
+        return replay(data)
 
-    @property
-    def size_bytes(self) -> int:
-        return self._size
+    def live_records(self, state: OffsetState) -> Iterator[bytes]:
+        for group_id, offsets in state.items():
+            items = list(offsets.items())
+            for i in range(0, len(items), _ENTRIES_PER_RECORD):
+                yield encode_record(group_id, items[i:i + _ENTRIES_PER_RECORD])
 
-    def open(self) -> OffsetState:
-        """Recover the file (truncating a torn tail) and return the committed offsets."""
-        with self._lock:
-            return self._open()
+    def describe(self, state: OffsetState) -> str:
+        return (f"{len(state)} groups, "
+                f"{sum(len(o) for o in state.values())} committed partitions")
 
-    def _open(self) -> OffsetState:
-        self.directory.mkdir(parents=True, exist_ok=True)
-        tmp = self.directory / TMP_NAME
-        if tmp.exists():  # a compaction that did not reach its rename: the old file is whole
-            tmp.unlink()
-        state: OffsetState = {}
-        if not self.path.exists() or self.path.stat().st_size < len(MAGIC):
-            with open(self.path, "wb") as f:
-                f.write(MAGIC)
-                f.flush()
-                os.fsync(f.fileno())
-            _fsync_dir(self.directory)
-            valid = len(MAGIC)
-        else:
-            data = self.path.read_bytes()
-            state, valid = replay(data)
-            self.truncated_bytes = len(data) - valid
-            if self.truncated_bytes:
-                LOGGER.warning("offsets file %s: truncating a torn tail of %d bytes at byte %d",
-                               self.path, self.truncated_bytes, valid)
-                with open(self.path, "r+b") as f:
-                    f.truncate(valid)
-                    os.fsync(f.fileno())
-        self._file = open(self.path, "ab")  # noqa: SIM115 - held open until close()
-        self._opened = True
-        self._size = valid
-        self._size_after_compaction = valid
-        LOGGER.info("offsets file %s: %d bytes, %d groups, %d committed partitions", self.path,
-                    valid, len(state), sum(len(o) for o in state.values()))
-        return state
-
-    def append(self, records: Sequence[bytes]) -> None:
-        """Write ``records`` and fsync: when this returns they survive a crash."""
-        with self._lock:
-            self._append(records)
-
-    def _append(self, records: Sequence[bytes]) -> None:
-        f = self._require_open()
-        data = b"".join(records)
-        try:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        except OSError:
-            # Unacknowledged bytes must not stay in front of later records: cut them off.
-            self._truncate_to_known_size()
-            raise
-        self._size += len(data)
-
-    def _truncate_to_known_size(self) -> None:
-        if self._file is not None:
-            try:
-                self._file.close()
-            except OSError:
-                pass  # the failed flush may fail again on close; the buffer is dropped anyway
-        self._file = None
-        with open(self.path, "r+b") as f:
-            f.truncate(self._size)
-            os.fsync(f.fileno())
-        self._file = open(self.path, "ab")  # noqa: SIM115
-
-    def should_compact(self) -> bool:
-        return self._size > max(self.compact_bytes, 2 * self._size_after_compaction)
-
-    def compact(self, state: Mapping[str, Mapping[TopicPartition, OffsetAndMetadata]]) -> None:
-        """Replace the file by one holding only ``state`` (temp file, fsync, rename)."""
-        with self._lock:
-            self._compact(state)
-
-    def _compact(self, state: Mapping[str, Mapping[TopicPartition, OffsetAndMetadata]]) -> None:
-        f = self._require_open()
-        tmp = self.directory / TMP_NAME
-        size = len(MAGIC)
-        with open(tmp, "wb") as out:
-            out.write(MAGIC)
-            for group_id, offsets in state.items():
-                items = list(offsets.items())
-                for i in range(0, len(items), _ENTRIES_PER_RECORD):
-                    rec = encode_record(group_id, items[i:i + _ENTRIES_PER_RECORD])
-                    out.write(rec)
-                    size += len(rec)
-            out.flush()
-            os.fsync(out.fileno())
-        os.replace(tmp, self.path)
-        _fsync_dir(self.directory)
-        f.close()
-        self._file = open(self.path, "ab")  # noqa: SIM115
-        LOGGER.info("offsets file %s compacted from %d to %d bytes", self.path, self._size, size)
-        self._size = size
-        self._size_after_compaction = size
-
-    def close(self, final_records: Sequence[bytes] = ()) -> None:
-        """Append ``final_records`` (if any), fsync and close; idempotent."""
-        with self._lock:
-            try:
-                if final_records and self._opened:
-                    self._append(final_records)
-            finally:
-                if self._file is not None:
-                    self._file.flush()
-                    os.fsync(self._file.fileno())
-                    self._file.close()
-                    self._file = None
-                self._opened = False
-
-    def _require_open(self) -> BinaryIO:
-        if self._file is None:
-            if not self._opened:
-                raise OffsetLogError(f"offsets file {self.path} is not open")
-            # A failed write could not even be cut off last time: try again before appending.
-            self._truncate_to_known_size()
-        assert self._file is not None
-        return self._file
-
-
-def _fsync_dir(directory: Path) -> None:
-    """Make a create or rename in ``directory`` durable (skipped where dirs cannot be opened)."""
-    try:
-        fd = os.open(directory, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
+    def not_open(self) -> Exception:
+        return OffsetLogError(f"offsets file {self.path} is not open")

@@ -1,0 +1,201 @@
+"""An append-only file of CRC-checked records: the durability the coordinators' files share.
+
+Why one class: the committed-offsets file (``commits.log``) and the group metadata file
+(``groups.log``) differ only in their record format and what a replay yields; how a record
+becomes durable does not differ. A record is fsynced before the request that caused it is
+answered; a write that fails is cut off so unacknowledged bytes never stand in front of later
+records; a torn tail is cut off on open; and the live state is rewritten (temp file, fsync,
+rename, directory fsync) when the file has grown past twice its live size. Subclasses give the
+magic header, the file names, the replay and the records of a live state.
+
+Plain synchronous code run in worker threads; every call holds one lock, since ``close()`` may
+come from the event loop while a write runs.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import BinaryIO, Generic, TypeVar
+
+LOGGER = logging.getLogger(__name__)
+
+State = TypeVar("State")
+
+
+class RecordFile(Generic[State]):
+    """Recover, append (fsynced), compact and close one record file."""
+
+    #: the file's first bytes: its format and version
+    MAGIC: bytes
+    FILE_NAME: str
+    TMP_NAME: str
+    #: how log lines name the file ("offsets file")
+    WHAT: str
+
+    def __init__(self, directory: Path, *, compact_bytes: int) -> None:
+        self.directory = Path(directory)
+        self.path = self.directory / self.FILE_NAME
+        self.compact_bytes = compact_bytes
+        self._lock = threading.Lock()
+        self._file: BinaryIO | None = None
+        self._opened = False
+        self._size = 0
+        self._size_after_compaction = 0
+        #: bytes cut off a torn tail by the last ``open`` (for logs and tests)
+        self.truncated_bytes = 0
+
+    # --- what a subclass gives -------------------------------------------------------------
+
+    def replay(self, data: bytes) -> tuple[State, int]:
+        """The live state of a whole file's bytes and how many of them are valid."""
+        raise NotImplementedError
+
+    def live_records(self, state: State) -> Iterable[bytes]:
+        """Encoded records that replay to ``state`` (what compaction writes)."""
+        raise NotImplementedError
+
+    def describe(self, state: State) -> str:
+        """What an opened file holds, for the log line."""
+        raise NotImplementedError
+
+    def not_open(self) -> Exception:
+        raise NotImplementedError
+
+    # --- the file ----------------------------------------------------------------------------
+
+    @property
+    def is_open(self) -> bool:
+        return self._opened
+
+    @property
+    def size_bytes(self) -> int:
+        return self._size
+
+    def open(self) -> State:
+        """Recover the file (truncating a torn tail) and return its live state."""
+        with self._lock:
+            self.directory.mkdir(parents=True, exist_ok=True)
+            tmp = self.directory / self.TMP_NAME
+            if tmp.exists():  # a compaction that did not reach its rename: the old file is whole
+                tmp.unlink()
+            if not self.path.exists() or self.path.stat().st_size < len(self.MAGIC):
+                self._write_new(self.path, [self.MAGIC])
+                state, valid = self.replay(self.MAGIC)
+            else:
+                data = self.path.read_bytes()
+                state, valid = self.replay(data)
+                self.truncated_bytes = len(data) - valid
+                if self.truncated_bytes:
+                    LOGGER.warning("%s %s: truncating a torn tail of %d bytes at byte %d",
+                                   self.WHAT, self.path, self.truncated_bytes, valid)
+                    with open(self.path, "r+b") as f:
+                        f.truncate(valid)
+                        os.fsync(f.fileno())
+            self._file = open(self.path, "ab")  # noqa: SIM115 - held open until close()
+            self._opened = True
+            self._size = self._size_after_compaction = valid
+            LOGGER.info("%s %s: %d bytes, %s", self.WHAT, self.path, valid, self.describe(state))
+            return state
+
+    def append(self, records: Sequence[bytes]) -> None:
+        """Write ``records`` and fsync: when this returns they survive a crash."""
+        with self._lock:
+            self._append(records)
+
+    def should_compact(self) -> bool:
+        return self._size > max(self.compact_bytes, 2 * self._size_after_compaction)
+
+    def compact(self, state: State) -> None:
+        """Replace the file by one holding only the live ``state``."""
+        with self._lock:
+            f = self._require_open()
+            tmp = self.directory / self.TMP_NAME
+            size = self._write_new(tmp, [self.MAGIC, *self.live_records(state)])
+            os.replace(tmp, self.path)
+            fsync_dir(self.directory)
+            f.close()
+            self._file = open(self.path, "ab")  # noqa: SIM115
+            LOGGER.info("%s %s compacted from %d to %d bytes", self.WHAT, self.path, self._size,
+                        size)
+            self._size = self._size_after_compaction = size
+
+    def close(self, final_records: Sequence[bytes] = ()) -> None:
+        """Append ``final_records`` (if any), fsync and close; idempotent."""
+        with self._lock:
+            try:
+                if final_records and self._opened:
+                    self._append(final_records)
+            finally:
+                if self._file is not None:
+                    self._file.flush()
+                    os.fsync(self._file.fileno())
+                    self._file.close()
+                    self._file = None
+                self._opened = False
+
+    def _append(self, records: Sequence[bytes]) -> None:
+        f = self._require_open()
+        data = b"".join(records)
+        try:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        except OSError:
+            # Unacknowledged bytes must not stay in front of later records: cut them off.
+            self._truncate_to_known_size()
+            raise
+        self._size += len(data)
+
+    def _truncate_to_known_size(self) -> None:
+        if self._file is not None:
+            try:
+                self._file.close()
+            except OSError:
+                pass  # the failed flush may fail again on close; the buffer is dropped anyway
+        self._file = None
+        with open(self.path, "r+b") as f:
+            f.truncate(self._size)
+            os.fsync(f.fileno())
+        self._file = open(self.path, "ab")  # noqa: SIM115
+
+    def _require_open(self) -> BinaryIO:
+        if self._file is None:
+            if not self._opened:
+                raise self.not_open()
+            # A failed write could not even be cut off last time: try again before appending.
+            self._truncate_to_known_size()
+        assert self._file is not None
+        return self._file
+
+    def _write_new(self, path: Path, chunks: Iterable[bytes]) -> int:
+        """Write ``chunks`` to a new file, fsync it and its directory; the bytes written."""
+        size = 0
+        with open(path, "wb") as out:
+            for chunk in chunks:
+                out.write(chunk)
+                size += len(chunk)
+            out.flush()
+            os.fsync(out.fileno())
+        fsync_dir(path.parent)
+        return size
+
+
+def fsync_dir(directory: Path) -> None:
+    """Make a create or rename in ``directory`` durable (skipped where dirs cannot be opened)."""
+    try:
+        fd = os.open(directory, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+__all__ = ["RecordFile", "fsync_dir"]
