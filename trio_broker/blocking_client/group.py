@@ -42,26 +42,6 @@ REJOIN_ERRORS = frozenset({ErrorCode.REBALANCE_IN_PROGRESS, ErrorCode.UNKNOWN_ME
                            ErrorCode.ILLEGAL_GENERATION, ErrorCode.FENCED_INSTANCE_ID})
 
 
-def range_assign(subscriptions: Mapping[str, Iterable[str]],
-                 partitions: Mapping[str, int]) -> dict[str, dict[str, list[int]]]:
-    """Kafka's RangeAssignor: {member: {topic: partitions}} from {member: topics} and
-    {topic: partition count}."""
-    out: dict[str, dict[str, list[int]]] = {m: {} for m in subscriptions}
-    for topic in sorted(partitions):
-        members = sorted(m for m, topics in subscriptions.items() if topic in set(topics))
-        if not members:
-            continue
-        count = partitions[topic]
-        share, extra = divmod(count, len(members))
-        start = 0
-        for i, member in enumerate(members):
-            n = share + (1 if i < extra else 0)
-            if n:
-                out[member][topic] = list(range(start, start + n))
-            start += n
-    return out
-
-
 class GroupMember:
     """A member of ``group_id`` subscribed to ``topics``, through ``client``'s connections."""
 
@@ -157,7 +137,7 @@ class GroupMember:
         found = self.client.metadata(wanted).topics
         counts = {t: len(found[t].partitions) for t in wanted
                   if t in found and not found[t].error}
-        plan = range_assign(subscriptions, counts)
+        plan = group_requests.range_assign(subscriptions, counts)
         return {m: encode_assignment(parts) for m, parts in plan.items()}
 
     # --- staying in ----------------------------------------------------------------------
@@ -229,4 +209,4 @@ class GroupMember:
         self.needs_join = True
 
 
-__all__ = ["GroupMember", "range_assign"]
+__all__ = ["GroupMember"]

@@ -193,3 +193,24 @@ __all__ = ["GROUP_KEY", "TRANSACTION_KEY", "Coordinator", "GroupDescription", "G
            "offset_delete_request", "parse_delete_groups", "parse_describe_groups",
            "parse_find_coordinator", "parse_join_group", "parse_list_groups",
            "parse_offset_delete", "parse_sync_group", "sync_group_request"]
+
+
+def range_assign(subscriptions: Mapping[str, Iterable[str]],
+                 partitions: Mapping[str, int]) -> dict[str, dict[str, list[int]]]:
+    """Kafka's client-side RangeAssignor: per topic, consecutive partition ranges to the
+    members subscribed to it, sorted by id, the first ones one longer when it does not divide
+    evenly. {member: {topic: partitions}} from {member: topics} and {topic: partition count}."""
+    out: dict[str, dict[str, list[int]]] = {m: {} for m in subscriptions}
+    for topic in sorted(partitions):
+        members = sorted(m for m, topics in subscriptions.items() if topic in set(topics))
+        if not members:
+            continue
+        share, extra = divmod(partitions[topic], len(members))
+        start = 0
+        for i, member in enumerate(members):
+            n = share + (1 if i < extra else 0)
+            if n:
+                out[member][topic] = list(range(start, start + n))
+            start += n
+    return out
+

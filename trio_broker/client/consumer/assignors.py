@@ -10,6 +10,8 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
 
+from ...client_core.groups import range_assign
+
 #: member id -> topic -> partitions
 GroupAssignment = dict[str, dict[str, list[int]]]
 
@@ -22,23 +24,7 @@ class RangeAssignor:
     @staticmethod
     def assign(subscriptions: Mapping[str, Iterable[str]],
                partitions_per_topic: Mapping[str, int]) -> GroupAssignment:
-        result: GroupAssignment = {member: {} for member in subscriptions}
-        members_by_topic: dict[str, list[str]] = defaultdict(list)
-        for member, topics in subscriptions.items():
-            for topic in set(topics):
-                if topic in partitions_per_topic:
-                    members_by_topic[topic].append(member)
-        for topic, members in members_by_topic.items():
-            members.sort()
-            count = partitions_per_topic[topic]
-            per_member, extra = divmod(count, len(members))
-            start = 0
-            for index, member in enumerate(members):
-                length = per_member + (1 if index < extra else 0)
-                if length:
-                    result[member][topic] = list(range(start, start + length))
-                start += length
-        return result
+        return range_assign(subscriptions, partitions_per_topic)
 
 
 class RoundRobinAssignor:
