@@ -95,7 +95,8 @@ class Reference:
 
     def buckets(self) -> dict[str, float]:
         from trio_broker.metrics.stalls import BOUNDS
-        assert self.proc.stdin is not None and self.proc.stdout is not None
+        assert self.proc.stdin is not None
+        assert self.proc.stdout is not None
         self.proc.stdin.write("\n")
         self.proc.stdin.flush()
         counts = [float(n) for n in self.proc.stdout.readline().split()]

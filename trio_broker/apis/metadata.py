@@ -63,7 +63,7 @@ async def handle_metadata(ctx: HandlerContext, request: MetadataRequest) -> Hand
             continue
         known = partition_count(broker, name)
         if known is None and not all_topics:
-            error, count = ensure_topic(broker, name, allow_auto_create=allow_auto)
+            error, count = await ensure_topic(broker, name, allow_auto_create=allow_auto)
         else:
             error, count = ErrorCode.NONE, known or 0
         topics.append(_topic(logs, broker.node_id, name, error, count, offline))

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import logging
 
+import trio
+
 from ..log import StorageError, TopicAlreadyExistsError
 from ..log import validate_topic_name as _validate
 from ..protocol.errors import ErrorCode
@@ -27,9 +29,10 @@ def partition_count(broker: BrokerState, topic: str) -> int | None:
     return broker.logs.topics().get(topic)
 
 
-def ensure_topic(broker: BrokerState, topic: str, *,
-                 allow_auto_create: bool) -> tuple[ErrorCode, int]:
-    """(error, partition count) for ``topic``, creating it if allowed and configured."""
+async def ensure_topic(broker: BrokerState, topic: str, *,
+                       allow_auto_create: bool) -> tuple[ErrorCode, int]:
+    """(error, partition count) for ``topic``, creating it if allowed and configured (in a
+    worker thread: its fsyncs take milliseconds per partition)."""
     if validate_topic_name(topic) is not None:
         return ErrorCode.INVALID_TOPIC_EXCEPTION, 0
     count = partition_count(broker, topic)
@@ -39,7 +42,7 @@ def ensure_topic(broker: BrokerState, topic: str, *,
         return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, 0
     n = broker.config.num_partitions
     try:
-        broker.logs.create_topic(topic, n, {})
+        await trio.to_thread.run_sync(broker.logs.create_topic, topic, n, {})
     except TopicAlreadyExistsError:
         return ErrorCode.NONE, broker.logs.topics()[topic]
     except StorageError as exc:

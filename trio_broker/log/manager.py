@@ -34,6 +34,7 @@ import shutil
 import threading
 import uuid
 from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import attrs
@@ -66,6 +67,8 @@ LOGGER = logging.getLogger(__name__)
 CLEAN_SHUTDOWN_FILE = ".clean_shutdown"
 RECOVERY_POINT_CHECKPOINT = "recovery-point-offset-checkpoint"
 _DELETE_SUFFIX = "-delete"
+#: threads closing (flushing) logs at shutdown
+_CLOSE_THREADS = 32
 _LOAD_ERRORS = (OSError, StorageError, CorruptRecordError, ValueError)
 
 
@@ -86,8 +89,12 @@ class LogManager:
         self._logs: dict[tuple[str, int], Log] = {}
         self._dir_of: dict[tuple[str, int], Path] = {}
         self._checkpointed: dict[Path, dict[tuple[str, int], int]] = {}
-        # guards the maps above against a flusher or retention thread iterating them
+        # guards the maps above against a flusher or retention thread iterating them; the
+        # topic maps (``_topics``, ``_names_by_id``) are replaced, never changed in place, so the
+        # event loop may read them while an admin change runs in a worker thread
         self._lock = threading.Lock()
+        # serialises admin changes (create, add partitions, delete), which run in worker threads
+        self._admin_lock = threading.Lock()
         # serialises writers of the per-dir checkpoint files (flusher thread vs close)
         self._checkpoint_lock = threading.Lock()
         self._topic_store = TopicMetadataStore(self.log_dirs[0] / TOPIC_CONFIG_DIR)
@@ -192,16 +199,18 @@ class LogManager:
                     len(self.offline_partitions))
 
     def _open_log(self, topic: str, partition: int, log_dir: Path, *, recovery_point: int = 0,
-                  clean_shutdown: bool = False, create: bool = False) -> Log | None:
+                  clean_shutdown: bool = False, create: bool = False,
+                  meta: TopicMetadata | None = None) -> Log | None:
         path = log_dir / f"{topic}-{partition}"
+        if meta is None:
+            meta = self._topics[topic]
         try:
             if create:
                 path.mkdir(parents=True, exist_ok=False)
-            log = Log(path, self._topics[topic].config, recovery_point=recovery_point,
+            log = Log(path, meta.config, recovery_point=recovery_point,
                       clean_shutdown=clean_shutdown,
                       producer_id_expiration_ms=self.producer_id_expiration_ms)
             try:
-                meta = self._topics[topic]
                 if create:
                     epoch = 0
                 else:  # each start is a new leadership, as a re-elected KRaft broker's is
@@ -287,7 +296,16 @@ class LogManager:
         """Create a topic with a new topic id and return the id (None with ``validate_only``).
 
         Raises InvalidTopicError, TopicAlreadyExistsError, InvalidPartitionsError,
-        InvalidConfigError or KafkaStorageError."""
+        InvalidConfigError or KafkaStorageError. Its fsyncs take milliseconds per partition: a
+        broker calls it in a worker thread (readers of the topic maps are not disturbed, and
+        admin changes are serialised)."""
+        if validate_only:
+            return self._create_topic(name, num_partitions, configs, validate_only=True)
+        with self._admin_lock:
+            return self._create_topic(name, num_partitions, configs)
+
+    def _create_topic(self, name: str, num_partitions: int, configs: Mapping[str, str], *,
+                      validate_only: bool = False) -> uuid.UUID | None:
         error = validate_topic_name(name)
         if error is not None:
             raise InvalidTopicError(error)
@@ -305,22 +323,29 @@ class LogManager:
             return None
         meta = TopicMetadata(num_partitions, overrides, config, leader_epochs=[0] * num_partitions)
         self._topic_store.write(name, meta)
-        self._topics[name] = meta
-        self._names_by_id[meta.topic_id] = name
         try:
-            self._create_partitions(name, range(num_partitions))
+            # the topic is published with its partitions: a reader never sees one without them
+            self._create_partitions(name, range(num_partitions), meta=meta)
         except KafkaStorageError:
-            self.delete_topic(name)
+            self._publish_topic(name, meta)
+            self._delete_topic(name)
             raise
+        self._publish_topic(name, meta)
         LOGGER.info("Created topic %s (id %s) with %d partition(s)", name,
                     topic_id_str(meta.topic_id), num_partitions)
         return meta.topic_id
 
-    def _create_partitions(self, topic: str, partitions: range) -> None:
+    def _publish_topic(self, name: str, meta: TopicMetadata) -> None:
+        with self._lock:
+            self._topics = {**self._topics, name: meta}
+            self._names_by_id = {**self._names_by_id, meta.topic_id: name}
+
+    def _create_partitions(self, topic: str, partitions: range, *,
+                           meta: TopicMetadata | None = None) -> None:
         touched: set[Path] = set()
         for partition in partitions:
             log_dir = self._choose_dir()
-            self._open_log(topic, partition, log_dir, create=True)
+            self._open_log(topic, partition, log_dir, create=True, meta=meta)
             touched.add(log_dir)
         for log_dir in touched:
             try:
@@ -329,6 +354,11 @@ class LogManager:
                 raise KafkaStorageError(f"fsync of {log_dir} failed: {exc}") from exc
 
     def add_partitions(self, name: str, new_total: int, *, validate_only: bool = False) -> None:
+        """Raise the topic's partition count (may run in a worker thread, as create_topic)."""
+        with self._admin_lock:
+            self._add_partitions(name, new_total, validate_only=validate_only)
+
+    def _add_partitions(self, name: str, new_total: int, *, validate_only: bool) -> None:
         meta = self._topic(name)
         if new_total <= meta.partitions:
             raise InvalidPartitionsError(
@@ -378,12 +408,17 @@ class LogManager:
     def delete_topic(self, name: str) -> None:
         """Forget the topic and remove its data (renamed away first, so a crash mid-way
         only leaves ``-delete`` directories for the next load to finish removing)."""
+        with self._admin_lock:
+            self._delete_topic(name)
+
+    def _delete_topic(self, name: str) -> None:
         meta = self._topic(name)
         keys = [(name, p) for p in range(meta.partitions)]
         with self._lock:
             logs = [(key, self._logs.pop(key, None), self._dir_of.pop(key, None)) for key in keys]
-            del self._topics[name]
-            self._names_by_id.pop(meta.topic_id, None)
+            self._topics = {k: v for k, v in self._topics.items() if k != name}
+            self._names_by_id = {k: v for k, v in self._names_by_id.items()
+                                 if k != meta.topic_id}
         for key in keys:
             self.offline_partitions.pop(key, None)
         self._topic_store.remove(name)
@@ -469,11 +504,23 @@ class LogManager:
             logs = list(self._logs.items())
         failed_dirs: set[Path] = set()
         points: dict[Path, dict[tuple[str, int], int]] = {}
-        for key, log in logs:
-            log_dir = self._dir_of[key]
+
+        def close(log: Log) -> KafkaStorageError | None:
             try:
                 log.close()
             except KafkaStorageError as exc:
+                return exc
+            return None
+
+        # Each close fsyncs a few files (milliseconds each, even for an empty partition): in
+        # parallel the file system commits them together, so a thousand partitions close in
+        # well under shutdown.timeout.ms instead of one after another.
+        workers = max(1, min(_CLOSE_THREADS, len(logs)))
+        with ThreadPoolExecutor(workers, thread_name_prefix="log-close") as pool:
+            errors = list(pool.map(close, [log for _, log in logs]))
+        for (key, log), exc in zip(logs, errors, strict=True):
+            log_dir = self._dir_of[key]
+            if exc is not None:
                 LOGGER.error("Closing %s failed: %s", log.name, exc)
                 failed_dirs.add(log_dir)
             points.setdefault(log_dir, {})[key] = log.recovery_point
