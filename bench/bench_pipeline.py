@@ -69,7 +69,17 @@ def _load(port: int, depth: int, seconds: float, out: mp.Queue) -> None:
     out.put(done)
 
 
-def measure(port: int, *, connections: int, depth: int, seconds: float) -> float:
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time of process ``pid`` so far."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def measure(port: int, *, connections: int, depth: int, seconds: float,
+            pid: int | None = None) -> tuple[float, float]:
+    """(requests/s, server CPU microseconds per request; 0 without ``pid``)."""
+    cpu0 = cpu_seconds(pid) if pid else 0.0
     out: mp.Queue = mp.Queue()
     procs = [mp.Process(target=_load, args=(port, depth, seconds, out))
              for _ in range(connections)]
@@ -79,7 +89,8 @@ def measure(port: int, *, connections: int, depth: int, seconds: float) -> float
     total = sum(out.get() for _ in procs)
     for p in procs:
         p.join()
-    return total / (time.perf_counter() - t0)
+    cpu = cpu_seconds(pid) - cpu0 if pid else 0.0
+    return total / (time.perf_counter() - t0), cpu / max(1, total) * 1e6
 
 
 ECHO_SERVER = r'''
@@ -165,7 +176,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--seconds", type=float, default=5.0)
     args = parser.parse_args()
-    print(f"machine: {os.cpu_count()} cores, Python {sys.version.split()[0]}")
+    print(f"machine: {os.cpu_count()} cores, Python {sys.version.split()[0]}, load average "
+          f"{' '.join(f'{x:.2f}' for x in os.getloadavg())}")
 
     starts = []
     with tempfile.TemporaryDirectory() as data:
@@ -193,17 +205,21 @@ def main() -> None:
         _wait_line(echo, "ready")
         try:
             for name, conns, depth in scenarios:
-                b = measure(bport, connections=conns, depth=depth, seconds=args.seconds)
-                e = measure(eport, connections=conns, depth=depth, seconds=args.seconds)
+                b = measure(bport, connections=conns, depth=depth, seconds=args.seconds,
+                            pid=broker.pid)
+                e = measure(eport, connections=conns, depth=depth, seconds=args.seconds,
+                            pid=echo.pid)
                 rows.append((name, b, e))
         finally:
             broker.terminate()
             echo.terminate()
             broker.wait()
             echo.wait()
-    print(f"\n{'Metadata v1 (no topics)':36} {'broker req/s':>14} {'echo req/s':>12} {'ratio':>7}")
-    for name, b, e in rows:
-        print(f"{name:36} {b:14,.0f} {e:12,.0f} {b / e:7.2f}")
+    print(f"\n{'Metadata v1 (no topics)':36} {'broker req/s':>14} {'echo req/s':>12} "
+          f"{'ratio':>7} {'broker CPU us/req':>18} {'echo CPU us/req':>16}")
+    for name, (b, b_cpu), (e, e_cpu) in rows:
+        print(f"{name:36} {b:14,.0f} {e:12,.0f} {b / e:7.2f} {b_cpu:18.1f} {e_cpu:16.1f}")
+    print(f"load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
 
 
 if __name__ == "__main__":

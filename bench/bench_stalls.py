@@ -36,6 +36,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 METRIC = "kafka_server_eventloopmetrics_lateness_seconds"
 _BUCKET = re.compile(METRIC + r'_bucket\{le="([^"]+)"\} ([0-9.e+]+)')
+_GC = re.compile(r'kafka_server_eventloopmetrics_gcpause_seconds_(count|sum) ([0-9.e+-]+)')
 
 #: the bare Trio reference: prints its bucket counts (same bounds) on every line of stdin
 _REFERENCE = r"""
@@ -64,9 +65,12 @@ def _free_port() -> int:
 
 
 def _buckets(metrics_url: str) -> dict[str, float]:
+    """The lateness buckets, and the GC pauses' count and sum (as ``gc_count``, ``gc_sum``)."""
     with urllib.request.urlopen(metrics_url + "/metrics", timeout=30) as response:
         text = response.read().decode()
-    return {le: float(n) for le, n in _BUCKET.findall(text)}
+    out = {le: float(n) for le, n in _BUCKET.findall(text)}
+    out.update((f"gc_{kind}", float(n)) for kind, n in _GC.findall(text))
+    return out
 
 
 def _summary(before: dict[str, float], after: dict[str, float]) -> str:
@@ -77,11 +81,14 @@ def _summary(before: dict[str, float], after: dict[str, float]) -> str:
     over = {ms: total - diff(repr(ms / 1000)) for ms in (5, 25, 100)}
     worst = "0"
     for le in after:
-        if le != "+Inf" and diff(le) < total:
+        if not le.startswith(("+Inf", "gc_")) and diff(le) < total:
             worst = le
     worst_ms = "> 5000" if diff("5.0") < total else f"<= {float(worst) * 1000:g}"
+    gc = ""
+    if "gc_count" in after:
+        gc = (f", GC {int(diff('gc_count'))} pauses, {diff('gc_sum') * 1000:.1f} ms in all")
     return (f"{int(total):6d} wake-ups, late > 5 ms: {int(over[5]):4d}, > 25 ms: "
-            f"{int(over[25]):4d}, > 100 ms: {int(over[100]):3d}, worst {worst_ms} ms")
+            f"{int(over[25]):4d}, > 100 ms: {int(over[100]):3d}, worst {worst_ms} ms{gc}")
 
 
 class Reference:

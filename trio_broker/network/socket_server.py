@@ -154,11 +154,15 @@ class Processor:
         await self._new_send.send((stream, listener))
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(self._process_new_responses)
-            task_status.started()
-            async for stream, listener in self._new_recv:
-                nursery.start_soon(self._serve_connection, stream, listener)
+        try:
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(self._process_new_responses)
+                self._channel.set_deliver(self.index, self._deliver_response)
+                task_status.started()
+                async for stream, listener in self._new_recv:
+                    nursery.start_soon(self._serve_connection, stream, listener)
+        finally:
+            self._channel.set_deliver(self.index, None)
 
     # -- shutdown ----------------------------------------------------------------------------
     def stop_reading(self) -> None:
@@ -180,7 +184,22 @@ class Processor:
             self._drained.set()
 
     # -- step: processNewResponses ---------------------------------------------------------
+    def _deliver_response(self, response: Response) -> None:
+        """A handler's response, handed straight to its connection's task (the response queue
+        time is then the time to this call: ~0)."""
+        req = response.request
+        req.response_dequeued_ns = time.monotonic_ns()
+        conn = self.connections.get(req.context.connection_id)
+        if conn is None:
+            # The client left before its answer: still record the request's timings.
+            self._metrics.request_metrics.record_timings(req.header.api_key, req,
+                                                         req.response_dequeued_ns)
+        else:
+            conn.deliver(response)
+
     async def _process_new_responses(self) -> None:
+        """Responses that came through the queue (before ``set_deliver``, or after it was
+        withdrawn)."""
         receiver = self._channel.response_receiver(self.index)
         timings = self._metrics.request_metrics
         connections = self.connections
