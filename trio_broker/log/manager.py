@@ -33,9 +33,10 @@ import logging
 import shutil
 import threading
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import TypeVar
 
 import attrs
 
@@ -67,9 +68,23 @@ LOGGER = logging.getLogger(__name__)
 CLEAN_SHUTDOWN_FILE = ".clean_shutdown"
 RECOVERY_POINT_CHECKPOINT = "recovery-point-offset-checkpoint"
 _DELETE_SUFFIX = "-delete"
-#: threads closing (flushing) logs at shutdown
-_CLOSE_THREADS = 32
+#: threads opening logs at start-up and closing (flushing) them at shutdown
+_PARALLEL_THREADS = 32
+_T = TypeVar("_T")
 _LOAD_ERRORS = (OSError, StorageError, CorruptRecordError, ValueError)
+
+
+def _in_parallel(work: Callable[[_T], None], items: Sequence[_T]) -> None:
+    """``work(item)`` for every item on up to ``_PARALLEL_THREADS`` threads; the first
+    exception is raised after all have run."""
+    if len(items) <= 1:
+        for item in items:
+            work(item)
+        return
+    with ThreadPoolExecutor(min(_PARALLEL_THREADS, len(items)),
+                            thread_name_prefix="log-load") as pool:
+        for _ in pool.map(work, items):
+            pass
 
 
 class LogManager:
@@ -156,6 +171,7 @@ class LogManager:
             adopted = self._topics[topic]
             if adopted.adopted or adopted.broken:
                 adopted.partitions = max(adopted.partitions, partition + 1)
+        to_open: list[tuple[str, int, Path]] = []
         for (topic, partition), log_dir in sorted(found.items()):
             meta = self._topics.get(topic)
             if meta is None:
@@ -170,16 +186,26 @@ class LogManager:
                 continue
             if (topic, partition) in self.offline_partitions:
                 continue
+            to_open.append((topic, partition, log_dir))
+
+        def open_one(item: tuple[str, int, Path]) -> None:
+            topic, partition, log_dir = item
             self._open_log(
                 topic, partition, log_dir,
                 recovery_point=recovery_points.get(log_dir, {}).get((topic, partition), 0),
                 clean_shutdown=clean.get(log_dir, False))
+
+        for meta in self._topics.values():  # sized now: the opens below set entries in parallel
+            if meta.partitions > len(meta.leader_epochs):
+                meta.set_leader_epoch(meta.partitions - 1, -1)
+        # Each open recovers or checks a partition and writes its leader epoch (an fsync): in
+        # parallel, as Kafka's num.recovery.threads.per.data.dir, the file system commits the
+        # fsyncs together.
+        _in_parallel(open_one, to_open)
         restore_log_starts(self.log_dirs, self._logs, self._dir_of)
         self._names_by_id = {meta.topic_id: name for name, meta in self._topics.items()
                              if not meta.broken}
-        for topic, meta in sorted(self._topics.items()):
-            if meta.broken:
-                continue
+        def complete(topic: str, meta: TopicMetadata) -> None:
             offline = self.offline_partitions
             missing = [p for p in range(meta.partitions)
                        if (topic, p) not in self._logs and (topic, p) not in offline]
@@ -189,11 +215,16 @@ class LogManager:
                     continue
                 LOGGER.warning("Partition %s-%d has no directory; creating it empty",
                                topic, partition)
-                self._open_log(topic, partition, self._choose_dir(), create=True)
+                with self._lock:
+                    log_dir = self._choose_dir()
+                self._open_log(topic, partition, log_dir, create=True)
             try:  # new leader epochs (and the file of an adopted topic)
                 self._topic_store.write(topic, meta)
             except KafkaStorageError as exc:
                 LOGGER.error("Recording the leader epochs of topic %s failed: %s", topic, exc)
+
+        _in_parallel(lambda item: complete(*item),
+                     [(t, m) for t, m in sorted(self._topics.items()) if not m.broken])
         LOGGER.info("Loaded %d partition(s) of %d topic(s) from %d log dir(s); %d offline",
                     len(self._logs), len(self._topics), len(self.log_dirs),
                     len(self.offline_partitions))
@@ -515,7 +546,7 @@ class LogManager:
         # Each close fsyncs a few files (milliseconds each, even for an empty partition): in
         # parallel the file system commits them together, so a thousand partitions close in
         # well under shutdown.timeout.ms instead of one after another.
-        workers = max(1, min(_CLOSE_THREADS, len(logs)))
+        workers = max(1, min(_PARALLEL_THREADS, len(logs)))
         with ThreadPoolExecutor(workers, thread_name_prefix="log-close") as pool:
             errors = list(pool.map(close, [log for _, log in logs]))
         for (key, log), exc in zip(logs, errors, strict=True):
