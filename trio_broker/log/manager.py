@@ -33,16 +33,13 @@ import logging
 import shutil
 import threading
 import uuid
-from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TypeVar
 
 import attrs
 
 from ..protocol.errors import CorruptRecordError
-from ._files import atomic_write, fitting_name, fsync_dir
-from .checkpoint import OffsetCheckpointFile
+from ._files import fitting_name, fsync_dir
 from .config import LogConfig
 from .errors import (
     InvalidPartitionsError,
@@ -53,7 +50,8 @@ from .errors import (
     UnknownTopicOrPartitionError,
 )
 from .log import Log, parse_partition_dir
-from .log_start import restore_log_starts, write_log_starts
+from .log_duties import CLEAN_SHUTDOWN_FILE, LogDuties, in_parallel
+from .log_start import restore_log_starts
 from .producer_state import DEFAULT_PRODUCER_ID_EXPIRATION_MS
 from .topic_metadata import (
     TOPIC_CONFIG_DIR,
@@ -65,29 +63,11 @@ from .topic_metadata import (
 
 LOGGER = logging.getLogger(__name__)
 
-CLEAN_SHUTDOWN_FILE = ".clean_shutdown"
-RECOVERY_POINT_CHECKPOINT = "recovery-point-offset-checkpoint"
 _DELETE_SUFFIX = "-delete"
-#: threads opening logs at start-up and closing (flushing) them at shutdown
-_PARALLEL_THREADS = 32
-_T = TypeVar("_T")
 _LOAD_ERRORS = (OSError, StorageError, CorruptRecordError, ValueError)
 
 
-def _in_parallel(work: Callable[[_T], None], items: Sequence[_T]) -> None:
-    """``work(item)`` for every item on up to ``_PARALLEL_THREADS`` threads; the first
-    exception is raised after all have run."""
-    if len(items) <= 1:
-        for item in items:
-            work(item)
-        return
-    with ThreadPoolExecutor(min(_PARALLEL_THREADS, len(items)),
-                            thread_name_prefix="log-load") as pool:
-        for _ in pool.map(work, items):
-            pass
-
-
-class LogManager:
+class LogManager(LogDuties):
     def __init__(self, log_dirs: Sequence[Path | str], default_config: LogConfig, *,
                  producer_id_expiration_ms: int = DEFAULT_PRODUCER_ID_EXPIRATION_MS) -> None:
         if not log_dirs:
@@ -113,9 +93,6 @@ class LogManager:
         # serialises writers of the per-dir checkpoint files (flusher thread vs close)
         self._checkpoint_lock = threading.Lock()
         self._topic_store = TopicMetadataStore(self.log_dirs[0] / TOPIC_CONFIG_DIR)
-
-    def _checkpoint_file(self, log_dir: Path) -> OffsetCheckpointFile:
-        return OffsetCheckpointFile(log_dir / RECOVERY_POINT_CHECKPOINT)
 
     # --- loading ------------------------------------------------------------------------
 
@@ -201,7 +178,7 @@ class LogManager:
         # Each open recovers or checks a partition and writes its leader epoch (an fsync): in
         # parallel, as Kafka's num.recovery.threads.per.data.dir, the file system commits the
         # fsyncs together.
-        _in_parallel(open_one, to_open)
+        in_parallel(open_one, to_open)
         restore_log_starts(self.log_dirs, self._logs, self._dir_of)
         self._names_by_id = {meta.topic_id: name for name, meta in self._topics.items()
                              if not meta.broken}
@@ -223,7 +200,7 @@ class LogManager:
             except KafkaStorageError as exc:
                 LOGGER.error("Recording the leader epochs of topic %s failed: %s", topic, exc)
 
-        _in_parallel(lambda item: complete(*item),
+        in_parallel(lambda item: complete(*item),
                      [(t, m) for t, m in sorted(self._topics.items()) if not m.broken])
         LOGGER.info("Loaded %d partition(s) of %d topic(s) from %d log dir(s); %d offline",
                     len(self._logs), len(self._topics), len(self.log_dirs),
@@ -302,10 +279,6 @@ class LogManager:
 
     def get_log(self, topic: str, partition: int) -> Log | None:
         return self._logs.get((topic, partition))
-
-    def all_logs(self) -> list[Log]:
-        with self._lock:
-            return list(self._logs.values())
 
     def log_dir_of(self, topic: str, partition: int) -> Path | None:
         return self._dir_of.get((topic, partition))
@@ -468,99 +441,3 @@ class LogManager:
             except OSError as exc:
                 LOGGER.error("Could not remove %s: %s", log.directory, exc)
         LOGGER.info("Deleted topic %s", name)
-
-    # --- background duties --------------------------------------------------------------
-
-    def logs_needing_flush(self) -> list[Log]:
-        return [log for log in self.all_logs() if log.needs_flush()]
-
-    def flush_dirty(self) -> int:
-        """fsync every log whose flush policy asks for it, then checkpoint recovery points.
-
-        Meant for a worker thread; returns the number of logs flushed.
-        """
-        flushed = 0
-        for log in self.logs_needing_flush():
-            try:
-                log.flush()
-                flushed += 1
-            except KafkaStorageError as exc:
-                LOGGER.error("Flushing %s failed: %s", log.name, exc)
-        self.checkpoint_recovery_points()
-        return flushed
-
-    def checkpoint_recovery_points(self) -> None:
-        """Persist each partition's recovery point, so an unclean restart re-checks only the
-        data written since (Kafka's recovery-point-offset-checkpoint)."""
-        with self._checkpoint_lock:
-            by_dir: dict[Path, dict[tuple[str, int], int]] = {}
-            with self._lock:
-                for key, log in self._logs.items():
-                    if not log.closed:
-                        by_dir.setdefault(self._dir_of[key], {})[key] = log.recovery_point
-            for log_dir, points in by_dir.items():
-                if self._checkpointed.get(log_dir) == points:
-                    continue
-                try:
-                    self._checkpoint_file(log_dir).write(points)
-                except OSError as exc:
-                    LOGGER.error("Writing the recovery point checkpoint in %s failed: %s",
-                                 log_dir, exc)
-                    continue
-                self._checkpointed[log_dir] = points
-
-    def delete_records(self, log: Log, offset: int) -> int:
-        """DeleteRecords on ``log``: its new start offset, checkpointed before it is returned."""
-        start = log.advance_log_start_offset(offset)
-        log_dir = self._dir_of[(log.topic, log.partition)]
-        with self._checkpoint_lock, self._lock:
-            write_log_starts(log_dir, [g for k, g in self._logs.items()
-                                       if self._dir_of[k] == log_dir])
-        return start
-
-    def run_retention(self, now_ms: int) -> int:
-        """Apply retention to every log and expire idle producer ids; returns segments deleted."""
-        deleted = 0
-        for log in self.all_logs():
-            try:
-                deleted += log.delete_old_segments(now_ms)
-                log.remove_expired_producers(now_ms)
-            except KafkaStorageError as exc:
-                LOGGER.error("Retention on %s failed: %s", log.name, exc)
-        return deleted
-
-    def close(self) -> None:
-        """Flush and close every log, then mark each log dir whose logs all closed cleanly."""
-        with self._lock:
-            logs = list(self._logs.items())
-        failed_dirs: set[Path] = set()
-        points: dict[Path, dict[tuple[str, int], int]] = {}
-
-        def close(log: Log) -> KafkaStorageError | None:
-            try:
-                log.close()
-            except KafkaStorageError as exc:
-                return exc
-            return None
-
-        # Each close fsyncs a few files (milliseconds each, even for an empty partition): in
-        # parallel the file system commits them together, so a thousand partitions close in
-        # well under shutdown.timeout.ms instead of one after another.
-        workers = max(1, min(_PARALLEL_THREADS, len(logs)))
-        with ThreadPoolExecutor(workers, thread_name_prefix="log-close") as pool:
-            errors = list(pool.map(close, [log for _, log in logs]))
-        for (key, log), exc in zip(logs, errors, strict=True):
-            log_dir = self._dir_of[key]
-            if exc is not None:
-                LOGGER.error("Closing %s failed: %s", log.name, exc)
-                failed_dirs.add(log_dir)
-            points.setdefault(log_dir, {})[key] = log.recovery_point
-        with self._checkpoint_lock:
-            for log_dir in self.log_dirs:
-                if log_dir in self.offline_dirs or log_dir in failed_dirs:
-                    continue
-                try:
-                    self._checkpoint_file(log_dir).write(points.get(log_dir, {}))
-                    atomic_write(log_dir / CLEAN_SHUTDOWN_FILE, b"")
-                except OSError as exc:
-                    LOGGER.error("Could not mark %s as cleanly shut down: %s", log_dir, exc)

@@ -185,8 +185,7 @@ class Processor:
 
     # -- step: processNewResponses ---------------------------------------------------------
     def _deliver_response(self, response: Response) -> None:
-        """A handler's response, handed straight to its connection's task (the response queue
-        time is then the time to this call: ~0)."""
+        """A handler's response, handed straight to its connection's task."""
         req = response.request
         req.response_dequeued_ns = time.monotonic_ns()
         conn = self.connections.get(req.context.connection_id)
@@ -198,26 +197,9 @@ class Processor:
             conn.deliver(response)
 
     async def _process_new_responses(self) -> None:
-        """Responses that came through the queue (before ``set_deliver``, or after it was
-        withdrawn)."""
-        receiver = self._channel.response_receiver(self.index)
-        timings = self._metrics.request_metrics
-        connections = self.connections
-        async for response in receiver:
-            while True:
-                req = response.request
-                req.response_dequeued_ns = time.monotonic_ns()
-                conn = connections.get(req.context.connection_id)
-                if conn is None:
-                    # The client left before its answer: still record the request's timings.
-                    timings.record_timings(req.header.api_key, req, req.response_dequeued_ns)
-                else:
-                    conn.deliver(response)
-                try:
-                    response = receiver.receive_nowait()
-                except trio.WouldBlock:
-                    break
-            await trio.lowlevel.checkpoint()
+        """Responses that came through the queue (before ``set_deliver``, or after it)."""
+        async for response in self._channel.response_receiver(self.index):
+            self._deliver_response(response)
 
     # -- one task per connection: processCompletedReceives / processCompletedSends -----------
     async def _serve_connection(self, stream: trio.SocketStream, listener: Listener) -> None:
