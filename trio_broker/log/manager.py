@@ -248,7 +248,11 @@ class LogManager(LogDuties):
         self.offline_dirs[log_dir] = reason
 
     def _choose_dir(self) -> Path:
-        """The online log dir holding the fewest partitions (Kafka's placement rule)."""
+        return self._place(1)[0]
+
+    def _place(self, n: int) -> list[Path]:
+        """Log dirs for ``n`` new partitions, each in turn to the online dir holding the fewest
+        (Kafka's placement rule)."""
         online = [d for d in self.log_dirs if d not in self.offline_dirs]
         if not online:
             raise KafkaStorageError("no log dir is online")
@@ -256,7 +260,11 @@ class LogManager(LogDuties):
         for log_dir in self._dir_of.values():
             if log_dir in counts:
                 counts[log_dir] += 1
-        return min(online, key=lambda d: counts[d])
+        placed = []
+        for _ in range(n):
+            placed.append(min(online, key=counts.__getitem__))
+            counts[placed[-1]] += 1
+        return placed
 
     # --- topics -------------------------------------------------------------------------
 
@@ -346,12 +354,10 @@ class LogManager(LogDuties):
 
     def _create_partitions(self, topic: str, partitions: range, *,
                            meta: TopicMetadata | None = None) -> None:
-        touched: set[Path] = set()
-        for partition in partitions:
-            log_dir = self._choose_dir()
-            self._open_log(topic, partition, log_dir, create=True, meta=meta)
-            touched.add(log_dir)
-        for log_dir in touched:
+        placed = list(zip(partitions, self._place(len(partitions)), strict=True))
+        # two fsyncs each (its leader epoch file and directory): in parallel, committed together
+        in_parallel(lambda p: self._open_log(topic, p[0], p[1], create=True, meta=meta), placed)
+        for log_dir in {d for _, d in placed}:
             try:
                 fsync_dir(log_dir)
             except OSError as exc:
