@@ -8,6 +8,9 @@ plot (PNG, written by this script) into ``docs/img/``:
    (``trio.serve_tcp`` with a handler waiting in ``receive_some``) each get 0 ... ``--connections``
    idle connections from this process; the resident memory (``VmRSS``) of each server is read
    at every step. The fd limit is raised to the hard limit first.
+3. ``sizes``: produce throughput against record size (10 B to 1 MB, about ``--mb`` MB each,
+   acks=1, linger.ms=5, confluent-kafka) to ``trio-broker serve`` and, in the same run, to
+   librdkafka's in-process mock broker (``test.mock.num.brokers=1``).
 2. ``topics``: one data directory grows to 0 ... ``--topics`` one-partition topics (created over
    the wire with confluent-kafka's AdminClient); at every step the broker is stopped (SIGTERM
    to exit) and started again (process start to "listening"). The reference is the same start
@@ -172,14 +175,69 @@ def topics(limit: int) -> tuple[list[int], dict[str, list[float]]]:
     return steps, out
 
 
+SIZES = (10, 100, 1_000, 10_000, 100_000, 1_000_000)
+
+
+def _produce_mb_s(bootstrap: str, topic: str, size: int, records: int) -> float:
+    import confluent_kafka
+
+    producer = confluent_kafka.Producer({
+        "bootstrap.servers": bootstrap, "acks": 1, "linger.ms": 5, "log_level": 0,
+        "message.max.bytes": 2_000_000, "queue.buffering.max.messages": 1_000_000,
+        "queue.buffering.max.kbytes": 1_048_576})
+    producer.produce(topic, b"warm-up", partition=0)
+    producer.flush(30)
+    value = os.urandom(size)
+    started = time.perf_counter()
+    for _ in range(records):
+        while True:
+            try:
+                producer.produce(topic, value, partition=0)
+                break
+            except BufferError:
+                producer.poll(0.001)
+    if producer.flush(300):
+        raise RuntimeError("records were not delivered")
+    return records * size / 1e6 / (time.perf_counter() - started)
+
+
+def sizes(total_mb: float) -> tuple[list[int], dict[str, list[float]]]:
+    import confluent_kafka
+
+    out: dict[str, list[float]] = {"trio-broker": [], "librdkafka mock": []}
+    data = tempfile.mkdtemp(prefix="bench-growth-")
+    port = _free_port()
+    proc, _ = _start([*_broker_argv(port, data), "--override", "message.max.bytes=2000000"])
+    mock = confluent_kafka.Producer({"test.mock.num.brokers": 1, "bootstrap.servers": "",
+                                     "log_level": 0})
+    mock_bootstrap = ",".join(f"{b.host}:{b.port}"
+                              for b in mock.list_topics(timeout=10).brokers.values())
+    try:
+        for size in SIZES:
+            records = max(100, min(500_000, int(total_mb * 1e6 / size)))
+            for name, bootstrap in (("trio-broker", f"127.0.0.1:{port}"),
+                                    ("librdkafka mock", mock_bootstrap)):
+                out[name].append(_produce_mb_s(bootstrap, f"size-{size}", size, records))
+            ours, theirs = out["trio-broker"][-1], out["librdkafka mock"][-1]
+            print(f"{size:9,d} B x {records:7,d}: trio-broker {ours:7.1f} MB/s "
+                  f"({ours * 1e6 / size:10,.0f} rec/s), mock {theirs:7.1f} MB/s, ratio "
+                  f"{ours / theirs:.2f}   (load {_load()})", flush=True)
+    finally:
+        _stop(proc)
+        shutil.rmtree(data, ignore_errors=True)
+    return list(SIZES), out
+
+
 def plot(path: Path, title: str, xlabel: str, ylabel: str, steps: list[int],
-         series: dict[str, list[float]], scale: float = 1.0) -> None:
+         series: dict[str, list[float]], scale: float = 1.0, logx: bool = False) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(6.4, 4.0))
+    if logx:
+        ax.set_xscale("log")
     for name, values in series.items():
         ax.plot(steps, [v * scale for v in values], marker="o", label=name)
     ax.set_title(title)
@@ -198,7 +256,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--connections", type=int, default=10_000)
     parser.add_argument("--topics", type=int, default=2000)
-    parser.add_argument("--only", choices=("connections", "topics"))
+    parser.add_argument("--mb", type=float, default=50.0, help="MB per record size")
+    parser.add_argument("--only", choices=("connections", "topics", "sizes"))
     args = parser.parse_args()
     print(f"python {sys.version.split()[0]}, {os.cpu_count()} cores, load average {_load()}")
     if args.only in (None, "connections"):
@@ -209,6 +268,10 @@ def main() -> None:
         steps, times = topics(args.topics)
         plot(IMG / "growth-topics.png", "Start-up and shutdown vs topics (1 partition each)",
              "topics", "seconds", steps, times)
+    if args.only in (None, "sizes"):
+        steps, rates = sizes(args.mb)
+        plot(IMG / "growth-record-size.png", "Produce throughput vs record size (acks=1)",
+             "record size (bytes)", "MB/s", steps, rates, logx=True)
 
 
 if __name__ == "__main__":
