@@ -68,6 +68,8 @@ ACCEPT_CAPACITY_ERRNOS = frozenset(
     if e is not None
 )
 _RECEIVE_SIZE = 65536
+#: the rest of a big frame is read in reads of up to this size (fewer loop passes per MB)
+_RECEIVE_MAX = 1 << 20
 #: how long closing may take (a TLS close_notify to a peer that does not read)
 _CLOSE_TIMEOUT_S = 1.0
 _TLS_PROTOCOLS = frozenset({"SSL", "SASL_SSL"})
@@ -267,7 +269,8 @@ class Processor:
                 if frame is NEED_DATA:
                     if eof or self.draining:
                         return "client_closed" if eof else "shutdown"
-                    data = await conn.stream.receive_some(_RECEIVE_SIZE)
+                    data = await conn.stream.receive_some(
+                        min(max(_RECEIVE_SIZE, decoder.missing_bytes()), _RECEIVE_MAX))
                     if not data:
                         # Half-closed: still answer whatever whole frames are buffered.
                         eof = True
