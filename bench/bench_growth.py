@@ -11,6 +11,9 @@ plot (PNG, written by this script) into ``docs/img/``:
 3. ``sizes``: produce throughput against record size (10 B to 1 MB, about ``--mb`` MB each,
    acks=1, linger.ms=5, confluent-kafka) to ``trio-broker serve`` and, in the same run, to
    librdkafka's in-process mock broker (``test.mock.num.brokers=1``).
+4. ``partitions``: produce throughput of 100-byte records spread round-robin over a topic of
+   1 ... ``--partitions`` partitions, to ``trio-broker serve``; the reference is the same run's
+   one-partition figure (librdkafka's mock creates no topics through CreateTopics).
 2. ``topics``: one data directory grows to 0 ... ``--topics`` one-partition topics (created over
    the wire with confluent-kafka's AdminClient); at every step the broker is stopped (SIGTERM
    to exit) and started again (process start to "listening"). The reference is the same start
@@ -178,7 +181,8 @@ def topics(limit: int) -> tuple[list[int], dict[str, list[float]]]:
 SIZES = (10, 100, 1_000, 10_000, 100_000, 1_000_000)
 
 
-def _produce_mb_s(bootstrap: str, topic: str, size: int, records: int) -> float:
+def _produce_mb_s(bootstrap: str, topic: str, size: int, records: int,
+                  partitions: int = 1) -> float:
     import confluent_kafka
 
     producer = confluent_kafka.Producer({
@@ -189,10 +193,10 @@ def _produce_mb_s(bootstrap: str, topic: str, size: int, records: int) -> float:
     producer.flush(30)
     value = os.urandom(size)
     started = time.perf_counter()
-    for _ in range(records):
+    for i in range(records):
         while True:
             try:
-                producer.produce(topic, value, partition=0)
+                producer.produce(topic, value, partition=i % partitions)
                 break
             except BufferError:
                 producer.poll(0.001)
@@ -228,6 +232,30 @@ def sizes(total_mb: float) -> tuple[list[int], dict[str, list[float]]]:
     return list(SIZES), out
 
 
+def partitions(limit: int, records: int) -> tuple[list[int], dict[str, list[float]]]:
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    steps = sorted({c for c in (1, 10, 100, 1000, 10_000) if c < limit} | {limit})
+    out: dict[str, list[float]] = {"trio-broker": []}
+    data = tempfile.mkdtemp(prefix="bench-growth-")
+    port = _free_port()
+    bootstrap = f"127.0.0.1:{port}"
+    proc, _ = _start(_broker_argv(port, data))
+    try:
+        admin = AdminClient({"bootstrap.servers": bootstrap})
+        for n in steps:
+            admin.create_topics([NewTopic(f"p-{n}", n, 1)],
+                                request_timeout=300)[f"p-{n}"].result(300)
+            out["trio-broker"].append(_produce_mb_s(bootstrap, f"p-{n}", 100, records, n) * 1e4)
+            rate = out["trio-broker"][-1]
+            print(f"{n:6,d} partitions: {rate:10,.0f} rec/s, {rate / out['trio-broker'][0]:.2f}"
+                  f" of one partition's in the same run   (load {_load()})", flush=True)
+    finally:
+        _stop(proc)
+        shutil.rmtree(data, ignore_errors=True)
+    return steps, out
+
+
 def plot(path: Path, title: str, xlabel: str, ylabel: str, steps: list[int],
          series: dict[str, list[float]], scale: float = 1.0, logx: bool = False) -> None:
     import matplotlib
@@ -257,7 +285,10 @@ def main() -> None:
     parser.add_argument("--connections", type=int, default=10_000)
     parser.add_argument("--topics", type=int, default=2000)
     parser.add_argument("--mb", type=float, default=50.0, help="MB per record size")
-    parser.add_argument("--only", choices=("connections", "topics", "sizes"))
+    parser.add_argument("--partitions", type=int, default=1000)
+    parser.add_argument("--records", type=int, default=300_000,
+                        help="records per partition count")
+    parser.add_argument("--only", choices=("connections", "topics", "sizes", "partitions"))
     args = parser.parse_args()
     print(f"python {sys.version.split()[0]}, {os.cpu_count()} cores, load average {_load()}")
     if args.only in (None, "connections"):
@@ -272,6 +303,10 @@ def main() -> None:
         steps, rates = sizes(args.mb)
         plot(IMG / "growth-record-size.png", "Produce throughput vs record size (acks=1)",
              "record size (bytes)", "MB/s", steps, rates, logx=True)
+    if args.only in (None, "partitions"):
+        steps, rates = partitions(args.partitions, args.records)
+        plot(IMG / "growth-partitions.png", "Produce throughput vs partitions (100 B, acks=1)",
+             "partitions", "records/s", steps, rates, logx=True)
 
 
 if __name__ == "__main__":
