@@ -134,7 +134,8 @@ async def serve(config: ConfigInput = None, *,
                     config=cfg, metrics=metrics, logs=logs, groups=coordinator,
                     producer_ids=producer_ids, transactions=transactions,
                     fetch_purgatory=Purgatory(nursery), advertised_host=host,
-                    advertised_port=port, dynamic_configs=dynamic)
+                    advertised_port=port, dynamic_configs=dynamic,
+                    cleaner=_log_cleaner(cfg, logs))
                 register_state_metrics(state)
                 pool = RequestHandlerPool(state, server.request_channel, cfg.num_io_threads)
                 await nursery.start(pool.run)
@@ -147,7 +148,8 @@ async def serve(config: ConfigInput = None, *,
                     http_addr = await nursery.start(serve_http, cfg, state, bound)
                 nursery.start_soon(_retention_loop, state)
                 nursery.start_soon(_flush_loop, state)
-                cleaner = _log_cleaner(cfg, logs)
+                cleaner = state.cleaner
+                assert cleaner is not None
                 metrics.add_collector(lambda: cleaner_metrics(cleaner))
                 if cfg.value_of("log.cleaner.enable"):
                     for _ in range(cfg.value_of("log.cleaner.threads")):

@@ -149,6 +149,14 @@ class LogCleaner:
                 break
         return DirtyState(first_dirty, first_uncleanable, clean, dirty, delay)
 
+    def dirty_ratio(self, log: Log, log_dir: Path, now_ms: int) -> float | None:
+        """The log's cleanable dirty ratio now (0 with nothing inactive yet), None if it is not
+        compacted."""
+        if "compact" not in log.config.cleanup_policy.split(","):
+            return None
+        state = self.dirty_state(log, log_dir, now_ms)
+        return 0.0 if state is None else state.ratio
+
     def _candidates(self, now_ms: int) -> list[tuple[DirtyState, Log, Path]]:
         found = []
         max_ratio, max_delay = 0.0, 0
