@@ -206,3 +206,42 @@ def test_aborted_records_go_and_markers_follow_their_data(tmp_path: Path) -> Non
     reopened = open_log(tmp_path / "t-0", COMPACT)
     assert {k: v for _o, k, v in read_all(reopened) if not k.startswith(b"filler")} == state
     reopened.close()
+
+
+def test_the_offset_map_holds_digests_of_long_keys(tmp_path: Path) -> None:
+    """200-byte keys: compaction is exact, and the map's memory does not grow with the keys
+    (each entry holds a 16-byte digest, as Kafka's SkimpyOffsetMap does)."""
+    import tracemalloc
+
+    from trio_broker.log.cleaner import CleanerStats, Throttler, build_offset_map, map_key
+
+    config = LogConfig(**{**_fields(COMPACT), "segment_bytes": 256 * 1024})
+    log = open_log(tmp_path / "t-0", config)
+    keys = [b"%05d" % k + b"x" * 195 for k in range(5000)] + [b"short%d" % k for k in range(50)]
+    latest: dict[bytes, bytes | None] = {}
+    for version in range(2):
+        for start in range(0, len(keys), 50):
+            items = [(k, b"v%d" % version) for k in keys[start:start + 50]]
+            put(log, items)  # type: ignore[arg-type]
+            latest.update(items)
+    for start in range(0, 400, 50):  # roll: every update above is in an inactive segment
+        items = [(b"filler%03d" % k, b"f" * 1024) for k in range(start, start + 50)]
+        put(log, items)  # type: ignore[arg-type]
+        latest.update(items)
+    segments, *_ = log.cleaner_view()
+    end = log.segment_base_offsets()[-1]
+    tracemalloc.start()
+    offsets, covered = build_offset_map(segments, 0, end, 10**6, Throttler(float("inf")),
+                                        CleanerStats())
+    _, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    assert covered == end
+    assert set(offsets) >= {map_key(k) for k in keys}
+    assert max(map(len, offsets)) == 16
+    per_entry = peak / len(offsets)
+    print(f"\noffset map: {len(offsets)} entries of 200-byte keys, peak {peak} bytes "
+          f"({per_entry:.0f} per entry)")
+    assert per_entry < 200  # whole keys would take more than 200 bytes each
+    cleaner_for(log, tmp_path).compact([(log, tmp_path)], TS)
+    assert {k: v for _o, k, v in read_all(log)} == latest
+    log.close()

@@ -8,7 +8,10 @@ Why it is built this way:
 - Two passes, as in Kafka. The *offset map* (``build_offset_map``) reads the dirty section
   (from the cleaner checkpoint to the first uncleanable offset) and remembers the last offset of
   every key, bounded by ``log.cleaner.dedupe.buffer.size`` (24 bytes per entry, as Kafka counts
-  it; the map stops at a segment boundary when full, and the next pass goes on from there). Then
+  it; the map stops at a segment boundary when full, and the next pass goes on from there). Like
+  Kafka's ``SkimpyOffsetMap`` it holds a 16-byte MD5 digest of each key, never the key itself, so
+  an entry's size does not grow with the key: a key of at most 16 bytes stands for itself (no
+  hashing cost; it can equal a longer key's digest only with MD5's collision odds). Then
   every segment from the log start to the map's end is rewritten (``clean_segments``), merged
   into groups of at most ``segment.bytes``: a record stays if no later offset holds its key.
 - Offsets are kept. A batch keeps its base offset, last offset delta, producer id, epoch, base
@@ -34,6 +37,7 @@ Why it is built this way:
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import os
 import time
@@ -112,6 +116,17 @@ def iter_records(data: bytes, count: int) -> Iterator[tuple[int, int, int, bytes
         pos = end
 
 
+#: keys up to this size are their own map key; longer ones are replaced by their MD5 digest
+MAP_KEY_BYTES = 16
+
+
+def map_key(key: bytes) -> bytes:
+    """The offset map's key for a record key (at most ``MAP_KEY_BYTES`` long)."""
+    if len(key) <= MAP_KEY_BYTES:
+        return key
+    return hashlib.md5(key, usedforsecurity=False).digest()
+
+
 def _records_block(raw: bytes, header: BatchHeader) -> bytes:
     payload = raw[BATCH_HEADER_SIZE:header.size]
     if header.compression == Compression.NONE:
@@ -178,7 +193,7 @@ def build_offset_map(segments: Sequence[LogSegment], start: int, end: int, capac
             for _s, _e, delta, key, _t in iter_records(_records_block(raw, header),
                                                        header.records_count):
                 if key is not None and base + delta >= start:
-                    offsets[key] = base + delta
+                    offsets[key if len(key) <= MAP_KEY_BYTES else map_key(key)] = base + delta
         if i + 1 < len(segments) and segments[i + 1].base_offset >= end:
             break
     last = next((s for s in segments if s.base_offset >= end), None)
@@ -197,7 +212,7 @@ def filter_batch(header: BatchHeader, raw: bytes, offsets: Mapping[bytes, int], 
         total += 1
         if key is None:
             continue
-        latest = offsets.get(key)
+        latest = offsets.get(key if len(key) <= MAP_KEY_BYTES else map_key(key))
         if latest is not None and base + delta < latest:
             continue
         if tombstone and not retain_tombstones:
@@ -361,5 +376,5 @@ def remove_dir(path: Path) -> None:
 
 
 __all__ = ["CleanerStats", "Throttler", "TxnTracker", "build_offset_map", "clean_group",
-           "complete_swap", "filter_batch", "group_segments", "iter_records", "parse_swap",
-           "remove_dir"]
+           "complete_swap", "filter_batch", "group_segments", "iter_records", "map_key",
+           "parse_swap", "remove_dir"]
