@@ -245,3 +245,46 @@ def test_the_offset_map_holds_digests_of_long_keys(tmp_path: Path) -> None:
     cleaner_for(log, tmp_path).compact([(log, tmp_path)], TS)
     assert {k: v for _o, k, v in read_all(log)} == latest
     log.close()
+
+
+def test_the_io_limit_holds_the_cleaners_rate(tmp_path: Path) -> None:
+    """log.cleaner.io.max.bytes.per.second: bytes read and written over the cleaning's time
+    stay at the limit (a slower machine only lowers the rate)."""
+    import time
+
+    log = open_log(tmp_path / "t-0", COMPACT)
+    fill(log, 2000, 3, 0)
+    limit = 250_000
+    cleaner = LogCleaner(lambda: [(log, tmp_path)], io_max_bytes_per_second=limit)
+    started = time.monotonic()
+    stats = cleaner.compact([(log, tmp_path)], TS)
+    elapsed = time.monotonic() - started
+    moved = stats.bytes_read + stats.bytes_written
+    print(f"\ncleaner I/O: {moved} bytes in {elapsed:.2f} s = {moved / elapsed:.0f} B/s "
+          f"(limit {limit})")
+    assert moved > limit  # long enough to be throttled for a second or more
+    assert moved / elapsed <= limit * 1.02
+    log.close()
+
+
+def test_the_io_limit_changes_during_a_cleaning(tmp_path: Path) -> None:
+    """A rate raised while a cleaning is throttled (a dynamic config) applies at once."""
+    import threading
+    import time
+
+    log = open_log(tmp_path / "t-0", COMPACT)
+    fill(log, 2000, 3, 0)
+    cleaner = LogCleaner(lambda: [(log, tmp_path)], io_max_bytes_per_second=20_000)
+    worker = threading.Thread(target=cleaner.compact, args=([(log, tmp_path)], TS))
+    started = time.monotonic()
+    worker.start()  # about 20 s at this rate
+    time.sleep(0.5)
+    assert worker.is_alive()
+    cleaner.reconfigure(dedupe_buffer_size=1 << 20, threads=1,
+                        io_max_bytes_per_second=float("inf"), backoff_ms=100)
+    worker.join(15)
+    assert not worker.is_alive()
+    print(f"\ncleaning done {time.monotonic() - started:.2f} s after its start")
+    assert time.monotonic() - started < 10
+    assert cleaner.capacity == int((1 << 20) / 24 * 0.9)
+    log.close()

@@ -5,6 +5,7 @@ all cope with the gaps compaction leaves in the offsets."""
 from __future__ import annotations
 
 import asyncio
+import sys
 import time
 
 import aiokafka
@@ -156,5 +157,54 @@ def test_background_cleaner_compacts_without_the_hook(tmp_path):
             samples, "kafka_log_logcleaner_bytes_written_total") > 0
         assert 0 < sample(samples, "kafka_log_logcleaner_cleaner_recopy_percent") < 100
         assert "kafka_log_logcleanermanager_max_dirty_percent" in {n for n, _ in samples}
+    finally:
+        broker.stop()
+
+
+def test_cleaner_configs_change_at_run_time(tmp_path):
+    """log.cleaner.threads, .io.max.bytes.per.second, .dedupe.buffer.size and .backoff.ms set
+    on the running broker with IncrementalAlterConfigs (confluent-kafka) apply at once, as
+    Kafka's dynamic cleaner configs do, and survive a restart."""
+    from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource, ResourceType
+
+    settings = {**TEST_DEFAULTS, "log_dirs": str(tmp_path / "data")}
+    broker = ThreadedBroker(**settings).start()
+
+    def alter(changes: dict[str, str | None]) -> None:
+        entries = [ConfigEntry(k, v, incremental_operation=(
+            AlterConfigOpType.SET if v is not None else AlterConfigOpType.DELETE))
+            for k, v in changes.items()]
+        resource = ConfigResource(ResourceType.BROKER, "0", incremental_configs=entries)
+        admin = AdminClient({"bootstrap.servers": broker.bootstrap_servers})
+        admin.incremental_alter_configs([resource])[resource].result(10)
+
+    def running(threads: int) -> bool:
+        deadline = time.monotonic() + 10
+        while cleaner.running_threads != threads and time.monotonic() < deadline:
+            time.sleep(0.05)
+        return cleaner.running_threads == threads
+
+    try:
+        cleaner = broker.broker.cleaner  # type: ignore[union-attr]
+        assert running(1)
+        assert cleaner.io_max_bytes_per_second == sys.float_info.max  # Kafka's default
+        alter({"log.cleaner.threads": "3", "log.cleaner.io.max.bytes.per.second": "1048576",
+               "log.cleaner.dedupe.buffer.size": "3000000", "log.cleaner.backoff.ms": "250"})
+        assert running(3)
+        assert (cleaner.io_max_bytes_per_second, cleaner.backoff_ms) == (1048576, 250)
+        assert cleaner.capacity == int(3_000_000 / 3 / 24 * 0.9)
+        alter({"log.cleaner.threads": "0"})  # no cleaning at all, as Kafka's 0 threads
+        assert running(0)
+        alter({"log.cleaner.threads": "2"})
+        assert running(2)
+    finally:
+        broker.stop()
+    broker = ThreadedBroker(**settings).start()
+    try:
+        cleaner = broker.broker.cleaner  # type: ignore[union-attr]
+        assert running(2)
+        assert cleaner.io_max_bytes_per_second == 1048576
+        alter({"log.cleaner.io.max.bytes.per.second": None})
+        assert cleaner.io_max_bytes_per_second == sys.float_info.max
     finally:
         broker.stop()

@@ -40,6 +40,8 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
+import sys
+import threading
 import time
 from collections import deque
 from collections.abc import Iterator, Mapping, Sequence
@@ -77,24 +79,38 @@ class CleanerStats:
     segments_cleaned: int = 0
 
 
-@attrs.define
 class Throttler:
-    """``log.cleaner.io.max.bytes.per.second``: sleeps the cleaner's thread when ahead."""
+    """``log.cleaner.io.max.bytes.per.second`` (Kafka's ``Throttler``): one for all cleaner
+    threads. After each batch it compares the bytes done in the current period with the desired
+    rate and sleeps the calling thread (holding the others) until the period's rate is down to
+    it, so a cleaning never runs ahead by more than a batch; a period ends after
+    ``check_interval_s`` (an idle cleaner earns no burst). The rate may change while cleanings
+    run (dynamic broker config)."""
 
-    bytes_per_second: float
-    _start: float = attrs.field(factory=time.monotonic)
-    _bytes: int = 0
+    def __init__(self, bytes_per_second: float, check_interval_s: float = 0.3) -> None:
+        self.bytes_per_second = bytes_per_second
+        self.check_interval_s = check_interval_s
+        self._lock = threading.Lock()
+        self._period_start = time.monotonic()
+        self._bytes = 0
 
     def maybe_throttle(self, nbytes: int) -> None:
         # Performance: hand the GIL over after every batch, so the event loop thread (and the
         # request handlers) wait for at most one batch of cleaning, not a 5 ms switch interval.
         time.sleep(0)
-        if self.bytes_per_second <= 0 or self.bytes_per_second == float("inf"):
+        rate = self.bytes_per_second
+        if rate <= 0 or rate >= sys.float_info.max:  # Kafka's default: Double.MAX_VALUE
             return
-        self._bytes += nbytes
-        due = self._bytes / self.bytes_per_second - (time.monotonic() - self._start)
-        if due > 0:
-            time.sleep(due)
+        with self._lock:
+            self._bytes += nbytes
+            now = time.monotonic()
+            due = self._bytes / rate - (now - self._period_start)
+            if due > 0:
+                time.sleep(due)
+                now = time.monotonic()
+            if now - self._period_start >= self.check_interval_s:
+                self._period_start = now
+                self._bytes = 0
 
 
 def iter_records(data: bytes, count: int) -> Iterator[tuple[int, int, int, bytes | None, bool]]:

@@ -23,6 +23,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
+from typing import Any
 
 import attrs
 
@@ -73,20 +74,50 @@ class CleanerMetrics:
     last_recopy_percent: float = 0.0
 
 
+def cleaner_settings(value_of: Callable[[str], Any]) -> dict[str, Any]:
+    """``LogCleaner``'s keyword arguments from a broker config's ``value_of``."""
+    return {"dedupe_buffer_size": value_of("log.cleaner.dedupe.buffer.size"),
+            "threads": value_of("log.cleaner.threads"),
+            "io_max_bytes_per_second": value_of("log.cleaner.io.max.bytes.per.second"),
+            "backoff_ms": value_of("log.cleaner.backoff.ms")}
+
+
 class LogCleaner:
     """Compacts the logs of ``logs()`` (each paired with its log dir)."""
 
     def __init__(self, logs: Callable[[], Iterable[tuple[Log, Path]]], *,
                  dedupe_buffer_size: int = 134217728, threads: int = 1,
-                 io_max_bytes_per_second: float = float("inf")) -> None:
+                 io_max_bytes_per_second: float = float("inf"),
+                 backoff_ms: int = 15000) -> None:
         self._logs = logs
-        self.capacity = max(1, int(dedupe_buffer_size / max(1, threads)
-                                   / OFFSET_MAP_ENTRY_BYTES * _LOAD_FACTOR))
-        self.io_max_bytes_per_second = io_max_bytes_per_second
+        self.throttler = Throttler(io_max_bytes_per_second)
+        self.capacity = 1
+        self.threads = 1
+        self.backoff_ms = backoff_ms
+        #: cleaner tasks running now (the broker's tasks keep it; they follow ``threads``)
+        self.running_threads = 0
+        self.reconfigure(dedupe_buffer_size=dedupe_buffer_size, threads=threads,
+                         io_max_bytes_per_second=io_max_bytes_per_second, backoff_ms=backoff_ms)
         self.metrics = CleanerMetrics()
         self._lock = threading.Lock()
         self._in_progress: set[tuple[str, int]] = set()
         self._checkpoints: dict[Path, dict[tuple[str, int], int]] = {}
+
+    @property
+    def io_max_bytes_per_second(self) -> float:
+        return self.throttler.bytes_per_second
+
+    def reconfigure(self, *, dedupe_buffer_size: int, threads: int,
+                    io_max_bytes_per_second: float, backoff_ms: int) -> None:
+        """Kafka's dynamic cleaner configs (``log.cleaner.threads``, ``.dedupe.buffer.size``,
+        ``.io.max.bytes.per.second``, ``.backoff.ms``): the I/O rate applies at once, even to
+        cleanings under way; the map size from the next cleaning; the thread count is for the
+        broker's cleaner tasks to follow (``threads``, 0 stops cleaning)."""
+        self.threads = max(0, threads)
+        self.capacity = max(1, int(dedupe_buffer_size / max(1, threads)
+                                   / OFFSET_MAP_ENTRY_BYTES * _LOAD_FACTOR))
+        self.throttler.bytes_per_second = io_max_bytes_per_second
+        self.backoff_ms = backoff_ms
 
     # --- checkpoint ---------------------------------------------------------------------------
 
@@ -229,7 +260,7 @@ class LogCleaner:
         stats = CleanerStats()
         started = time.monotonic()
         segments, _start, _lso, producer_last, aborted = log.cleaner_view()
-        throttler = Throttler(self.io_max_bytes_per_second)
+        throttler = self.throttler
         offsets, end = build_offset_map(segments, state.first_dirty, state.first_uncleanable,
                                         self.capacity, throttler, stats, aborted)
         txns = TxnTracker(aborted)
@@ -259,4 +290,4 @@ class LogCleaner:
         return stats
 
 
-__all__ = ["CLEANER_CHECKPOINT", "CleanerMetrics", "DirtyState", "LogCleaner"]
+__all__ = ["CLEANER_CHECKPOINT", "CleanerMetrics", "DirtyState", "LogCleaner", "cleaner_settings"]
