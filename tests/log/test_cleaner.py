@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from bisect import bisect_right
 from pathlib import Path
 
 import pytest
@@ -287,4 +288,88 @@ def test_the_io_limit_changes_during_a_cleaning(tmp_path: Path) -> None:
     print(f"\ncleaning done {time.monotonic() - started:.2f} s after its start")
     assert time.monotonic() - started < 10
     assert cleaner.capacity == int((1 << 20) / 24 * 0.9)
+    log.close()
+
+
+def _tombstone_batches(log: Log) -> list[tuple[int, int, list[int]]]:
+    """(attributes, base timestamp, record timestamps) of each batch holding a tombstone."""
+    out = []
+    offset = log.log_start_offset
+    while offset < log.log_end_offset:
+        data = log.read(offset, 1 << 20)
+        if not data.records:
+            break
+        for header, records in decode_batches(data.records):
+            if any(r.value is None for r in records):
+                out.append((header.attributes, header.base_timestamp,
+                            [r.timestamp for r in records]))
+            offset = header.next_offset
+    return out
+
+
+def test_each_tombstone_batch_carries_its_own_delete_horizon(tmp_path: Path) -> None:
+    """KIP-534: the first cleaning sets the batch's delete horizon (attribute bit 6, base
+    timestamp = cleaning time + delete.retention.ms, record timestamps unchanged); tombstones
+    cleaned later keep theirs longer, even once merged into one segment with earlier ones."""
+    from trio_broker.log.cleaner import DELETE_HORIZON_BIT
+
+    retention = 3_600_000
+    config = LogConfig(**{**_fields(COMPACT), "delete_retention_ms": retention})
+    log = open_log(tmp_path / "t-0", config)
+    cleaner = cleaner_for(log, tmp_path)
+
+    def roll() -> None:
+        for start in range(0, 400, 50):
+            put(log, [(b"filler%03d" % k, b"f" * 64) for k in range(start, start + 50)])
+
+    put(log, [(b"a%d" % k, b"v") for k in range(10)])
+    put(log, [(b"a%d" % k, None) for k in range(10)], ts=TS + 5)
+    roll()
+    first = TS + 1000
+    cleaner.compact([(log, tmp_path)], first)
+    [(attributes, base, stamps)] = _tombstone_batches(log)
+    assert attributes & DELETE_HORIZON_BIT
+    assert base == first + retention
+    assert stamps == [TS + 5] * 10  # the records' own timestamps stay
+    put(log, [(b"b%d" % k, None) for k in range(10)], ts=TS + 7)
+    roll()
+    second = first + retention // 2
+    cleaner.compact([(log, tmp_path)], second)
+    assert [(a & DELETE_HORIZON_BIT, b) for a, b, _ in _tombstone_batches(log)] == [
+        (DELETE_HORIZON_BIT, first + retention), (DELETE_HORIZON_BIT, second + retention)]
+    cleaner.compact([(log, tmp_path)], second)  # merges the segments the last one shrank
+    bases = log.segment_base_offsets()
+    assert bisect_right(bases, 10) == bisect_right(bases, 420)  # both batches in one segment
+    assert [b for _a, b, _ in _tombstone_batches(log)] == [first + retention, second + retention]
+    cleaner.compact([(log, tmp_path)], first + retention)  # the first horizon has passed
+    keys = {k for _o, k, v in read_all(log) if v is None}
+    assert keys == {b"b%d" % k for k in range(10)}
+    cleaner.compact([(log, tmp_path)], second + retention)
+    assert not any(v is None for _o, _k, v in read_all(log))
+    log.close()
+
+
+def test_a_marker_without_data_gets_a_delete_horizon(tmp_path: Path) -> None:
+    from trio_broker.log.cleaner import DELETE_HORIZON_BIT
+
+    config = LogConfig(**{**_fields(COMPACT), "delete_retention_ms": 60_000})
+    log = open_log(tmp_path / "t-0", config)
+    _txn_put(log, 7, 0, [(b"a", b"aborted")])
+    log.append_marker(7, 0, committed=False, coordinator_epoch=0, now_ms=TS)
+    put(log, [(b"x", b"y")])
+    for start in range(0, 400, 50):
+        put(log, [(b"filler%03d" % k, b"f" * 64) for k in range(start, start + 50)])
+    cleaner = cleaner_for(log, tmp_path)
+    cleaner.compact([(log, tmp_path)], TS)
+
+    def marker() -> tuple[int, int] | None:
+        data = log.read(0, 1 << 20)
+        for header, _records in decode_batches(data.records):
+            if header.is_control:
+                return header.attributes & DELETE_HORIZON_BIT, header.base_timestamp
+        return None
+
+    assert marker() == (DELETE_HORIZON_BIT, TS + 60_000)
+    cleaner.compact([(log, tmp_path)], TS + 59_999)
+    assert marker() == (DELETE_HORIZON_BIT, TS + 60_000)
     log.close()

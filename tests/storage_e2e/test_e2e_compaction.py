@@ -15,6 +15,8 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 from tests.metrics.test_metrics import scrape
 from tests.metrics.test_metrics import value as sample
+from trio_broker.log.cleaner import DELETE_HORIZON_BIT
+from trio_broker.protocol.records import decode_batches
 from trio_broker.testing import TEST_DEFAULTS, ThreadedBroker
 
 KEYS = 10_000
@@ -206,5 +208,62 @@ def test_cleaner_configs_change_at_run_time(tmp_path):
         assert cleaner.io_max_bytes_per_second == 1048576
         alter({"log.cleaner.io.max.bytes.per.second": None})
         assert cleaner.io_max_bytes_per_second == sys.float_info.max
+    finally:
+        broker.stop()
+
+
+def test_clients_read_batches_carrying_a_delete_horizon(tmp_path):
+    """After a cleaning, tombstone batches carry a delete horizon as their base timestamp
+    (KIP-534); confluent-kafka and kafka-python still see every record's own timestamp."""
+    settings = {**TEST_DEFAULTS, "log_dirs": str(tmp_path / "data")}
+    topic = "horizon"
+    broker = ThreadedBroker(**settings).start()
+    try:
+        bootstrap = broker.bootstrap_servers
+        admin = AdminClient({"bootstrap.servers": bootstrap})
+        admin.create_topics([NewTopic(topic, 1, 1, config={
+            **CONFIG, "delete.retention.ms": "3600000"})])[topic].result(10)
+        producer = confluent_kafka.Producer({"bootstrap.servers": bootstrap, "linger.ms": 5})
+        stamp = 1_700_000_000_000
+        for k in range(50):
+            producer.produce(topic, b"v", b"k%02d" % k, timestamp=stamp + k)
+        for k in range(0, 50, 2):
+            producer.produce(topic, None, b"k%02d" % k, timestamp=stamp + 100 + k)
+        producer.flush(10)
+        for k in range(300):
+            producer.produce(topic, b"f" * 64, b"filler%03d" % k, timestamp=stamp + 1000)
+        assert producer.flush(10) == 0
+        assert broker.compact(topic).records_removed >= 25
+        log = broker.broker.state.logs.get_log(topic, 0)  # type: ignore[union-attr]
+        flagged = [h for h, _r in decode_batches(broker.call(log.read, 0, 1 << 20).records)
+                   if h.attributes & DELETE_HORIZON_BIT]
+        assert flagged
+        assert all(h.base_timestamp > stamp + 3_000_000 for h in flagged)
+        expected = {b"k%02d" % k: stamp + (100 + k if k % 2 == 0 else k) for k in range(50)}
+        consumer = confluent_kafka.Consumer({"bootstrap.servers": bootstrap, "group.id": "h",
+                                             "enable.auto.commit": False})
+        consumer.assign([confluent_kafka.TopicPartition(topic, 0,
+                                                        confluent_kafka.OFFSET_BEGINNING)])
+        seen: dict[bytes, tuple[int, bytes | None]] = {}
+        deadline = time.monotonic() + 30
+        while len(seen) < 50 and time.monotonic() < deadline:
+            for m in consumer.consume(num_messages=1000, timeout=0.5):
+                assert m.error() is None, m.error()
+                if m.key().startswith(b"k"):
+                    seen[m.key()] = (m.timestamp()[1], m.value())
+        consumer.close()
+        assert {k: ts for k, (ts, _v) in seen.items()} == expected
+        assert sum(1 for _ts, v in seen.values() if v is None) == 25
+        reader = kafka.KafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False,
+                                     auto_offset_reset="earliest", consumer_timeout_ms=5_000)
+        reader.assign([kafka.TopicPartition(topic, 0)])
+        stamps = {}
+        for m in reader:
+            if m.key.startswith(b"k"):
+                stamps[m.key] = m.timestamp
+            if len(stamps) == 50:
+                break
+        reader.close()
+        assert stamps == expected
     finally:
         broker.stop()

@@ -269,7 +269,7 @@ class LogCleaner:
         for i, group in enumerate(groups):
             group_end = groups[i + 1][0].base_offset if i + 1 < len(groups) else end
             swap = clean_group(log.directory, group, group_end, log.config, offsets,
-                               first_dirty=state.first_dirty, now_ms=now_ms,
+                               now_ms=now_ms,
                                producer_last=producer_last, throttler=throttler, stats=stats,
                                txns=txns)
             if not log.replace_segments(group, swap):
