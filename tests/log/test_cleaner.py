@@ -373,3 +373,23 @@ def test_a_marker_without_data_gets_a_delete_horizon(tmp_path: Path) -> None:
     cleaner.compact([(log, tmp_path)], TS + 59_999)
     assert marker() == (DELETE_HORIZON_BIT, TS + 60_000)
     log.close()
+
+
+def test_the_cleaner_comes_back_for_tombstones_past_their_horizon(tmp_path: Path) -> None:
+    """Nothing dirty, no dirty ratio to pass: the background cleaner (``clean_once``) still
+    cleans a log once the earliest delete horizon its last cleaning kept has passed."""
+    config = LogConfig(**{**_fields(COMPACT), "delete_retention_ms": 60_000})
+    log = open_log(tmp_path / "t-0", config)
+    fill(log, 200, 2, 50)
+    cleaner = cleaner_for(log, tmp_path)
+    stats = cleaner.clean_once(TS)
+    assert stats is not None
+    assert stats.earliest_horizon == TS + 60_000
+    assert sum(1 for _o, _k, v in read_all(log) if v is None) == 50
+    assert cleaner.clean_once(TS + 59_999) is None  # nothing dirty, no horizon passed
+    stats = cleaner.clean_once(TS + 60_000)
+    assert stats is not None
+    assert stats.earliest_horizon is None
+    assert not any(v is None for _o, _k, v in read_all(log))
+    assert cleaner.clean_once(TS + 120_000) is None
+    log.close()

@@ -81,6 +81,9 @@ class CleanerStats:
     records_read: int = 0
     records_removed: int = 0
     segments_cleaned: int = 0
+    #: the earliest delete horizon among the batches kept (None: no batch kept has one), so a
+    #: log with nothing dirty is cleaned again once its first tombstones may go
+    earliest_horizon: int | None = None
 
 
 class Throttler:
@@ -392,8 +395,13 @@ def clean_group(directory: Path, group: Sequence[LogSegment], end: int, config: 
                                          stats=stats)
                 if batch is None:
                     continue
-                if batch is raw or read_batch_header(batch).records_count:
+                kept_header = header if batch is raw else read_batch_header(batch)
+                if batch is raw or kept_header.records_count:
                     txns.kept(header)
+                horizon = delete_horizon(kept_header)
+                if horizon is not None and (stats.earliest_horizon is None
+                                            or horizon < stats.earliest_horizon):
+                    stats.earliest_horizon = horizon
                 out.append(batch, header.base_offset, header.next_offset, header.max_timestamp,
                            now_ms)
                 stats.bytes_written += len(batch)

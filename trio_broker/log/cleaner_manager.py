@@ -102,6 +102,8 @@ class LogCleaner:
         self._lock = threading.Lock()
         self._in_progress: set[tuple[str, int]] = set()
         self._checkpoints: dict[Path, dict[tuple[str, int], int]] = {}
+        #: each log's earliest delete horizon kept by its last cleaning (in memory only)
+        self._horizons: dict[tuple[str, int], int] = {}
 
     @property
     def io_max_bytes_per_second(self) -> float:
@@ -199,7 +201,14 @@ class LogCleaner:
             except Exception:  # a closed or failing log: the next pass looks again
                 LOGGER.debug("Cannot examine %s for cleaning", log.name, exc_info=True)
                 continue
-            if state is None or state.dirty_bytes == 0:
+            if state is None:
+                continue
+            horizon = self._horizons.get((log.topic, log.partition))
+            if state.dirty_bytes == 0:
+                # nothing dirty, but tombstones or markers whose delete horizon has passed go
+                # (Kafka's cleaning of logs whose latest delete horizon expired)
+                if horizon is not None and horizon <= now_ms:
+                    found.append((state, log, log_dir))
                 continue
             max_ratio = max(max_ratio, state.ratio)
             max_delay = max(max_delay, state.compaction_delay_ms)
@@ -231,8 +240,12 @@ class LogCleaner:
             stats = self._clean_exclusively(log, log_dir, now_ms, state, wait=True)
             if stats is not None:
                 for field in attrs.fields(CleanerStats):
-                    setattr(total, field.name,
-                            getattr(total, field.name) + getattr(stats, field.name))
+                    if field.name != "earliest_horizon":
+                        setattr(total, field.name,
+                                getattr(total, field.name) + getattr(stats, field.name))
+                horizons = [h for h in (total.earliest_horizon, stats.earliest_horizon)
+                            if h is not None]
+                total.earliest_horizon = min(horizons, default=None)
         return total
 
     def _clean_exclusively(self, log: Log, log_dir: Path, now_ms: int, state: DirtyState, *,
@@ -276,6 +289,11 @@ class LogCleaner:
                 LOGGER.info("Cleaning of %s stopped: its segments changed meanwhile", log.name)
                 return stats
         self._record(log, log_dir, end)
+        with self._lock:
+            if stats.earliest_horizon is None:
+                self._horizons.pop((log.topic, log.partition), None)
+            else:
+                self._horizons[(log.topic, log.partition)] = stats.earliest_horizon
         metrics = self.metrics
         metrics.runs += 1
         metrics.bytes_read += stats.bytes_read
