@@ -381,15 +381,19 @@ def test_the_cleaner_comes_back_for_tombstones_past_their_horizon(tmp_path: Path
     config = LogConfig(**{**_fields(COMPACT), "delete_retention_ms": 60_000})
     log = open_log(tmp_path / "t-0", config)
     fill(log, 200, 2, 50)
+    put(log, [(b"mixed-value", b"v"), (b"mixed-tombstone", None)])  # keeps its flag after
+    for start in range(0, 400, 50):
+        put(log, [(b"filler%03d" % k, b"f" * 64) for k in range(start, start + 50)])
     cleaner = cleaner_for(log, tmp_path)
     stats = cleaner.clean_once(TS)
     assert stats is not None
     assert stats.earliest_horizon == TS + 60_000
-    assert sum(1 for _o, _k, v in read_all(log) if v is None) == 50
+    assert sum(1 for _o, _k, v in read_all(log) if v is None) == 51
     assert cleaner.clean_once(TS + 59_999) is None  # nothing dirty, no horizon passed
     stats = cleaner.clean_once(TS + 60_000)
     assert stats is not None
     assert stats.earliest_horizon is None
     assert not any(v is None for _o, _k, v in read_all(log))
-    assert cleaner.clean_once(TS + 120_000) is None
+    assert (b"mixed-value", b"v") in [(k, v) for _o, k, v in read_all(log)]
+    assert cleaner.clean_once(TS + 120_000) is None  # the flagged batch left calls no cleaning
     log.close()

@@ -399,8 +399,10 @@ def clean_group(directory: Path, group: Sequence[LogSegment], end: int, config: 
                 if batch is raw or kept_header.records_count:
                     txns.kept(header)
                 horizon = delete_horizon(kept_header)
-                if horizon is not None and (stats.earliest_horizon is None
-                                            or horizon < stats.earliest_horizon):
+                # a horizon passed already dropped what it could: only later ones call the
+                # cleaner back (else a kept flagged batch would be cleaned again and again)
+                if horizon is not None and horizon > now_ms and (
+                        stats.earliest_horizon is None or horizon < stats.earliest_horizon):
                     stats.earliest_horizon = horizon
                 out.append(batch, header.base_offset, header.next_offset, header.max_timestamp,
                            now_ms)
