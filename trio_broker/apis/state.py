@@ -23,6 +23,7 @@ from ..config.dynamic import DynamicBrokerConfigs
 from ..coordinator import GroupCoordinator
 from ..coordinator.transactions import TransactionCoordinator
 from ..log import LogManager, ProducerIdManager, log_config_from
+from ..log.cleaner_manager import LogCleaner
 from ..metrics import BrokerMetrics
 from .purgatory import Purgatory
 from .telemetry_state import TelemetryState
@@ -58,6 +59,8 @@ class BrokerState:
     advertised_port: int
     #: client instances that asked for a telemetry subscription (KIP-714)
     telemetry: TelemetryState = attrs.field(factory=TelemetryState)
+    #: the log cleaner (``serve`` runs its threads); None where no cleaner runs
+    cleaner: LogCleaner | None = None
     #: dynamic broker configs (AlterConfigs on a broker), persisted in the first log dir
     dynamic_configs: DynamicBrokerConfigs = attrs.field(default=attrs.Factory(
         lambda self: DynamicBrokerConfigs.load(self.config), takes_self=True))
