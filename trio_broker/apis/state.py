@@ -25,6 +25,7 @@ from ..coordinator.transactions import TransactionCoordinator
 from ..log import LogManager, ProducerIdManager, log_config_from
 from ..metrics import BrokerMetrics
 from .purgatory import Purgatory
+from .replicas import ClusterModel, Node
 from .telemetry_state import TelemetryState
 
 
@@ -61,6 +62,11 @@ class BrokerState:
     #: dynamic broker configs (AlterConfigs on a broker), persisted in the first log dir
     dynamic_configs: DynamicBrokerConfigs = attrs.field(default=attrs.Factory(
         lambda self: DynamicBrokerConfigs.load(self.config), takes_self=True))
+    #: the cluster this node answers for (``replicas.py``): one node unless a test cluster
+    #: built it with more
+    cluster: ClusterModel = attrs.field(default=attrs.Factory(
+        lambda self: ClusterModel([Node(self.config.node_id, self.advertised_host,
+                                        self.advertised_port)], self.logs), takes_self=True))
 
     def __attrs_post_init__(self) -> None:
         # Consumer groups (KIP-848) assign partitions by topic id and resolve regexes over
