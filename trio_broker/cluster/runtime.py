@@ -229,10 +229,10 @@ async def serve_cluster(config: ConfigInput = None, *, brokers: int = 3,
     """Run a cluster of ``brokers`` nodes until cancelled (or ``Cluster.stop()``); node k
     listens on the first listener's port + k (or on its own free port when that is 0)."""
     started_at = time.perf_counter()
-    overrides = _kw(overrides)
+    settings: dict[str, Any] = _kw(overrides)
     # one broker's config allows 1 only: the cluster's default lives in its model
-    replication = int(overrides.pop("default_replication_factor", min(3, brokers)))
-    cfg = cluster_config(config, brokers, overrides)
+    replication = int(settings.pop("default_replication_factor", min(3, brokers)))
+    cfg = cluster_config(config, brokers, settings)
     node_configs = _node_configs(cfg, brokers)
     parts_scope = trio.CancelScope(shield=True)
 
