@@ -14,8 +14,8 @@ from trio_broker.apis.replicas import (
     java_string_hash,
     partition_for_key,
 )
-from trio_broker.log import LogManager, log_config_from
 from trio_broker.config import build_config
+from trio_broker.log import LogManager, log_config_from
 from trio_broker.protocol.errors import ErrorCode
 
 
@@ -58,8 +58,10 @@ def test_stopping_a_leader_fails_over_with_a_new_epoch(logs: LogManager) -> None
     epoch = m.leader_epoch("t", 0)
     m.stop_node(leader)
     state = m.partition("t", 0)
-    assert state.leader != leader and state.leader in state.isr
-    assert leader not in state.isr and leader in state.replicas
+    assert state.leader != leader
+    assert state.leader in state.isr
+    assert leader not in state.isr
+    assert leader in state.replicas
     assert m.leader_epoch("t", 0) == epoch + 1
     assert m.leader_error(leader, "t", 0) == ErrorCode.NOT_LEADER_OR_FOLLOWER
     assert m.leader_error(state.leader, "t", 0) == 0
@@ -112,7 +114,8 @@ def test_coordinator_is_the_leader_of_the_keys_internal_partition(logs: LogManag
 
 def test_one_node_answers_every_partition(logs: LogManager) -> None:
     m = ClusterModel([Node(5, "h", 1)], logs)
-    assert m.partition("t", 0).replicas == [5] and m.partition("t", 0).isr == [5]
+    assert m.partition("t", 0).replicas == [5]
+    assert m.partition("t", 0).isr == [5]
     assert m.leader_error(5, "t", 0) == 0
     assert m.coordinator_for(1, "any") == 5
     assert m.in_sync("t", 0) == 1

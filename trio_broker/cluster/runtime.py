@@ -187,6 +187,10 @@ class Cluster:
         """What clients sent, oldest first (the last 10,000 requests)."""
         return self.model.faults.requests()
 
+    def node_metrics(self, node_id: int) -> BrokerMetrics:
+        """The request metrics of one node (what its ``/metrics`` would show)."""
+        return self._node(node_id).metrics
+
     def stop(self) -> None:
         """Ask the cluster to shut down and return."""
         self._stop.set()
