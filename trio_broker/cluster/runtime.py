@@ -124,6 +124,8 @@ class Cluster:
         self._nodes = nodes
         self._nursery = nursery
         self._stop = trio.Event()
+        #: the bound (host, port) of the HTTP control endpoint, when ``control.listener`` is set
+        self.control_address: tuple[str, int] | None = None
 
     @property
     def brokers(self) -> list[BrokerAddress]:
@@ -186,6 +188,10 @@ class Cluster:
     def requests(self) -> list[RequestRecord]:
         """What clients sent, oldest first (the last 10,000 requests)."""
         return self.model.faults.requests()
+
+    def live(self, node_id: int) -> bool:
+        """Whether broker ``node_id`` is running."""
+        return self._node(node_id).running
 
     def node_metrics(self, node_id: int) -> BrokerMetrics:
         """The request metrics of one node (what its ``/metrics`` would show)."""
@@ -278,6 +284,11 @@ async def serve_cluster(config: ConfigInput = None, *, brokers: int = 3,
                     for _ in range(cfg.value_of("log.cleaner.threads")):
                         nursery.start_soon(_cleaner_loop, state, cleaner)
                 cluster = Cluster(state, nodes, nursery)
+                if cfg.control_listener:
+                    from ..http.control import serve_control
+
+                    cluster.control_address = await nursery.start(
+                        serve_control, cfg.control_listener, cluster)
                 task_status.started(cluster)
                 try:
                     await cluster._stop.wait()
