@@ -15,10 +15,9 @@ import uuid
 from collections import Counter
 from collections.abc import Container
 
-import trio
-
 from ..config.describe import Sources, describe_topic
 from ..log import StorageError
+from ..log.offload import run_io
 from ..protocol.api_keys import ApiKey
 from ..protocol.errors import ErrorCode
 from ..protocol.messages import response_type
@@ -255,7 +254,7 @@ async def handle_delete_topics(ctx: HandlerContext, request: DeleteTopicsRequest
                    "This server does not host this topic-partition.")
             continue
         try:
-            await trio.to_thread.run_sync(broker.logs.delete_topic, name)
+            await run_io(broker.logs.delete_topic, name)
         except StorageError as exc:
             answer(name, tid, exc.error_code, str(exc))
         else:

@@ -18,9 +18,8 @@ import os
 import shutil
 from collections.abc import Container
 
-import trio
-
 from ..log import LogManager
+from ..log.offload import run_io
 from ..protocol.api_keys import ApiKey
 from ..protocol.errors import ErrorCode
 from ..protocol.messages import response_type
@@ -122,7 +121,7 @@ async def handle_describe_log_dirs(ctx: HandlerContext,
     wanted = None if request.topics is None else {
         (t.topic, p) for t in request.topics for p in t.partitions}
     # sizes and file system figures come from the disk: off the event loop
-    results = await trio.to_thread.run_sync(_describe_log_dirs, ctx.broker.logs, wanted)
+    results = await run_io(_describe_log_dirs, ctx.broker.logs, wanted)
     return ctx.response(throttle_time_ms=0, error_code=0, results=results)
 
 

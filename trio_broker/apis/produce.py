@@ -20,9 +20,8 @@ from __future__ import annotations
 
 import logging
 
-import trio
-
 from ..log import Log, LogAppendInfo, StorageError
+from ..log.offload import run_io
 from ..protocol.api_keys import ApiKey
 from ..protocol.batch import BatchHeader, validate_batch
 from ..protocol.compression import Compression
@@ -123,7 +122,7 @@ async def handle_produce(ctx: HandlerContext, request: ProduceRequest) -> Handle
                                   partition_responses=parts))
     for log, parts, i in to_flush:
         try:
-            await trio.to_thread.run_sync(log.flush)
+            await run_io(log.flush)
         except StorageError as exc:
             LOGGER.error("flush of %s failed: %s", log.name, exc)
             parts[i] = _part(parts[i].index, ErrorCode.KAFKA_STORAGE_ERROR)

@@ -23,6 +23,7 @@ from ..config.dynamic import DynamicBrokerConfigs
 from ..coordinator import GroupCoordinator
 from ..coordinator.transactions import TransactionCoordinator
 from ..log import LogManager, ProducerIdManager, log_config_from
+from ..log.offload import mock_clock
 from ..metrics import BrokerMetrics
 from .purgatory import Purgatory
 from .replicas import ClusterModel, Node
@@ -96,8 +97,10 @@ class BrokerState:
 
     @staticmethod
     def now_ms() -> int:
-        """Wall-clock milliseconds, for record timestamps and retention."""
-        return time.time_ns() // 1_000_000
+        """Wall-clock milliseconds, for record timestamps and retention; under a test's
+        ``trio.testing.MockClock`` ahead by that clock's time, so retention by time follows the
+        test's virtual time as the broker's timers do."""
+        return time.time_ns() // 1_000_000 + _virtual_ms()
 
     def topics_changed(self, change: TopicChange) -> None:
         """React to a topic change made by an admin API or by auto-creation.
@@ -109,6 +112,12 @@ class BrokerState:
         for partition in range(change.partitions, change.previous_partitions):
             self.fetch_purgatory.complete_all((change.topic, partition))
         self.groups.topics_changed(change.topic, change.previous_partitions, change.partitions)
+
+
+def _virtual_ms() -> int:
+    """The time a ``MockClock`` has run (0 under Trio's real clock or outside Trio)."""
+    clock = mock_clock()
+    return 0 if clock is None else int(clock.current_time() * 1000)
 
 
 def standalone_state(config: BrokerConfig, *, groups: GroupCoordinator, nursery: trio.Nursery,

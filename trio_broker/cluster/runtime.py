@@ -45,6 +45,7 @@ from ..config.dynamic import DynamicBrokerConfigs
 from ..coordinator import GroupCoordinator
 from ..coordinator.transactions import TransactionCoordinator
 from ..log import ProducerIdManager
+from ..log.offload import run_io
 from ..metrics import BrokerMetrics
 from ..network.request_handler import RequestHandlerPool
 from ..network.socket_server import SocketServer
@@ -320,7 +321,7 @@ async def _shutdown(cluster: Cluster, cfg: BrokerConfig) -> None:
         except Exception:
             LOGGER.exception("closing %r failed", close)
     try:
-        await trio.to_thread.run_sync(state.logs.close)
+        await run_io(state.logs.close)
     except Exception:
         LOGGER.exception("closing the logs failed")
 
