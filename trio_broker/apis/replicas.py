@@ -129,6 +129,14 @@ class ClusterModel:
         for key in [k for k in self._partitions if k[0] == topic]:
             del self._partitions[key]
 
+    def topic_changed(self, topic: str, partitions: int) -> None:
+        """A topic now has ``partitions`` partitions (0: deleted): forget the states of the
+        others, so a topic created again under that name is placed afresh."""
+        for key in [k for k in self._partitions if k[0] == topic and k[1] >= partitions]:
+            del self._partitions[key]
+        if not partitions:
+            self._replication.pop(topic, None)
+
     def replication_of(self, topic: str) -> int:
         if topic in self._internal:
             return min(self._internal[topic][1], self.size)

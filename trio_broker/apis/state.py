@@ -112,6 +112,7 @@ class BrokerState:
         for partition in range(change.partitions, change.previous_partitions):
             self.fetch_purgatory.complete_all((change.topic, partition))
         self.groups.topics_changed(change.topic, change.previous_partitions, change.partitions)
+        self.cluster.topic_changed(change.topic, change.partitions)
 
 
 def _virtual_ms() -> int:
