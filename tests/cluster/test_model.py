@@ -119,3 +119,14 @@ def test_one_node_answers_every_partition(logs: LogManager) -> None:
     assert m.leader_error(5, "t", 0) == 0
     assert m.coordinator_for(1, "any") == 5
     assert m.in_sync("t", 0) == 1
+
+
+def test_node_ports_count_up_from_the_first_listeners() -> None:
+    from trio_broker.cluster.runtime import _node_configs
+
+    cfg = build_config({"listeners": "PLAINTEXT://127.0.0.1:19092"})
+    configs = _node_configs(cfg, 3)
+    assert [(k, c.node_id, c.listener_list[0].port) for k, c in configs.items()] == [
+        (0, 0, 19092), (1, 1, 19093), (2, 2, 19094)]
+    free = _node_configs(build_config({"listeners": "PLAINTEXT://127.0.0.1:0"}), 2)
+    assert [c.listener_list[0].port for c in free.values()] == [0, 0]
