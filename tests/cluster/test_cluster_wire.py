@@ -10,7 +10,7 @@ import pytest
 import trio
 
 from tests.wire import RawClient, fetch_body, produce
-from trio_broker.apis.replicas import GROUP_KEY
+from trio_broker.apis.fault_state import GROUP_KEY
 from trio_broker.client_core.fetch import parse_fetch
 from trio_broker.client_core.groups import join_group_request
 from trio_broker.client_core.metadata import metadata_request

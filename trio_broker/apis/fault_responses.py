@@ -15,6 +15,7 @@ from ..protocol.api_keys import ApiKey
 from ..protocol.messages import response_type
 from .bodies import ResponseBody
 from .context import HandlerContext
+from .fault_state import ERROR_APIS
 
 Builder = Callable[[HandlerContext, Any, int], ResponseBody]
 
@@ -130,18 +131,15 @@ _BUILDERS: dict[int, Builder] = {
     ApiKey.OffsetFetch: _offset_fetch,
     ApiKey.AddPartitionsToTxn: _add_partitions_to_txn,
 }
-#: APIs whose responses carry one top-level error code in every version
-_TOP_LEVEL = frozenset({ApiKey.JoinGroup, ApiKey.SyncGroup, ApiKey.Heartbeat,
-                        ApiKey.LeaveGroup, ApiKey.InitProducerId, ApiKey.AddOffsetsToTxn,
-                        ApiKey.EndTxn, ApiKey.ListGroups, ApiKey.ConsumerGroupHeartbeat,
-                        ApiKey.DescribeCluster, ApiKey.SaslHandshake,
-                        ApiKey.OffsetDelete})
-
-
-def supports_error(api_key: int) -> bool:
-    return api_key in _BUILDERS or api_key in _TOP_LEVEL
-
-
 def error_response(ctx: HandlerContext, body: Any, code: int) -> ResponseBody:
     """The response to ``body`` with ``code`` wherever that API's client reads its error."""
     return _BUILDERS.get(ctx.header.api_key, _top_level)(ctx, body, code)
+
+
+def _check_builders() -> None:
+    extra = set(_BUILDERS) - ERROR_APIS
+    if extra:
+        raise ValueError(f"builders for APIs not in ERROR_APIS: {extra}")
+
+
+_check_builders()

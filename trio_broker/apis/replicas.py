@@ -31,7 +31,7 @@ import attrs
 
 from ..log import LogManager
 from ..protocol.errors import ErrorCode
-from .faults import GROUP_KEY, Faults
+from .fault_state import GROUP_KEY, Faults
 
 OFFSETS_TOPIC = "__consumer_offsets"
 TRANSACTION_TOPIC = "__transaction_state"

@@ -26,7 +26,7 @@ from typing import Any
 import attrs
 import trio
 
-from ..apis.faults import RequestRecord
+from ..apis.fault_state import RequestRecord
 from ..apis.purgatory import Purgatory
 from ..apis.replicas import ClusterModel, Node
 from ..apis.state import BrokerState

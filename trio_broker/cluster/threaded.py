@@ -14,7 +14,7 @@ from typing import Any
 
 import trio
 
-from ..apis.faults import RequestRecord
+from ..apis.fault_state import RequestRecord
 from .runtime import BrokerAddress, Cluster, open_cluster
 
 
