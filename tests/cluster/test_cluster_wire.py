@@ -12,7 +12,7 @@ import trio
 from tests.wire import RawClient, fetch_body, produce
 from trio_broker.apis.fault_state import GROUP_KEY
 from trio_broker.client_core.fetch import parse_fetch
-from trio_broker.client_core.groups import join_group_request
+from trio_broker.client_core.groups import join_group_request, list_groups_request
 from trio_broker.client_core.metadata import metadata_request
 from trio_broker.client_core.produce import produce_request
 from trio_broker.cluster import Cluster, open_cluster
@@ -204,3 +204,26 @@ async def test_latency_delays_one_node_and_requests_are_logged(tmp_path: Path) -
         assert time.monotonic() - started < 0.2
         await slow.aclose()
         await fast.aclose()
+
+
+async def test_each_node_lists_the_groups_it_coordinates(tmp_path: Path) -> None:
+    async with open_cluster(3, log_dirs=str(tmp_path),
+                            group_initial_rebalance_delay_ms=0) as cluster:
+        names = [f"group-{i}" for i in range(12)]
+        for name in names:
+            coordinator = cluster.model.coordinator_for(GROUP_KEY, name)
+            client = await client_to(cluster, coordinator)
+            joined = await client.request(ApiKey.JoinGroup, 3, body=join_group_request(
+                3, name, "", session_timeout_ms=30_000, rebalance_timeout_ms=30_000,
+                protocols=[("range", b"")]))
+            assert joined.error_code == 0
+            await client.aclose()
+        listed: list[str] = []
+        for node in range(3):
+            client = await client_to(cluster, node)
+            body = await client.request(ApiKey.ListGroups, 3, body=list_groups_request(3))
+            here = [g.group_id for g in body.groups]
+            assert all(cluster.model.coordinator_for(GROUP_KEY, g) == node for g in here)
+            listed += here
+            await client.aclose()
+        assert sorted(listed) == sorted(names)

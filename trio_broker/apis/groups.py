@@ -238,10 +238,13 @@ async def list_groups(ctx: HandlerContext, request: ListGroupsRequest) -> Handle
         return ctx.response(throttle_time_ms=0, error_code=coord.not_ready_error, groups=[])
     states = request.states_filter if ctx.version >= 4 else []
     types = request.types_filter if ctx.version >= 5 else []
+    # each node lists the groups it coordinates (admin clients ask every node and merge)
+    cluster, node = ctx.broker.cluster, ctx.broker.node_id
     return ctx.response(throttle_time_ms=0, error_code=ErrorCode.NONE, groups=[
         cls(group_id=g.group_id, protocol_type=g.protocol_type, group_state=str(g.state),
             group_type=g.group_type)
-        for g in coord.list_groups(states, types)])
+        for g in coord.list_groups(states, types)
+        if cluster.single or cluster.coordinator_for(_GROUP_KEY, g.group_id) == node])
 
 
 async def delete_groups(ctx: HandlerContext, request: DeleteGroupsRequest) -> HandlerResult:
