@@ -30,6 +30,7 @@ from .http import serve_http
 from .log import Log, LogManager, ProducerIdManager, log_config_from
 from .log.cleaner import CleanerStats
 from .log.cleaner_manager import LogCleaner, cleaner_settings
+from .log.offload import run_io
 from .metrics import RUNNING, SHUTTING_DOWN, BrokerMetrics
 from .network.cleaner_metrics import cleaner_metrics
 from .network.metrics_http import serve_metrics
@@ -79,7 +80,7 @@ class Broker:
         logs = self.state.logs
         targets = [(log, d) for log in logs.all_logs() if log.topic == topic
                    and (d := logs.log_dir_of(log.topic, log.partition)) is not None]
-        return await trio.to_thread.run_sync(self.cleaner.compact, targets, self.state.now_ms())
+        return await run_io(self.cleaner.compact, targets, self.state.now_ms())
 
 
 ConfigInput = BrokerConfig | Mapping[str, object] | None
@@ -222,7 +223,7 @@ async def _shutdown(state: BrokerState, server: SocketServer, cfg: BrokerConfig)
     except Exception:
         LOGGER.exception("closing the transaction coordinator failed")
     try:
-        await trio.to_thread.run_sync(state.logs.close)
+        await run_io(state.logs.close)
     except Exception:
         LOGGER.exception("closing the logs failed")
     LOGGER.info("shutdown complete")
@@ -234,7 +235,7 @@ async def _load_storage(cfg: BrokerConfig) -> LogManager:
         d.mkdir(parents=True, exist_ok=True)
     manager = LogManager(cfg.log_dir_list, log_config_from(cfg),
                          producer_id_expiration_ms=cfg.producer_id_expiration_ms)
-    await trio.to_thread.run_sync(manager.load)
+    await run_io(manager.load)
     return manager
 
 
@@ -245,7 +246,7 @@ async def _retention_loop(state: BrokerState) -> None:
     while True:
         await trio.sleep(interval)
         try:
-            deleted = await trio.to_thread.run_sync(logs.run_retention, state.now_ms())
+            deleted = await run_io(logs.run_retention, state.now_ms())
         except Exception:
             LOGGER.exception("log retention pass failed")
             continue
@@ -286,7 +287,7 @@ async def _cleaner_loop(state: BrokerState, cleaner: LogCleaner, *,
         try:
             while True:
                 try:
-                    stats = await trio.to_thread.run_sync(cleaner.clean_once, state.now_ms())
+                    stats = await run_io(cleaner.clean_once, state.now_ms())
                 except Exception:
                     LOGGER.exception("log cleaning failed")
                     stats = None
@@ -309,9 +310,9 @@ async def _flush_loop(state: BrokerState) -> None:
         ticks += 1
         try:
             if logs.logs_needing_flush():
-                await trio.to_thread.run_sync(logs.flush_dirty)
+                await run_io(logs.flush_dirty)
             if ticks % checkpoint_every == 0:
-                await trio.to_thread.run_sync(logs.checkpoint_recovery_points)
+                await run_io(logs.checkpoint_recovery_points)
         except Exception:
             LOGGER.exception("log flush pass failed")
 

@@ -22,10 +22,9 @@ import shutil
 from collections.abc import Container
 from pathlib import Path
 
-import trio
-
 from ..log import Log, LogManager
 from ..log.cleaner_manager import LogCleaner
+from ..log.offload import run_io
 from ..protocol.api_keys import ApiKey
 from ..protocol.errors import ErrorCode
 from ..protocol.messages import response_type
@@ -105,14 +104,17 @@ async def handle_describe_topic_partitions(
 
 def _dtp_partition(broker: BrokerState, name: str, index: int,
                    offline: Container[tuple[str, int]]) -> Struct:
-    node = broker.node_id
+    cluster = broker.cluster
+    state = cluster.partition(name, index)  # one node: replicas and ISR [node]
     log = broker.logs.get_log(name, index)
     down = log is None and (name, index) in offline
     return _DtpPartition(
-        error_code=0, partition_index=index, leader_id=-1 if down else node,
-        leader_epoch=-1 if log is None else log.leader_epoch, replica_nodes=[node],
-        isr_nodes=[] if down else [node], eligible_leader_replicas=[], last_known_elr=[],
-        offline_replicas=[node] if down else [])
+        error_code=0, partition_index=index, leader_id=-1 if down else state.leader,
+        leader_epoch=-1 if log is None else log.leader_epoch,
+        replica_nodes=list(state.replicas), isr_nodes=[] if down else list(state.isr),
+        eligible_leader_replicas=[], last_known_elr=[],
+        offline_replicas=(list(state.replicas) if down else
+                          [r for r in state.replicas if not cluster.nodes[r].alive]))
 
 
 def _dtp_refused(ctx: HandlerContext, request: DescribeTopicPartitionsRequest) -> ResponseBody:
@@ -127,8 +129,8 @@ async def handle_describe_log_dirs(ctx: HandlerContext,
     wanted = None if request.topics is None else {
         (t.topic, p) for t in request.topics for p in t.partitions}
     # sizes and file system figures come from the disk: off the event loop
-    results = await trio.to_thread.run_sync(_describe_log_dirs, ctx.broker.logs, wanted,
-                                            ctx.broker.cleaner, ctx.broker.now_ms())
+    results = await run_io(_describe_log_dirs, ctx.broker.logs, wanted,
+                           ctx.broker.cleaner, ctx.broker.now_ms())
     return ctx.response(throttle_time_ms=0, error_code=0, results=results)
 
 

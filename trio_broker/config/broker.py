@@ -101,6 +101,7 @@ class BrokerConfig:
     shutdown_timeout_ms: int = _f("shutdown.timeout.ms")
     metrics_listener: str = _f("metrics.listener")
     http_listener: str = _f("http.listener")
+    control_listener: str = _f("control.listener")
     http_console_enabled: bool | None = _f("http.console.enabled")
     http_console_read_only: bool | None = _f("http.console.read.only")
     # --- security (docs/security.md) ------------------------------------------------------------

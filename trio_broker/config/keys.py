@@ -103,6 +103,8 @@ _HONOURED: tuple[ConfigKey, ...] = (
        type_=T.LONG, default=5000, validator=AtLeast(0)),
     _h("metrics.listener", "http://host:port serving Prometheus metrics; empty = off.", own=True,
        type_=T.STRING, default=""),
+    _h("control.listener", "http://host:port of a test cluster's control endpoint (serve "
+       "--brokers N; docs/testing.md); empty = off.", own=True, type_=T.STRING, default=""),
     # --- web console (docs/console.md) ----------------------------------------------------------
     _h("http.listener", "http://host:port (or https://, with ssl.certfile) of the broker's web "
        "console; empty = off.", own=True, type_=T.STRING, default=""),
