@@ -83,8 +83,7 @@ async def _create_one(broker: BrokerState, t: Struct, validate_only: bool) -> St
     if not validate_only:
         try:
             # its fsyncs (milliseconds per partition) run off the event loop
-            topic_id = await trio.to_thread.run_sync(broker.logs.create_topic, t.name,
-                                                     partitions, configs)
+            topic_id = await run_io(broker.logs.create_topic, t.name, partitions, configs)
         except StorageError as exc:
             return failed(exc.error_code, str(exc))
         broker.topics_changed(TopicChange(t.name, 0, partitions))
@@ -314,8 +313,8 @@ async def _add_partitions(broker: BrokerState, t: Struct, validate_only: bool,
         return (ErrorCode.INVALID_PARTITIONS, f"Number of partitions {t.count} exceeds the "
                 f"limit of {MAX_PARTITIONS_PER_TOPIC} per topic.")
     try:
-        await trio.to_thread.run_sync(lambda: broker.logs.add_partitions(
-            t.name, t.count, validate_only=validate_only))
+        await run_io(lambda: broker.logs.add_partitions(t.name, t.count,
+                                                         validate_only=validate_only))
     except StorageError as exc:
         return exc.error_code, str(exc)
     if not validate_only:

@@ -8,10 +8,9 @@ from __future__ import annotations
 
 import logging
 
-import trio
-
 from ..log import StorageError, TopicAlreadyExistsError
 from ..log import validate_topic_name as _validate
+from ..log.offload import run_io
 from ..protocol.errors import ErrorCode
 from .state import BrokerState, TopicChange
 
@@ -42,7 +41,7 @@ async def ensure_topic(broker: BrokerState, topic: str, *,
         return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, 0
     n = broker.config.num_partitions
     try:
-        await trio.to_thread.run_sync(broker.logs.create_topic, topic, n, {})
+        await run_io(broker.logs.create_topic, topic, n, {})
     except TopicAlreadyExistsError:
         return ErrorCode.NONE, broker.logs.topics()[topic]
     except StorageError as exc:
