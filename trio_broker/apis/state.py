@@ -24,6 +24,7 @@ from ..coordinator import GroupCoordinator
 from ..coordinator.transactions import TransactionCoordinator
 from ..log import LogManager, ProducerIdManager, log_config_from
 from ..metrics import BrokerMetrics
+from ..security.acl_store import AclStore, authorizer_from_config
 from .purgatory import Purgatory
 from .telemetry_state import TelemetryState
 
@@ -61,6 +62,13 @@ class BrokerState:
     #: dynamic broker configs (AlterConfigs on a broker), persisted in the first log dir
     dynamic_configs: DynamicBrokerConfigs = attrs.field(default=attrs.Factory(
         lambda self: DynamicBrokerConfigs.load(self.config), takes_self=True))
+    #: ACLs and Kafka's decisions over them; None without ``authorizer.class.name``
+    authorizer: AclStore | None = attrs.field(default=attrs.Factory(
+        lambda self: authorizer_from_config(self.config.log_dir_list[0],
+                                            self.config.authorizer_class_name,
+                                            self.config.super_users,
+                                            self.config.allow_everyone_if_no_acl_found),
+        takes_self=True))
 
     def __attrs_post_init__(self) -> None:
         # Consumer groups (KIP-848) assign partitions by topic id and resolve regexes over

@@ -15,6 +15,7 @@ from typing import Any
 
 import attrs
 
+from ..security.acl import AUTHORIZER_CLASSES
 from .consumer_groups import KEYS as CONSUMER_GROUP_TIMEOUT_KEYS
 from .consumer_groups import consumer_group_bounds_error
 from .defs import NO_DEFAULT, ConfigKey, ConfigType, ConfigValueError, Support
@@ -115,6 +116,9 @@ class BrokerConfig:
     sasl_credentials_file: str = _f("sasl.credentials.file")
     sasl_server_max_receive_size: int = _f("sasl.server.max.receive.size")
     connection_failed_authentication_delay_ms: int = _f("connection.failed.authentication.delay.ms")
+    authorizer_class_name: str = _f("authorizer.class.name")
+    super_users: str = _f("super.users")
+    allow_everyone_if_no_acl_found: bool = _f("allow.everyone.if.no.acl.found")
     # --- logs -----------------------------------------------------------------------------------
     log_dirs: str = _f("log.dirs")
     log_dir: str = _f("log.dir")
@@ -309,6 +313,11 @@ def check_config(config: BrokerConfig) -> None:
         raise ConfigError(f"The values for broker.id ({config.originals['broker.id']}) and "
                           f"node.id ({config.originals['node.id']}) must be the same if both are "
                           "specified.", key="node.id")
+    if config.authorizer_class_name.strip() and (
+            config.authorizer_class_name.strip() not in AUTHORIZER_CLASSES):
+        raise ConfigError(f"authorizer.class.name={config.authorizer_class_name!r}: the "
+                          "supported authorizer is org.apache.kafka.metadata.authorizer."
+                          "StandardAuthorizer", key="authorizer.class.name")
     protocols = {listener.security_protocol for listener in config.listener_list}
     if protocols & {"SSL", "SASL_SSL"} and not config.ssl_certfile:
         raise ConfigError(f"listeners={config.listeners!r}: an SSL or SASL_SSL listener needs "

@@ -132,6 +132,12 @@ _HONOURED: tuple[ConfigKey, ...] = (
        validator=AtLeast(1)),
     _h("connection.failed.authentication.delay.ms", "Delay before answering and closing a failed "
        "login."),
+    _h("authorizer.class.name", "org.apache.kafka.metadata.authorizer.StandardAuthorizer turns "
+       "on ACL authorization (kept in acls.json in the first log dir); empty = off."),
+    _h("super.users", "Principals allowed everything, ';'-separated (User:admin;User:ops).",
+       own=True, type_=T.STRING, default="", note="Kafka's authorizer key"),
+    _h("allow.everyone.if.no.acl.found", "Allow an action on a resource no ACL names (else "
+       "deny).", own=True, type_=T.BOOLEAN, default=False, note="Kafka's authorizer key"),
     # --- logs -----------------------------------------------------------------------------------
     _h("log.dirs", "Comma list of directories holding partition logs (log.dir when not "
        "given).", default="./data"),
