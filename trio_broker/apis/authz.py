@@ -8,8 +8,11 @@ attribute test, so the data path pays nothing for authorization it does not use.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import TypeVar
 
+from ..protocol.errors import ErrorCode
 from ..security.acl import CLUSTER_NAME, SUPPORTED_OPERATIONS, Operation, ResourceType
+from .bodies import RequestBody
 from .context import HandlerContext
 
 TOPIC, GROUP, CLUSTER = ResourceType.TOPIC, ResourceType.GROUP, ResourceType.CLUSTER
@@ -70,3 +73,73 @@ def operations(ctx: HandlerContext, resource_type: ResourceType, name: str) -> f
     if authorizer is None:
         return frozenset(int(op) for op in SUPPORTED_OPERATIONS[resource_type])
     return authorizer.authorized_operations(ctx.principal, ctx.client_host, resource_type, name)
+
+
+def produce_error(ctx: HandlerContext, transactional_id: str | None, name: str | None) -> int:
+    """Kafka's Produce checks: WRITE on the transactional id, then WRITE on the topic; the
+    error code for every partition of the topic, 0 when allowed."""
+    if ctx.broker.authorizer is None:
+        return 0
+    if transactional_id is not None and not authorize(ctx, WRITE, TRANSACTIONAL_ID,
+                                                      transactional_id):
+        return ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+    if name is not None and not topic(ctx, WRITE, name):
+        return ErrorCode.TOPIC_AUTHORIZATION_FAILED
+    return 0
+
+
+def fetch_denied(ctx: HandlerContext, request: RequestBody, version: int) -> frozenset[str]:
+    """The topics of a Fetch the principal may not READ (a follower's fetch, which names a
+    replica, needs CLUSTER_ACTION on the cluster instead: Kafka's ``handleFetchRequest``)."""
+    authorizer = ctx.broker.authorizer
+    if authorizer is None:
+        return frozenset()
+    logs = ctx.broker.logs
+    names = {logs.topic_name(t.topic_id) if version >= 13 else t.topic for t in request.topics}
+    named = {n for n in names if n is not None}
+    holder = getattr(request, "replica_state", None) if version >= 15 else request
+    replica = getattr(holder, "replica_id", -1)
+    if replica is not None and replica >= 0:
+        return frozenset() if cluster(ctx, CLUSTER_ACTION) else frozenset(named)
+    return frozenset(named - topics(ctx, READ, named))
+
+
+def coordinator_error(ctx: HandlerContext, key_type: int, key: str) -> int:
+    """FindCoordinator: DESCRIBE on the group (key type 0) or transactional id (1)."""
+    if key_type == 0:
+        return 0 if group(ctx, DESCRIBE, key) else ErrorCode.GROUP_AUTHORIZATION_FAILED
+    if transactional_id(ctx, DESCRIBE, key):
+        return 0
+    return ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+
+
+def offset_errors(ctx: HandlerContext, group_operation: Operation, group_id: str,
+                  topic_operation: Operation, partitions: Iterable[tuple[str, int]],
+                  ) -> dict[tuple[str, int], ErrorCode]:
+    """OffsetCommit/OffsetDelete/TxnOffsetCommit: every partition refused when the group is
+    not allowed (GROUP_AUTHORIZATION_FAILED), else those of topics not allowed
+    (TOPIC_AUTHORIZATION_FAILED)."""
+    if ctx.broker.authorizer is None:
+        return {}
+    if not group(ctx, group_operation, group_id):
+        return dict.fromkeys(partitions, ErrorCode.GROUP_AUTHORIZATION_FAILED)
+    asked = list(partitions)
+    allowed = topics(ctx, topic_operation, {t for t, _ in asked})
+    return {tp: ErrorCode.TOPIC_AUTHORIZATION_FAILED for tp in asked if tp[0] not in allowed}
+
+
+_T = TypeVar("_T")
+
+
+def visible_offsets(ctx: HandlerContext, found: list[tuple[tuple[str, int], _T]], *,
+                    explicit: bool) -> tuple[list[tuple[tuple[str, int], _T]],
+                                             dict[tuple[str, int], ErrorCode]]:
+    """OffsetFetch: partitions of topics the principal may not DESCRIBE are answered
+    TOPIC_AUTHORIZATION_FAILED when named, and left out of an "all topics" answer."""
+    if ctx.broker.authorizer is None or not found:
+        return found, {}
+    allowed = topics(ctx, DESCRIBE, {tp[0] for tp, _ in found})
+    if explicit:
+        return found, {tp: ErrorCode.TOPIC_AUTHORIZATION_FAILED for tp, _ in found
+                       if tp[0] not in allowed}
+    return [(tp, v) for tp, v in found if tp[0] in allowed], {}

@@ -83,7 +83,8 @@ _IMPLIED_BY: dict[Operation, frozenset[Operation]] = {
 SUPPORTED_OPERATIONS: dict[ResourceType, frozenset[Operation]] = {
     ResourceType.TOPIC: frozenset({_O.READ, _O.WRITE, _O.CREATE, _O.DESCRIBE, _O.DELETE, _O.ALTER,
                                    _O.DESCRIBE_CONFIGS, _O.ALTER_CONFIGS}),
-    ResourceType.GROUP: frozenset({_O.READ, _O.DESCRIBE, _O.DELETE}),
+    ResourceType.GROUP: frozenset({_O.READ, _O.DESCRIBE, _O.DELETE, _O.DESCRIBE_CONFIGS,
+                                   _O.ALTER_CONFIGS}),
     ResourceType.CLUSTER: frozenset({_O.CREATE, _O.CLUSTER_ACTION, _O.DESCRIBE_CONFIGS,
                                      _O.ALTER_CONFIGS, _O.IDEMPOTENT_WRITE, _O.ALTER,
                                      _O.DESCRIBE}),
