@@ -143,3 +143,54 @@ def visible_offsets(ctx: HandlerContext, found: list[tuple[tuple[str, int], _T]]
         return found, {tp: ErrorCode.TOPIC_AUTHORIZATION_FAILED for tp, _ in found
                        if tp[0] not in allowed}
     return [(tp, v) for tp, v in found if tp[0] in allowed], {}
+
+
+def may_create_topic(ctx: HandlerContext, name: str) -> bool:
+    """CreateTopics and auto-creation: CREATE on the cluster, or on the topic."""
+    return cluster(ctx, CREATE) or topic(ctx, CREATE, name)
+
+
+def add_partitions_errors(ctx: HandlerContext, txn_id: str, partitions: list[tuple[str, int]],
+                          ) -> dict[tuple[str, int], ErrorCode]:
+    """AddPartitionsToTxn v0-v3, Kafka's answer when refused (empty when allowed): every
+    partition TRANSACTIONAL_ID_AUTHORIZATION_FAILED without WRITE on the id; else the topics
+    without WRITE TOPIC_AUTHORIZATION_FAILED and the rest OPERATION_NOT_ATTEMPTED."""
+    if ctx.broker.authorizer is None:
+        return {}
+    if not transactional_id(ctx, WRITE, txn_id):
+        return dict.fromkeys(partitions, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
+    allowed = topics(ctx, WRITE, {t for t, _ in partitions})
+    if all(t in allowed for t, _ in partitions):
+        return {}
+    return {tp: ErrorCode.OPERATION_NOT_ATTEMPTED if tp[0] in allowed
+            else ErrorCode.TOPIC_AUTHORIZATION_FAILED for tp in partitions}
+
+
+def txn_offset_commit_errors(ctx: HandlerContext, txn_id: str, group_id: str,
+                             partitions: list[tuple[str, int]],
+                             ) -> dict[tuple[str, int], ErrorCode]:
+    """TxnOffsetCommit: WRITE on the transactional id, then READ on the group and topics."""
+    if ctx.broker.authorizer is None:
+        return {}
+    if not transactional_id(ctx, WRITE, txn_id):
+        return dict.fromkeys(partitions, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
+    return offset_errors(ctx, READ, group_id, READ, partitions)
+
+
+#: DescribeConfigs/AlterConfigs resource types (Kafka's ``ConfigResource.Type``)
+_CONFIG_TOPIC, _CONFIG_BROKER, _CONFIG_BROKER_LOGGER, _CONFIG_GROUP = 2, 4, 8, 32
+
+
+def config_error(ctx: HandlerContext, operation: Operation, resource_type: int,
+                 name: str) -> int:
+    """The configs APIs: DESCRIBE_CONFIGS/ALTER_CONFIGS on the topic, the group or (brokers,
+    loggers) the cluster; 0 when allowed."""
+    if ctx.broker.authorizer is None:
+        return 0
+    if resource_type == _CONFIG_TOPIC:
+        return 0 if topic(ctx, operation, name) else ErrorCode.TOPIC_AUTHORIZATION_FAILED
+    if resource_type == _CONFIG_GROUP:
+        return 0 if group(ctx, operation, name) else ErrorCode.GROUP_AUTHORIZATION_FAILED
+    if resource_type in (_CONFIG_BROKER, _CONFIG_BROKER_LOGGER):
+        return 0 if cluster(ctx, operation) else ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+    return 0

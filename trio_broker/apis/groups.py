@@ -35,11 +35,6 @@ from .context import DEFERRED, HandlerContext, HandlerResult
 
 LOGGER = logging.getLogger(__name__)
 
-#: DescribeGroups authorized_operations (bit numbers; the codec packs them) without an
-#: authorizer: every operation Kafka supports on a group, READ (3), DELETE (6), DESCRIBE (8),
-#: DESCRIBE_CONFIGS (10), ALTER_CONFIGS (11). None encodes Kafka's "not requested".
-GROUP_OPERATIONS = frozenset({3, 6, 8, 10, 11})
-
 #: FindCoordinator key types: a consumer group, a transactional id (this node coordinates
 #: both); a share group (key type 2) has no coordinator here, which Kafka answers as invalid.
 _GROUP_KEY, _TRANSACTION_KEY = 0, 1
