@@ -61,7 +61,7 @@ def granted(acl_broker: ThreadedBroker) -> Iterator[ThreadedBroker]:
            _acl(ResourceType.TOPIC, A, "alice", AclOperation.READ),
            _acl(ResourceType.GROUP, G, "alice", AclOperation.READ),
            _acl(ResourceType.TOPIC, B, "bob", AclOperation.READ))
-    yield acl_broker
+    return acl_broker
 
 
 # --- one function per client: (produce error or None, topics seen, group error or None,
@@ -167,7 +167,8 @@ def test_bob_is_refused_and_alice_is_served(granted, client):
 
     produce_error, topics, group_error, values = CLIENTS[client](granted, "alice")
     assert (produce_error, group_error) == (None, None)
-    assert A in topics and B not in topics  # alice has no ACL on b
+    assert A in topics
+    assert B not in topics
     assert values  # read through group g
 
 
