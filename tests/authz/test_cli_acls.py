@@ -15,7 +15,8 @@ LITERAL, PREFIXED = 3, 4
 
 def _as(user: str, broker) -> list[str]:
     return ["--bootstrap-server", broker.bootstrap_servers,
-            "-X", "security.protocol=SASL_PLAINTEXT", "-X", f"sasl.mechanism={MECHANISM}", "-X", f"sasl.username={user}",
+            "-X", "security.protocol=SASL_PLAINTEXT", "-X", f"sasl.mechanism={MECHANISM}",
+            "-X", f"sasl.username={user}",
             "-X", f"sasl.password={password(user)}"]
 
 
