@@ -25,6 +25,7 @@ from ..coordinator.transactions import TransactionCoordinator
 from ..log import LogManager, ProducerIdManager, log_config_from
 from ..metrics import BrokerMetrics
 from ..security.acl_store import AclStore, authorizer_from_config
+from ..security.client_quotas import QUOTA_FILE, ClientQuotas
 from .purgatory import Purgatory
 from .telemetry_state import TelemetryState
 
@@ -68,6 +69,12 @@ class BrokerState:
                                             self.config.authorizer_class_name,
                                             self.config.super_users,
                                             self.config.allow_everyone_if_no_acl_found),
+        takes_self=True))
+    #: client quotas (AlterClientQuotas), persisted in the first log dir, and their sensors
+    quotas: ClientQuotas = attrs.field(default=attrs.Factory(
+        lambda self: ClientQuotas(self.config.log_dir_list[0] / QUOTA_FILE,
+                                  samples=self.config.quota_window_num,
+                                  window_s=self.config.quota_window_size_seconds),
         takes_self=True))
 
     def __attrs_post_init__(self) -> None:

@@ -119,6 +119,8 @@ class BrokerConfig:
     authorizer_class_name: str = _f("authorizer.class.name")
     super_users: str = _f("super.users")
     allow_everyone_if_no_acl_found: bool = _f("allow.everyone.if.no.acl.found")
+    quota_window_num: int = _f("quota.window.num")
+    quota_window_size_seconds: int = _f("quota.window.size.seconds")
     # --- logs -----------------------------------------------------------------------------------
     log_dirs: str = _f("log.dirs")
     log_dir: str = _f("log.dir")

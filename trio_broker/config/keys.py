@@ -136,6 +136,9 @@ _HONOURED: tuple[ConfigKey, ...] = (
        "on ACL authorization (kept in acls.json in the first log dir); empty = off."),
     _h("super.users", "Principals allowed everything, ';'-separated (User:admin;User:ops).",
        own=True, type_=T.STRING, default="", note="Kafka's authorizer key"),
+    _h("quota.window.num", "Client quota burst: a new client may use this many windows' worth "
+       "of its quota at once."),
+    _h("quota.window.size.seconds", "Length of one client quota window, in seconds."),
     _h("allow.everyone.if.no.acl.found", "Allow an action on a resource no ACL names (else "
        "deny).", own=True, type_=T.BOOLEAN, default=False, note="Kafka's authorizer key"),
     # --- logs -----------------------------------------------------------------------------------

@@ -309,6 +309,8 @@ class Processor:
                     assert isinstance(response, CloseConnectionResponse)
                     timings.record_timings(request.header.api_key, request, time.monotonic_ns())
                     return response.reason
+                if request.throttle_ms:  # client quota: muted (Kafka's ThrottledChannel)
+                    await trio.sleep(request.throttle_ms / 1000)
                 self._note_authenticated(conn)
                 idle.deadline = trio.current_time() + idle_s
         return "idle_timeout"

@@ -54,6 +54,8 @@ SUPPORTED_VERSIONS: dict[ApiKey, VersionRange] = {
     ApiKey.AlterPartitionReassignments: kafka_range(ApiKey.AlterPartitionReassignments),
     ApiKey.ListPartitionReassignments: kafka_range(ApiKey.ListPartitionReassignments),
     ApiKey.DescribeAcls: kafka_range(ApiKey.DescribeAcls),
+    ApiKey.DescribeClientQuotas: kafka_range(ApiKey.DescribeClientQuotas),
+    ApiKey.AlterClientQuotas: kafka_range(ApiKey.AlterClientQuotas),
     ApiKey.CreateAcls: kafka_range(ApiKey.CreateAcls),
     ApiKey.DeleteAcls: kafka_range(ApiKey.DeleteAcls),
     ApiKey.DescribeUserScramCredentials: kafka_range(ApiKey.DescribeUserScramCredentials),
