@@ -116,6 +116,12 @@ class BrokerConfig:
     sasl_credentials_file: str = _f("sasl.credentials.file")
     sasl_server_max_receive_size: int = _f("sasl.server.max.receive.size")
     connection_failed_authentication_delay_ms: int = _f("connection.failed.authentication.delay.ms")
+    connections_max_reauth_ms: int = _f("connections.max.reauth.ms")
+    sasl_oauthbearer_jwks_endpoint_url: str | None = _f("sasl.oauthbearer.jwks.endpoint.url")
+    sasl_oauthbearer_sub_claim_name: str = _f("sasl.oauthbearer.sub.claim.name")
+    sasl_oauthbearer_clock_skew_seconds: int = _f("sasl.oauthbearer.clock.skew.seconds")
+    sasl_oauthbearer_expected_audience: str | None = _f("sasl.oauthbearer.expected.audience")
+    sasl_oauthbearer_expected_issuer: str | None = _f("sasl.oauthbearer.expected.issuer")
     authorizer_class_name: str = _f("authorizer.class.name")
     super_users: str = _f("super.users")
     allow_everyone_if_no_acl_found: bool = _f("allow.everyone.if.no.acl.found")
@@ -334,7 +340,7 @@ def check_config(config: BrokerConfig) -> None:
             raise ConfigError(f"Invalid value {config.sasl_enabled_mechanisms} for configuration "
                               f"sasl.enabled.mechanisms: expected one or more of "
                               f"{', '.join(SASL_MECHANISMS)}", key="sasl.enabled.mechanisms")
-        if not config.sasl_credentials_file:
+        if not config.sasl_credentials_file and set(mechanisms) - {"OAUTHBEARER"}:
             raise ConfigError(f"listeners={config.listeners!r}: a SASL listener needs "
                               "sasl.credentials.file", key="listeners")
     bounds = consumer_group_bounds_error(
