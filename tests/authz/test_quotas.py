@@ -171,3 +171,31 @@ def test_unauthorized_quota_requests_never_change_the_quotas(acl_broker: Threade
         assert (state.quotas.path.read_bytes() if state.quotas.path.exists() else b"") == stored
 
     trio.run(run)
+
+
+async def test_request_percentage_throttles_and_mutes_the_connection(trio_broker):
+    admin = await RawClient.connect(trio_broker.host, trio_broker.port)
+    answer = await admin.request(ApiKey.AlterClientQuotas, 1, validate_only=False, entries=[
+        _alter_entry([("request_percentage", 0.1, False)], client_id="busy")])
+    assert answer.entries[0].error_code == 0
+    busy = RawClient(await trio.open_tcp_stream(trio_broker.host, trio_broker.port),
+                     client_id="busy")
+
+    async def metadata(client: RawClient) -> int:
+        answer = await client.request(ApiKey.Metadata, 12, topics=None,
+                                      allow_auto_topic_creation=False,
+                                      include_topic_authorized_operations=False)
+        return answer.throttle_time_ms
+
+    served = 0
+    throttle = 0
+    while not throttle and served < 2000:  # the burst: 11 windows of 0.1% handler time
+        throttle = await metadata(busy)
+        served += 1
+    assert throttle > 0
+    assert served > 1  # the first requests fit in the burst
+    sent = trio.current_time()
+    await metadata(busy)
+    # the connection read nothing for the throttle time (Kafka's muted channel)
+    assert trio.current_time() - sent >= throttle / 1000
+    assert await metadata(admin) == 0  # another client id is not throttled
