@@ -240,3 +240,53 @@ def test_unauthorized_acl_requests_never_change_the_acls(acl_broker: ThreadedBro
         assert (path.read_bytes() if path.exists() else b"") == stored
 
     trio.run(run)
+
+
+async def test_group_apis_refuse_and_filter(acl_broker: ThreadedBroker):
+    admin = await login(acl_broker, "admin")
+    topic = request_class(ApiKey.CreateTopics).CreatableTopic
+    for name in ("gt-shown", "gt-hidden"):
+        await admin.request(ApiKey.CreateTopics, 5, timeout_ms=5000, validate_only=False,
+                            topics=[topic(name=name, num_partitions=1, replication_factor=1,
+                                          assignments=[], configs=[])])
+    await admin.request(ApiKey.CreateAcls, 3, creations=[
+        creation(3, GROUP, "gg", "User:alice", READ),
+        creation(3, TOPIC, "gt-shown", "User:alice", READ)])
+    oc = request_class(ApiKey.OffsetCommit).OffsetCommitRequestTopic
+
+    def commit_body(*names: str) -> dict[str, object]:
+        return {"group_id": "gg", "generation_id_or_member_epoch": -1, "member_id": "",
+                "topics": [oc(name=n, partitions=[oc.OffsetCommitRequestPartition(
+                    partition_index=0, committed_offset=1, committed_metadata=None)])
+                    for n in names]}
+
+    # admin commits for both topics (offsets alice then may or may not see)
+    done = await admin.request(ApiKey.OffsetCommit, 8, **commit_body("gt-shown", "gt-hidden"))
+    assert {p.error_code for t in done.topics for p in t.partitions} == {0}
+    bob, alice = await login(acl_broker, "bob"), await login(acl_broker, "alice")
+    refused = await bob.request(ApiKey.OffsetCommit, 8, **commit_body("gt-shown"))
+    assert refused.topics[0].partitions[0].error_code == ErrorCode.GROUP_AUTHORIZATION_FAILED
+    mixed = await alice.request(ApiKey.OffsetCommit, 8, **commit_body("gt-shown", "gt-hidden"))
+    assert [t.partitions[0].error_code for t in mixed.topics] == [
+        0, ErrorCode.TOPIC_AUTHORIZATION_FAILED]
+    # OffsetFetch of every topic leaves out what alice may not describe
+    of = request_class(ApiKey.OffsetFetch)
+    fetched = await alice.request(ApiKey.OffsetFetch, 8, require_stable=False, groups=[
+        of.OffsetFetchRequestGroup(group_id="gg", topics=None)])
+    assert [t.name for t in fetched.groups[0].topics] == ["gt-shown"]
+    fetched = await bob.request(ApiKey.OffsetFetch, 8, require_stable=False, groups=[
+        of.OffsetFetchRequestGroup(group_id="gg", topics=None)])
+    assert fetched.groups[0].error_code == ErrorCode.GROUP_AUTHORIZATION_FAILED
+    described = await bob.request(ApiKey.DescribeGroups, 5, groups=["gg"],
+                                  include_authorized_operations=True)
+    assert described.groups[0].error_code == ErrorCode.GROUP_AUTHORIZATION_FAILED
+    described = await alice.request(ApiKey.DescribeGroups, 5, groups=["gg"],
+                                    include_authorized_operations=True)
+    assert described.groups[0].error_code == 0
+    assert described.groups[0].authorized_operations == {READ, DESCRIBE}
+    listed = await bob.request(ApiKey.ListGroups, 4, states_filter=[])
+    assert "gg" not in [g.group_id for g in listed.groups]
+    listed = await alice.request(ApiKey.ListGroups, 4, states_filter=[])
+    assert "gg" in [g.group_id for g in listed.groups]
+    deleted = await alice.request(ApiKey.DeleteGroups, 2, groups_names=["gg"])
+    assert deleted.results[0].error_code == ErrorCode.GROUP_AUTHORIZATION_FAILED  # READ only
