@@ -171,6 +171,13 @@ async def test_handlers_refuse_with_kafkas_codes(acl_broker: ThreadedBroker):
                                  allow_auto_topic_creation=False,
                                  include_topic_authorized_operations=True)
     assert [t.name for t in metadata.topics] == []
+    secret_id = acl_broker.broker.state.logs.topic_id("secret")
+    by_id = await bob.request(ApiKey.Metadata, 12, allow_auto_topic_creation=False,
+                              include_topic_authorized_operations=False, topics=[
+                                  request_class(ApiKey.Metadata).MetadataRequestTopic(
+                                      name=None, topic_id=secret_id)])
+    [hidden] = by_id.topics
+    assert (hidden.error_code, hidden.name) == (ErrorCode.TOPIC_AUTHORIZATION_FAILED, None)
     # a produce with a transactional id bob may not write is refused whole
     batch = build_batch([(None, b"v")])
     produced = await bob.request(ApiKey.Produce, 9, transactional_id="tx", acks=1,

@@ -59,8 +59,11 @@ async def handle_metadata(ctx: HandlerContext, request: MetadataRequest) -> Hand
     offline = logs.offline_partitions
     for name in names:
         if not all_topics and not authz.topic(ctx, authz.DESCRIBE, name):
-            topics.append(_Topic(error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED, name=name,
-                                 topic_id=None, is_internal=False, partitions=[]))
+            # asked by id: the name is not revealed (Kafka)
+            topics.append(_Topic(error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED,
+                                 name=None if ids else name,
+                                 topic_id=logs.topic_id(name) if ids else None,
+                                 is_internal=False, partitions=[]))
             continue
         if validate_topic_name(name) is not None:
             topics.append(_topic(logs, broker.node_id, name, ErrorCode.INVALID_TOPIC_EXCEPTION,
