@@ -48,8 +48,7 @@ from ..protocol.errors import RemoteProtocolError, UnsupportedVersionError
 from ..protocol.framing import NEED_DATA, FrameDecoder
 from ..protocol.messages import decode_request_header, peek_correlation_id
 from ..security.credentials import CredentialsError, CredentialStore
-from ..security.oauthbearer import oauth_settings
-from ..security.sasl import SaslAuthenticator, SaslSettings, SaslState
+from ..security.sasl import SaslAuthenticator, SaslSettings, SaslState, oauth_settings
 from ..security.tls import TLSConfigError, peer_principal, server_ssl_context
 from .quotas import ConnectionQuotas
 from .request_channel import (

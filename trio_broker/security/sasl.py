@@ -34,14 +34,20 @@ import attrs
 from ..protocol.api_keys import ApiKey
 from ..protocol.errors import ErrorCode
 from .credentials import CredentialStore
-from .oauthbearer import OAuthBearerError, OAuthBearerValidator, OAuthSettings, parse_client_message
+from .oauthbearer import (
+    OAuthBearerError,
+    OAuthBearerValidator,
+    OAuthSettings,
+    oauth_settings,
+    parse_client_message,
+)
 from .scram import MECHANISMS as SCRAM_MECHANISMS
 from .scram import ScramError, ScramServer
 
 LOGGER = logging.getLogger(__name__)
 
 __all__ = ["SUPPORTED_MECHANISMS", "SaslAuthenticationError", "SaslAuthenticator", "SaslSettings",
-           "SaslState"]
+           "SaslState", "oauth_settings"]
 
 SUPPORTED_MECHANISMS = ("PLAIN", *SCRAM_MECHANISMS, "OAUTHBEARER")
 _NEGOTIATION_KEYS = frozenset({ApiKey.ApiVersions, ApiKey.SaslHandshake})
