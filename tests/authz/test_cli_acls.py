@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 import trio
 
 from tests.authz.conftest import MECHANISM
@@ -90,3 +91,15 @@ def test_usage_errors_and_refusals(acl_broker, capsys):
     assert main(["acls", "--add", "--allow-principal", "User:bob", "--cluster",
                  *_as("bob", acl_broker)]) == 1
     assert "CLUSTER_AUTHORIZATION_FAILED" in capsys.readouterr().err
+
+
+def test_help_shows_kafka_acls_option_names(capsys):
+    with pytest.raises(SystemExit):
+        main(["acls", "--help"])
+    shown = capsys.readouterr().out
+    for option in ("--add", "--remove", "--list", "--allow-principal", "--deny-principal",
+                   "--allow-host", "--deny-host", "--operation", "--topic", "--group",
+                   "--transactional-id", "--cluster", "--resource-pattern-type", "--producer",
+                   "--consumer", "--principal", "--force", "--bootstrap-server",
+                   "--command-config"):
+        assert option in shown, option
