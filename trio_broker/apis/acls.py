@@ -13,6 +13,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TypeVar
 
+import trio
+
 from ..protocol.api_keys import ApiKey
 from ..protocol.errors import ErrorCode
 from ..protocol.messages import response_type
@@ -109,7 +111,7 @@ async def handle_create_acls(ctx: HandlerContext, request: RequestBody) -> Handl
             results.append((ErrorCode.INVALID_REQUEST, invalid))
     if valid:
         try:
-            store.add(valid)
+            await trio.to_thread.run_sync(store.add, valid)  # fsync: off the event loop
         except OSError as exc:
             results = [(ErrorCode.UNKNOWN_SERVER_ERROR, f"cannot store the ACLs: {exc}")
                        if error == 0 else (error, message) for error, message in results]
@@ -134,7 +136,8 @@ async def handle_delete_acls(ctx: HandlerContext, request: RequestBody) -> Handl
     parsed = [_filter(f) for f in filters]
     checked = [(f, f.invalid()) for f in parsed]
     try:
-        matched = iter(store.delete([f for f, invalid in checked if invalid is None]))
+        matched = iter(await trio.to_thread.run_sync(
+            store.delete, [f for f, invalid in checked if invalid is None]))
     except OSError as exc:
         return ctx.response(throttle_time_ms=0, filter_results=[
             _DELETE(error_code=ErrorCode.UNKNOWN_SERVER_ERROR,

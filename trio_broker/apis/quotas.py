@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import trio
+
 from ..protocol.api_keys import ApiKey
 from ..protocol.errors import ErrorCode
 from ..protocol.messages import response_type
@@ -96,7 +98,7 @@ async def handle_alter_client_quotas(ctx: HandlerContext, request: RequestBody) 
         results.append((entry, ErrorCode.NONE, None))
     if changes and not request.validate_only:
         try:
-            ctx.broker.quotas.alter(changes)
+            await trio.to_thread.run_sync(ctx.broker.quotas.alter, changes)  # fsync
         except OSError as exc:
             results = [(e, ErrorCode.UNKNOWN_SERVER_ERROR, f"cannot store the quotas: {exc}")
                        if code == 0 else (e, code, m) for e, code, m in results]

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import logging
+import threading
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
@@ -34,6 +35,8 @@ class AclStore(Authorizer):
                  allow_if_no_acl: bool = False) -> None:
         super().__init__(super_users=super_users, allow_if_no_acl=allow_if_no_acl)
         self.path = path
+        #: changes run in worker threads, one at a time; readers see the old or the new set
+        self._write_lock = threading.Lock()
         self.replace_all(self._read())
 
     def _read(self) -> list[AclBinding]:
@@ -59,19 +62,21 @@ class AclStore(Authorizer):
 
     def add(self, bindings: Sequence[AclBinding]) -> None:
         """Create ``bindings`` (existing ones are kept once), durably, in one write."""
-        new = set(self.acls) | set(bindings)
-        if new != self.acls:
-            self._save(new)
+        with self._write_lock:
+            new = set(self.acls) | set(bindings)
+            if new != self.acls:
+                self._save(new)
 
     def delete(self, filters: Sequence[AclFilter]) -> list[list[AclBinding]]:
         """Delete the ACLs each filter matches, durably, in one write; per filter, what it
         matched."""
-        current = self.acls
-        matched = [sorted((b for b in current if f.matches(b)), key=repr) for f in filters]
-        gone = {b for group in matched for b in group}
-        if gone:
-            self._save(set(current) - gone)
-        return matched
+        with self._write_lock:
+            current = self.acls
+            matched = [sorted((b for b in current if f.matches(b)), key=repr) for f in filters]
+            gone = {b for group in matched for b in group}
+            if gone:
+                self._save(set(current) - gone)
+            return matched
 
 
 def authorizer_from_config(log_dir: Path, authorizer_class: str, super_users: str,

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import math
+import threading
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
@@ -99,6 +100,8 @@ class ClientQuotas:
         self._quotas: dict[Entity, dict[str, float]] = self._read()
         #: (quota key, user tag, client tag) -> sensor
         self._sensors: dict[tuple[str, str, str], TokenBucket] = {}
+        #: changes run in worker threads, one at a time
+        self._write_lock = threading.Lock()
 
     @property
     def enabled(self) -> bool:
@@ -120,6 +123,10 @@ class ClientQuotas:
 
     def alter(self, changes: Iterable[tuple[Entity, list[tuple[str, float, bool]]]]) -> None:
         """Apply validated changes in one durable write (a removed last key drops the entity)."""
+        with self._write_lock:
+            self._alter(changes)
+
+    def _alter(self, changes: Iterable[tuple[Entity, list[tuple[str, float, bool]]]]) -> None:
         quotas = self.entries()
         for entity, ops in changes:
             values = quotas.setdefault(entity, {})
@@ -136,7 +143,7 @@ class ClientQuotas:
             {"entity": dict(entity), "values": values}
             for entity, values in sorted(quotas.items(), key=lambda kv: repr(kv[0]))]})
         self._quotas = quotas
-        self._sensors.clear()  # a bound or a level changed: sensors start afresh
+        self._sensors = {}  # a bound or a level changed: sensors start afresh
 
     def quota(self, key: str, user: str | None, client_id: str) -> tuple[float, str, str] | None:
         """(bound, user tag, client tag) of Kafka's first level that sets ``key``, or None.
