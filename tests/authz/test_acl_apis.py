@@ -14,6 +14,8 @@ from tests.wire import RawClient
 from trio_broker.protocol.api_keys import SUPPORTED_VERSIONS, ApiKey, request_class
 from trio_broker.protocol.errors import ErrorCode
 from trio_broker.protocol.records import build_batch
+from trio_broker.security.acl_store import AclStore
+from trio_broker.security.client_quotas import ClientQuotas
 from trio_broker.testing import ThreadedBroker
 
 TOPIC, GROUP, CLUSTER, TXN = 2, 3, 4, 5
@@ -297,3 +299,74 @@ async def test_group_apis_refuse_and_filter(acl_broker: ThreadedBroker):
     assert "gg" in [g.group_id for g in listed.groups]
     deleted = await alice.request(ApiKey.DeleteGroups, 2, groups_names=["gg"])
     assert deleted.results[0].error_code == ErrorCode.GROUP_AUTHORIZATION_FAILED  # READ only
+
+
+# --- random ACL and quota requests from a principal that may change them -------------------
+
+_text = st.text(max_size=6)
+_i8 = st.integers(min_value=-128, max_value=127)
+_any_creation = st.builds(lambda t, n, pat, pr, h, op, perm: creation(
+    3, t, n, pr, op, perm, pattern=pat, host=h), _i8, _text, _i8, _text, _text, _i8, _i8)
+_any_filter = st.builds(lambda t, n, pat, pr, h, op, perm: request_class(
+    ApiKey.DeleteAcls).DeleteAclsFilter(**any_filter(
+        3, resource_type_filter=t, resource_name_filter=n, pattern_type_filter=pat,
+        principal_filter=pr, host_filter=h, operation=op, permission_type=perm)),
+    _i8, st.none() | _text, _i8, st.none() | _text, st.none() | _text, _i8, _i8)
+_QA = request_class(ApiKey.AlterClientQuotas).EntryData
+_QD = request_class(ApiKey.DescribeClientQuotas).ComponentData
+_quota_entry = st.builds(lambda entity, ops: _QA(
+    entity=[_QA.EntityData(entity_type=t, entity_name=n) for t, n in entity],
+    ops=[_QA.OpData(key=k, value=v, remove=r) for k, v, r in ops]),
+    st.lists(st.tuples(st.sampled_from(["user", "client-id", "ip", "x", ""]),
+                       st.none() | _text), max_size=3),
+    st.lists(st.tuples(st.sampled_from(["producer_byte_rate", "request_percentage",
+                                        "connection_creation_rate", "y"]),
+                       st.floats(width=32), st.booleans()), max_size=3))
+_component = st.builds(lambda t, m, n: _QD(entity_type=t, match_type=m, match=n),
+                       st.sampled_from(["user", "client-id", "ip", "z"]), _i8,
+                       st.none() | _text)
+_request = st.one_of(
+    st.builds(lambda c: (ApiKey.CreateAcls, {"creations": c}), st.lists(_any_creation,
+                                                                          max_size=3)),
+    st.builds(lambda f: (ApiKey.DeleteAcls, {"filters": f}), st.lists(_any_filter, max_size=2)),
+    st.builds(lambda f: (ApiKey.DescribeAcls, {"resource_type_filter": f.resource_type_filter,
+                                               "resource_name_filter": f.resource_name_filter,
+                                               "pattern_type_filter": f.pattern_type_filter,
+                                               "principal_filter": f.principal_filter,
+                                               "host_filter": f.host_filter,
+                                               "operation": f.operation,
+                                               "permission_type": f.permission_type}),
+              _any_filter),
+    st.builds(lambda e, v: (ApiKey.AlterClientQuotas, {"entries": e, "validate_only": v}),
+              st.lists(_quota_entry, max_size=3), st.booleans()),
+    st.builds(lambda c, s: (ApiKey.DescribeClientQuotas, {"components": c, "strict": s}),
+              st.lists(_component, max_size=3), st.booleans()))
+
+
+@pytest.fixture(scope="module")
+def fuzz_broker(tmp_path_factory, acl_users):
+    """A broker of its own: admin's random requests may delete any ACL."""
+    broker = start_acl_broker(tmp_path_factory.mktemp("acl-fuzz"), acl_users)
+    yield broker
+    broker.stop()
+
+
+@settings(max_examples=40, deadline=None)
+@given(requests=st.lists(_request, min_size=1, max_size=5))
+def test_random_acl_and_quota_requests_are_answered_and_stored_consistently(
+        fuzz_broker: ThreadedBroker, requests):
+    broker = fuzz_broker
+
+    async def run() -> None:
+        admin = await login(broker, "admin")
+        for api, fields in requests:
+            answer = await admin.request(api, 1 if api in (ApiKey.AlterClientQuotas,
+                                                           ApiKey.DescribeClientQuotas) else 3,
+                                         **fields)
+            assert answer is not None
+        # what is on disk is what is in force
+        state = broker.broker.state
+        assert AclStore(state.authorizer.path).acls == state.authorizer.acls
+        assert ClientQuotas(state.quotas.path).entries() == state.quotas.entries()
+
+    trio.run(run)

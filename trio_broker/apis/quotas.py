@@ -16,7 +16,15 @@ import trio
 from ..protocol.api_keys import ApiKey
 from ..protocol.errors import ErrorCode
 from ..protocol.messages import response_type
-from ..security.client_quotas import CLIENT_ID, IP, USER, Entity, QuotaError, validate
+from ..security.client_quotas import (
+    CLIENT_ID,
+    IP,
+    USER,
+    Entity,
+    QuotaError,
+    entity_of,
+    validate,
+)
 from . import authz
 from .bodies import RequestBody
 from .context import HandlerContext, HandlerResult
@@ -79,7 +87,7 @@ async def handle_alter_client_quotas(ctx: HandlerContext, request: RequestBody) 
     changes: list[tuple[Entity, list[tuple[str, float, bool]]]] = []
     seen: set[Entity] = set()
     for entry in request.entries:
-        entity: Entity = tuple(sorted((e.entity_type, e.entity_name) for e in entry.entity))
+        entity = entity_of((e.entity_type, e.entity_name) for e in entry.entity)
         ops = [(op.key, op.value, op.remove) for op in entry.ops]
         if not allowed:
             results.append((entry, ErrorCode.CLUSTER_AUTHORIZATION_FAILED, None))

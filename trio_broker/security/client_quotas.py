@@ -19,7 +19,7 @@ from __future__ import annotations
 import json
 import math
 import threading
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from pathlib import Path
 
 from .credentials import _write_atomically
@@ -115,8 +115,7 @@ class ClientQuotas:
             return {}
         except (OSError, ValueError) as exc:
             raise QuotaError(f"the quota file {self.path} cannot be read: {exc}") from None
-        return {tuple(sorted((t, n) for t, n in e["entity"].items())): dict(e["values"])
-                for e in doc["quotas"]}
+        return {entity_of(e["entity"].items()): dict(e["values"]) for e in doc["quotas"]}
 
     def entries(self) -> dict[Entity, dict[str, float]]:
         return {e: dict(v) for e, v in self._quotas.items()}
@@ -190,5 +189,6 @@ class ClientQuotas:
                 sensor.record(-value, now_ms)
 
 
-def entity_of(components: Mapping[str, str | None]) -> Entity:
-    return tuple(sorted(components.items()))
+def entity_of(components: Iterable[tuple[str, str | None]]) -> Entity:
+    """The entity of (type, name) pairs in its one order (a name may be None: the default)."""
+    return tuple(sorted(components, key=lambda c: (c[0], c[1] is not None, c[1] or "")))
