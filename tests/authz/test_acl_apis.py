@@ -3,6 +3,8 @@ may call them, their durability across a restart, and the authorize calls of oth
 
 from __future__ import annotations
 
+import logging
+
 import pytest
 import trio
 from hypothesis import HealthCheck, given, settings
@@ -128,7 +130,8 @@ def test_acls_survive_a_restart(tmp_path, acl_users):
 
 # --- authorize calls of the data and admin APIs, at the wire -------------------------------
 
-async def test_handlers_refuse_with_kafkas_codes(acl_broker: ThreadedBroker):
+async def test_handlers_refuse_with_kafkas_codes(acl_broker: ThreadedBroker, caplog):
+    caplog.set_level(logging.INFO, logger="trio_broker.authorizer")
     admin = await login(acl_broker, "admin")
     topic = request_class(ApiKey.CreateTopics).CreatableTopic
     made = await admin.request(ApiKey.CreateTopics, 5, timeout_ms=5000, validate_only=False,
@@ -190,6 +193,8 @@ async def test_handlers_refuse_with_kafkas_codes(acl_broker: ThreadedBroker):
                                              .PartitionProduceData(index=0, records=batch)])])
     assert produced.responses[0].partition_responses[0].error_code == (
         ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
+    assert ("Principal = User:bob is Denied operation = DELETE from host = 127.0.0.1 on "
+            "resource = TOPIC:LITERAL:secret") in caplog.text
 
 
 async def test_authorized_operations_are_the_principals(acl_broker: ThreadedBroker):

@@ -7,6 +7,7 @@ attribute test, so the data path pays nothing for authorization it does not use.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterable
 from typing import TypeVar
 
@@ -14,6 +15,9 @@ from ..protocol.errors import ErrorCode
 from ..security.acl import CLUSTER_NAME, SUPPORTED_OPERATIONS, Operation, ResourceType
 from .bodies import RequestBody
 from .context import HandlerContext
+
+#: the refusals, one INFO line each (Kafka's ``kafka.authorizer.logger``)
+DENIED = logging.getLogger("trio_broker.authorizer")
 
 TOPIC, GROUP, CLUSTER = ResourceType.TOPIC, ResourceType.GROUP, ResourceType.CLUSTER
 TRANSACTIONAL_ID = ResourceType.TRANSACTIONAL_ID
@@ -29,7 +33,13 @@ def authorize(ctx: HandlerContext, operation: Operation, resource_type: Resource
     authorizer = ctx.broker.authorizer
     if authorizer is None:
         return True
-    return authorizer.authorize(ctx.principal, ctx.client_host, operation, resource_type, name)
+    if authorizer.authorize(ctx.principal, ctx.client_host, operation, resource_type, name):
+        return True
+    # Kafka's kafka.authorizer.logger line for a refused action (filtered listings log nothing)
+    DENIED.info("Principal = %s is Denied operation = %s from host = %s on resource = %s:%s:%s",
+                ctx.principal or "User:ANONYMOUS", operation.name, ctx.client_host,
+                resource_type.name, "LITERAL", name)
+    return False
 
 
 def topic(ctx: HandlerContext, operation: Operation, name: str) -> bool:
