@@ -190,3 +190,39 @@ def test_an_acl_created_at_run_time_judges_the_next_request(granted):
         assert metadata.offset >= 0
     finally:
         producer.close()
+
+
+def test_kafka_python_admin_manages_acls(granted):
+    import kafka.errors
+    from kafka.admin import (
+        ACL,
+        ACLFilter,
+        ACLOperation,
+        ACLPermissionType,
+        ACLResourcePatternType,
+        KafkaAdminClient,
+        ResourcePattern,
+        ResourcePatternFilter,
+        ResourceType,
+    )
+
+    admin = KafkaAdminClient(**_python_conf(granted, "admin"))
+    try:
+        pattern = ResourcePattern(ResourceType.TOPIC, "kp-", ACLResourcePatternType.PREFIXED)
+        acl = ACL("User:kp", "*", ACLOperation.READ, ACLPermissionType.ALLOW, pattern)
+        created = admin.create_acls([acl])
+        assert created["failed"] == []
+        found, error = admin.describe_acls(ACLFilter(
+            "User:kp", None, ACLOperation.ANY, ACLPermissionType.ANY,
+            ResourcePatternFilter(ResourceType.ANY, None, ACLResourcePatternType.ANY)))
+        assert error is kafka.errors.NoError
+        assert [(a.principal, a.operation, a.resource_pattern.resource_name) for a in found] == [
+            ("User:kp", ACLOperation.READ, "kp-")]
+        deleted = admin.delete_acls([ACLFilter(
+            "User:kp", None, ACLOperation.ANY, ACLPermissionType.ANY,
+            ResourcePatternFilter(ResourceType.TOPIC, "kp-", ACLResourcePatternType.PREFIXED))])
+        [(_, matched, failure)] = deleted
+        assert failure is kafka.errors.NoError
+        assert [m.principal for m in matched] == ["User:kp"]
+    finally:
+        admin.close()
