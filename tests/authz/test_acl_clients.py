@@ -226,3 +226,24 @@ def test_kafka_python_admin_manages_acls(granted):
         assert [m.principal for m in matched] == ["User:kp"]
     finally:
         admin.close()
+
+
+def test_confluent_admin_describes_and_deletes_acls(granted):
+    from confluent_kafka.admin import (
+        AclBindingFilter,
+        AclOperation,
+        AclPermissionType,
+        AdminClient,
+        ResourcePatternType,
+        ResourceType,
+    )
+
+    admin = AdminClient(_confluent_conf(granted, "admin"))
+    _grant(granted, _acl(ResourceType.GROUP, "cf-group", "cf", AclOperation.READ))
+    mine = AclBindingFilter(ResourceType.ANY, None, ResourcePatternType.ANY, "User:cf", None,
+                            AclOperation.ANY, AclPermissionType.ANY)
+    found = admin.describe_acls(mine).result(10)
+    assert [(b.name, b.operation) for b in found] == [("cf-group", AclOperation.READ)]
+    deleted = admin.delete_acls([mine])[mine].result(10)
+    assert [b.name for b in deleted] == ["cf-group"]
+    assert admin.describe_acls(mine).result(10) == []
