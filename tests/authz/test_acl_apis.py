@@ -375,3 +375,23 @@ def test_random_acl_and_quota_requests_are_answered_and_stored_consistently(
         assert ClientQuotas(state.quotas.path).entries() == state.quotas.entries()
 
     trio.run(run)
+
+
+@pytest.mark.parametrize("version", [0, 3, 5])
+async def test_group_membership_refused_at_every_layout(acl_broker: ThreadedBroker, version):
+    bob = await login(acl_broker, "bob")
+    left = await bob.request(ApiKey.LeaveGroup, version, group_id="gm", member_id="m",
+                             members=[])
+    assert left.error_code == ErrorCode.GROUP_AUTHORIZATION_FAILED
+    beat = await bob.request(ApiKey.Heartbeat, min(version, 4), group_id="gm",
+                             generation_id=1, member_id="m")
+    assert beat.error_code == ErrorCode.GROUP_AUTHORIZATION_FAILED
+    jg = request_class(ApiKey.JoinGroup).JoinGroupRequestProtocol
+    joined = await bob.request(ApiKey.JoinGroup, version, group_id="gm", session_timeout_ms=6000,
+                               rebalance_timeout_ms=6000, member_id="", protocol_type="consumer",
+                               protocols=[jg(name="range", metadata=b"")])
+    assert joined.error_code == ErrorCode.GROUP_AUTHORIZATION_FAILED
+    synced = await bob.request(ApiKey.SyncGroup, version, group_id="gm", generation_id=1,
+                               member_id="m", protocol_type="consumer", protocol_name="range",
+                               assignments=[])
+    assert synced.error_code == ErrorCode.GROUP_AUTHORIZATION_FAILED
