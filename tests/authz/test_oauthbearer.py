@@ -95,12 +95,13 @@ def oauth_broker(tmp_path_factory: pytest.TempPathFactory):
     broker.stop()
 
 
-def _producer(broker: ThreadedBroker, token: str, errors: list[Any]) -> Any:
+def _producer(broker: ThreadedBroker, token: str, errors: list[Any],
+              timeout_ms: int = 4000) -> Any:
     import confluent_kafka
 
     return confluent_kafka.Producer({
         "bootstrap.servers": broker.bootstrap_servers, "security.protocol": "SASL_PLAINTEXT",
-        "sasl.mechanism": "OAUTHBEARER", "message.timeout.ms": 4000,
+        "sasl.mechanism": "OAUTHBEARER", "message.timeout.ms": timeout_ms,
         "oauth_cb": lambda _config: (token, time.time() + 3600),
         "error_cb": errors.append})
 
@@ -127,7 +128,7 @@ def test_an_expired_token_is_refused(oauth_broker):
     import confluent_kafka
 
     errors: list[Any] = []
-    producer = _producer(oauth_broker, unsecured("alice", time.time() - 60), errors)
+    producer = _producer(oauth_broker, unsecured("alice", time.time() - 60), errors, 1500)
     delivered: list[Any] = []
     producer.produce("oauth", b"v", on_delivery=lambda e, m: delivered.append(e))
     producer.flush(5)
