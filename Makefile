@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 PIP := $(VENV)/bin/pip
 PYTEST_ARGS ?=
 
-.PHONY: serve test lint typecheck bench compare soak roundtrip txn-soak cleaner-soak clean
+.PHONY: serve test lint typecheck bench compare soak roundtrip txn-soak cleaner-soak quota-soak clean
 
 $(VENV)/.base-installed: pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -53,6 +53,10 @@ txn-soak: $(VENV)/.dev-installed
 ## 20 kill -9 cycles during log cleaning (the suite runs 3 of them).
 cleaner-soak: $(VENV)/.dev-installed
 	CLEANER_KILL_CYCLES=20 $(PY) -m pytest -q -p no:cacheprovider -s tests/log/test_cleaner_crash.py
+
+## Client quotas at Kafka's default burst for 20 s, measured over seconds 5-20 (the suite: 6 s).
+quota-soak: $(VENV)/.dev-installed
+	QUOTA_RUN_S=20 $(PY) -m pytest -q -p no:cacheprovider -s tests/authz/test_quota_throttling.py
 
 ## Each benchmark alternately on BASE (a git revision) and on this checkout, in one run.
 BASE ?= 6ee5d16

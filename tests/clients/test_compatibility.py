@@ -40,10 +40,6 @@ DOC = Path(__file__).resolve().parents[2] / "docs" / "compatibility.md"
 #: in neither HANDLERS nor here fails the breadth test (nothing is dropped silently)
 NOT_IMPLEMENTED = {
     ApiKey.WriteTxnMarkers: "inter-broker: a single node writes its markers itself",
-    **{k: "ACLs: their own issue" for k in (
-        ApiKey.DescribeAcls, ApiKey.CreateAcls, ApiKey.DeleteAcls)},
-    **{k: "quotas: their own issue" for k in (
-        ApiKey.DescribeClientQuotas, ApiKey.AlterClientQuotas)},
     ApiKey.AlterReplicaLogDirs: "one log dir per broker here: nothing to move between",
     ApiKey.DescribeQuorum: "no KRaft quorum: a single node without a controller quorum",
     ApiKey.UpdateFeatures: "no finalized feature levels to update on one node",

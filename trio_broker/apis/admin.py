@@ -21,6 +21,7 @@ from ..log.offload import run_io
 from ..protocol.api_keys import ApiKey
 from ..protocol.errors import ErrorCode
 from ..protocol.messages import response_type
+from . import authz
 from .bodies import (
     CreatePartitionsRequest,
     CreateTopicsRequest,
@@ -55,6 +56,11 @@ async def handle_create_topics(ctx: HandlerContext, request: CreateTopicsRequest
             results.append(_CT.CreatableTopicResult(
                 name=name, topic_id=None, error_code=ErrorCode.INVALID_REQUEST,
                 error_message="Duplicate topic name.", configs=[]))
+            continue
+        if not authz.may_create_topic(ctx, name):
+            results.append(_CT.CreatableTopicResult(
+                name=name, topic_id=None, error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED,
+                error_message=None, configs=[]))
             continue
         [topic] = (t for t in request.topics if t.name == name)
         results.append(await _create_one(broker, topic, validate_only))
@@ -240,7 +246,9 @@ async def handle_delete_topics(ctx: HandlerContext, request: DeleteTopicsRequest
         else:
             assert name is not None
             found_id = broker.logs.topic_id(name)
-            if found_id is None:
+            if not authz.topic(ctx, authz.DELETE, name):
+                answer(name, None, ErrorCode.TOPIC_AUTHORIZATION_FAILED, None)
+            elif found_id is None:
                 answer(name, None, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
                        "This server does not host this topic-partition.")
             elif name in targets:
@@ -250,6 +258,9 @@ async def handle_delete_topics(ctx: HandlerContext, request: DeleteTopicsRequest
                 targets[name] = found_id
     for name, tid in targets.items():
         count = broker.logs.topics().get(name)
+        if not authz.topic(ctx, authz.DELETE, name):  # named by id
+            answer(None, tid, ErrorCode.TOPIC_AUTHORIZATION_FAILED, None)
+            continue
         if count is None:  # deleted meanwhile by another request
             answer(name, tid, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
                    "This server does not host this topic-partition.")
@@ -283,7 +294,9 @@ async def handle_create_partitions(ctx: HandlerContext,
             error, message = ErrorCode.INVALID_REQUEST, "Duplicate topic name."
         else:
             [t] = (t for t in request.topics if t.name == name)
-            error, message = await _add_partitions(broker, t, request.validate_only)
+            error, message = ((ErrorCode.TOPIC_AUTHORIZATION_FAILED, None)
+                              if not authz.topic(ctx, authz.ALTER, name)
+                              else await _add_partitions(broker, t, request.validate_only))
         results.append(_CP.CreatePartitionsTopicResult(name=name, error_code=error,
                                                         error_message=message))
     return ctx.response(throttle_time_ms=0, results=results)

@@ -17,6 +17,8 @@ from collections.abc import Container
 from ..protocol.api_keys import ApiKey
 from ..protocol.errors import ErrorCode
 from ..protocol.messages import response_type
+from ..security.acl import CLUSTER_NAME
+from . import authz
 from .admin import replica_assignment_problem
 from .bodies import (
     AlterPartitionReassignmentsRequest,
@@ -26,11 +28,6 @@ from .bodies import (
     Struct,
 )
 from .context import HandlerContext, HandlerResult
-
-#: DescribeCluster authorized operations without an authorizer: every operation Kafka supports
-#: on the cluster: CREATE (5), ALTER (7), DESCRIBE (8), CLUSTER_ACTION (9), DESCRIBE_CONFIGS
-#: (10), ALTER_CONFIGS (11), IDEMPOTENT_WRITE (12).
-CLUSTER_OPERATIONS = frozenset({5, 7, 8, 9, 10, 11, 12})
 
 _BROKER_ENDPOINT, _CONTROLLER_ENDPOINT = 1, 2
 _ENDPOINT_NAMES = {_BROKER_ENDPOINT: "BROKER", _CONTROLLER_ENDPOINT: "CONTROLLER"}
@@ -59,7 +56,7 @@ async def handle_describe_cluster(ctx: HandlerContext,
         throttle_time_ms=0, error_code=ErrorCode.NONE, error_message=None,
         endpoint_type=_BROKER_ENDPOINT, cluster_id=broker.cluster_id,
         controller_id=broker.cluster.controller_id(broker.node_id), brokers=nodes,
-        authorized_operations=(CLUSTER_OPERATIONS
+        authorized_operations=(authz.operations(ctx, authz.CLUSTER, CLUSTER_NAME)
                                if request.include_cluster_authorized_operations else None))
 
 
@@ -73,6 +70,10 @@ async def handle_elect_leaders(ctx: HandlerContext, request: ElectLeadersRequest
     """ElectLeaders v0-v2: every partition already has its preferred (and only) leader."""
     election = request.election_type if ctx.version >= 1 else _PREFERRED
     asked = request.topic_partitions
+    if not authz.cluster(ctx, authz.ALTER):
+        denied = ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+        return ctx.response(throttle_time_ms=0, error_code=denied, replica_election_results=[
+            _election(t.topic, [(p, denied, None) for p in t.partitions]) for t in asked or []])
     if election not in (_PREFERRED, _UNCLEAN):
         message = f"Unknown election type {election}"
         return ctx.response(throttle_time_ms=0, error_code=ErrorCode.INVALID_REQUEST,
@@ -127,6 +128,10 @@ async def handle_alter_partition_reassignments(
     """AlterPartitionReassignments v0-v1: ``[this broker]`` is accepted (nothing to move),
     anything else refused as a KRaft controller refuses it."""
     allow_rf_change = request.allow_replication_factor_change if ctx.version >= 1 else True
+    if not authz.cluster(ctx, authz.ALTER):
+        return ctx.response(throttle_time_ms=0, allow_replication_factor_change=allow_rf_change,
+                            error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
+                            error_message=None, responses=[])
     topics = ctx.broker.logs.topics()
     node = ctx.broker.node_id
     responses = []
@@ -163,5 +168,6 @@ def _reassign(topic: str, partition: int, replicas: list[int] | None, topics: di
 async def handle_list_partition_reassignments(
         ctx: HandlerContext, request: ListPartitionReassignmentsRequest) -> HandlerResult:
     """ListPartitionReassignments v0: no reassignment is ever in progress on one node."""
-    return ctx.response(throttle_time_ms=0, error_code=ErrorCode.NONE, error_message=None,
-                        topics=[])
+    error = (ErrorCode.NONE if authz.cluster(ctx, authz.DESCRIBE)
+             else ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
+    return ctx.response(throttle_time_ms=0, error_code=error, error_message=None, topics=[])

@@ -26,7 +26,7 @@ from ..log.cleaner_manager import cleaner_settings
 from ..protocol.api_keys import ApiKey
 from ..protocol.errors import ErrorCode
 from ..protocol.messages import response_type
-from . import loggers
+from . import authz, loggers
 from .bodies import RequestBody, Struct
 from .context import HandlerContext, HandlerResult
 from .state import BrokerState
@@ -67,6 +67,10 @@ async def handle_describe_configs(ctx: HandlerContext, request: RequestBody) -> 
     for r in request.resources:
         keys = set(r.configuration_keys or ()) or None
         try:
+            refused_code = authz.config_error(ctx, authz.DESCRIBE_CONFIGS, r.resource_type,
+                                              r.resource_name)
+            if refused_code:
+                raise _Refused(refused_code, None)
             entries = _describe(broker, r.resource_type, r.resource_name, keys, sources, topics)
         except _Refused as refused:
             results.append(_DCResult(error_code=refused.code, error_message=refused.message,
@@ -132,18 +136,27 @@ _IAC = response_type(ApiKey.IncrementalAlterConfigs)
 async def handle_alter_configs(ctx: HandlerContext, request: RequestBody) -> HandlerResult:
     """AlterConfigs: each resource's configs replace all of its previous ones."""
     return ctx.response(throttle_time_ms=0, responses=_alter_all(
-        ctx.broker, request, _AC.AlterConfigsResourceResponse, incremental=False))
+        ctx.broker, request, _AC.AlterConfigsResourceResponse, incremental=False,
+        denied=_alter_denied(ctx, request)))
 
 
 async def handle_incremental_alter_configs(ctx: HandlerContext,
                                            request: RequestBody) -> HandlerResult:
     """IncrementalAlterConfigs: SET, DELETE, APPEND and SUBTRACT (lists) per key."""
     return ctx.response(throttle_time_ms=0, responses=_alter_all(
-        ctx.broker, request, _IAC.AlterConfigsResourceResponse, incremental=True))
+        ctx.broker, request, _IAC.AlterConfigsResourceResponse, incremental=True,
+        denied=_alter_denied(ctx, request)))
+
+
+def _alter_denied(ctx: HandlerContext, request: RequestBody) -> dict[tuple[int, str], int]:
+    """The resources the principal may not ALTER_CONFIGS, with Kafka's error code."""
+    found = {(r.resource_type, r.resource_name): authz.config_error(
+        ctx, authz.ALTER_CONFIGS, r.resource_type, r.resource_name) for r in request.resources}
+    return {k: v for k, v in found.items() if v}
 
 
 def _alter_all(broker: BrokerState, request: RequestBody, result_type: Any, *,
-               incremental: bool) -> list[Struct]:
+               incremental: bool, denied: Mapping[tuple[int, str], int]) -> list[Struct]:
     seen = Counter((r.resource_type, r.resource_name) for r in request.resources)
     results = []
     for r in request.resources:
@@ -151,6 +164,8 @@ def _alter_all(broker: BrokerState, request: RequestBody, result_type: Any, *,
         try:
             if seen[(r.resource_type, r.resource_name)] > 1:
                 raise _Refused(ErrorCode.INVALID_REQUEST, "Each resource must appear at most once.")
+            if (r.resource_type, r.resource_name) in denied:
+                raise _Refused(denied[(r.resource_type, r.resource_name)], None)
             _check_configs(r.configs, incremental)
             ops = [(c.name, c.config_operation if incremental else SET, c.value)
                    for c in r.configs]

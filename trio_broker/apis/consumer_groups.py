@@ -17,9 +17,10 @@ from ..coordinator.consumer_groups import HeartbeatRequest, HeartbeatResult
 from ..protocol.api_keys import ApiKey
 from ..protocol.errors import ErrorCode
 from ..protocol.messages import response_type
+from . import authz
 from .bodies import RequestBody, ResponseBody, Struct
 from .context import HandlerContext, HandlerResult
-from .groups import GROUP_OPERATIONS, Reply, client_host
+from .groups import Reply, client_host
 
 _HB = response_type(ApiKey.ConsumerGroupHeartbeat)
 _CGD = response_type(ApiKey.ConsumerGroupDescribe)
@@ -42,6 +43,9 @@ async def handle_consumer_group_heartbeat(ctx: HandlerContext,
     if not broker.config.consumer_protocol_enabled:
         # Kafka, with consumer missing from group.coordinator.rebalance.protocols
         reply(HeartbeatResult(ErrorCode.UNSUPPORTED_VERSION))
+        return reply.result()
+    if not authz.group(ctx, authz.READ, request.group_id):
+        reply(HeartbeatResult(ErrorCode.GROUP_AUTHORIZATION_FAILED))
         return reply.result()
     owned = None if request.topic_partitions is None else _owned(request.topic_partitions)
     broker.groups.consumer_group_heartbeat(HeartbeatRequest(
@@ -82,14 +86,17 @@ async def handle_consumer_group_describe(ctx: HandlerContext,
     names = {tid: name for name, tid in ctx.broker.logs.topic_ids().items()}
     groups = []
     for group_id in request.group_ids:
-        if not coord.loaded:
+        if not authz.group(ctx, authz.DESCRIBE, group_id):
+            groups.append(_error(group_id, ErrorCode.GROUP_AUTHORIZATION_FAILED))
+        elif not coord.loaded:
             groups.append(_error(group_id, coord.not_ready_error))
         elif not group_id:
             groups.append(_error(group_id, ErrorCode.INVALID_GROUP_ID))
         elif group_id in coord.consumer_groups:
             groups.append(_described(coord.consumer_groups[group_id], names,
                                      coord.consumer.default_assignor, ctx.version,
-                                     wants_operations))
+                                     authz.operations(ctx, authz.GROUP, group_id)
+                                     if wants_operations else None))
         elif group_id in coord.groups:
             groups.append(_error(group_id, ErrorCode.GROUP_ID_NOT_FOUND,
                                  f"Group {group_id} is not a consumer group."))
@@ -106,7 +113,7 @@ def _error(group_id: str, error: ErrorCode, message: str | None = None) -> Struc
 
 
 def _described(group: ConsumerGroup, names: dict[uuid.UUID, str], default_assignor: str,
-               version: int, wants_operations: bool) -> Struct:
+               version: int, operations: frozenset[int] | None) -> Struct:
     """Kafka's ``ConsumerGroup.asDescribedGroup``."""
     member_cls = _CGD.DescribedGroup.Member
     tp_cls = member_cls.Assignment.TopicPartitions
@@ -126,7 +133,7 @@ def _described(group: ConsumerGroup, names: dict[uuid.UUID, str], default_assign
         group_state=str(group.state), group_epoch=group.group_epoch,
         assignment_epoch=group.assignment_epoch,
         assignor_name=group.preferred_assignor() or default_assignor, members=members,
-        authorized_operations=_bits(GROUP_OPERATIONS) if wants_operations else -2**31)
+        authorized_operations=_bits(operations) if operations is not None else -2**31)
 
 
 def _bits(operations: Iterable[int]) -> int:

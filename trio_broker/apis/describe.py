@@ -29,7 +29,7 @@ from ..protocol.api_keys import ApiKey
 from ..protocol.errors import ErrorCode
 from ..protocol.messages import response_type
 from ..protocol.wire import bits_to_int
-from .authorized_operations import topic_operations
+from . import authz
 from .bodies import (
     DescribeLogDirsRequest,
     DescribeProducersRequest,
@@ -66,7 +66,8 @@ async def handle_describe_topic_partitions(
     cursor = request.cursor
     start_name = cursor.topic_name if cursor is not None else ""
     every = not request.topics
-    requested = sorted(broker.logs.topics()) if every else sorted({t.name for t in request.topics})
+    requested = (sorted(authz.topics(ctx, authz.DESCRIBE, broker.logs.topics())) if every
+                 else sorted({t.name for t in request.topics}))
     names = [n for n in requested if n >= start_name]
     if cursor is not None and ((not every and cursor.topic_name not in names)
                                or cursor.partition_index < 0):
@@ -74,12 +75,17 @@ async def handle_describe_topic_partitions(
     remaining = max(min(MAX_REQUEST_PARTITION_SIZE_LIMIT, request.response_partition_limit), 1)
     topics: list[Struct] = []
     next_cursor = None
-    ops = bits_to_int(topic_operations())
     offline = broker.logs.offline_partitions
     for name in names:
         if remaining == 0:
             next_cursor = _Cursor(topic_name=name, partition_index=0)
             break
+        ops = bits_to_int(authz.operations(ctx, authz.TOPIC, name))
+        if not every and not authz.topic(ctx, authz.DESCRIBE, name):
+            topics.append(_DtpTopic(error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED, name=name,
+                                    topic_id=None, is_internal=False, partitions=[],
+                                    topic_authorized_operations=ops))
+            continue
         count = broker.logs.topics().get(name)
         if count is None:
             error = (ErrorCode.INVALID_TOPIC_EXCEPTION if validate_topic_name(name)
@@ -126,6 +132,9 @@ def _dtp_refused(ctx: HandlerContext, request: DescribeTopicPartitionsRequest) -
 
 async def handle_describe_log_dirs(ctx: HandlerContext,
                                    request: DescribeLogDirsRequest) -> HandlerResult:
+    if not authz.cluster(ctx, authz.DESCRIBE):
+        return ctx.response(throttle_time_ms=0, error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
+                            results=[])
     wanted = None if request.topics is None else {
         (t.topic, p) for t in request.topics for p in t.partitions}
     # sizes and file system figures come from the disk: off the event loop
@@ -179,7 +188,12 @@ async def handle_describe_producers(ctx: HandlerContext,
         invalid = validate_topic_name(t.name)
         known = logs.topics().get(t.name)
         parts = []
+        readable = authz.topic(ctx, authz.READ, t.name)
         for index in t.partition_indexes:
+            if not readable:
+                parts.append(_ProdPartition(partition_index=index,
+                                            error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED))
+                continue
             if invalid is not None:
                 parts.append(_ProdPartition(partition_index=index, error_message=invalid,
                                             error_code=ErrorCode.INVALID_TOPIC_EXCEPTION))

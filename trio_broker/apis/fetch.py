@@ -23,6 +23,7 @@ the client drops their records (control batches are skipped by every client).
 
 from __future__ import annotations
 
+from collections.abc import Container
 from typing import NamedTuple
 
 import trio
@@ -32,6 +33,7 @@ from ..protocol.api_keys import ApiKey
 from ..protocol.conversion import batches_to_legacy
 from ..protocol.errors import CorruptRecordError, ErrorCode, UnsupportedCompressionError
 from ..protocol.messages import response_type
+from . import authz
 from .bodies import FetchRequest, ResponseBody, Struct
 from .context import DEFERRED, HandlerContext, HandlerResult
 from .leader_epochs import check_leader_epoch
@@ -67,13 +69,14 @@ async def handle_fetch(ctx: HandlerContext, request: FetchRequest) -> HandlerRes
         # an incremental fetch names a session; this broker keeps none
         return ctx.response(throttle_time_ms=0, error_code=ErrorCode.FETCH_SESSION_ID_NOT_FOUND,
                             session_id=0, responses=[])
-    read = read_partitions(ctx.broker, request, v)
+    denied = authz.fetch_denied(ctx, request, v)
+    read = read_partitions(ctx.broker, request, v, denied)
     keys = [(t.topic, p.partition) for t in request.topics for p in t.partitions]
     if request.max_wait_ms <= 0 or read.total >= request.min_bytes or read.errors or not keys:
         return _response(ctx, read)
 
     def complete() -> None:
-        ctx.respond(_response(ctx, read_partitions(ctx.broker, request, v)))
+        ctx.respond(_response(ctx, read_partitions(ctx.broker, request, v, denied)))
 
     if v >= 13:  # parked by name: appends notify (name, partition)
         keys = [(ctx.broker.logs.topic_name(t.topic_id), p.partition)
@@ -93,8 +96,10 @@ def _response(ctx: HandlerContext, read: _Read) -> ResponseBody:
                         node_endpoints=nodes)
 
 
-def read_partitions(broker: BrokerState, request: FetchRequest, version: int) -> _Read:
-    """The topic responses, bytes read, partitions in error, honouring max_bytes and KIP-74."""
+def read_partitions(broker: BrokerState, request: FetchRequest, version: int,
+                    denied: Container[str | None] = ()) -> _Read:
+    """The topic responses, bytes read, partitions in error, honouring max_bytes and KIP-74;
+    topics in ``denied`` are answered TOPIC_AUTHORIZATION_FAILED."""
     logs = broker.logs
     remaining = request.max_bytes if request.max_bytes > 0 else 0x7FFFFFFF
     total = errors = 0
@@ -107,7 +112,8 @@ def read_partitions(broker: BrokerState, request: FetchRequest, version: int) ->
         parts = []
         for p in t.partitions:
             log = None if name is None else logs.get_log(name, p.partition)
-            error = _partition_error(broker, name, p, log, version)
+            error = (ErrorCode.TOPIC_AUTHORIZATION_FAILED if name in denied
+                     else _partition_error(broker, name, p, log, version))
             if error is not None:
                 errors += 1
                 parts.append(_part(p.partition, error))

@@ -18,6 +18,7 @@ from ..coordinator import JoinRequest, JoinResult, LeavingMember, SyncResult
 from ..protocol.api_keys import ApiKey
 from ..protocol.errors import ErrorCode
 from ..protocol.messages import response_type
+from . import authz
 from .bodies import (
     DeleteGroupsRequest,
     DescribeGroupsRequest,
@@ -34,11 +35,6 @@ from .context import DEFERRED, HandlerContext, HandlerResult
 from .replicas import coordinator_address
 
 LOGGER = logging.getLogger(__name__)
-
-#: DescribeGroups authorized_operations (bit numbers; the codec packs them) without an
-#: authorizer: every operation Kafka supports on a group, READ (3), DELETE (6), DESCRIBE (8),
-#: DESCRIBE_CONFIGS (10), ALTER_CONFIGS (11). None encodes Kafka's "not requested".
-GROUP_OPERATIONS = frozenset({3, 6, 8, 10, 11})
 
 #: FindCoordinator key types: a consumer group, a transactional id (this node coordinates
 #: both); a share group (key type 2) has no coordinator here, which Kafka answers as invalid.
@@ -94,12 +90,19 @@ async def find_coordinator(ctx: HandlerContext, request: FindCoordinatorRequest)
         cls = response_type(ApiKey.FindCoordinator).Coordinator
         coordinators = []
         for key in request.coordinator_keys:
-            if known and not cluster.single:
+            refused = known and authz.coordinator_error(ctx, key_type, key)
+            if known and not refused and not cluster.single:
                 node, host, port, error = coordinator_address(cluster, key_type, key)
-            coordinators.append(cls(key=key, node_id=node, host=host, port=port,
-                                    error_code=error,
-                                    error_message=None if known else _INVALID_REQUEST_MESSAGE))
+            coordinators.append(
+                cls(key=key, node_id=-1, host="", port=-1, error_code=refused, error_message=None)
+                if refused else
+                cls(key=key, node_id=node, host=host, port=port, error_code=error,
+                    error_message=None if known else _INVALID_REQUEST_MESSAGE))
         return ctx.response(throttle_time_ms=0, coordinators=coordinators)
+    refused = known and authz.coordinator_error(ctx, key_type, request.key)
+    if refused:
+        return ctx.response(throttle_time_ms=0, error_code=refused, error_message=None,
+                            node_id=-1, host="", port=-1)
     if known and not cluster.single:
         node, host, port, error = coordinator_address(cluster, key_type, request.key)
     # Kafka sets the error's name as the message of a successful answer, too.
@@ -131,6 +134,8 @@ async def join_group(ctx: HandlerContext, request: JoinGroupRequest) -> HandlerR
     if reason:
         LOGGER.info("group %s: member %r joins; reason: %s", request.group_id,
                     request.member_id, reason)
+    if not authz.group(ctx, authz.READ, request.group_id):
+        return build(JoinResult(ErrorCode.GROUP_AUTHORIZATION_FAILED))
     reply: Reply[JoinResult] = Reply(ctx, build)
     ctx.broker.groups.join_group(JoinRequest(
         group_id=request.group_id, member_id=request.member_id,
@@ -158,6 +163,8 @@ async def sync_group(ctx: HandlerContext, request: SyncGroupRequest) -> HandlerR
         # From v5 the protocol type and name are mandatory (Kafka checks before the group).
         reply(SyncResult(ErrorCode.INCONSISTENT_GROUP_PROTOCOL))
         return reply.result()
+    if not authz.group(ctx, authz.READ, request.group_id):
+        return build(SyncResult(ErrorCode.GROUP_AUTHORIZATION_FAILED))
     ctx.broker.groups.sync_group(
         group_id=request.group_id, generation_id=request.generation_id,
         member_id=request.member_id,
@@ -170,6 +177,8 @@ async def sync_group(ctx: HandlerContext, request: SyncGroupRequest) -> HandlerR
 
 
 async def heartbeat(ctx: HandlerContext, request: HeartbeatRequest) -> HandlerResult:
+    if not authz.group(ctx, authz.READ, request.group_id):
+        return ctx.response(throttle_time_ms=0, error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED)
     error = ctx.broker.groups.heartbeat(
         group_id=request.group_id, generation_id=request.generation_id,
         member_id=request.member_id,
@@ -184,6 +193,9 @@ async def leave_group(ctx: HandlerContext, request: LeaveGroupRequest) -> Handle
         leaving = [LeavingMember(m.member_id, m.group_instance_id,
                                  m.reason if ctx.version >= 5 else None)
                    for m in request.members]
+    if not authz.group(ctx, authz.READ, request.group_id):
+        return ctx.response(throttle_time_ms=0, error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED,
+                            members=[])
     error, errors = ctx.broker.groups.leave_group(request.group_id, leaving)
     if ctx.version < 3:  # one member: its error is the answer's
         return ctx.response(throttle_time_ms=0, error_code=error or errors[0])
@@ -202,6 +214,9 @@ async def describe_groups(ctx: HandlerContext, request: DescribeGroupsRequest) -
     wants_operations = ctx.version >= 3 and request.include_authorized_operations
     groups = []
     for group_id in request.groups:
+        if not authz.group(ctx, authz.DESCRIBE, group_id):
+            groups.append(_group_error(cls, group_id, ErrorCode.GROUP_AUTHORIZATION_FAILED, ""))
+            continue
         if not coord.loaded:
             groups.append(_group_error(cls, group_id, coord.not_ready_error, ""))
             continue
@@ -221,7 +236,8 @@ async def describe_groups(ctx: HandlerContext, request: DescribeGroupsRequest) -
                                 client_id=m.client_id, client_host=m.client_host,
                                 member_metadata=m.metadata, member_assignment=m.assignment)
                      for m in summary.members],
-            authorized_operations=GROUP_OPERATIONS if wants_operations else None))
+            authorized_operations=(authz.operations(ctx, authz.GROUP, group_id)
+                                   if wants_operations else None)))
     return ctx.response(throttle_time_ms=0, groups=groups)
 
 
@@ -240,21 +256,27 @@ async def list_groups(ctx: HandlerContext, request: ListGroupsRequest) -> Handle
     types = request.types_filter if ctx.version >= 5 else []
     # each node lists the groups it coordinates (admin clients ask every node and merge)
     cluster, node = ctx.broker.cluster, ctx.broker.node_id
+    every = authz.cluster(ctx, authz.DESCRIBE)  # else only the groups it may describe
     return ctx.response(throttle_time_ms=0, error_code=ErrorCode.NONE, groups=[
         cls(group_id=g.group_id, protocol_type=g.protocol_type, group_state=str(g.state),
             group_type=g.group_type)
         for g in coord.list_groups(states, types)
-        if cluster.single or cluster.coordinator_for(_GROUP_KEY, g.group_id) == node])
+        if (cluster.single or cluster.coordinator_for(_GROUP_KEY, g.group_id) == node)
+        and (every or authz.group(ctx, authz.DESCRIBE, g.group_id))])
 
 
 async def delete_groups(ctx: HandlerContext, request: DeleteGroupsRequest) -> HandlerResult:
     cls = response_type(ApiKey.DeleteGroups).DeletableGroupResult
     names = list(dict.fromkeys(request.groups_names))  # Kafka answers each group once
 
+    refused = {gid: ErrorCode.GROUP_AUTHORIZATION_FAILED for gid in names
+               if not authz.group(ctx, authz.DELETE, gid)}
+
     def build(results: dict[str, ErrorCode]) -> ResponseBody:
+        results = {**results, **refused}
         return ctx.response(throttle_time_ms=0, results=[
             cls(group_id=gid, error_code=results.get(gid, ErrorCode.NONE)) for gid in names])
 
     reply: Reply[dict[str, ErrorCode]] = Reply(ctx, build)
-    ctx.broker.groups.delete_groups(names, reply)
+    ctx.broker.groups.delete_groups([gid for gid in names if gid not in refused], reply)
     return reply.result()

@@ -14,6 +14,7 @@ from __future__ import annotations
 from ..log.offload import run_io
 from ..protocol.api_keys import ApiKey
 from ..protocol.errors import ErrorCode
+from . import authz
 from .bodies import InitProducerIdRequest
 from .context import HandlerContext, HandlerResult
 from .transactions import fencing_error
@@ -32,6 +33,8 @@ async def handle_init_producer_id(ctx: HandlerContext,
     if request.transactional_id is not None:
         if not request.transactional_id:
             return _refused(ctx, ErrorCode.INVALID_REQUEST)
+        if not authz.transactional_id(ctx, authz.WRITE, request.transactional_id):
+            return _refused(ctx, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
         error, producer_id, epoch = await ctx.broker.transactions.init_producer_id(
             request.transactional_id, request.transaction_timeout_ms,
             expected_id=expected_id, expected_epoch=expected_epoch)
@@ -39,6 +42,9 @@ async def handle_init_producer_id(ctx: HandlerContext,
             return _refused(ctx, fencing_error(ctx, ApiKey.InitProducerId, error))
         return ctx.response(throttle_time_ms=0, error_code=0, producer_id=producer_id,
                             producer_epoch=epoch)
+    if not (authz.cluster(ctx, authz.IDEMPOTENT_WRITE)
+            or authz.any_resource(ctx, authz.WRITE, authz.TOPIC)):
+        return _refused(ctx, ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
     try:
         producer_id = await run_io(ctx.broker.producer_ids.allocate)
     except OSError:

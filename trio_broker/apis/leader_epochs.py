@@ -14,6 +14,7 @@ from ..log import Log
 from ..protocol.api_keys import ApiKey
 from ..protocol.errors import ErrorCode
 from ..protocol.messages import response_type
+from . import authz
 from .bodies import OffsetForLeaderEpochRequest
 from .context import HandlerContext, HandlerResult
 
@@ -43,8 +44,13 @@ async def handle_offset_for_leader_epoch(ctx: HandlerContext,
     topics = []
     for t in request.topics:
         parts = []
+        described = authz.topic(ctx, authz.DESCRIBE, t.topic)
         for p in t.partitions:
             log = logs.get_log(t.topic, p.partition)
+            if not described:
+                parts.append(_PartResp(partition=p.partition,
+                                       error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED))
+                continue
             if log is None:
                 offline = (t.topic, p.partition) in logs.offline_partitions
                 missing = (ErrorCode.KAFKA_STORAGE_ERROR if offline

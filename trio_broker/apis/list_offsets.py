@@ -28,6 +28,7 @@ from ..log.lookups import (
 from ..protocol.api_keys import ApiKey
 from ..protocol.errors import ErrorCode
 from ..protocol.messages import response_type
+from . import authz
 from .bodies import ListOffsetsRequest, Struct
 from .context import HandlerContext, HandlerResult
 from .leader_epochs import check_leader_epoch
@@ -50,8 +51,11 @@ async def handle_list_offsets(ctx: HandlerContext, request: ListOffsetsRequest) 
     topics = []
     for t in request.topics:
         parts = []
+        described = authz.topic(ctx, authz.DESCRIBE, t.name)
         for p in t.partitions:
-            if v >= 1 and seen[t.name, p.partition_index] > 1:
+            if not described:
+                parts.append(_error(p.partition_index, ErrorCode.TOPIC_AUTHORIZATION_FAILED))
+            elif v >= 1 and seen[t.name, p.partition_index] > 1:
                 parts.append(_error(p.partition_index, ErrorCode.INVALID_REQUEST))
             elif p.timestamp < 0 and v < _FIRST_VERSION.get(p.timestamp, 99):
                 parts.append(_error(p.partition_index, ErrorCode.UNSUPPORTED_VERSION))

@@ -17,7 +17,8 @@ from ..log import LogManager
 from ..protocol.api_keys import ApiKey
 from ..protocol.errors import ErrorCode
 from ..protocol.messages import response_type
-from .authorized_operations import cluster_operations, topic_operations
+from ..security.acl import CLUSTER_NAME
+from . import authz
 from .bodies import MetadataRequest, ResponseBody, Struct
 from .context import HandlerContext, HandlerResult
 from .replicas import ClusterModel
@@ -43,8 +44,8 @@ async def handle_metadata(ctx: HandlerContext, request: MetadataRequest) -> Hand
     ids = [] if all_topics else [t.topic_id for t in requested if t.topic_id is not None]
     topics: list[Struct] = []
     names: list[str]
-    if all_topics:
-        names = sorted(logs.topics())
+    if all_topics:  # only those the principal may describe
+        names = sorted(authz.topics(ctx, authz.DESCRIBE, logs.topics()))
     elif ids:  # by id: names in the request are not looked at
         names = []
         for topic_id in dict.fromkeys(ids):
@@ -59,12 +60,23 @@ async def handle_metadata(ctx: HandlerContext, request: MetadataRequest) -> Hand
     allow_auto = (request.allow_auto_topic_creation if v >= 4 else True) and not ids
     offline = logs.offline_partitions
     for name in names:
+        if not all_topics and not authz.topic(ctx, authz.DESCRIBE, name):
+            # asked by id: the name is not revealed (Kafka)
+            topics.append(_Topic(error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED,
+                                 name=None if ids else name,
+                                 topic_id=logs.topic_id(name) if ids else None,
+                                 is_internal=False, partitions=[]))
+            continue
         if validate_topic_name(name) is not None:
             topics.append(_topic(logs, broker.cluster, name, ErrorCode.INVALID_TOPIC_EXCEPTION,
                                  0, offline))
             continue
         known = partition_count(broker, name)
-        if known is None and not all_topics:
+        if (known is None and not all_topics and allow_auto
+                and broker.config.auto_create_topics_enable
+                and not authz.may_create_topic(ctx, name)):
+            error, count = ErrorCode.TOPIC_AUTHORIZATION_FAILED, 0
+        elif known is None and not all_topics:
             error, count = await ensure_topic(broker, name, allow_auto_create=allow_auto)
         else:
             error, count = ErrorCode.NONE, known or 0
@@ -72,8 +84,8 @@ async def handle_metadata(ctx: HandlerContext, request: MetadataRequest) -> Hand
     if v >= 8 and request.include_topic_authorized_operations:
         for topic in topics:
             if topic.error_code == 0:
-                topic.authorized_operations = topic_operations()
-    cluster_ops = (cluster_operations() if 8 <= v <= 10
+                topic.authorized_operations = authz.operations(ctx, authz.TOPIC, topic.name)
+    cluster_ops = (authz.operations(ctx, authz.CLUSTER, CLUSTER_NAME) if 8 <= v <= 10
                    and request.include_cluster_authorized_operations else None)
     return ctx.response(
         throttle_time_ms=0,

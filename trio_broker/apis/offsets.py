@@ -24,6 +24,7 @@ from ..coordinator.offset_log import TopicPartition
 from ..protocol.api_keys import ApiKey
 from ..protocol.errors import ErrorCode
 from ..protocol.messages import response_type
+from . import authz
 from .bodies import (
     OffsetCommitRequest,
     OffsetDeleteRequest,
@@ -65,7 +66,9 @@ async def offset_commit(ctx: HandlerContext, request: OffsetCommitRequest) -> Ha
                 for p in t.partitions])
             for t in request.topics])
 
-    unknown = _unknown_partitions(ctx, ((e.topic, e.partition) for e in entries))
+    asked = [(e.topic, e.partition) for e in entries]
+    unknown = {**_unknown_partitions(ctx, asked),
+               **authz.offset_errors(ctx, authz.READ, request.group_id, authz.READ, asked)}
     entries = [e for e in entries if (e.topic, e.partition) not in unknown]
     if not entries:
         return build(unknown)
@@ -151,10 +154,16 @@ def _group_result(ctx: HandlerContext, group_id: str, partitions: list[TopicPart
     group_cls = _OF.OffsetFetchResponseGroup
     topic_cls = group_cls.OffsetFetchResponseTopics
     part_cls = topic_cls.OffsetFetchResponsePartitions
+    if not authz.group(ctx, authz.DESCRIBE, group_id):
+        return group_cls(group_id=group_id, topics=[],
+                         error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED)
     error, found = ctx.broker.groups.fetch_offsets(group_id, partitions, member_id=member_id,
                                                    member_epoch=member_epoch)
+    found, denied = authz.visible_offsets(ctx, found, explicit=partitions is not None)
     topics = [] if error else [
         topic_cls(name=topic, partitions=[
+            _partition(part_cls, p, None, ErrorCode.TOPIC_AUTHORIZATION_FAILED)
+            if (topic, p) in denied else
             _partition(part_cls, p, None, ErrorCode.UNSTABLE_OFFSET_COMMIT)
             if (topic, p) in unstable else _partition(part_cls, p, om, ErrorCode.NONE)
             for p, om in parts])
@@ -168,7 +177,11 @@ def _single_group_result(ctx: HandlerContext, group_id: str,
     topic_cls = _OF.OffsetFetchResponseTopic
     part_cls = topic_cls.OffsetFetchResponsePartition
     v = ctx.version
-    error, found = ctx.broker.groups.fetch_offsets(group_id, partitions)
+    if authz.group(ctx, authz.DESCRIBE, group_id):
+        error, found = ctx.broker.groups.fetch_offsets(group_id, partitions)
+    else:
+        error, found = ErrorCode.GROUP_AUTHORIZATION_FAILED, []
+    found, denied = authz.visible_offsets(ctx, found, explicit=partitions is not None)
     if error and v >= 2:
         return ctx.response(throttle_time_ms=0, topics=[], error_code=error)
     if error:  # v0-v1 have no top-level error code: every requested partition carries it
@@ -181,6 +194,9 @@ def _single_group_result(ctx: HandlerContext, group_id: str,
     if unstable and not error:
         unknown = dict.fromkeys(unstable, ErrorCode.UNSTABLE_OFFSET_COMMIT)
         found = [(tp, None if tp in unstable else om) for tp, om in found]
+    if denied and not error:
+        unknown = {**unknown, **denied}
+        found = [(tp, None if tp in denied else om) for tp, om in found]
     return ctx.response(throttle_time_ms=0, error_code=ErrorCode.NONE, topics=[
         topic_cls(name=topic, partitions=[
             _partition(part_cls, p, om, error or unknown.get((topic, p), ErrorCode.NONE))
@@ -211,7 +227,11 @@ async def offset_delete(ctx: HandlerContext, request: OffsetDeleteRequest) -> Ha
     topic_cls = response_type(ApiKey.OffsetDelete).OffsetDeleteResponseTopic
     part_cls = topic_cls.OffsetDeleteResponsePartition
     asked = [(t.name, p.partition_index) for t in request.topics for p in t.partitions]
-    unknown = _unknown_partitions(ctx, asked)
+    if not authz.group(ctx, authz.DELETE, request.group_id):
+        return ctx.response(error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED, throttle_time_ms=0,
+                            topics=[])
+    unknown = {**_unknown_partitions(ctx, asked),
+               **authz.offset_errors(ctx, authz.DELETE, request.group_id, authz.READ, asked)}
 
     def build(outcome: tuple[ErrorCode, dict[TopicPartition, ErrorCode]]) -> ResponseBody:
         error, results = outcome

@@ -41,6 +41,7 @@ from ..protocol.errors import (
 )
 from ..protocol.legacy import entry_magic
 from ..protocol.messages import response_type
+from . import authz
 from .bodies import ProduceRequest, Struct
 from .context import CloseConnection, HandlerContext, HandlerResult
 from .replicas import ClusterModel, leader_endpoints
@@ -74,10 +75,14 @@ async def handle_produce(ctx: HandlerContext, request: ProduceRequest) -> Handle
     hint_nodes = False
     for topic in request.topic_data:
         name = logs.topic_name(topic.topic_id) if by_id else topic.name
+        refused = authz.produce_error(ctx, request.transactional_id, name)
         parts = []
         for pd in topic.partition_data:
             if acks not in (0, 1, -1):
                 parts.append(_part(pd.index, ErrorCode.INVALID_REQUIRED_ACKS))
+                continue
+            if refused:
+                parts.append(_part(pd.index, refused))
                 continue
             if name is None:
                 parts.append(_part(pd.index, ErrorCode.UNKNOWN_TOPIC_ID))

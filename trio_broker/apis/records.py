@@ -17,6 +17,7 @@ from ..log.offload import run_io
 from ..protocol.api_keys import ApiKey
 from ..protocol.errors import ErrorCode
 from ..protocol.messages import response_type
+from . import authz
 from .bodies import RequestBody, Struct
 from .context import HandlerContext, HandlerResult
 from .state import BrokerState
@@ -29,10 +30,14 @@ _DR = response_type(ApiKey.DeleteRecords)
 async def handle_delete_records(ctx: HandlerContext, request: RequestBody) -> HandlerResult:
     asked = [(t.name, p.partition_index, p.offset) for t in request.topics
              for p in t.partitions]
-    answers = await run_io(_delete, ctx.broker, asked)
+    allowed = authz.topics(ctx, authz.DELETE, {name for name, _, _ in asked})
+    done = iter(await run_io(
+        _delete, ctx.broker, [entry for entry in asked if entry[0] in allowed]))
     result = _DR.DeleteRecordsTopicResult.DeleteRecordsPartitionResult
     topics: dict[str, list[Struct]] = {}
-    for (name, partition, _), (error, low) in zip(asked, answers, strict=True):
+    for name, partition, _ in asked:
+        error, low = (next(done) if name in allowed
+                      else (ErrorCode.TOPIC_AUTHORIZATION_FAILED, -1))
         topics.setdefault(name, []).append(result(partition_index=partition,
                                                   low_watermark=low, error_code=error))
     return ctx.response(throttle_time_ms=0, topics=[

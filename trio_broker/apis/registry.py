@@ -15,6 +15,7 @@ from ..protocol.api_keys import SUPPORTED_VERSIONS, ApiKey, VersionRange
 from ..protocol.errors import ErrorCode
 from ..protocol.messages import response_type
 from . import (
+    acls,
     admin,
     cluster,
     configs,
@@ -28,6 +29,7 @@ from . import (
     metadata,
     offsets,
     produce,
+    quotas,
     records,
     sasl,
     scram,
@@ -88,6 +90,11 @@ HANDLERS: dict[int, Handler] = {
     ApiKey.ElectLeaders: cluster.handle_elect_leaders,
     ApiKey.AlterPartitionReassignments: cluster.handle_alter_partition_reassignments,
     ApiKey.ListPartitionReassignments: cluster.handle_list_partition_reassignments,
+    ApiKey.DescribeAcls: acls.handle_describe_acls,
+    ApiKey.DescribeClientQuotas: quotas.handle_describe_client_quotas,
+    ApiKey.AlterClientQuotas: quotas.handle_alter_client_quotas,
+    ApiKey.CreateAcls: acls.handle_create_acls,
+    ApiKey.DeleteAcls: acls.handle_delete_acls,
     ApiKey.DescribeUserScramCredentials: scram.handle_describe_user_scram_credentials,
     ApiKey.AlterUserScramCredentials: scram.handle_alter_user_scram_credentials,
     ApiKey.DescribeCluster: cluster.handle_describe_cluster,

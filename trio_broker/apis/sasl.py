@@ -19,7 +19,7 @@ from .context import HandlerContext, HandlerResult
 async def handle_sasl_handshake(ctx: HandlerContext,
                                 request: SaslHandshakeRequest) -> HandlerResult:
     auth = ctx.request.sasl
-    if auth is None or auth.state is not SaslState.HANDSHAKE:
+    if auth is None or not auth.accepts_handshake:
         mechanisms = list(auth.settings.mechanisms) if auth is not None else []
         return ctx.response(error_code=ErrorCode.ILLEGAL_SASL_STATE, mechanisms=mechanisms)
     error, mechanisms = auth.handshake(request.mechanism)
@@ -38,4 +38,4 @@ async def handle_sasl_authenticate(ctx: HandlerContext,
     # PLAIN costs a PBKDF2 of a few milliseconds: keep it off the event loop.
     error, message, reply = await trio.to_thread.run_sync(auth.authenticate, token)
     return ctx.response(error_code=error, error_message=message, auth_bytes=reply,
-                        session_lifetime_ms=0)
+                        session_lifetime_ms=auth.session_lifetime_ms if not error else 0)

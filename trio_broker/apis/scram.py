@@ -24,6 +24,7 @@ from ..security.credentials import (
     describe_scram_credentials,
 )
 from ..security.scram import MECHANISM_TYPES
+from . import authz
 from .bodies import AlterUserScramCredentialsRequest, DescribeUserScramCredentialsRequest
 from .context import HandlerContext, HandlerResult
 
@@ -35,6 +36,10 @@ _ALTER = response_type(ApiKey.AlterUserScramCredentials).AlterUserScramCredentia
 async def handle_describe_user_scram_credentials(
         ctx: HandlerContext, request: DescribeUserScramCredentialsRequest) -> HandlerResult:
     users = None if request.users is None else [u.name for u in request.users]
+    if not authz.cluster(ctx, authz.DESCRIBE):
+        return ctx.response(throttle_time_ms=0,
+                            error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
+                            error_message=None, results=[])
     path = ctx.broker.config.sasl_credentials_file or None
     try:
         found = await trio.to_thread.run_sync(describe_scram_credentials, path, users)
@@ -59,7 +64,10 @@ async def handle_alter_user_scram_credentials(
                   for u in request.upsertions]
     path = ctx.broker.config.sasl_credentials_file
     results: list[UserResult]
-    if not path:
+    if not authz.cluster(ctx, authz.ALTER):
+        users = dict.fromkeys([*(d.user for d in deletions), *(u.user for u in upsertions)])
+        results = [(user, ErrorCode.CLUSTER_AUTHORIZATION_FAILED, None) for user in users]
+    elif not path:
         users = dict.fromkeys([*(d.user for d in deletions), *(u.user for u in upsertions)])
         results = [(user, ErrorCode.SECURITY_DISABLED,
                     "sasl.credentials.file is not set: SCRAM credentials cannot be stored")

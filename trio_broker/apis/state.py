@@ -26,6 +26,8 @@ from ..log import LogManager, ProducerIdManager, log_config_from
 from ..log.cleaner_manager import LogCleaner
 from ..log.offload import mock_clock
 from ..metrics import BrokerMetrics
+from ..security.acl_store import AclStore, authorizer_from_config
+from ..security.client_quotas import QUOTA_FILE, ClientQuotas
 from .purgatory import Purgatory
 from .replicas import ClusterModel, Node
 from .telemetry_state import TelemetryState
@@ -71,6 +73,19 @@ class BrokerState:
     cluster: ClusterModel = attrs.field(default=attrs.Factory(
         lambda self: ClusterModel([Node(self.config.node_id, self.advertised_host,
                                         self.advertised_port)], self.logs), takes_self=True))
+    #: ACLs and Kafka's decisions over them; None without ``authorizer.class.name``
+    authorizer: AclStore | None = attrs.field(default=attrs.Factory(
+        lambda self: authorizer_from_config(self.config.log_dir_list[0],
+                                            self.config.authorizer_class_name,
+                                            self.config.super_users,
+                                            self.config.allow_everyone_if_no_acl_found),
+        takes_self=True))
+    #: client quotas (AlterClientQuotas), persisted in the first log dir, and their sensors
+    quotas: ClientQuotas = attrs.field(default=attrs.Factory(
+        lambda self: ClientQuotas(self.config.log_dir_list[0] / QUOTA_FILE,
+                                  samples=self.config.quota_window_num,
+                                  window_s=self.config.quota_window_size_seconds),
+        takes_self=True))
 
     def __attrs_post_init__(self) -> None:
         # Consumer groups (KIP-848) assign partitions by topic id and resolve regexes over

@@ -20,6 +20,7 @@ from ..coordinator.txn_metadata import TxnState
 from ..protocol.api_keys import ApiKey
 from ..protocol.errors import ErrorCode
 from ..protocol.messages import response_type
+from . import authz
 from .bodies import RequestBody, Struct
 from .context import HandlerContext, HandlerResult
 from .fault_state import TRANSACTION_KEY
@@ -62,11 +63,18 @@ async def add_partitions_to_txn(ctx: HandlerContext, request: RequestBody) -> Ha
     txns = ctx.broker.transactions
     if ctx.version <= 3:
         wanted = [(t.name, p) for t in request.v3_and_below_topics for p in t.partitions]
+        refused = authz.add_partitions_errors(ctx, request.v3_and_below_transactional_id, wanted)
+        if refused:
+            return ctx.response(throttle_time_ms=0,
+                                results_by_topic_v3_and_below=_topic_results(ctx, refused))
         results = await txns.add_partitions(
             request.v3_and_below_transactional_id, request.v3_and_below_producer_id,
             request.v3_and_below_producer_epoch, wanted)
         return ctx.response(throttle_time_ms=0,
                             results_by_topic_v3_and_below=_topic_results(ctx, results))
+    if not authz.cluster(ctx, authz.CLUSTER_ACTION):  # v4+: brokers' verification
+        return ctx.response(throttle_time_ms=0, error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
+                            results_by_transaction=[])
     out = []
     for txn in request.transactions:
         wanted = [(t.name, p) for t in txn.topics for p in t.partitions]
@@ -80,6 +88,11 @@ async def add_partitions_to_txn(ctx: HandlerContext, request: RequestBody) -> Ha
 
 
 async def add_offsets_to_txn(ctx: HandlerContext, request: RequestBody) -> HandlerResult:
+    if not authz.transactional_id(ctx, authz.WRITE, request.transactional_id):
+        return ctx.response(throttle_time_ms=0,
+                            error_code=ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
+    if not authz.group(ctx, authz.READ, request.group_id):
+        return ctx.response(throttle_time_ms=0, error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED)
     error = await ctx.broker.transactions.add_offsets(
         request.transactional_id, request.producer_id, request.producer_epoch, request.group_id)
     return ctx.response(throttle_time_ms=0,
@@ -87,6 +100,10 @@ async def add_offsets_to_txn(ctx: HandlerContext, request: RequestBody) -> Handl
 
 
 async def end_txn(ctx: HandlerContext, request: RequestBody) -> HandlerResult:
+    if not authz.transactional_id(ctx, authz.WRITE, request.transactional_id):
+        return ctx.response(throttle_time_ms=0,
+                            error_code=ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
+                            producer_id=-1, producer_epoch=-1)
     error = await ctx.broker.transactions.end_txn(
         request.transactional_id, request.producer_id, request.producer_epoch,
         request.committed)
@@ -100,11 +117,15 @@ async def txn_offset_commit(ctx: HandlerContext, request: RequestBody) -> Handle
                          p.committed_leader_epoch if ctx.version >= 2 else -1,
                          p.committed_metadata)
                for t in request.topics for p in t.partitions]
-    results = await ctx.broker.transactions.txn_offset_commit(
+    refused = authz.txn_offset_commit_errors(ctx, request.transactional_id, request.group_id,
+                                             [(o.topic, o.partition) for o in offsets])
+    offsets = [o for o in offsets if (o.topic, o.partition) not in refused]
+    results = {**(await ctx.broker.transactions.txn_offset_commit(
         request.transactional_id, request.group_id, request.producer_id, request.producer_epoch,
         offsets, generation_id=request.generation_id if v3 else -1,
         member_id=request.member_id if v3 else "",
-        group_instance_id=request.group_instance_id if v3 else None)
+        group_instance_id=request.group_instance_id if v3 else None) if offsets else {}),
+        **refused}
     by_topic: dict[str, list[Struct]] = {}
     for (topic, partition), error in results.items():
         by_topic.setdefault(topic, []).append(_TOCPart(
@@ -119,7 +140,9 @@ async def describe_transactions(ctx: HandlerContext, request: RequestBody) -> Ha
     out = []
     for tid in request.transactional_ids:
         meta = txns.transactions.get(tid)
-        if not txns.loaded:
+        if not authz.transactional_id(ctx, authz.DESCRIBE, tid):
+            error = ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+        elif not txns.loaded:
             error = ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
         elif meta is None:
             error = ErrorCode.TRANSACTIONAL_ID_NOT_FOUND
@@ -175,6 +198,8 @@ async def list_transactions(ctx: HandlerContext, request: RequestBody) -> Handle
         if duration >= 0 and (meta.start_ms < 0 or now - meta.start_ms < duration):
             continue
         if matcher is not None and not matcher.fullmatch(tid):
+            continue
+        if not authz.transactional_id(ctx, authz.DESCRIBE, tid):
             continue
         out.append(_LTState(transactional_id=tid, producer_id=meta.producer_id,
                             transaction_state=meta.state.value))

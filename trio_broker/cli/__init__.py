@@ -82,6 +82,12 @@ def _configs() -> Tool:
     return CONFIGS
 
 
+def _acls() -> Tool:
+    from .acls import ACLS
+
+    return ACLS
+
+
 def _cluster() -> Tool:
     from .cluster import CLUSTER
 
@@ -116,6 +122,7 @@ COMMANDS: dict[str, Command] = {
     "groups": Command("list, describe, reset offsets of or delete consumer groups", _groups),
     "configs": Command("describe or alter topic and broker configs", _configs),
     "delete-records": Command("delete records below an offset", _delete_records),
+    "acls": Command("add, remove or list ACLs", _acls),
     "cluster": Command("describe the cluster: id, brokers, controller, API versions",
                        _cluster),
     "transactions": Command("list transactional ids or describe one", _transactions),

@@ -72,6 +72,9 @@ CLIENT_VERSIONS: dict[int, VersionRange] = {
     ApiKey.ConsumerGroupHeartbeat: VersionRange(0, 1),
     ApiKey.ConsumerGroupDescribe: VersionRange(0, 1),
     ApiKey.DescribeLogDirs: VersionRange(1, 4),
+    ApiKey.DescribeAcls: VersionRange(1, 3),  # v1+ know prefixed patterns
+    ApiKey.CreateAcls: VersionRange(1, 3),
+    ApiKey.DeleteAcls: VersionRange(1, 3),
 }
 
 BrokerVersions = Mapping[int, tuple[int, int]]

@@ -15,6 +15,7 @@ from typing import Any
 
 import attrs
 
+from ..security.acl import AUTHORIZER_CLASSES
 from .consumer_groups import KEYS as CONSUMER_GROUP_TIMEOUT_KEYS
 from .consumer_groups import consumer_group_bounds_error
 from .defs import NO_DEFAULT, ConfigKey, ConfigType, ConfigValueError, Support
@@ -116,6 +117,17 @@ class BrokerConfig:
     sasl_credentials_file: str = _f("sasl.credentials.file")
     sasl_server_max_receive_size: int = _f("sasl.server.max.receive.size")
     connection_failed_authentication_delay_ms: int = _f("connection.failed.authentication.delay.ms")
+    connections_max_reauth_ms: int = _f("connections.max.reauth.ms")
+    sasl_oauthbearer_jwks_endpoint_url: str | None = _f("sasl.oauthbearer.jwks.endpoint.url")
+    sasl_oauthbearer_sub_claim_name: str = _f("sasl.oauthbearer.sub.claim.name")
+    sasl_oauthbearer_clock_skew_seconds: int = _f("sasl.oauthbearer.clock.skew.seconds")
+    sasl_oauthbearer_expected_audience: str | None = _f("sasl.oauthbearer.expected.audience")
+    sasl_oauthbearer_expected_issuer: str | None = _f("sasl.oauthbearer.expected.issuer")
+    authorizer_class_name: str = _f("authorizer.class.name")
+    super_users: str = _f("super.users")
+    allow_everyone_if_no_acl_found: bool = _f("allow.everyone.if.no.acl.found")
+    quota_window_num: int = _f("quota.window.num")
+    quota_window_size_seconds: int = _f("quota.window.size.seconds")
     # --- logs -----------------------------------------------------------------------------------
     log_dirs: str = _f("log.dirs")
     log_dir: str = _f("log.dir")
@@ -315,6 +327,11 @@ def check_config(config: BrokerConfig) -> None:
         raise ConfigError(f"The values for broker.id ({config.originals['broker.id']}) and "
                           f"node.id ({config.originals['node.id']}) must be the same if both are "
                           "specified.", key="node.id")
+    if config.authorizer_class_name.strip() and (
+            config.authorizer_class_name.strip() not in AUTHORIZER_CLASSES):
+        raise ConfigError(f"authorizer.class.name={config.authorizer_class_name!r}: the "
+                          "supported authorizer is org.apache.kafka.metadata.authorizer."
+                          "StandardAuthorizer", key="authorizer.class.name")
     protocols = {listener.security_protocol for listener in config.listener_list}
     if protocols & {"SSL", "SASL_SSL"} and not config.ssl_certfile:
         raise ConfigError(f"listeners={config.listeners!r}: an SSL or SASL_SSL listener needs "
@@ -329,7 +346,7 @@ def check_config(config: BrokerConfig) -> None:
             raise ConfigError(f"Invalid value {config.sasl_enabled_mechanisms} for configuration "
                               f"sasl.enabled.mechanisms: expected one or more of "
                               f"{', '.join(SASL_MECHANISMS)}", key="sasl.enabled.mechanisms")
-        if not config.sasl_credentials_file:
+        if not config.sasl_credentials_file and set(mechanisms) - {"OAUTHBEARER"}:
             raise ConfigError(f"listeners={config.listeners!r}: a SASL listener needs "
                               "sasl.credentials.file", key="listeners")
     bounds = consumer_group_bounds_error(

@@ -30,7 +30,7 @@ ALIASES = {"broker.id": "node.id", "ssl.keystore.location": "ssl.certfile",
 LISTENER_MECHANISM_KEYS = ("sasl.jaas.config", "sasl.login.callback.handler.class",
                            "sasl.login.class", "sasl.server.callback.handler.class",
                            "connections.max.reauth.ms")
-SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
+SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER")
 
 
 def _roles(value: list[str]) -> str | None:
@@ -125,8 +125,8 @@ _HONOURED: tuple[ConfigKey, ...] = (
     _h("ssl.client.auth", "Client certificates: none, requested or required."),
     _h("ssl.enabled.protocols", "TLS versions accepted."),
     _h("ssl.cipher.suites", "OpenSSL cipher list for TLS 1.2; empty = OpenSSL's default."),
-    _h("sasl.enabled.mechanisms", "SASL mechanisms offered on SASL listeners (GSSAPI and "
-       "OAUTHBEARER are not supported).", default=list(SASL_MECHANISMS)),
+    _h("sasl.enabled.mechanisms", "SASL mechanisms offered on SASL listeners (GSSAPI is not "
+       "supported).", default=list(SASL_MECHANISMS[:3])),
     _h("sasl.credentials.file", "JSON file of SCRAM-hashed users (python -m "
        "trio_broker.security.credentials add USER --file F).", own=True, type_=T.STRING,
        default=""),
@@ -134,6 +134,23 @@ _HONOURED: tuple[ConfigKey, ...] = (
        validator=AtLeast(1)),
     _h("connection.failed.authentication.delay.ms", "Delay before answering and closing a failed "
        "login."),
+    _h("connections.max.reauth.ms", "Session lifetime of SASL connections; the client "
+       "re-authenticates before it ends (KIP-368). 0 = sessions never end."),
+    _h("sasl.oauthbearer.jwks.endpoint.url", "file: URL of the JWKS that signs OAUTHBEARER "
+       "tokens; unset = unsecured JWS tokens (development only)."),
+    _h("sasl.oauthbearer.sub.claim.name", "OAUTHBEARER claim naming the principal."),
+    _h("sasl.oauthbearer.clock.skew.seconds", "Clock skew allowed on signed tokens' times."),
+    _h("sasl.oauthbearer.expected.audience", "Audiences a signed token must name one of."),
+    _h("sasl.oauthbearer.expected.issuer", "Issuer a signed token must name."),
+    _h("authorizer.class.name", "org.apache.kafka.metadata.authorizer.StandardAuthorizer turns "
+       "on ACL authorization (kept in acls.json in the first log dir); empty = off."),
+    _h("super.users", "Principals allowed everything, ';'-separated (User:admin;User:ops).",
+       own=True, type_=T.STRING, default="", note="Kafka's authorizer key"),
+    _h("quota.window.num", "Client quota burst: a new client may use this many windows' worth "
+       "of its quota at once."),
+    _h("quota.window.size.seconds", "Length of one client quota window, in seconds."),
+    _h("allow.everyone.if.no.acl.found", "Allow an action on a resource no ACL names (else "
+       "deny).", own=True, type_=T.BOOLEAN, default=False, note="Kafka's authorizer key"),
     # --- logs -----------------------------------------------------------------------------------
     _h("log.dirs", "Comma list of directories holding partition logs (log.dir when not "
        "given).", default="./data"),

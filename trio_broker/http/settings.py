@@ -137,7 +137,9 @@ def console_settings(config: BrokerConfig, advertised: tuple[str, int]) -> Conso
         enabled_mechanisms = {m.strip().upper() for m in config.sasl_enabled_mechanisms.split(",")}
         mechanisms = tuple(m for m in _MECHANISM_ORDER if m in enabled_mechanisms)
         if not mechanisms:
-            off_reason = off_reason or "no SASL mechanism the console can log in with is enabled"
+            off_reason = off_reason or ("no SASL mechanism the console can log in with is "
+                                        "enabled (it logs in with PLAIN or SCRAM; OAUTHBEARER "
+                                        "has no password to log in with)")
     adv_host, adv_port = advertised
     return ConsoleSettings(
         scheme=scheme, host=host, port=port, off_reason=off_reason, read_only=read_only,

@@ -27,7 +27,7 @@ class Request(RequestTimes):
     connections, and a connection that closed meanwhile simply is not found there.
     """
 
-    __slots__ = ("context", "frame", "header", "processor")
+    __slots__ = ("context", "frame", "header", "processor", "throttle_ms")
 
     def __init__(self, processor: int, context: RequestContext, frame: bytes) -> None:
         # Performance: one request, one call; the stamps are RequestTimes' (set inline).
@@ -39,6 +39,8 @@ class Request(RequestTimes):
         self.context = context
         self.header: RequestHeader = context.header
         self.frame = frame
+        #: client quota throttle: the connection stays muted this long after the response
+        self.throttle_ms = 0
 
 
 class Response:

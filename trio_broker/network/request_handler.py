@@ -18,6 +18,7 @@ from ..apis.context import CloseConnection, Deferred, HandlerContext
 from ..apis.faults import cluster_handlers
 from ..apis.registry import HANDLERS, advertised_versions
 from ..apis.state import BrokerState
+from ..apis.throttle import throttle_ms
 from ..protocol.api_keys import ApiKey
 from ..protocol.errors import ErrorCode, RemoteProtocolError
 from ..protocol.messages import (
@@ -86,6 +87,8 @@ class RequestHandlerPool:
                 request.api_remote_done_ns = now
             else:
                 request.api_local_done_ns = now
+            request.throttle_ms = throttle_ms(self.broker, request.context, body, request_bytes,
+                                              request.api_local_done_ns - request.dequeued_ns)
             if body is None:
                 self.channel.send_response(NoOpResponse(request))
                 return
@@ -107,6 +110,7 @@ class RequestHandlerPool:
             LOGGER.info("closing connection %s: %s", request.context.connection_id, exc)
             self.channel.send_response(CloseConnectionResponse(request, exc.reason))
             return
+        request_bytes = len(request.frame)
         request.frame = b""  # the body is decoded; do not keep the bytes alive while parked
         handler = self.handlers.get(header.api_key)
         if handler is None:

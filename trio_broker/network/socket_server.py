@@ -48,7 +48,7 @@ from ..protocol.errors import RemoteProtocolError, UnsupportedVersionError
 from ..protocol.framing import NEED_DATA, FrameDecoder
 from ..protocol.messages import decode_request_header, peek_correlation_id
 from ..security.credentials import CredentialsError, CredentialStore
-from ..security.sasl import SaslAuthenticator, SaslSettings, SaslState
+from ..security.sasl import SaslAuthenticator, SaslSettings, SaslState, oauth_settings
 from ..security.tls import TLSConfigError, peer_principal, server_ssl_context
 from .quotas import ConnectionQuotas
 from .request_channel import (
@@ -313,6 +313,8 @@ class Processor:
                     assert isinstance(response, CloseConnectionResponse)
                     timings.record_timings(request.header.api_key, request, time.monotonic_ns())
                     return response.reason
+                if request.throttle_ms:  # client quota: muted (Kafka's ThrottledChannel)
+                    await trio.sleep(request.throttle_ms / 1000)
                 self._note_authenticated(conn)
                 idle.deadline = trio.current_time() + idle_s
         return "idle_timeout"
@@ -443,10 +445,11 @@ class SocketServer:
             if protocols & _SASL_PROTOCOLS:
                 sasl_settings = SaslSettings(
                     mechanisms=config.sasl_mechanism_list,
-                    credentials=CredentialStore(config.sasl_credentials_file),
+                    credentials=CredentialStore(config.sasl_credentials_file or None),
                     failed_authentication_delay_s=(
                         config.connection_failed_authentication_delay_ms / 1000),
-                    max_receive_size=config.sasl_server_max_receive_size)
+                    max_receive_size=config.sasl_server_max_receive_size,
+                    reauth_ms=config.connections_max_reauth_ms, oauth=oauth_settings(config))
         except (TLSConfigError, CredentialsError) as exc:
             raise ConfigError(str(exc)) from None
         settings = ProcessorSettings.from_config(config)

@@ -3,7 +3,9 @@
 ``tls`` builds the server ``SSLContext``; ``sasl`` is the per-connection authentication state
 machine (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512); ``scram`` implements the server side of RFC
 5802/7677 (the client side is the client core's, ``client_core.sasl``); and
-``credentials`` reads and edits the SCRAM-hashed user file.
+``credentials`` reads and edits the SCRAM-hashed user file; ``oauthbearer`` validates
+OAUTHBEARER tokens; ``acl`` and ``acl_store`` are the ACL authorizer; ``client_quotas`` the
+client quotas.
 """
 
 from .credentials import CredentialsError as CredentialsError

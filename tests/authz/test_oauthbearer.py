@@ -1,0 +1,138 @@
+"""SASL/OAUTHBEARER: unsecured JWS tokens through confluent-kafka, expired tokens refused,
+JWKS-signed tokens, and re-authentication (KIP-368) on a long-lived connection."""
+
+from __future__ import annotations
+
+import base64
+import json
+import logging
+import time
+from typing import Any
+
+import pytest
+from cryptography.hazmat.primitives import hashes
+from cryptography.hazmat.primitives.asymmetric import padding, rsa
+
+from trio_broker.security.oauthbearer import (
+    OAuthBearerError,
+    OAuthBearerValidator,
+    OAuthSettings,
+    parse_client_message,
+)
+from trio_broker.testing import ThreadedBroker
+
+
+def _b64(data: bytes) -> str:
+    return base64.urlsafe_b64encode(data).rstrip(b"=").decode()
+
+
+def unsecured(sub: str, exp: float, **claims: Any) -> str:
+    header = _b64(json.dumps({"alg": "none"}).encode())
+    body = _b64(json.dumps({"sub": sub, "exp": exp, "iat": time.time() - 1, **claims}).encode())
+    return f"{header}.{body}."
+
+
+def signed(key: rsa.RSAPrivateKey, kid: str, claims: dict[str, Any]) -> str:
+    signing_input = (_b64(json.dumps({"alg": "RS256", "kid": kid}).encode()) + "." +
+                     _b64(json.dumps(claims).encode()))
+    signature = key.sign(signing_input.encode(), padding.PKCS1v15(), hashes.SHA256())
+    return f"{signing_input}.{_b64(signature)}"
+
+
+def test_the_client_message():
+    assert parse_client_message(b"n,,\x01auth=Bearer abc.def.\x01\x01") == (None, "abc.def.")
+    assert parse_client_message(b"n,a=alice,\x01host=h\x01auth=Bearer t\x01\x01") == ("alice",
+                                                                                     "t")
+    for bad in (b"auth=Bearer t", b"n,,\x01auth=Basic t\x01\x01", b"\xff"):
+        with pytest.raises(OAuthBearerError):
+            parse_client_message(bad)
+
+
+def test_unsecured_tokens():
+    validator = OAuthBearerValidator(OAuthSettings())
+    now = time.time()
+    assert validator.validate(unsecured("alice", now + 60))[0] == "alice"
+    signed_without_jwks = _b64(b'{"alg":"HS256"}') + unsecured("alice", now + 60)[20:]
+    for token in (unsecured("alice", now - 1), unsecured("", now + 60), "a.b",
+                  signed_without_jwks):
+        with pytest.raises(OAuthBearerError):
+            validator.validate(token)
+
+
+def test_tokens_signed_by_a_jwks_file(tmp_path):
+    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    other = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    numbers = key.public_key().public_numbers()
+    jwks = tmp_path / "jwks.json"
+    jwks.write_text(json.dumps({"keys": [{
+        "kty": "RSA", "kid": "k1", "alg": "RS256",
+        "n": _b64(numbers.n.to_bytes((numbers.n.bit_length() + 7) // 8, "big")),
+        "e": _b64(numbers.e.to_bytes(3, "big"))}]}))
+    validator = OAuthBearerValidator(OAuthSettings(
+        jwks_url=jwks.as_uri(), expected_issuer="https://idp", expected_audience=("kafka",)))
+    claims = {"sub": "svc", "exp": time.time() + 60, "iss": "https://idp", "aud": "kafka"}
+    assert validator.validate(signed(key, "k1", claims))[0] == "svc"
+    refused = [signed(other, "k1", claims), signed(key, "k2", claims),
+               signed(key, "k1", {**claims, "iss": "https://evil"}),
+               signed(key, "k1", {**claims, "aud": "other"}),
+               signed(key, "k1", {**claims, "exp": time.time() - 120}),
+               unsecured("svc", time.time() + 60)]  # alg none is not accepted with a JWKS
+    for token in refused:
+        with pytest.raises(OAuthBearerError):
+            validator.validate(token)
+
+
+# --- confluent-kafka against a SASL_PLAINTEXT listener with OAUTHBEARER ------------------------
+
+@pytest.fixture(scope="module")
+def oauth_broker(tmp_path_factory: pytest.TempPathFactory):
+    broker = ThreadedBroker(listeners="SASL_PLAINTEXT://127.0.0.1:0",
+                            log_dirs=str(tmp_path_factory.mktemp("oauth")),
+                            sasl_enabled_mechanisms="OAUTHBEARER",
+                            connections_max_reauth_ms=1500, shutdown_timeout_ms=1000,
+                            connection_failed_authentication_delay_ms=10).start()
+    yield broker
+    broker.stop()
+
+
+def _producer(broker: ThreadedBroker, token: str, errors: list[Any],
+              timeout_ms: int = 4000) -> Any:
+    import confluent_kafka
+
+    return confluent_kafka.Producer({
+        "bootstrap.servers": broker.bootstrap_servers, "security.protocol": "SASL_PLAINTEXT",
+        "sasl.mechanism": "OAUTHBEARER", "message.timeout.ms": timeout_ms,
+        "oauth_cb": lambda _config: (token, time.time() + 3600),
+        "error_cb": errors.append})
+
+
+def test_confluent_kafka_authenticates_and_re_authenticates(oauth_broker, caplog):
+    caplog.set_level(logging.INFO, logger="trio_broker.security.sasl")
+    errors: list[Any] = []
+    producer = _producer(oauth_broker, unsecured("alice", time.time() + 3600), errors)
+    delivered: list[Any] = []
+    start = time.monotonic()
+    while time.monotonic() - start < 4.5:  # the session lasts 1.5 s: re-authenticated twice
+        producer.produce("oauth", b"v", on_delivery=lambda e, m: delivered.append(e))
+        producer.poll(0.25)
+    producer.flush(5)
+    assert errors == []
+    assert delivered
+    assert all(e is None for e in delivered)
+    reauthentications = [r for r in caplog.records if "re-authentication of User:alice"
+                         in r.getMessage()]
+    assert len(reauthentications) >= 2
+
+
+def test_an_expired_token_is_refused(oauth_broker):
+    import confluent_kafka
+
+    errors: list[Any] = []
+    producer = _producer(oauth_broker, unsecured("alice", time.time() - 60), errors, 1500)
+    delivered: list[Any] = []
+    producer.produce("oauth", b"v", on_delivery=lambda e, m: delivered.append(e))
+    producer.flush(5)
+    assert delivered
+    assert delivered[0] is not None
+    assert any(e.code() == confluent_kafka.KafkaError._AUTHENTICATION for e in errors)
+    assert any("expired" in e.str() for e in errors)
