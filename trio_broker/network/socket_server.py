@@ -156,15 +156,12 @@ class Processor:
         await self._new_send.send((stream, listener))
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
-        try:
-            async with trio.open_nursery() as nursery:
-                nursery.start_soon(self._process_new_responses)
-                self._channel.set_deliver(self.index, self._deliver_response)
-                task_status.started()
-                async for stream, listener in self._new_recv:
-                    nursery.start_soon(self._serve_connection, stream, listener)
-        finally:
-            self._channel.set_deliver(self.index, None)
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(self._process_new_responses)
+            self._channel.set_deliver(self.index, self._deliver_response)
+            task_status.started()
+            async for stream, listener in self._new_recv:
+                nursery.start_soon(self._serve_connection, stream, listener)
 
     # -- shutdown ----------------------------------------------------------------------------
     def stop_reading(self) -> None:
@@ -189,14 +186,12 @@ class Processor:
     def _deliver_response(self, response: Response) -> None:
         """A handler's response, handed straight to its connection's task."""
         req = response.request
-        req.response_dequeued_ns = time.monotonic_ns()
+        req.response_dequeued_ns = now = time.monotonic_ns()
         conn = self.connections.get(req.context.connection_id)
-        if conn is None:
-            # The client left before its answer: still record the request's timings.
-            self._metrics.request_metrics.record_timings(req.header.api_key, req,
-                                                         req.response_dequeued_ns)
-        else:
+        if conn is not None:
             conn.deliver(response)
+        else:  # the client left before its answer: still record the request's timings
+            self._metrics.request_metrics.record_timings(req.header.api_key, req, now)
 
     async def _process_new_responses(self) -> None:
         """Responses that came through the queue (before ``set_deliver``, or after it)."""
