@@ -29,7 +29,8 @@ from .coordinator.transactions import TransactionCoordinator
 from .http import serve_http
 from .log import Log, LogManager, ProducerIdManager, log_config_from
 from .log.cleaner import CleanerStats
-from .log.cleaner_manager import LogCleaner
+from .log.cleaner_manager import LogCleaner, cleaner_settings
+from .log.offload import run_io
 from .metrics import RUNNING, SHUTTING_DOWN, BrokerMetrics
 from .network.cleaner_metrics import cleaner_metrics
 from .network.metrics_http import serve_metrics
@@ -79,7 +80,7 @@ class Broker:
         logs = self.state.logs
         targets = [(log, d) for log in logs.all_logs() if log.topic == topic
                    and (d := logs.log_dir_of(log.topic, log.partition)) is not None]
-        return await trio.to_thread.run_sync(self.cleaner.compact, targets, self.state.now_ms())
+        return await run_io(self.cleaner.compact, targets, self.state.now_ms())
 
 
 ConfigInput = BrokerConfig | Mapping[str, object] | None
@@ -134,7 +135,8 @@ async def serve(config: ConfigInput = None, *,
                     config=cfg, metrics=metrics, logs=logs, groups=coordinator,
                     producer_ids=producer_ids, transactions=transactions,
                     fetch_purgatory=Purgatory(nursery), advertised_host=host,
-                    advertised_port=port, dynamic_configs=dynamic)
+                    advertised_port=port, dynamic_configs=dynamic,
+                    cleaner=_log_cleaner(cfg, logs))
                 register_state_metrics(state)
                 pool = RequestHandlerPool(state, server.request_channel, cfg.num_io_threads)
                 await nursery.start(pool.run)
@@ -147,11 +149,11 @@ async def serve(config: ConfigInput = None, *,
                     http_addr = await nursery.start(serve_http, cfg, state, bound)
                 nursery.start_soon(_retention_loop, state)
                 nursery.start_soon(_flush_loop, state)
-                cleaner = _log_cleaner(cfg, logs)
+                cleaner = state.cleaner
+                assert cleaner is not None
                 metrics.add_collector(lambda: cleaner_metrics(cleaner))
                 if cfg.value_of("log.cleaner.enable"):
-                    for _ in range(cfg.value_of("log.cleaner.threads")):
-                        nursery.start_soon(_cleaner_loop, state, cleaner)
+                    nursery.start_soon(_cleaner_threads, state, cleaner)
                 task_status.started(Broker(cfg, state, bound, metrics_addr, http_addr,
                                            cleaner=cleaner))
                 await trio.sleep_forever()
@@ -220,7 +222,7 @@ async def _shutdown(state: BrokerState, server: SocketServer, cfg: BrokerConfig)
     except Exception:
         LOGGER.exception("closing the transaction coordinator failed")
     try:
-        await trio.to_thread.run_sync(state.logs.close)
+        await run_io(state.logs.close)
     except Exception:
         LOGGER.exception("closing the logs failed")
     LOGGER.info("shutdown complete")
@@ -232,7 +234,7 @@ async def _load_storage(cfg: BrokerConfig) -> LogManager:
         d.mkdir(parents=True, exist_ok=True)
     manager = LogManager(cfg.log_dir_list, log_config_from(cfg),
                          producer_id_expiration_ms=cfg.producer_id_expiration_ms)
-    await trio.to_thread.run_sync(manager.load)
+    await run_io(manager.load)
     return manager
 
 
@@ -243,7 +245,7 @@ async def _retention_loop(state: BrokerState) -> None:
     while True:
         await trio.sleep(interval)
         try:
-            deleted = await trio.to_thread.run_sync(logs.run_retention, state.now_ms())
+            deleted = await run_io(logs.run_retention, state.now_ms())
         except Exception:
             LOGGER.exception("log retention pass failed")
             continue
@@ -256,25 +258,44 @@ def _log_cleaner(cfg: BrokerConfig, logs: LogManager) -> LogCleaner:
         return [(log, d) for log in logs.all_logs()
                 if (d := logs.log_dir_of(log.topic, log.partition)) is not None]
 
-    return LogCleaner(with_dirs, dedupe_buffer_size=cfg.value_of("log.cleaner.dedupe.buffer.size"),
-                      threads=max(1, cfg.value_of("log.cleaner.threads")),
-                      io_max_bytes_per_second=cfg.value_of("log.cleaner.io.max.bytes.per.second"))
+    return LogCleaner(with_dirs, **cleaner_settings(cfg.value_of))
 
 
-async def _cleaner_loop(state: BrokerState, cleaner: LogCleaner) -> None:
+async def _cleaner_threads(state: BrokerState, cleaner: LogCleaner) -> None:
+    """Keep ``cleaner.threads`` cleaner tasks running: ``log.cleaner.threads`` is a dynamic
+    config (Kafka restarts its cleaner threads on a change); a task stopped by a lower count
+    finishes the cleaning it is in first (a worker thread is never abandoned)."""
+    async with trio.open_nursery() as nursery:
+        scopes: list[trio.CancelScope] = []
+        while True:
+            while len(scopes) < cleaner.threads:
+                scopes.append(await nursery.start(_cleaner_loop, state, cleaner))
+            while len(scopes) > cleaner.threads:
+                scopes.pop().cancel()
+            await trio.sleep(0.5)
+
+
+async def _cleaner_loop(state: BrokerState, cleaner: LogCleaner, *,
+                        task_status: trio.TaskStatus[trio.CancelScope] = trio.TASK_STATUS_IGNORED
+                        ) -> None:
     """One of Kafka's log cleaner threads: clean the dirtiest due log, off the event loop, or
     wait log.cleaner.backoff.ms when none is due."""
-    backoff = state.config.value_of("log.cleaner.backoff.ms") / 1000
-    while True:
+    with trio.CancelScope() as scope:
+        task_status.started(scope)
+        cleaner.running_threads += 1
         try:
-            stats = await trio.to_thread.run_sync(cleaner.clean_once, state.now_ms())
-        except Exception:
-            LOGGER.exception("log cleaning failed")
-            stats = None
-        if stats is None:
-            await trio.sleep(backoff)
-        else:
-            await trio.lowlevel.checkpoint()
+            while True:
+                try:
+                    stats = await run_io(cleaner.clean_once, state.now_ms())
+                except Exception:
+                    LOGGER.exception("log cleaning failed")
+                    stats = None
+                if stats is None:
+                    await trio.sleep(cleaner.backoff_ms / 1000)
+                else:
+                    await trio.lowlevel.checkpoint()
+        finally:
+            cleaner.running_threads -= 1
 
 
 async def _flush_loop(state: BrokerState) -> None:
@@ -288,9 +309,9 @@ async def _flush_loop(state: BrokerState) -> None:
         ticks += 1
         try:
             if logs.logs_needing_flush():
-                await trio.to_thread.run_sync(logs.flush_dirty)
+                await run_io(logs.flush_dirty)
             if ticks % checkpoint_every == 0:
-                await trio.to_thread.run_sync(logs.checkpoint_recovery_points)
+                await run_io(logs.checkpoint_recovery_points)
         except Exception:
             LOGGER.exception("log flush pass failed")
 

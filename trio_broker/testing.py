@@ -8,7 +8,11 @@ Fixtures:
   test asks for its own config with ``@pytest.mark.broker_config(...)``. ``unique_topic`` gives
   each test fresh topic names so a shared broker never leaks state between tests.
 
-Both apply ``@pytest.mark.broker_config(num_partitions=3, ...)`` (Kafka key names with
+- ``kafka_cluster``: a ``ThreadedCluster`` of ``brokers`` nodes (3 unless
+  ``@pytest.mark.broker_config(brokers=N, ...)`` says), fresh for each test, with its controls
+  (``stop_broker``, ``move_leader``, ``inject``...). Trio tests use ``open_cluster`` directly.
+
+All apply ``@pytest.mark.broker_config(num_partitions=3, ...)`` (Kafka key names with
 underscores, or dotted names as a dict: ``broker_config(**{"num.partitions": 3})``). Test brokers
 default to ``group.initial.rebalance.delay.ms=0`` so consumer groups form at once.
 """
@@ -26,6 +30,8 @@ import pytest
 import trio
 
 from .broker import Broker, open_broker
+from .cluster import open_cluster
+from .cluster.threaded import ThreadedCluster
 from .log.cleaner import CleanerStats
 
 TEST_DEFAULTS: dict[str, Any] = {
@@ -172,3 +178,21 @@ def unique_topic(request: pytest.FixtureRequest) -> Callable[[str], str]:
         return f"{prefix}-{base[:60]}-{run}-{next(_topic_counter)}"
 
     return make
+
+
+@pytest.fixture
+def kafka_cluster(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[ThreadedCluster]:
+    """A test cluster in a background thread; ``broker_config(brokers=N, ...)`` sets it up."""
+    overrides = _overrides(request)
+    brokers = int(overrides.pop("brokers", 3))
+    auto_failover = bool(overrides.pop("auto_failover", True))
+    cluster = ThreadedCluster(brokers, auto_failover=auto_failover, **{
+        **TEST_DEFAULTS, "log_dirs": str(tmp_path / "cluster-data"), **overrides}).start()
+    try:
+        yield cluster
+    finally:
+        cluster.stop()
+
+
+__all__ = ["ThreadedBroker", "ThreadedCluster", "kafka_broker", "kafka_cluster",
+           "open_broker", "open_cluster", "trio_broker", "unique_topic"]

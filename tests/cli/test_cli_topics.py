@@ -123,3 +123,61 @@ def test_unreachable_broker(capsys, action):
 def test_bad_bootstrap_server(capsys):
     assert main(["topics", "list", "--bootstrap-server", "localhost"]) == 2
     assert "expected HOST:PORT" in _one_line_error(capsys.readouterr().err)
+
+
+def test_describe_shows_the_dirty_ratio_of_a_compacted_topic(kafka_broker, unique_topic,
+                                                             capsys):
+    """All inactive segments dirty: 1.0; compacted: 0.0; a few new segments: in between. The
+    cleaner itself never runs (a ratio must exceed min.cleanable.dirty.ratio=1 to be due)."""
+    import json
+
+    import confluent_kafka
+
+    bs = ["--bootstrap-server", kafka_broker.bootstrap_servers]
+    topic = kafka_broker.create_topic(unique_topic("cli"), 1, {
+        "cleanup.policy": "compact", "segment.bytes": "1024",
+        "min.cleanable.dirty.ratio": "1"})
+    plain = kafka_broker.create_topic(unique_topic("cli"), 1)
+    producer = confluent_kafka.Producer({"bootstrap.servers": kafka_broker.bootstrap_servers,
+                                         "linger.ms": 0})
+
+    def produce(n: int) -> None:
+        for i in range(n):
+            producer.produce(topic, key=f"k{i % 5}", value=b"v" * 100)
+            producer.flush(10)  # one batch each: segments roll every few records
+
+    def ratios() -> list[float | None]:
+        assert main(["topics", "describe", topic, "-o", "json", *bs]) == 0
+        [doc] = json.loads(capsys.readouterr().out)
+        assert doc["compacted"] is True
+        return [p["dirty_ratio"] for p in doc["partitions"]]
+
+    produce(60)
+    assert ratios() == [1.0]
+    # Kafka's clients skip the tagged field: kafka-python (DescribeLogDirs v4) reads the rest
+    import kafka.admin
+
+    admin = kafka.admin.KafkaAdminClient(bootstrap_servers=kafka_broker.bootstrap_servers)
+    try:
+        [described] = admin.describe_log_dirs()
+    finally:
+        admin.close()
+    [part] = [p for d in described["log_dirs"] for t in d["topics"] if t["name"] == topic
+              for p in t["partitions"]]
+    assert part["partition_size"] > 6000
+    kafka_broker.compact(topic)
+    assert ratios() == [0.0]
+    produce(30)
+    [ratio] = ratios()
+    assert ratio is not None
+    assert 0 < ratio < 1
+
+    assert main(["topics", "describe", topic, *bs]) == 0
+    out = capsys.readouterr().out
+    assert "dirty ratio" in out
+    assert f"{ratio:.3f}" in out
+    assert main(["topics", "describe", plain, "-o", "json", *bs]) == 0
+    [doc] = json.loads(capsys.readouterr().out)
+    assert (doc["compacted"], doc["partitions"][0]["dirty_ratio"]) == (False, None)
+    assert main(["topics", "describe", plain, *bs]) == 0
+    assert "dirty ratio" not in capsys.readouterr().out

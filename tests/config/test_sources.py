@@ -150,10 +150,11 @@ def test_listener_prefixed_keys_are_accepted_and_checked():
 def test_keys_without_meaning_on_one_node_are_listed_as_ignored():
     config = load_config(environ={}, overrides={
         "controller.quorum.voters": "1@localhost:9093", "num.replica.fetchers": "4",
-        "num.partitions": "2", "log.cleaner.threads": "2"})
-    assert config.ignored_keys() == ["controller.quorum.voters", "log.cleaner.threads",
+        "num.partitions": "2", "log.cleaner.io.buffer.size": "65536",
+        "log.cleaner.threads": "2"})
+    assert config.ignored_keys() == ["controller.quorum.voters", "log.cleaner.io.buffer.size",
                                      "num.replica.fetchers"]
-    assert config.num_partitions == 2
+    assert (config.num_partitions, config.log_cleaner_threads) == (2, 2)
 
 
 async def test_ignored_keys_are_named_once_in_the_log(tmp_path, caplog):

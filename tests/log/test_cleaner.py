@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from bisect import bisect_right
 from pathlib import Path
 
 import pytest
@@ -206,3 +207,193 @@ def test_aborted_records_go_and_markers_follow_their_data(tmp_path: Path) -> Non
     reopened = open_log(tmp_path / "t-0", COMPACT)
     assert {k: v for _o, k, v in read_all(reopened) if not k.startswith(b"filler")} == state
     reopened.close()
+
+
+def test_the_offset_map_holds_digests_of_long_keys(tmp_path: Path) -> None:
+    """200-byte keys: compaction is exact, and the map's memory does not grow with the keys
+    (each entry holds a 16-byte digest, as Kafka's SkimpyOffsetMap does)."""
+    import tracemalloc
+
+    from trio_broker.log.cleaner import CleanerStats, Throttler, build_offset_map, map_key
+
+    config = LogConfig(**{**_fields(COMPACT), "segment_bytes": 256 * 1024})
+    log = open_log(tmp_path / "t-0", config)
+    keys = [b"%05d" % k + b"x" * 195 for k in range(5000)] + [b"short%d" % k for k in range(50)]
+    latest: dict[bytes, bytes | None] = {}
+    for version in range(2):
+        for start in range(0, len(keys), 50):
+            items = [(k, b"v%d" % version) for k in keys[start:start + 50]]
+            put(log, items)  # type: ignore[arg-type]
+            latest.update(items)
+    for start in range(0, 400, 50):  # roll: every update above is in an inactive segment
+        items = [(b"filler%03d" % k, b"f" * 1024) for k in range(start, start + 50)]
+        put(log, items)  # type: ignore[arg-type]
+        latest.update(items)
+    segments, *_ = log.cleaner_view()
+    end = log.segment_base_offsets()[-1]
+    tracemalloc.start()
+    offsets, covered = build_offset_map(segments, 0, end, 10**6, Throttler(float("inf")),
+                                        CleanerStats())
+    _, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    assert covered == end
+    assert set(offsets) >= {map_key(k) for k in keys}
+    assert max(map(len, offsets)) == 16
+    per_entry = peak / len(offsets)
+    print(f"\noffset map: {len(offsets)} entries of 200-byte keys, peak {peak} bytes "
+          f"({per_entry:.0f} per entry)")
+    assert per_entry < 200  # whole keys would take more than 200 bytes each
+    cleaner_for(log, tmp_path).compact([(log, tmp_path)], TS)
+    assert {k: v for _o, k, v in read_all(log)} == latest
+    log.close()
+
+
+def test_the_io_limit_holds_the_cleaners_rate(tmp_path: Path) -> None:
+    """log.cleaner.io.max.bytes.per.second: bytes read and written over the cleaning's time
+    stay at the limit (a slower machine only lowers the rate)."""
+    import time
+
+    log = open_log(tmp_path / "t-0", COMPACT)
+    fill(log, 2000, 3, 0)
+    limit = 250_000
+    cleaner = LogCleaner(lambda: [(log, tmp_path)], io_max_bytes_per_second=limit)
+    started = time.monotonic()
+    stats = cleaner.compact([(log, tmp_path)], TS)
+    elapsed = time.monotonic() - started
+    moved = stats.bytes_read + stats.bytes_written
+    print(f"\ncleaner I/O: {moved} bytes in {elapsed:.2f} s = {moved / elapsed:.0f} B/s "
+          f"(limit {limit})")
+    assert moved > limit  # long enough to be throttled for a second or more
+    assert moved / elapsed <= limit * 1.02
+    log.close()
+
+
+def test_the_io_limit_changes_during_a_cleaning(tmp_path: Path) -> None:
+    """A rate raised while a cleaning is throttled (a dynamic config) applies at once."""
+    import threading
+    import time
+
+    log = open_log(tmp_path / "t-0", COMPACT)
+    fill(log, 2000, 3, 0)
+    cleaner = LogCleaner(lambda: [(log, tmp_path)], io_max_bytes_per_second=20_000)
+    worker = threading.Thread(target=cleaner.compact, args=([(log, tmp_path)], TS))
+    started = time.monotonic()
+    worker.start()  # about 20 s at this rate
+    time.sleep(0.5)
+    assert worker.is_alive()
+    cleaner.reconfigure(dedupe_buffer_size=1 << 20, threads=1,
+                        io_max_bytes_per_second=float("inf"), backoff_ms=100)
+    worker.join(15)
+    assert not worker.is_alive()
+    print(f"\ncleaning done {time.monotonic() - started:.2f} s after its start")
+    assert time.monotonic() - started < 10
+    assert cleaner.capacity == int((1 << 20) / 24 * 0.9)
+    log.close()
+
+
+def _tombstone_batches(log: Log) -> list[tuple[int, int, list[int]]]:
+    """(attributes, base timestamp, record timestamps) of each batch holding a tombstone."""
+    out = []
+    offset = log.log_start_offset
+    while offset < log.log_end_offset:
+        data = log.read(offset, 1 << 20)
+        if not data.records:
+            break
+        for header, records in decode_batches(data.records):
+            if any(r.value is None for r in records):
+                out.append((header.attributes, header.base_timestamp,
+                            [r.timestamp for r in records]))
+            offset = header.next_offset
+    return out
+
+
+def test_each_tombstone_batch_carries_its_own_delete_horizon(tmp_path: Path) -> None:
+    """KIP-534: the first cleaning sets the batch's delete horizon (attribute bit 6, base
+    timestamp = cleaning time + delete.retention.ms, record timestamps unchanged); tombstones
+    cleaned later keep theirs longer, even once merged into one segment with earlier ones."""
+    from trio_broker.log.cleaner import DELETE_HORIZON_BIT
+
+    retention = 3_600_000
+    config = LogConfig(**{**_fields(COMPACT), "delete_retention_ms": retention})
+    log = open_log(tmp_path / "t-0", config)
+    cleaner = cleaner_for(log, tmp_path)
+
+    def roll() -> None:
+        for start in range(0, 400, 50):
+            put(log, [(b"filler%03d" % k, b"f" * 64) for k in range(start, start + 50)])
+
+    put(log, [(b"a%d" % k, b"v") for k in range(10)])
+    put(log, [(b"a%d" % k, None) for k in range(10)], ts=TS + 5)
+    roll()
+    first = TS + 1000
+    cleaner.compact([(log, tmp_path)], first)
+    [(attributes, base, stamps)] = _tombstone_batches(log)
+    assert attributes & DELETE_HORIZON_BIT
+    assert base == first + retention
+    assert stamps == [TS + 5] * 10  # the records' own timestamps stay
+    put(log, [(b"b%d" % k, None) for k in range(10)], ts=TS + 7)
+    roll()
+    second = first + retention // 2
+    cleaner.compact([(log, tmp_path)], second)
+    assert [(a & DELETE_HORIZON_BIT, b) for a, b, _ in _tombstone_batches(log)] == [
+        (DELETE_HORIZON_BIT, first + retention), (DELETE_HORIZON_BIT, second + retention)]
+    cleaner.compact([(log, tmp_path)], second)  # merges the segments the last one shrank
+    bases = log.segment_base_offsets()
+    assert bisect_right(bases, 10) == bisect_right(bases, 420)  # both batches in one segment
+    assert [b for _a, b, _ in _tombstone_batches(log)] == [first + retention, second + retention]
+    cleaner.compact([(log, tmp_path)], first + retention)  # the first horizon has passed
+    keys = {k for _o, k, v in read_all(log) if v is None}
+    assert keys == {b"b%d" % k for k in range(10)}
+    cleaner.compact([(log, tmp_path)], second + retention)
+    assert not any(v is None for _o, _k, v in read_all(log))
+    log.close()
+
+
+def test_a_marker_without_data_gets_a_delete_horizon(tmp_path: Path) -> None:
+    from trio_broker.log.cleaner import DELETE_HORIZON_BIT
+
+    config = LogConfig(**{**_fields(COMPACT), "delete_retention_ms": 60_000})
+    log = open_log(tmp_path / "t-0", config)
+    _txn_put(log, 7, 0, [(b"a", b"aborted")])
+    log.append_marker(7, 0, committed=False, coordinator_epoch=0, now_ms=TS)
+    put(log, [(b"x", b"y")])
+    for start in range(0, 400, 50):
+        put(log, [(b"filler%03d" % k, b"f" * 64) for k in range(start, start + 50)])
+    cleaner = cleaner_for(log, tmp_path)
+    cleaner.compact([(log, tmp_path)], TS)
+
+    def marker() -> tuple[int, int] | None:
+        data = log.read(0, 1 << 20)
+        for header, _records in decode_batches(data.records):
+            if header.is_control:
+                return header.attributes & DELETE_HORIZON_BIT, header.base_timestamp
+        return None
+
+    assert marker() == (DELETE_HORIZON_BIT, TS + 60_000)
+    cleaner.compact([(log, tmp_path)], TS + 59_999)
+    assert marker() == (DELETE_HORIZON_BIT, TS + 60_000)
+    log.close()
+
+
+def test_the_cleaner_comes_back_for_tombstones_past_their_horizon(tmp_path: Path) -> None:
+    """Nothing dirty, no dirty ratio to pass: the background cleaner (``clean_once``) still
+    cleans a log once the earliest delete horizon its last cleaning kept has passed."""
+    config = LogConfig(**{**_fields(COMPACT), "delete_retention_ms": 60_000})
+    log = open_log(tmp_path / "t-0", config)
+    fill(log, 200, 2, 50)
+    put(log, [(b"mixed-value", b"v"), (b"mixed-tombstone", None)])  # keeps its flag after
+    for start in range(0, 400, 50):
+        put(log, [(b"filler%03d" % k, b"f" * 64) for k in range(start, start + 50)])
+    cleaner = cleaner_for(log, tmp_path)
+    stats = cleaner.clean_once(TS)
+    assert stats is not None
+    assert stats.earliest_horizon == TS + 60_000
+    assert sum(1 for _o, _k, v in read_all(log) if v is None) == 51
+    assert cleaner.clean_once(TS + 59_999) is None  # nothing dirty, no horizon passed
+    stats = cleaner.clean_once(TS + 60_000)
+    assert stats is not None
+    assert stats.earliest_horizon is None
+    assert not any(v is None for _o, _k, v in read_all(log))
+    assert (b"mixed-value", b"v") in [(k, v) for _o, k, v in read_all(log)]
+    assert cleaner.clean_once(TS + 120_000) is None  # the flagged batch left calls no cleaning
+    log.close()

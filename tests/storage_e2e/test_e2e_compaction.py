@@ -5,6 +5,7 @@ all cope with the gaps compaction leaves in the offsets."""
 from __future__ import annotations
 
 import asyncio
+import sys
 import time
 
 import aiokafka
@@ -14,6 +15,8 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 from tests.metrics.test_metrics import scrape
 from tests.metrics.test_metrics import value as sample
+from trio_broker.log.cleaner import DELETE_HORIZON_BIT
+from trio_broker.protocol.records import decode_batches
 from trio_broker.testing import TEST_DEFAULTS, ThreadedBroker
 
 KEYS = 10_000
@@ -156,5 +159,111 @@ def test_background_cleaner_compacts_without_the_hook(tmp_path):
             samples, "kafka_log_logcleaner_bytes_written_total") > 0
         assert 0 < sample(samples, "kafka_log_logcleaner_cleaner_recopy_percent") < 100
         assert "kafka_log_logcleanermanager_max_dirty_percent" in {n for n, _ in samples}
+    finally:
+        broker.stop()
+
+
+def test_cleaner_configs_change_at_run_time(tmp_path):
+    """log.cleaner.threads, .io.max.bytes.per.second, .dedupe.buffer.size and .backoff.ms set
+    on the running broker with IncrementalAlterConfigs (confluent-kafka) apply at once, as
+    Kafka's dynamic cleaner configs do, and survive a restart."""
+    from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource, ResourceType
+
+    settings = {**TEST_DEFAULTS, "log_dirs": str(tmp_path / "data")}
+    broker = ThreadedBroker(**settings).start()
+
+    def alter(changes: dict[str, str | None]) -> None:
+        entries = [ConfigEntry(k, v, incremental_operation=(
+            AlterConfigOpType.SET if v is not None else AlterConfigOpType.DELETE))
+            for k, v in changes.items()]
+        resource = ConfigResource(ResourceType.BROKER, "0", incremental_configs=entries)
+        admin = AdminClient({"bootstrap.servers": broker.bootstrap_servers})
+        admin.incremental_alter_configs([resource])[resource].result(10)
+
+    def running(threads: int) -> bool:
+        deadline = time.monotonic() + 10
+        while cleaner.running_threads != threads and time.monotonic() < deadline:
+            time.sleep(0.05)
+        return cleaner.running_threads == threads
+
+    try:
+        cleaner = broker.broker.cleaner  # type: ignore[union-attr]
+        assert running(1)
+        assert cleaner.io_max_bytes_per_second == sys.float_info.max  # Kafka's default
+        alter({"log.cleaner.threads": "3", "log.cleaner.io.max.bytes.per.second": "1048576",
+               "log.cleaner.dedupe.buffer.size": "3000000", "log.cleaner.backoff.ms": "250"})
+        assert running(3)
+        assert (cleaner.io_max_bytes_per_second, cleaner.backoff_ms) == (1048576, 250)
+        assert cleaner.capacity == int(3_000_000 / 3 / 24 * 0.9)
+        alter({"log.cleaner.threads": "0"})  # no cleaning at all, as Kafka's 0 threads
+        assert running(0)
+        alter({"log.cleaner.threads": "2"})
+        assert running(2)
+    finally:
+        broker.stop()
+    broker = ThreadedBroker(**settings).start()
+    try:
+        cleaner = broker.broker.cleaner  # type: ignore[union-attr]
+        assert running(2)
+        assert cleaner.io_max_bytes_per_second == 1048576
+        alter({"log.cleaner.io.max.bytes.per.second": None})
+        assert cleaner.io_max_bytes_per_second == sys.float_info.max
+    finally:
+        broker.stop()
+
+
+def test_clients_read_batches_carrying_a_delete_horizon(tmp_path):
+    """After a cleaning, tombstone batches carry a delete horizon as their base timestamp
+    (KIP-534); confluent-kafka and kafka-python still see every record's own timestamp."""
+    settings = {**TEST_DEFAULTS, "log_dirs": str(tmp_path / "data")}
+    topic = "horizon"
+    broker = ThreadedBroker(**settings).start()
+    try:
+        bootstrap = broker.bootstrap_servers
+        admin = AdminClient({"bootstrap.servers": bootstrap})
+        admin.create_topics([NewTopic(topic, 1, 1, config={
+            **CONFIG, "delete.retention.ms": "3600000"})])[topic].result(10)
+        producer = confluent_kafka.Producer({"bootstrap.servers": bootstrap, "linger.ms": 5})
+        stamp = 1_700_000_000_000
+        for k in range(50):
+            producer.produce(topic, b"v", b"k%02d" % k, timestamp=stamp + k)
+        for k in range(0, 50, 2):
+            producer.produce(topic, None, b"k%02d" % k, timestamp=stamp + 100 + k)
+        producer.flush(10)
+        for k in range(300):
+            producer.produce(topic, b"f" * 64, b"filler%03d" % k, timestamp=stamp + 1000)
+        assert producer.flush(10) == 0
+        assert broker.compact(topic).records_removed >= 25
+        log = broker.broker.state.logs.get_log(topic, 0)  # type: ignore[union-attr]
+        flagged = [h for h, _r in decode_batches(broker.call(log.read, 0, 1 << 20).records)
+                   if h.attributes & DELETE_HORIZON_BIT]
+        assert flagged
+        assert all(h.base_timestamp > stamp + 3_000_000 for h in flagged)
+        expected = {b"k%02d" % k: stamp + (100 + k if k % 2 == 0 else k) for k in range(50)}
+        consumer = confluent_kafka.Consumer({"bootstrap.servers": bootstrap, "group.id": "h",
+                                             "enable.auto.commit": False})
+        consumer.assign([confluent_kafka.TopicPartition(topic, 0,
+                                                        confluent_kafka.OFFSET_BEGINNING)])
+        seen: dict[bytes, tuple[int, bytes | None]] = {}
+        deadline = time.monotonic() + 30
+        while len(seen) < 50 and time.monotonic() < deadline:
+            for m in consumer.consume(num_messages=1000, timeout=0.5):
+                assert m.error() is None, m.error()
+                if m.key().startswith(b"k"):
+                    seen[m.key()] = (m.timestamp()[1], m.value())
+        consumer.close()
+        assert {k: ts for k, (ts, _v) in seen.items()} == expected
+        assert sum(1 for _ts, v in seen.values() if v is None) == 25
+        reader = kafka.KafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False,
+                                     auto_offset_reset="earliest", consumer_timeout_ms=5_000)
+        reader.assign([kafka.TopicPartition(topic, 0)])
+        stamps = {}
+        for m in reader:
+            if m.key.startswith(b"k"):
+                stamps[m.key] = m.timestamp
+            if len(stamps) == 50:
+                break
+        reader.close()
+        assert stamps == expected
     finally:
         broker.stop()

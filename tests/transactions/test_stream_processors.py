@@ -39,7 +39,11 @@ WORDS = 7
 
 
 def _python(name: str) -> Path:
-    pin = PROCESSORS[name][0]
+    return venv_python(name, PROCESSORS[name][0])
+
+
+def venv_python(name: str, pin: str) -> Path:
+    """The python of ``build/<name>-venv`` holding ``pin``, created on first use."""
     home = ROOT / "build" / f"{name}-venv"
     python = home / "bin" / "python"
     marker = home / f".installed-{pin}"

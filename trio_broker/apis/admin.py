@@ -1,7 +1,8 @@
 """Topic administration: CreateTopics (v0-7), DeleteTopics (v0-6), CreatePartitions (v0-3).
 
-Why replication is fixed at 1: a single broker holds the only replica, so a request for more is
-INVALID_REPLICATION_FACTOR, as Kafka answers when too few brokers exist. The checks, their order
+Why replication is at most the number of brokers: a single broker holds the only replica (a test
+cluster of N nodes, N: ``replicas.py``), so a request for more is INVALID_REPLICATION_FACTOR, as
+Kafka answers when too few brokers exist. The checks, their order
 and their messages are a KRaft controller's. The config APIs (DescribeConfigs, AlterConfigs,
 IncrementalAlterConfigs) are in ``configs.py``; CreateTopics v5+ describes the new topic's
 configs the way DescribeConfigs does (``config.describe``).
@@ -12,11 +13,11 @@ from __future__ import annotations
 import logging
 import uuid
 from collections import Counter
-
-import trio
+from collections.abc import Container
 
 from ..config.describe import Sources, describe_topic
 from ..log import StorageError
+from ..log.offload import run_io
 from ..protocol.api_keys import ApiKey
 from ..protocol.errors import ErrorCode
 from ..protocol.messages import response_type
@@ -85,9 +86,12 @@ def _create_one(broker: BrokerState, t: Struct, validate_only: bool) -> Struct:
         except StorageError as exc:
             return failed(exc.error_code, str(exc))
         broker.topics_changed(TopicChange(t.name, 0, partitions))
+    rf = _replication_factor(broker, t)
+    if not validate_only:
+        broker.cluster.set_replication(t.name, rf)
     return _CT.CreatableTopicResult(
         name=t.name, topic_id=topic_id, error_code=ErrorCode.NONE, error_message=None,
-        topic_config_error_code=ErrorCode.NONE, num_partitions=partitions, replication_factor=1,
+        topic_config_error_code=ErrorCode.NONE, num_partitions=partitions, replication_factor=rf,
         configs=[_CT.CreatableTopicResult.CreatableTopicConfigs(
             name=name, value=value, read_only=False, config_source=source, is_sensitive=False)
             for name, value, source in _effective_topic_configs(broker, configs)])
@@ -110,7 +114,8 @@ def _partition_count(broker: BrokerState, t: Struct) -> tuple[int, str | None, i
                 return (ErrorCode.INVALID_REPLICA_ASSIGNMENT, "Found multiple manual partition "
                         f"assignments for partition {a.partition_index}", 0)
             seen.add(a.partition_index)
-            problem = replica_assignment_problem(list(a.broker_ids), node)
+            problem = replica_assignment_problem(list(a.broker_ids), node,
+                                                 registered=broker.cluster.nodes)
             if problem:
                 return ErrorCode.INVALID_REPLICA_ASSIGNMENT, problem, 0
         if seen != set(range(len(seen))):
@@ -127,12 +132,13 @@ def _partition_count(broker: BrokerState, t: Struct) -> tuple[int, str | None, i
             return (ErrorCode.INVALID_PARTITIONS,
                     "Number of partitions was set to an invalid non-positive value.", 0)
         partitions = broker.config.num_partitions if partitions == -1 else partitions
-        rf = broker.config.default_replication_factor if rf == -1 else rf
-        if rf != 1:
+        rf = broker.cluster.default_replication if rf == -1 else rf
+        registered = broker.cluster.size
+        if rf > registered:
             return (ErrorCode.INVALID_REPLICATION_FACTOR,
                     f"Unable to replicate the partition {rf} time(s): The target replication "
-                    f"factor of {rf} cannot be reached because only 1 broker(s) are "
-                    "registered.", 0)
+                    f"factor of {rf} cannot be reached because only {registered} broker(s) "
+                    "are registered.", 0)
     if partitions > MAX_PARTITIONS_PER_TOPIC:
         return (ErrorCode.INVALID_PARTITIONS,
                 f"Number of partitions {partitions} exceeds the limit of "
@@ -140,13 +146,23 @@ def _partition_count(broker: BrokerState, t: Struct) -> tuple[int, str | None, i
     return ErrorCode.NONE, None, partitions
 
 
-def replica_assignment_problem(replicas: list[int], node: int) -> str | None:
-    """Kafka's ``validateManualPartitionAssignment`` on a cluster of one broker."""
+def _replication_factor(broker: BrokerState, t: Struct) -> int:
+    """The new topic's replication factor: the assignment's, the request's or the default."""
+    if t.assignments:
+        return len(t.assignments[0].broker_ids)
+    rf: int = t.replication_factor
+    return broker.cluster.default_replication if rf == -1 else rf
+
+
+def replica_assignment_problem(replicas: list[int], node: int, *,
+                               registered: Container[int] = ()) -> str | None:
+    """Kafka's ``validateManualPartitionAssignment``: every replica a registered broker (this
+    one, or one of ``registered``), none twice."""
     if not replicas:
         return "The manual partition assignment includes an empty replica list."
     previous = None
     for broker_id in sorted(replicas):
-        if broker_id != node:
+        if broker_id != node and broker_id not in registered:
             return (f"The manual partition assignment includes broker {broker_id}, but no such "
                     "broker is registered.")
         if broker_id == previous:
@@ -238,7 +254,7 @@ async def handle_delete_topics(ctx: HandlerContext, request: DeleteTopicsRequest
                    "This server does not host this topic-partition.")
             continue
         try:
-            await trio.to_thread.run_sync(broker.logs.delete_topic, name)
+            await run_io(broker.logs.delete_topic, name)
         except StorageError as exc:
             answer(name, tid, exc.error_code, str(exc))
         else:

@@ -52,13 +52,13 @@ async def handle_describe_cluster(ctx: HandlerContext,
         return ctx.response(throttle_time_ms=0, error_code=error, error_message=message,
                             endpoint_type=_BROKER_ENDPOINT, cluster_id="", brokers=[],
                             authorized_operations=None)
-    node = response_type(ApiKey.DescribeCluster).DescribeClusterBroker(
-        broker_id=broker.node_id, host=broker.advertised_host, port=broker.advertised_port,
-        rack=None, is_fenced=False)
+    cls = response_type(ApiKey.DescribeCluster).DescribeClusterBroker
+    nodes = [cls(broker_id=n.node_id, host=n.host, port=n.port, rack=None, is_fenced=False)
+             for n in broker.cluster.live_nodes()]
     return ctx.response(
         throttle_time_ms=0, error_code=ErrorCode.NONE, error_message=None,
         endpoint_type=_BROKER_ENDPOINT, cluster_id=broker.cluster_id,
-        controller_id=broker.node_id, brokers=[node],
+        controller_id=broker.cluster.controller_id(broker.node_id), brokers=nodes,
         authorized_operations=(CLUSTER_OPERATIONS
                                if request.include_cluster_authorized_operations else None))
 

@@ -22,6 +22,7 @@ from ..config.dynamic import DynamicConfigError
 from ..config.keys import BROKER_KEYS, base_key
 from ..config.topic_keys import TOPIC_KEYS
 from ..log import StorageError, log_config_from, validate_topic_name
+from ..log.cleaner_manager import cleaner_settings
 from ..protocol.api_keys import ApiKey
 from ..protocol.errors import ErrorCode
 from ..protocol.messages import response_type
@@ -295,6 +296,8 @@ def _alter_broker(broker: BrokerState, per_broker: bool,
         LOGGER.info("Dynamic %s configs are now: %s",
                     "per-broker" if per_broker else "cluster default", sorted(new))
         apply_log_defaults(broker, log_config_from(effective))
+        if broker.cleaner is not None:  # the dynamic log.cleaner.* keys apply at once
+            broker.cleaner.reconfigure(**cleaner_settings(effective.value_of))
 
 
 def apply_log_defaults(broker: BrokerState, default: Any) -> None:

@@ -6,7 +6,10 @@ cursor's, at most ``response_partition_limit`` partitions (capped by Kafka's
 ``max.request.partition.size.limit``, 2000), and a ``next_cursor`` where it stopped. With one
 replica there are no eligible leader replicas beyond the leader (empty lists, as Kafka answers).
 DescribeLogDirs lists each log dir (absolute path), its partitions' sizes and, from v4, the
-file system's total and usable bytes; an offline dir answers KAFKA_STORAGE_ERROR.
+file system's total and usable bytes; an offline dir answers KAFKA_STORAGE_ERROR. From v2 (the
+flexible versions) a compacted partition also carries its cleanable dirty ratio in a tagged
+field of the project's own (``dirty_ratio``, tag 9000): no Kafka request carries it, and Kafka's
+clients skip tags they do not know.
 DescribeProducers lists a partition's producer ids with their epoch, last sequence and the
 timestamp of their last batch; there are no transactions, so no coordinator epoch and no open
 transaction (-1).
@@ -17,10 +20,11 @@ from __future__ import annotations
 import os
 import shutil
 from collections.abc import Container
+from pathlib import Path
 
-import trio
-
-from ..log import LogManager
+from ..log import Log, LogManager
+from ..log.cleaner_manager import LogCleaner
+from ..log.offload import run_io
 from ..protocol.api_keys import ApiKey
 from ..protocol.errors import ErrorCode
 from ..protocol.messages import response_type
@@ -100,14 +104,17 @@ async def handle_describe_topic_partitions(
 
 def _dtp_partition(broker: BrokerState, name: str, index: int,
                    offline: Container[tuple[str, int]]) -> Struct:
-    node = broker.node_id
+    cluster = broker.cluster
+    state = cluster.partition(name, index)  # one node: replicas and ISR [node]
     log = broker.logs.get_log(name, index)
     down = log is None and (name, index) in offline
     return _DtpPartition(
-        error_code=0, partition_index=index, leader_id=-1 if down else node,
-        leader_epoch=-1 if log is None else log.leader_epoch, replica_nodes=[node],
-        isr_nodes=[] if down else [node], eligible_leader_replicas=[], last_known_elr=[],
-        offline_replicas=[node] if down else [])
+        error_code=0, partition_index=index, leader_id=-1 if down else state.leader,
+        leader_epoch=-1 if log is None else log.leader_epoch,
+        replica_nodes=list(state.replicas), isr_nodes=[] if down else list(state.isr),
+        eligible_leader_replicas=[], last_known_elr=[],
+        offline_replicas=(list(state.replicas) if down else
+                          [r for r in state.replicas if not cluster.nodes[r].alive]))
 
 
 def _dtp_refused(ctx: HandlerContext, request: DescribeTopicPartitionsRequest) -> ResponseBody:
@@ -122,19 +129,23 @@ async def handle_describe_log_dirs(ctx: HandlerContext,
     wanted = None if request.topics is None else {
         (t.topic, p) for t in request.topics for p in t.partitions}
     # sizes and file system figures come from the disk: off the event loop
-    results = await trio.to_thread.run_sync(_describe_log_dirs, ctx.broker.logs, wanted)
+    results = await run_io(_describe_log_dirs, ctx.broker.logs, wanted,
+                           ctx.broker.cleaner, ctx.broker.now_ms())
     return ctx.response(throttle_time_ms=0, error_code=0, results=results)
 
 
-def _describe_log_dirs(logs: LogManager, wanted: set[tuple[str, int]] | None) -> list[Struct]:
+def _describe_log_dirs(logs: LogManager, wanted: set[tuple[str, int]] | None,
+                       cleaner: LogCleaner | None = None, now_ms: int = 0) -> list[Struct]:
     by_dir: dict[str, dict[str, list[Struct]]] = {}
     for log in sorted(logs.all_logs(), key=lambda lg: (lg.topic, lg.partition)):
         log_dir = logs.log_dir_of(log.topic, log.partition)
         if log_dir is None or (wanted is not None and (log.topic, log.partition) not in wanted):
             continue
+        ratio = None if cleaner is None else _dirty_ratio(cleaner, log, log_dir, now_ms)
         by_dir.setdefault(os.path.abspath(log_dir), {}).setdefault(log.topic, []).append(
             _DirPartition(partition_index=log.partition, partition_size=log.size_bytes,
-                          offset_lag=0, is_future_key=False))
+                          offset_lag=0, is_future_key=False,
+                          dirty_ratio=-1.0 if ratio is None else ratio))
     results = []
     for log_dir in logs.log_dirs:
         path = os.path.abspath(log_dir)
@@ -151,6 +162,13 @@ def _describe_log_dirs(logs: LogManager, wanted: set[tuple[str, int]] | None) ->
         results.append(_DirResult(error_code=0, log_dir=path, topics=topics,
                                   total_bytes=usage.total, usable_bytes=usage.free))
     return results
+
+
+def _dirty_ratio(cleaner: LogCleaner, log: Log, log_dir: Path, now_ms: int) -> float | None:
+    try:
+        return cleaner.dirty_ratio(log, log_dir, now_ms)
+    except Exception:  # a log closed meanwhile: described without a ratio
+        return None
 
 
 async def handle_describe_producers(ctx: HandlerContext,

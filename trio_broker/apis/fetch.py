@@ -15,7 +15,8 @@ one, after which clients send full fetches); v9 ``current_leader_epoch`` (FENCED
 UNKNOWN_LEADER_EPOCH); v11 no preferred read replica (-1); v12 ``last_fetched_epoch`` and the
 diverging epoch it may reveal; v13 topics by id (UNKNOWN_TOPIC_ID); v15's replica state, v17's
 replica directory id and v18's high watermark are a follower's, and there are no followers;
-v16 the current leader and its endpoint with a FENCED_LEADER_EPOCH. v4+ ``read_committed``
+v16 the current leader and its endpoint with a FENCED_LEADER_EPOCH or (a cluster node that does
+not lead the partition, ``replicas.py``) a NOT_LEADER_OR_FOLLOWER. v4+ ``read_committed``
 reads stop at the last stable offset and list the aborted transactions of what is returned, so
 the client drops their records (control batches are skipped by every client).
 """
@@ -35,6 +36,7 @@ from .bodies import FetchRequest, ResponseBody, Struct
 from .context import DEFERRED, HandlerContext, HandlerResult
 from .leader_epochs import check_leader_epoch
 from .purgatory import DelayedOperation
+from .replicas import leader_endpoints
 from .state import BrokerState
 
 _R = response_type(ApiKey.Fetch)
@@ -47,6 +49,8 @@ _Aborted = _PartResp.AbortedTransaction
 #: session epochs of a full fetch (Kafka's ``FetchMetadata.INITIAL_EPOCH`` / ``FINAL_EPOCH``)
 _FULL_FETCH_EPOCHS = (0, -1)
 READ_COMMITTED = 1
+#: errors answered with the current leader from v16 (KIP-951)
+_LEADER_HINTED = (ErrorCode.FENCED_LEADER_EPOCH, ErrorCode.NOT_LEADER_OR_FOLLOWER)
 
 
 class _Read(NamedTuple):
@@ -84,8 +88,7 @@ async def handle_fetch(ctx: HandlerContext, request: FetchRequest) -> HandlerRes
 def _response(ctx: HandlerContext, read: _Read) -> ResponseBody:
     broker = ctx.broker
     broker.metrics.topics.fetched(read.topics, broker.logs.topic_name)
-    nodes = ([_Node(node_id=broker.node_id, host=broker.advertised_host,
-                    port=broker.advertised_port, rack=None)] if read.leader_shown else [])
+    nodes = leader_endpoints(broker.cluster, _Node, read.topics) if read.leader_shown else []
     return ctx.response(throttle_time_ms=0, error_code=0, session_id=0, responses=read.topics,
                         node_endpoints=nodes)
 
@@ -108,9 +111,10 @@ def read_partitions(broker: BrokerState, request: FetchRequest, version: int) ->
             if error is not None:
                 errors += 1
                 parts.append(_part(p.partition, error))
-                if error == ErrorCode.FENCED_LEADER_EPOCH and version >= 16 and log is not None:
-                    parts[-1].current_leader = _Leader(leader_id=broker.node_id,
-                                                       leader_epoch=log.leader_epoch)
+                if (error in _LEADER_HINTED and version >= 16 and log is not None
+                        and name is not None):
+                    leader, epoch = broker.cluster.leader_of(name, p.partition)
+                    parts[-1].current_leader = _Leader(leader_id=leader, leader_epoch=epoch)
                     leader_shown = True
                 continue
             assert log is not None
@@ -173,6 +177,10 @@ def _partition_error(broker: BrokerState, name: str | None, p: Struct, log: Log 
     error = check_leader_epoch(log, p.current_leader_epoch)
     if error:
         return error
+    if broker.cluster.intercepting:  # a cluster node that does not lead the partition
+        error = broker.cluster.leader_error(broker.node_id, name, p.partition)
+        if error:
+            return error
     if version < 10 and log.config.compression_type == "zstd":
         return ErrorCode.UNSUPPORTED_COMPRESSION_TYPE  # Kafka: zstd topics need Fetch v10
     return None

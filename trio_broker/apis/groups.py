@@ -31,6 +31,7 @@ from .bodies import (
     SyncGroupRequest,
 )
 from .context import DEFERRED, HandlerContext, HandlerResult
+from .replicas import coordinator_address
 
 LOGGER = logging.getLogger(__name__)
 
@@ -80,22 +81,30 @@ def client_host(ctx: HandlerContext) -> str:
 
 
 async def find_coordinator(ctx: HandlerContext, request: FindCoordinatorRequest) -> HandlerResult:
-    # A single broker coordinates every group and every transactional id.
+    # A single broker coordinates every group and every transactional id; in a cluster, the
+    # leader of the key's partition of the internal topic (``replicas.coordinator_for``).
     key_type = request.key_type if ctx.version >= 1 else _GROUP_KEY
     broker = ctx.broker
     known = key_type in (_GROUP_KEY, _TRANSACTION_KEY)
-    error = ErrorCode.NONE if known else ErrorCode.INVALID_REQUEST
+    error: int = ErrorCode.NONE if known else ErrorCode.INVALID_REQUEST
     node, host, port = ((broker.node_id, broker.advertised_host, broker.advertised_port)
                         if known else (-1, "", -1))
+    cluster = broker.cluster
     if ctx.version >= 4:  # a batch of keys (KIP-699)
         cls = response_type(ApiKey.FindCoordinator).Coordinator
-        return ctx.response(throttle_time_ms=0, coordinators=[
-            cls(key=key, node_id=node, host=host, port=port, error_code=error,
-                error_message=None if known else _INVALID_REQUEST_MESSAGE)
-            for key in request.coordinator_keys])
+        coordinators = []
+        for key in request.coordinator_keys:
+            if known and not cluster.single:
+                node, host, port, error = coordinator_address(cluster, key_type, key)
+            coordinators.append(cls(key=key, node_id=node, host=host, port=port,
+                                    error_code=error,
+                                    error_message=None if known else _INVALID_REQUEST_MESSAGE))
+        return ctx.response(throttle_time_ms=0, coordinators=coordinators)
+    if known and not cluster.single:
+        node, host, port, error = coordinator_address(cluster, key_type, request.key)
     # Kafka sets the error's name as the message of a successful answer, too.
     return ctx.response(throttle_time_ms=0, error_code=error,
-                        error_message="NONE" if known else _INVALID_REQUEST_MESSAGE,
+                        error_message=ErrorCode(error).name if known else _INVALID_REQUEST_MESSAGE,
                         node_id=node, host=host, port=port)
 
 
@@ -229,10 +238,13 @@ async def list_groups(ctx: HandlerContext, request: ListGroupsRequest) -> Handle
         return ctx.response(throttle_time_ms=0, error_code=coord.not_ready_error, groups=[])
     states = request.states_filter if ctx.version >= 4 else []
     types = request.types_filter if ctx.version >= 5 else []
+    # each node lists the groups it coordinates (admin clients ask every node and merge)
+    cluster, node = ctx.broker.cluster, ctx.broker.node_id
     return ctx.response(throttle_time_ms=0, error_code=ErrorCode.NONE, groups=[
         cls(group_id=g.group_id, protocol_type=g.protocol_type, group_state=str(g.state),
             group_type=g.group_type)
-        for g in coord.list_groups(states, types)])
+        for g in coord.list_groups(states, types)
+        if cluster.single or cluster.coordinator_for(_GROUP_KEY, g.group_id) == node])
 
 
 async def delete_groups(ctx: HandlerContext, request: DeleteGroupsRequest) -> HandlerResult:

@@ -11,8 +11,7 @@ clients get INVALID_PRODUCER_EPOCH.
 
 from __future__ import annotations
 
-import trio
-
+from ..log.offload import run_io
 from ..protocol.api_keys import ApiKey
 from ..protocol.errors import ErrorCode
 from .bodies import InitProducerIdRequest
@@ -41,7 +40,7 @@ async def handle_init_producer_id(ctx: HandlerContext,
         return ctx.response(throttle_time_ms=0, error_code=0, producer_id=producer_id,
                             producer_epoch=epoch)
     try:
-        producer_id = await trio.to_thread.run_sync(ctx.broker.producer_ids.allocate)
+        producer_id = await run_io(ctx.broker.producer_ids.allocate)
     except OSError:
         return _refused(ctx, ErrorCode.KAFKA_STORAGE_ERROR)
     return ctx.response(throttle_time_ms=0, error_code=0, producer_id=producer_id,

@@ -51,7 +51,9 @@ async def handle_offset_for_leader_epoch(ctx: HandlerContext,
                            else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
                 parts.append(_PartResp(partition=p.partition, error_code=missing))
                 continue
-            error = check_leader_epoch(log, p.current_leader_epoch)
+            error = (check_leader_epoch(log, p.current_leader_epoch)
+                     or ctx.broker.cluster.leader_error(ctx.broker.node_id, t.topic,
+                                                        p.partition))
             if error:
                 parts.append(_PartResp(partition=p.partition, error_code=error))
                 continue

@@ -78,7 +78,8 @@ def _lookup(ctx: HandlerContext, topic: str, p: Struct, *, committed: bool) -> S
     log = ctx.broker.logs.get_log(topic, p.partition_index)
     if log is None:
         return _error(p.partition_index, _missing(ctx, topic, p.partition_index))
-    error = check_leader_epoch(log, p.current_leader_epoch)
+    error = (check_leader_epoch(log, p.current_leader_epoch)
+             or ctx.broker.cluster.leader_error(ctx.broker.node_id, topic, p.partition_index))
     if error:
         return _error(p.partition_index, error)
     # a client reads up to the high watermark, or the last stable offset under read_committed

@@ -1,4 +1,5 @@
-"""Metadata v0-v13: this broker is the leader, replica and ISR of every partition it holds.
+"""Metadata v0-v13: the live brokers, and each partition's leader, replicas, ISR and offline
+replicas as the cluster model has them (``replicas.py``; a single broker leads everything).
 
 Per version: v0 reads an empty topic list as "all topics" (v1+: null is all, empty is none); v4
 lets the client forbid auto-creation; v7 returns each partition's leader epoch (which clients use
@@ -19,6 +20,7 @@ from ..protocol.messages import response_type
 from .authorized_operations import cluster_operations, topic_operations
 from .bodies import MetadataRequest, ResponseBody, Struct
 from .context import HandlerContext, HandlerResult
+from .replicas import ClusterModel
 from .topics import ensure_topic, partition_count, validate_topic_name
 
 _R = response_type(ApiKey.Metadata)
@@ -58,7 +60,7 @@ async def handle_metadata(ctx: HandlerContext, request: MetadataRequest) -> Hand
     offline = logs.offline_partitions
     for name in names:
         if validate_topic_name(name) is not None:
-            topics.append(_topic(logs, broker.node_id, name, ErrorCode.INVALID_TOPIC_EXCEPTION,
+            topics.append(_topic(logs, broker.cluster, name, ErrorCode.INVALID_TOPIC_EXCEPTION,
                                  0, offline))
             continue
         known = partition_count(broker, name)
@@ -66,7 +68,7 @@ async def handle_metadata(ctx: HandlerContext, request: MetadataRequest) -> Hand
             error, count = ensure_topic(broker, name, allow_auto_create=allow_auto)
         else:
             error, count = ErrorCode.NONE, known or 0
-        topics.append(_topic(logs, broker.node_id, name, error, count, offline))
+        topics.append(_topic(logs, broker.cluster, name, error, count, offline))
     if v >= 8 and request.include_topic_authorized_operations:
         for topic in topics:
             if topic.error_code == 0:
@@ -75,10 +77,10 @@ async def handle_metadata(ctx: HandlerContext, request: MetadataRequest) -> Hand
                    and request.include_cluster_authorized_operations else None)
     return ctx.response(
         throttle_time_ms=0,
-        brokers=[_Broker(node_id=broker.node_id, host=broker.advertised_host,
-                         port=broker.advertised_port, rack=None)],
+        brokers=[_Broker(node_id=n.node_id, host=n.host, port=n.port, rack=None)
+                 for n in broker.cluster.live_nodes()],
         cluster_id=broker.config.cluster_id,
-        controller_id=broker.node_id,
+        controller_id=broker.cluster.controller_id(broker.node_id),
         topics=topics,
         authorized_operations=cluster_ops,
         error_code=0,
@@ -93,17 +95,22 @@ def _error_response(ctx: HandlerContext, request: MetadataRequest, error: int) -
                         topics=topics, error_code=0)
 
 
-def _topic(logs: LogManager, node: int, name: str, error: int, count: int,
+def _topic(logs: LogManager, cluster: ClusterModel, name: str, error: int, count: int,
            offline: Container[tuple[str, int]]) -> Struct:
     partitions = []
+    nodes = cluster.nodes
     for p in range(count):
         log = logs.get_log(name, p)
         down = log is None and (name, p) in offline
+        state = cluster.partition(name, p)
         partitions.append(_Partition(
-            error_code=ErrorCode.KAFKA_STORAGE_ERROR if down else 0, partition_index=p,
-            leader_id=-1 if down else node, leader_epoch=-1 if log is None else log.leader_epoch,
-            replica_nodes=[node], isr_nodes=[] if down else [node],
-            offline_replicas=[node] if down else []))
+            error_code=(ErrorCode.KAFKA_STORAGE_ERROR if down else
+                        ErrorCode.LEADER_NOT_AVAILABLE if state.leader < 0 else 0),
+            partition_index=p, leader_id=-1 if down else state.leader,
+            leader_epoch=-1 if log is None else log.leader_epoch,
+            replica_nodes=list(state.replicas), isr_nodes=[] if down else list(state.isr),
+            offline_replicas=(list(state.replicas) if down else
+                              [r for r in state.replicas if not nodes[r].alive])))
     topic_id = logs.topic_id(name) if error == ErrorCode.NONE else None
     return _Topic(error_code=error, name=name, topic_id=topic_id,
                   is_internal=False, partitions=partitions)

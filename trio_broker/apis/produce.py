@@ -9,8 +9,9 @@ v0-v2 message sets of format v0/v1 (stored as one v2 batch, as Kafka 3.x does), 
 a compacted topic, which refuses records without a key (per-record errors, v8+).
 
 Per version: v3+ carries exactly one v2 batch per partition; v7 allows zstd; v8 adds per-record
-errors (KIP-467); v9 is flexible; v10's current-leader fields are only for NOT_LEADER_OR_FOLLOWER,
-which one node never answers; v13 names topics by id (UNKNOWN_TOPIC_ID for an unknown one).
+errors (KIP-467); v9 is flexible; v10's current-leader fields come with NOT_LEADER_OR_FOLLOWER (a
+cluster node that does not lead the partition, ``replicas.py``); v13 names topics by id
+(UNKNOWN_TOPIC_ID for an unknown one).
 Transactional batches (v3+ with a ``transactional_id``) are checked against the transaction
 coordinator before they are appended.
 """
@@ -19,9 +20,8 @@ from __future__ import annotations
 
 import logging
 
-import trio
-
 from ..log import Log, LogAppendInfo, StorageError
+from ..log.offload import run_io
 from ..protocol.api_keys import ApiKey
 from ..protocol.batch import BatchHeader, validate_batch
 from ..protocol.compression import Compression
@@ -43,6 +43,7 @@ from ..protocol.legacy import entry_magic
 from ..protocol.messages import response_type
 from .bodies import ProduceRequest, Struct
 from .context import CloseConnection, HandlerContext, HandlerResult
+from .replicas import ClusterModel, leader_endpoints
 from .topics import validate_topic_name
 
 LOGGER = logging.getLogger(__name__)
@@ -69,6 +70,8 @@ async def handle_produce(ctx: HandlerContext, request: ProduceRequest) -> Handle
     results = []
     to_flush: list[tuple[Log, list[Struct], int]] = []
     now_ms = broker.now_ms()
+    cluster = broker.cluster
+    hint_nodes = False
     for topic in request.topic_data:
         name = logs.topic_name(topic.topic_id) if by_id else topic.name
         parts = []
@@ -87,8 +90,15 @@ async def handle_produce(ctx: HandlerContext, request: ProduceRequest) -> Handle
                            else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
                 parts.append(_part(pd.index, missing))
                 continue
-            if acks == -1 and log.config.min_insync_replicas > 1:
-                # one replica is in sync: this node (Kafka checks before validating records)
+            if cluster.intercepting:
+                error = cluster.leader_error(broker.node_id, name, pd.index)
+                if error:
+                    parts.append(not_leader_part(cluster, name, pd.index, ctx.version))
+                    hint_nodes = True
+                    continue
+            min_isr = log.config.min_insync_replicas
+            if acks == -1 and min_isr > 1 and min_isr > cluster.in_sync(name, pd.index):
+                # Kafka checks the ISR before validating records (one node: the ISR is itself)
                 parts.append(_part(pd.index, ErrorCode.NOT_ENOUGH_REPLICAS))
                 continue
             result = _append(ctx, log, (name, pd.index), pd.records, now_ms,
@@ -112,7 +122,7 @@ async def handle_produce(ctx: HandlerContext, request: ProduceRequest) -> Handle
                                   partition_responses=parts))
     for log, parts, i in to_flush:
         try:
-            await trio.to_thread.run_sync(log.flush)
+            await run_io(log.flush)
         except StorageError as exc:
             LOGGER.error("flush of %s failed: %s", log.name, exc)
             parts[i] = _part(parts[i].index, ErrorCode.KAFKA_STORAGE_ERROR)
@@ -120,7 +130,19 @@ async def handle_produce(ctx: HandlerContext, request: ProduceRequest) -> Handle
         if any(p.error_code for t in results for p in t.partition_responses):
             return CloseConnection("acks=0 produce failed")
         return None
+    if hint_nodes and ctx.version >= 10:
+        return ctx.response(responses=results, throttle_time_ms=0,
+                            node_endpoints=leader_endpoints(cluster, _R.NodeEndpoint, results))
     return ctx.response(responses=results, throttle_time_ms=0)
+
+
+def not_leader_part(cluster: ClusterModel, topic: str, index: int, version: int) -> Struct:
+    """NOT_LEADER_OR_FOLLOWER, with the current leader from v10 (KIP-951)."""
+    part = _part(index, ErrorCode.NOT_LEADER_OR_FOLLOWER)
+    if version >= 10:
+        leader, epoch = cluster.leader_of(topic, index)
+        part.current_leader = _PartResp.LeaderIdAndEpoch(leader_id=leader, leader_epoch=epoch)
+    return part
 
 
 def _append(ctx: HandlerContext, log: Log, tp: tuple[str, int], records: bytes | None,

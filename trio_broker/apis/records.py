@@ -12,9 +12,8 @@ from __future__ import annotations
 
 import logging
 
-import trio
-
 from ..log import Log, StorageError
+from ..log.offload import run_io
 from ..protocol.api_keys import ApiKey
 from ..protocol.errors import ErrorCode
 from ..protocol.messages import response_type
@@ -30,7 +29,7 @@ _DR = response_type(ApiKey.DeleteRecords)
 async def handle_delete_records(ctx: HandlerContext, request: RequestBody) -> HandlerResult:
     asked = [(t.name, p.partition_index, p.offset) for t in request.topics
              for p in t.partitions]
-    answers = await trio.to_thread.run_sync(_delete, ctx.broker, asked)
+    answers = await run_io(_delete, ctx.broker, asked)
     result = _DR.DeleteRecordsTopicResult.DeleteRecordsPartitionResult
     topics: dict[str, list[Struct]] = {}
     for (name, partition, _), (error, low) in zip(asked, answers, strict=True):

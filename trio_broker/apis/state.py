@@ -23,8 +23,11 @@ from ..config.dynamic import DynamicBrokerConfigs
 from ..coordinator import GroupCoordinator
 from ..coordinator.transactions import TransactionCoordinator
 from ..log import LogManager, ProducerIdManager, log_config_from
+from ..log.cleaner_manager import LogCleaner
+from ..log.offload import mock_clock
 from ..metrics import BrokerMetrics
 from .purgatory import Purgatory
+from .replicas import ClusterModel, Node
 from .telemetry_state import TelemetryState
 
 
@@ -58,9 +61,16 @@ class BrokerState:
     advertised_port: int
     #: client instances that asked for a telemetry subscription (KIP-714)
     telemetry: TelemetryState = attrs.field(factory=TelemetryState)
+    #: the log cleaner (``serve`` runs its threads); None where no cleaner runs
+    cleaner: LogCleaner | None = None
     #: dynamic broker configs (AlterConfigs on a broker), persisted in the first log dir
     dynamic_configs: DynamicBrokerConfigs = attrs.field(default=attrs.Factory(
         lambda self: DynamicBrokerConfigs.load(self.config), takes_self=True))
+    #: the cluster this node answers for (``replicas.py``): one node unless a test cluster
+    #: built it with more
+    cluster: ClusterModel = attrs.field(default=attrs.Factory(
+        lambda self: ClusterModel([Node(self.config.node_id, self.advertised_host,
+                                        self.advertised_port)], self.logs), takes_self=True))
 
     def __attrs_post_init__(self) -> None:
         # Consumer groups (KIP-848) assign partitions by topic id and resolve regexes over
@@ -90,8 +100,10 @@ class BrokerState:
 
     @staticmethod
     def now_ms() -> int:
-        """Wall-clock milliseconds, for record timestamps and retention."""
-        return time.time_ns() // 1_000_000
+        """Wall-clock milliseconds, for record timestamps and retention; under a test's
+        ``trio.testing.MockClock`` ahead by that clock's time, so retention by time follows the
+        test's virtual time as the broker's timers do."""
+        return time.time_ns() // 1_000_000 + _virtual_ms()
 
     def topics_changed(self, change: TopicChange) -> None:
         """React to a topic change made by an admin API or by auto-creation.
@@ -103,6 +115,13 @@ class BrokerState:
         for partition in range(change.partitions, change.previous_partitions):
             self.fetch_purgatory.complete_all((change.topic, partition))
         self.groups.topics_changed(change.topic, change.previous_partitions, change.partitions)
+        self.cluster.topic_changed(change.topic, change.partitions)
+
+
+def _virtual_ms() -> int:
+    """The time a ``MockClock`` has run (0 under Trio's real clock or outside Trio)."""
+    clock = mock_clock()
+    return 0 if clock is None else int(clock.current_time() * 1000)
 
 
 def standalone_state(config: BrokerConfig, *, groups: GroupCoordinator, nursery: trio.Nursery,

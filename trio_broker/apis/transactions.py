@@ -22,6 +22,7 @@ from ..protocol.errors import ErrorCode
 from ..protocol.messages import response_type
 from .bodies import RequestBody, Struct
 from .context import HandlerContext, HandlerResult
+from .fault_state import TRANSACTION_KEY
 
 _APT = response_type(ApiKey.AddPartitionsToTxn)
 _APTResult = _APT.AddPartitionsToTxnResult
@@ -163,7 +164,10 @@ async def list_transactions(ctx: HandlerContext, request: RequestBody) -> Handle
                             unknown_state_filters=unknown, transaction_states=[])
     now = txns.now_ms()
     out = []
+    cluster, node = ctx.broker.cluster, ctx.broker.node_id
     for tid, meta in sorted(txns.transactions.items()):
+        if not cluster.single and cluster.coordinator_for(TRANSACTION_KEY, tid) != node:
+            continue  # each node lists the transactional ids it coordinates
         if states and meta.state.value not in states:
             continue
         if pids and meta.producer_id not in pids:

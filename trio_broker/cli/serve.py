@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import argparse
+import functools
 import logging
 import signal
+from collections.abc import Awaitable, Callable
 
-from ..config import ConfigError, describe_keys, load_config, parse_overrides
+from ..config import BrokerConfig, ConfigError, describe_keys, load_config, parse_overrides
 from .base import CommandError, Tool, UsageError
 
 LOGGER = logging.getLogger("trio_broker")
@@ -18,6 +20,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="server.properties or .toml file")
     parser.add_argument("--override", action="append", default=[], metavar="KEY=VALUE",
                         help="set a config key (repeatable; wins over file and environment)")
+    parser.add_argument("--brokers", type=int, default=None, metavar="N",
+                        help="run a test cluster of N brokers in this process (ports counted "
+                        "up from the first listener's; control.listener=http://HOST:PORT "
+                        "serves its fault controls; docs/testing.md)")
 
 
 def _epilog() -> str:
@@ -41,6 +47,11 @@ def run(args: argparse.Namespace) -> int:
 
     from ..broker import serve
 
+    if args.brokers is not None:
+        if args.brokers < 1:
+            raise UsageError(f"--brokers must be at least 1, not {args.brokers}")
+        return _run(_serve_cluster_until_signalled(config, args.brokers))
+
     async def serve_until_signalled() -> None:
         # Signals are caught from before the broker starts: one that arrives during start-up
         # waits in the receiver and then stops the broker gracefully like any other.
@@ -57,8 +68,14 @@ def run(args: argparse.Namespace) -> int:
                     broker.stop()
                     break
 
+    return _run(serve_until_signalled)
+
+
+def _run(main: Callable[[], Awaitable[None]]) -> int:
+    import trio
+
     try:
-        trio.run(serve_until_signalled)
+        trio.run(main)
     except BaseExceptionGroup as group:
         first = _first_leaf(group)
         if isinstance(first, KeyboardInterrupt):
@@ -69,6 +86,31 @@ def run(args: argparse.Namespace) -> int:
             raise CommandError(f"cannot start: {first}") from None
         raise
     return 0
+
+
+def _serve_cluster_until_signalled(config: BrokerConfig,
+                                   brokers: int) -> Callable[[], Awaitable[None]]:
+    async def main() -> None:
+        import trio
+
+        from ..cluster import serve_cluster
+
+        with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+            async with trio.open_nursery() as nursery:
+                cluster = await nursery.start(functools.partial(
+                    serve_cluster, config, brokers=brokers))
+                for b in cluster.brokers:
+                    print(f"trio-broker broker {b.node_id} listening on "
+                          f"{_fmt(b.host)}:{b.port}", flush=True)
+                if cluster.control_address:
+                    h, p = cluster.control_address
+                    print(f"trio-broker cluster control on http://{_fmt(h)}:{p}/", flush=True)
+                async for signum in signals:
+                    LOGGER.info("received %s, shutting down", signal.Signals(signum).name)
+                    cluster.stop()
+                    break
+
+    return main
 
 
 def _first_leaf(exc: BaseException) -> BaseException:

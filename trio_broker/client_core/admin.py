@@ -174,6 +174,9 @@ class LogDirDescription(NamedTuple):
     #: the file system's size and free space, v4+ (-1 before)
     total_bytes: int
     usable_bytes: int
+    #: the cleanable dirty ratio of each compacted partition, where the broker tells it (this
+    #: project's brokers, in a tagged field from v2; Kafka's never)
+    dirty_ratios: dict[TopicPartition, float] = {}
 
 
 def describe_log_dirs_request(version: int,
@@ -192,9 +195,12 @@ def parse_describe_log_dirs(response: Any) -> tuple[int, list[LogDirDescription]
         sizes = {TopicPartition(topic.name, part.partition_index): part.partition_size
                  for topic in result.topics for part in topic.partitions
                  if not part.is_future_key}
+        ratios = {TopicPartition(topic.name, part.partition_index): part.dirty_ratio
+                  for topic in result.topics for part in topic.partitions
+                  if not part.is_future_key and getattr(part, "dirty_ratio", -1) >= 0}
         dirs.append(LogDirDescription(result.log_dir, result.error_code, sizes,
                                       getattr(result, "total_bytes", -1),
-                                      getattr(result, "usable_bytes", -1)))
+                                      getattr(result, "usable_bytes", -1), ratios))
     return getattr(response, "error_code", 0) or 0, dirs
 
 

@@ -8,9 +8,10 @@ or the new set, never a mix.
 
 Kafka's rules are kept: only keys Kafka updates dynamically are accepted ("Cannot update these
 configs dynamically"); per-broker keys (listeners, TLS) cannot be set as the cluster default;
-security keys must carry a listener prefix. The ``log.*`` topic defaults apply at once (the
-caller re-derives every topic's config); other keys are stored, described and used from the next
-start, since this broker reads them when it starts.
+security keys must carry a listener prefix. The ``log.*`` topic defaults and the log cleaner's
+keys apply at once (the caller re-derives every topic's config and reconfigures the cleaner);
+other keys are stored, described and used from the next start, since this broker reads them when
+it starts.
 """
 
 from __future__ import annotations

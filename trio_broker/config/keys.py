@@ -103,6 +103,8 @@ _HONOURED: tuple[ConfigKey, ...] = (
        type_=T.LONG, default=5000, validator=AtLeast(0)),
     _h("metrics.listener", "http://host:port serving Prometheus metrics; empty = off.", own=True,
        type_=T.STRING, default=""),
+    _h("control.listener", "http://host:port of a test cluster's control endpoint (serve "
+       "--brokers N; docs/testing.md); empty = off.", own=True, type_=T.STRING, default=""),
     # --- web console (docs/console.md) ----------------------------------------------------------
     _h("http.listener", "http://host:port (or https://, with ssl.certfile) of the broker's web "
        "console; empty = off.", own=True, type_=T.STRING, default=""),
@@ -142,6 +144,14 @@ _HONOURED: tuple[ConfigKey, ...] = (
     _h("log.retention.check.interval.ms", "How often retention runs."),
     _h("log.flush.scheduler.interval.ms", "How often the flusher checks flush.ms (Kafka's "
        "default never runs it).", default=1000, validator=AtLeast(1)),
+    _h("log.cleaner.enable", "Run the log cleaner (compaction of cleanup.policy=compact topics)."),
+    _h("log.cleaner.threads", "Cleaner tasks, each cleaning one partition at a time in a worker "
+       "thread; dynamic (0 stops cleaning)."),
+    _h("log.cleaner.backoff.ms", "How long a cleaner task waits when no log is due; dynamic."),
+    _h("log.cleaner.dedupe.buffer.size", "Bytes of the cleaners' offset maps (24 an entry, as "
+       "Kafka counts), shared by the threads; dynamic."),
+    _h("log.cleaner.io.max.bytes.per.second", "Bytes read plus written per second by all "
+       "cleaners together; dynamic, even for a cleaning under way."),
     # --- topics ---------------------------------------------------------------------------------
     _h("auto.create.topics.enable", "Create unknown topics on Metadata/Produce requests."),
     _h("num.partitions", "Partitions of an auto-created topic."),

@@ -39,6 +39,7 @@ from typing import Any
 import attrs
 import trio
 
+from ..log.offload import run_io
 from .consumer_group import (
     Assignment,
     ConsumerGroup,
@@ -80,7 +81,7 @@ class GroupStore:
     def __init__(self, directory: Path, *, compact_bytes: int = DEFAULT_COMPACT_BYTES,
                  io_runner: IoRunner | None = None) -> None:
         self.log = GroupLog(directory, compact_bytes=compact_bytes)
-        self._run: IoRunner = io_runner or trio.to_thread.run_sync
+        self._run: IoRunner = io_runner or run_io
         #: the live records, as they will be once everything queued is written
         self._live: GroupRecords = {}
         self._queue: list[_Pending] = []

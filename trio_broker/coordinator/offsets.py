@@ -21,6 +21,7 @@ import attrs
 import trio
 
 from ..config import BrokerConfig
+from ..log.offload import run_io
 from ..protocol.errors import ErrorCode
 from .consumer_group import ConsumerGroup
 from .group import Group
@@ -108,7 +109,7 @@ class OffsetMetadataManager:
 
     async def load(self) -> None:
         """Read the offsets file (in a worker thread) into groups without members."""
-        state = await trio.to_thread.run_sync(self.log.open)
+        state = await run_io(self.log.open)
         now_ms = self._wall_ms()
         groups = self._membership.groups
         for group_id, offsets in state.items():
@@ -355,7 +356,7 @@ class OffsetMetadataManager:
             self._writes_in_flight = len(batch)
             ok = True
             try:
-                await trio.to_thread.run_sync(self.log.append, [w.record for w in batch])
+                await run_io(self.log.append, [w.record for w in batch])
             except (OSError, OffsetLogError) as exc:
                 ok = False
                 LOGGER.error("writing %d offset records to %s failed: %s", len(batch),
@@ -368,7 +369,7 @@ class OffsetMetadataManager:
             if ok and not self._closed and self.log.should_compact():
                 snapshot = {g.group_id: dict(g.offsets) for g in self._all_groups() if g.offsets}
                 try:
-                    await trio.to_thread.run_sync(self.log.compact, snapshot)
+                    await run_io(self.log.compact, snapshot)
                 except (OSError, OffsetLogError) as exc:
                     LOGGER.error("compacting %s failed, still appending to it: %s",
                                  self.log.path, exc)

@@ -28,6 +28,7 @@ import trio
 
 from ..config import BrokerConfig
 from ..log import LogManager, StorageError
+from ..log.offload import run_io
 from ..protocol.errors import ErrorCode
 from .coordinator import GroupCoordinator
 from .offsets import CommitRequest
@@ -99,7 +100,7 @@ class TransactionCoordinator:
         """Read the transaction log back (in a worker thread). ``serve`` calls it before any
         timer of the broker exists; ``run`` calls it if nobody did."""
         if not self._read:
-            self.transactions = await trio.to_thread.run_sync(self.txn_log.open)
+            self.transactions = await run_io(self.txn_log.open)
             self._read = True
             wall, now = self.now_ms(), trio.current_time()
             for meta in self.transactions.values():
@@ -415,7 +416,7 @@ class TransactionCoordinator:
 
     async def _allocate(self) -> int | None:
         try:
-            return await trio.to_thread.run_sync(self.producer_ids.allocate)
+            return await run_io(self.producer_ids.allocate)
         except (OSError, StorageError) as exc:
             LOGGER.error("allocating a producer id failed: %s", exc)
             return None
@@ -424,7 +425,7 @@ class TransactionCoordinator:
         """Write ``new`` (fsynced), then make it the id's state; False if the disk failed."""
         async with self._write_lock:
             try:
-                await trio.to_thread.run_sync(self.txn_log.append, [new])
+                await run_io(self.txn_log.append, [new])
             except OSError as exc:
                 LOGGER.error("writing the transaction log failed: %s", exc)
                 return False
@@ -437,7 +438,7 @@ class TransactionCoordinator:
             if self.txn_log.should_compact():
                 live = list(self.transactions.values())
                 try:
-                    await trio.to_thread.run_sync(self.txn_log.compact, live)
+                    await run_io(self.txn_log.compact, live)
                 except OSError as exc:
                     LOGGER.error("compacting the transaction log failed: %s", exc)
             return True

@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterable
 import trio
 
 from ..log import LogManager, StorageError
+from ..log.offload import run_io
 from ..protocol.errors import ErrorCode
 from .coordinator import GroupCoordinator
 from .offsets import CommitRequest, OffsetCommitEntry
@@ -53,7 +54,7 @@ async def write_markers(logs: LogManager, meta: TransactionMetadata, committed: 
             to_flush.append(log)
     for log in to_flush:
         try:
-            await trio.to_thread.run_sync(log.flush)
+            await run_io(log.flush)
         except StorageError as exc:
             LOGGER.error("flushing markers of %s failed: %s", log.name, exc)
             return False

@@ -8,22 +8,29 @@ Why it is built this way:
 - Two passes, as in Kafka. The *offset map* (``build_offset_map``) reads the dirty section
   (from the cleaner checkpoint to the first uncleanable offset) and remembers the last offset of
   every key, bounded by ``log.cleaner.dedupe.buffer.size`` (24 bytes per entry, as Kafka counts
-  it; the map stops at a segment boundary when full, and the next pass goes on from there). Then
+  it; the map stops at a segment boundary when full, and the next pass goes on from there). Like
+  Kafka's ``SkimpyOffsetMap`` it holds a 16-byte MD5 digest of each key, never the key itself, so
+  an entry's size does not grow with the key: a key of at most 16 bytes stands for itself (no
+  hashing cost; it can equal a longer key's digest only with MD5's collision odds). Then
   every segment from the log start to the map's end is rewritten (``clean_segments``), merged
   into groups of at most ``segment.bytes``: a record stays if no later offset holds its key.
 - Offsets are kept. A batch keeps its base offset, last offset delta, producer id, epoch, base
   sequence, timestamps and codec; only its records and CRC change, so compacted logs have gaps
   that every reader already skips. A batch all of whose records go is dropped, unless it is the
   newest batch of its producer (its sequence state must survive a reload): then it stays empty.
-- Tombstones (null values) stay ``delete.retention.ms`` after the segment holding them was first
-  cleaned (the cleaned file's mtime records when; a merge keeps the oldest such time of sources
-  that were already clean), then go. Records without a key go, as Kafka's cleaner drops them.
+- Tombstones (null values) stay ``delete.retention.ms`` after their batch was first cleaned,
+  then go (KIP-534): the first cleaning that keeps a batch holding a tombstone rewrites it with
+  Kafka's *delete horizon* (attribute bit 6 set, the base timestamp = cleaning time +
+  ``delete.retention.ms``, each record's timestamp delta re-based so record timestamps stay), and
+  a later cleaning past that horizon drops its tombstones. Each batch carries its own time, so
+  merging segments never shortens a tombstone's stay. Records without a key go, as Kafka's
+  cleaner drops them.
 - Transactions, by Kafka's rules (``TxnTracker``): the dirty section ends at the last stable
   offset, so every transaction in it is finished. Batches of aborted transactions (known from the
   aborted-transaction indexes) are removed and never enter the offset map, so an aborted value
   never replaces a committed one; committed transactional records are compacted like any other.
-  A commit or abort marker stays while any batch of its transaction remains, and after that
-  until the ``delete.retention.ms`` horizon of its segment has passed (as for tombstones).
+  A commit or abort marker stays while any batch of its transaction remains; after that it gets
+  a delete horizon at its next cleaning and goes once the horizon has passed (as tombstones).
 - Crash safety: a group is written as an ordinary segment into ``.cleaning-<base>/`` inside the
   partition directory and fsynced; the one atomic step is renaming that directory to
   ``.swap-<base>-<end>/``. ``complete_swap`` (run by the swap and by recovery after a crash)
@@ -34,8 +41,11 @@ Why it is built this way:
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import os
+import sys
+import threading
 import time
 from collections import deque
 from collections.abc import Iterator, Mapping, Sequence
@@ -45,7 +55,7 @@ import attrs
 
 from ..protocol.batch import BATCH_HEADER_SIZE, BatchHeader, finish_batch, read_batch_header
 from ..protocol.compression import Compression, compress, decompress
-from ..protocol.records import read_varint
+from ..protocol.records import read_varint, write_varint
 from ._files import fsync_dir
 from .config import LogConfig
 from .segment import LOG_SUFFIX, LogSegment
@@ -71,26 +81,43 @@ class CleanerStats:
     records_read: int = 0
     records_removed: int = 0
     segments_cleaned: int = 0
+    #: the earliest delete horizon among the batches kept (None: no batch kept has one), so a
+    #: log with nothing dirty is cleaned again once its first tombstones may go
+    earliest_horizon: int | None = None
 
 
-@attrs.define
 class Throttler:
-    """``log.cleaner.io.max.bytes.per.second``: sleeps the cleaner's thread when ahead."""
+    """``log.cleaner.io.max.bytes.per.second`` (Kafka's ``Throttler``): one for all cleaner
+    threads. After each batch it compares the bytes done in the current period with the desired
+    rate and sleeps the calling thread (holding the others) until the period's rate is down to
+    it, so a cleaning never runs ahead by more than a batch; a period ends after
+    ``check_interval_s`` (an idle cleaner earns no burst). The rate may change while cleanings
+    run (dynamic broker config)."""
 
-    bytes_per_second: float
-    _start: float = attrs.field(factory=time.monotonic)
-    _bytes: int = 0
+    def __init__(self, bytes_per_second: float, check_interval_s: float = 0.3) -> None:
+        self.bytes_per_second = bytes_per_second
+        self.check_interval_s = check_interval_s
+        self._lock = threading.Lock()
+        self._period_start = time.monotonic()
+        self._bytes = 0
 
     def maybe_throttle(self, nbytes: int) -> None:
         # Performance: hand the GIL over after every batch, so the event loop thread (and the
         # request handlers) wait for at most one batch of cleaning, not a 5 ms switch interval.
         time.sleep(0)
-        if self.bytes_per_second <= 0 or self.bytes_per_second == float("inf"):
+        rate = self.bytes_per_second
+        if rate <= 0 or rate >= sys.float_info.max:  # Kafka's default: Double.MAX_VALUE
             return
-        self._bytes += nbytes
-        due = self._bytes / self.bytes_per_second - (time.monotonic() - self._start)
-        if due > 0:
-            time.sleep(due)
+        with self._lock:
+            self._bytes += nbytes
+            now = time.monotonic()
+            due = self._bytes / rate - (now - self._period_start)
+            if due > 0:
+                time.sleep(due)
+                now = time.monotonic()
+            if now - self._period_start >= self.check_interval_s:
+                self._period_start = now
+                self._bytes = 0
 
 
 def iter_records(data: bytes, count: int) -> Iterator[tuple[int, int, int, bytes | None, bool]]:
@@ -110,6 +137,44 @@ def iter_records(data: bytes, count: int) -> Iterator[tuple[int, int, int, bytes
         value_len, p = read_varint(data, p)
         yield pos, end, offset_delta, key, value_len < 0
         pos = end
+
+
+#: KIP-534: the batch's base timestamp is its delete horizon (set by the cleaner)
+DELETE_HORIZON_BIT = 0x40
+
+
+def delete_horizon(header: BatchHeader) -> int | None:
+    """When the batch's tombstones (or its marker) may go, if a cleaning has set it."""
+    return header.base_timestamp if header.attributes & DELETE_HORIZON_BIT else None
+
+
+def _rebased(block: bytes, starts: Sequence[tuple[int, int]], old_base: int,
+             new_base: int) -> bytes:
+    """The records ``block[start:end]`` with timestamp deltas moved from ``old_base`` to
+    ``new_base`` (the record timestamps stay)."""
+    out = bytearray()
+    shift = old_base - new_base
+    for start, _end in starts:
+        length, body = read_varint(block, start)
+        end = body + length
+        delta, rest = read_varint(block, body + 1)
+        record = bytearray(block[body:body + 1])
+        write_varint(record, delta + shift)
+        record += block[rest:end]
+        write_varint(out, len(record))
+        out += record
+    return bytes(out)
+
+
+#: keys up to this size are their own map key; longer ones are replaced by their MD5 digest
+MAP_KEY_BYTES = 16
+
+
+def map_key(key: bytes) -> bytes:
+    """The offset map's key for a record key (at most ``MAP_KEY_BYTES`` long)."""
+    if len(key) <= MAP_KEY_BYTES:
+        return key
+    return hashlib.md5(key, usedforsecurity=False).digest()
 
 
 def _records_block(raw: bytes, header: BatchHeader) -> bytes:
@@ -178,7 +243,7 @@ def build_offset_map(segments: Sequence[LogSegment], start: int, end: int, capac
             for _s, _e, delta, key, _t in iter_records(_records_block(raw, header),
                                                        header.records_count):
                 if key is not None and base + delta >= start:
-                    offsets[key] = base + delta
+                    offsets[key if len(key) <= MAP_KEY_BYTES else map_key(key)] = base + delta
         if i + 1 < len(segments) and segments[i + 1].base_offset >= end:
             break
     last = next((s for s in segments if s.base_offset >= end), None)
@@ -186,36 +251,75 @@ def build_offset_map(segments: Sequence[LogSegment], start: int, end: int, capac
 
 
 def filter_batch(header: BatchHeader, raw: bytes, offsets: Mapping[bytes, int], *,
-                 retain_tombstones: bool, keep_empty: bool, stats: CleanerStats) -> bytes | None:
-    """The data batch with superseded records (and expired tombstones, and keyless records)
-    removed; the same bytes if all stay, None if it goes entirely."""
+                 now_ms: int, delete_retention_ms: int, keep_empty: bool,
+                 stats: CleanerStats) -> bytes | None:
+    """The data batch with superseded records (and tombstones past the batch's delete horizon,
+    and keyless records) removed, and a delete horizon set if it keeps a tombstone without one;
+    the same bytes if nothing changes, None if it goes entirely."""
     block = _records_block(raw, header)
-    kept: list[bytes] = []
+    kept: list[tuple[int, int]] = []
     base = header.base_offset
+    horizon = delete_horizon(header)
+    tombstones_expired = horizon is not None and now_ms >= horizon
+    has_tombstone = False
     total = 0
     for start, end, delta, key, tombstone in iter_records(block, header.records_count):
         total += 1
         if key is None:
             continue
-        latest = offsets.get(key)
+        latest = offsets.get(key if len(key) <= MAP_KEY_BYTES else map_key(key))
         if latest is not None and base + delta < latest:
             continue
-        if tombstone and not retain_tombstones:
-            continue
-        kept.append(block[start:end])
+        if tombstone:
+            if tombstones_expired:
+                continue
+            has_tombstone = True
+        kept.append((start, end))
     stats.records_read += total
     stats.records_removed += total - len(kept)
-    if len(kept) == total:
+    set_horizon = has_tombstone and horizon is None
+    if len(kept) == total and not set_horizon:
         return raw
     if not kept and not keep_empty:
         return None
-    joined = b"".join(kept)
+    attributes, base_timestamp = header.attributes, header.base_timestamp
+    if set_horizon:
+        attributes |= DELETE_HORIZON_BIT
+        base_timestamp = now_ms + delete_retention_ms
+        joined = _rebased(block, kept, header.base_timestamp, base_timestamp)
+    else:
+        joined = b"".join(block[start:end] for start, end in kept)
     body = bytearray(BATCH_HEADER_SIZE)
     body += compress(header.compression, joined) if kept else b""
-    finish_batch(body, attributes=header.attributes, records_count=len(kept),
-                 base_timestamp=header.base_timestamp, max_timestamp=header.max_timestamp,
+    finish_batch(body, attributes=attributes, records_count=len(kept),
+                 base_timestamp=base_timestamp, max_timestamp=header.max_timestamp,
                  base_offset=base, producer_id=header.producer_id,
                  producer_epoch=header.producer_epoch, base_sequence=header.base_sequence,
+                 partition_leader_epoch=header.partition_leader_epoch,
+                 last_offset_delta=header.last_offset_delta)
+    return bytes(body)
+
+
+def _marker(header: BatchHeader, raw: bytes, *, had_data: bool, keep_empty: bool, now_ms: int,
+            delete_retention_ms: int) -> bytes | None:
+    """A commit/abort marker stays while its transaction kept data; then it gets a delete
+    horizon, and goes once that has passed (unless it is its producer's newest batch)."""
+    horizon = delete_horizon(header)
+    if had_data or (horizon is not None and now_ms < horizon):
+        return raw
+    if horizon is not None:
+        return raw if keep_empty else None
+    block = _records_block(raw, header)
+    starts = [(start, end) for start, end, *_ in iter_records(block, header.records_count)]
+    new_base = now_ms + delete_retention_ms
+    body = bytearray(BATCH_HEADER_SIZE)
+    body += compress(header.compression,
+                     _rebased(block, starts, header.base_timestamp, new_base))
+    finish_batch(body, attributes=header.attributes | DELETE_HORIZON_BIT,
+                 records_count=header.records_count, base_timestamp=new_base,
+                 max_timestamp=header.max_timestamp, base_offset=header.base_offset,
+                 producer_id=header.producer_id, producer_epoch=header.producer_epoch,
+                 base_sequence=header.base_sequence,
                  partition_leader_epoch=header.partition_leader_epoch,
                  last_offset_delta=header.last_offset_delta)
     return bytes(body)
@@ -254,7 +358,7 @@ def _mtime_ms(segment: LogSegment) -> int:
 
 
 def clean_group(directory: Path, group: Sequence[LogSegment], end: int, config: LogConfig,
-                offsets: Mapping[bytes, int], *, first_dirty: int, now_ms: int,
+                offsets: Mapping[bytes, int], *, now_ms: int,
                 producer_last: Mapping[int, int], throttler: Throttler,
                 stats: CleanerStats, txns: TxnTracker | None = None) -> Path:
     """Write the cleaned form of ``group`` (ending at offset ``end``) and commit it as a swap
@@ -265,14 +369,11 @@ def clean_group(directory: Path, group: Sequence[LogSegment], end: int, config: 
         remove_dir(work)
     work.mkdir()
     out = LogSegment(work, base, config)
-    cleaned_at = now_ms
+    modified = _mtime_ms(group[-1])  # Kafka keeps the last source's modification time
+    retention = config.delete_retention_ms
     txns = txns or TxnTracker(())
     try:
         for source in group:
-            was_clean = source.next_offset <= first_dirty
-            if was_clean:
-                cleaned_at = min(cleaned_at, _mtime_ms(source))
-            retain = not was_clean or _mtime_ms(source) > now_ms - config.delete_retention_ms
             for entry in source.txn_index.entries:
                 out.txn_index.append(entry)
             for header, raw in _batches(source):
@@ -282,18 +383,27 @@ def clean_group(directory: Path, group: Sequence[LogSegment], end: int, config: 
                 batch: bytes | None
                 if header.is_control:
                     had_data = txns.end(header)
-                    batch = raw if had_data or retain or keep_empty else None
+                    batch = _marker(header, raw, had_data=had_data, keep_empty=keep_empty,
+                                    now_ms=now_ms, delete_retention_ms=retention)
                 elif txns.is_aborted(header):
                     stats.records_read += header.records_count
                     stats.records_removed += header.records_count
                     batch = _emptied(header) if keep_empty else None
                 else:
-                    batch = filter_batch(header, raw, offsets, retain_tombstones=retain,
-                                         keep_empty=keep_empty, stats=stats)
+                    batch = filter_batch(header, raw, offsets, now_ms=now_ms,
+                                         delete_retention_ms=retention, keep_empty=keep_empty,
+                                         stats=stats)
                 if batch is None:
                     continue
-                if batch is raw or read_batch_header(batch).records_count:
+                kept_header = header if batch is raw else read_batch_header(batch)
+                if batch is raw or kept_header.records_count:
                     txns.kept(header)
+                horizon = delete_horizon(kept_header)
+                # a horizon passed already dropped what it could: only later ones call the
+                # cleaner back (else a kept flagged batch would be cleaned again and again)
+                if horizon is not None and horizon > now_ms and (
+                        stats.earliest_horizon is None or horizon < stats.earliest_horizon):
+                    stats.earliest_horizon = horizon
                 out.append(batch, header.base_offset, header.next_offset, header.max_timestamp,
                            now_ms)
                 stats.bytes_written += len(batch)
@@ -306,7 +416,7 @@ def clean_group(directory: Path, group: Sequence[LogSegment], end: int, config: 
                 os.close(fd)
     finally:
         out.close()
-    os.utime(out.log_path, ns=(cleaned_at * 1_000_000, cleaned_at * 1_000_000))
+    os.utime(out.log_path, ns=(modified * 1_000_000, modified * 1_000_000))
     fsync_dir(work)
     swap = directory / f"{SWAP_PREFIX}{base:020d}-{end:020d}"
     os.rename(work, swap)  # the commit point
@@ -360,6 +470,6 @@ def remove_dir(path: Path) -> None:
     path.rmdir()
 
 
-__all__ = ["CleanerStats", "Throttler", "TxnTracker", "build_offset_map", "clean_group",
-           "complete_swap", "filter_batch", "group_segments", "iter_records", "parse_swap",
-           "remove_dir"]
+__all__ = ["DELETE_HORIZON_BIT", "CleanerStats", "Throttler", "TxnTracker", "build_offset_map",
+           "clean_group", "complete_swap", "delete_horizon", "filter_batch", "group_segments",
+           "iter_records", "map_key", "parse_swap", "remove_dir"]

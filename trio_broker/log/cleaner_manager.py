@@ -23,6 +23,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
+from typing import Any
 
 import attrs
 
@@ -73,20 +74,52 @@ class CleanerMetrics:
     last_recopy_percent: float = 0.0
 
 
+def cleaner_settings(value_of: Callable[[str], Any]) -> dict[str, Any]:
+    """``LogCleaner``'s keyword arguments from a broker config's ``value_of``."""
+    return {"dedupe_buffer_size": value_of("log.cleaner.dedupe.buffer.size"),
+            "threads": value_of("log.cleaner.threads"),
+            "io_max_bytes_per_second": value_of("log.cleaner.io.max.bytes.per.second"),
+            "backoff_ms": value_of("log.cleaner.backoff.ms")}
+
+
 class LogCleaner:
     """Compacts the logs of ``logs()`` (each paired with its log dir)."""
 
     def __init__(self, logs: Callable[[], Iterable[tuple[Log, Path]]], *,
                  dedupe_buffer_size: int = 134217728, threads: int = 1,
-                 io_max_bytes_per_second: float = float("inf")) -> None:
+                 io_max_bytes_per_second: float = float("inf"),
+                 backoff_ms: int = 15000) -> None:
         self._logs = logs
-        self.capacity = max(1, int(dedupe_buffer_size / max(1, threads)
-                                   / OFFSET_MAP_ENTRY_BYTES * _LOAD_FACTOR))
-        self.io_max_bytes_per_second = io_max_bytes_per_second
+        self.throttler = Throttler(io_max_bytes_per_second)
+        self.capacity = 1
+        self.threads = 1
+        self.backoff_ms = backoff_ms
+        #: cleaner tasks running now (the broker's tasks keep it; they follow ``threads``)
+        self.running_threads = 0
+        self.reconfigure(dedupe_buffer_size=dedupe_buffer_size, threads=threads,
+                         io_max_bytes_per_second=io_max_bytes_per_second, backoff_ms=backoff_ms)
         self.metrics = CleanerMetrics()
         self._lock = threading.Lock()
         self._in_progress: set[tuple[str, int]] = set()
         self._checkpoints: dict[Path, dict[tuple[str, int], int]] = {}
+        #: each log's earliest delete horizon kept by its last cleaning (in memory only)
+        self._horizons: dict[tuple[str, int], int] = {}
+
+    @property
+    def io_max_bytes_per_second(self) -> float:
+        return self.throttler.bytes_per_second
+
+    def reconfigure(self, *, dedupe_buffer_size: int, threads: int,
+                    io_max_bytes_per_second: float, backoff_ms: int) -> None:
+        """Kafka's dynamic cleaner configs (``log.cleaner.threads``, ``.dedupe.buffer.size``,
+        ``.io.max.bytes.per.second``, ``.backoff.ms``): the I/O rate applies at once, even to
+        cleanings under way; the map size from the next cleaning; the thread count is for the
+        broker's cleaner tasks to follow (``threads``, 0 stops cleaning)."""
+        self.threads = max(0, threads)
+        self.capacity = max(1, int(dedupe_buffer_size / max(1, threads)
+                                   / OFFSET_MAP_ENTRY_BYTES * _LOAD_FACTOR))
+        self.throttler.bytes_per_second = io_max_bytes_per_second
+        self.backoff_ms = backoff_ms
 
     # --- checkpoint ---------------------------------------------------------------------------
 
@@ -149,6 +182,14 @@ class LogCleaner:
                 break
         return DirtyState(first_dirty, first_uncleanable, clean, dirty, delay)
 
+    def dirty_ratio(self, log: Log, log_dir: Path, now_ms: int) -> float | None:
+        """The log's cleanable dirty ratio now (0 with nothing inactive yet), None if it is not
+        compacted."""
+        if "compact" not in log.config.cleanup_policy.split(","):
+            return None
+        state = self.dirty_state(log, log_dir, now_ms)
+        return 0.0 if state is None else state.ratio
+
     def _candidates(self, now_ms: int) -> list[tuple[DirtyState, Log, Path]]:
         found = []
         max_ratio, max_delay = 0.0, 0
@@ -160,7 +201,14 @@ class LogCleaner:
             except Exception:  # a closed or failing log: the next pass looks again
                 LOGGER.debug("Cannot examine %s for cleaning", log.name, exc_info=True)
                 continue
-            if state is None or state.dirty_bytes == 0:
+            if state is None:
+                continue
+            horizon = self._horizons.get((log.topic, log.partition))
+            if state.dirty_bytes == 0:
+                # nothing dirty, but tombstones or markers whose delete horizon has passed go
+                # (Kafka's cleaning of logs whose latest delete horizon expired)
+                if horizon is not None and horizon <= now_ms:
+                    found.append((state, log, log_dir))
                 continue
             max_ratio = max(max_ratio, state.ratio)
             max_delay = max(max_delay, state.compaction_delay_ms)
@@ -192,8 +240,12 @@ class LogCleaner:
             stats = self._clean_exclusively(log, log_dir, now_ms, state, wait=True)
             if stats is not None:
                 for field in attrs.fields(CleanerStats):
-                    setattr(total, field.name,
-                            getattr(total, field.name) + getattr(stats, field.name))
+                    if field.name != "earliest_horizon":
+                        setattr(total, field.name,
+                                getattr(total, field.name) + getattr(stats, field.name))
+                horizons = [h for h in (total.earliest_horizon, stats.earliest_horizon)
+                            if h is not None]
+                total.earliest_horizon = min(horizons, default=None)
         return total
 
     def _clean_exclusively(self, log: Log, log_dir: Path, now_ms: int, state: DirtyState, *,
@@ -221,7 +273,7 @@ class LogCleaner:
         stats = CleanerStats()
         started = time.monotonic()
         segments, _start, _lso, producer_last, aborted = log.cleaner_view()
-        throttler = Throttler(self.io_max_bytes_per_second)
+        throttler = self.throttler
         offsets, end = build_offset_map(segments, state.first_dirty, state.first_uncleanable,
                                         self.capacity, throttler, stats, aborted)
         txns = TxnTracker(aborted)
@@ -230,13 +282,18 @@ class LogCleaner:
         for i, group in enumerate(groups):
             group_end = groups[i + 1][0].base_offset if i + 1 < len(groups) else end
             swap = clean_group(log.directory, group, group_end, log.config, offsets,
-                               first_dirty=state.first_dirty, now_ms=now_ms,
+                               now_ms=now_ms,
                                producer_last=producer_last, throttler=throttler, stats=stats,
                                txns=txns)
             if not log.replace_segments(group, swap):
                 LOGGER.info("Cleaning of %s stopped: its segments changed meanwhile", log.name)
                 return stats
         self._record(log, log_dir, end)
+        with self._lock:
+            if stats.earliest_horizon is None:
+                self._horizons.pop((log.topic, log.partition), None)
+            else:
+                self._horizons[(log.topic, log.partition)] = stats.earliest_horizon
         metrics = self.metrics
         metrics.runs += 1
         metrics.bytes_read += stats.bytes_read
@@ -251,4 +308,4 @@ class LogCleaner:
         return stats
 
 
-__all__ = ["CLEANER_CHECKPOINT", "CleanerMetrics", "DirtyState", "LogCleaner"]
+__all__ = ["CLEANER_CHECKPOINT", "CleanerMetrics", "DirtyState", "LogCleaner", "cleaner_settings"]

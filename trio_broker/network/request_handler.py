@@ -15,6 +15,7 @@ import trio
 
 from ..apis.bodies import ResponseBody
 from ..apis.context import CloseConnection, Deferred, HandlerContext
+from ..apis.faults import cluster_handlers
 from ..apis.registry import HANDLERS, advertised_versions
 from ..apis.state import BrokerState
 from ..protocol.api_keys import ApiKey
@@ -45,6 +46,8 @@ class RequestHandlerPool:
         self.num_handlers = num_handlers
         self.metrics = broker.metrics
         self.metrics.handler_idle.workers = num_handlers
+        # a test cluster's node answers through its checks and injected faults (faults.py)
+        self.handlers = cluster_handlers(HANDLERS) if broker.cluster.intercepting else HANDLERS
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         async with trio.open_nursery() as nursery:
@@ -105,7 +108,7 @@ class RequestHandlerPool:
             self.channel.send_response(CloseConnectionResponse(request, exc.reason))
             return
         request.frame = b""  # the body is decoded; do not keep the bytes alive while parked
-        handler = HANDLERS.get(header.api_key)
+        handler = self.handlers.get(header.api_key)
         if handler is None:
             self.channel.send_response(CloseConnectionResponse(request, "unsupported_version"))
             return

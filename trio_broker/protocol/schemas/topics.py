@@ -152,6 +152,9 @@ DescribeLogDirsResponse
         partition_size int64
         offset_lag int64
         is_future_key bool
+        # the project's own tagged field (Kafka has none here; its clients skip unknown tags):
+        # the partition's cleanable dirty ratio, -1 when it is not compacted
+        dirty_ratio float64 2+ tag=9000 =-1
     total_bytes int64 4+ =-1
     usable_bytes int64 4+ =-1
 
