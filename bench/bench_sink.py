@@ -11,7 +11,12 @@ caches them, then times, each the best of ``--repeat`` runs:
    ``--partitions`` partitions (acks=all, idempotence on: the defaults), every record
    acknowledged before the job ends;
 2. Spark alone: the same rows to Spark's ``noop`` format (what producing the rows costs Spark);
-3. Parquet: the same rows to Parquet (the ceiling the export bench also measures).
+3. Parquet: the same rows to Parquet (the ceiling the export bench also measures);
+4. without Spark: the same rows as Arrow batches of 10,000 (Spark's
+   ``spark.sql.execution.arrow.maxRecordsPerBatch``), built in this process, then written
+   by the sink's task code (``produce_batches``: encoding, partitioning, the blocking client's
+   producer) in this one process, one core: what a sink task costs without Spark around it
+   (CPU seconds of this process per million records).
 
 It prints records/s of wall-clock time, CPU seconds per million records by process kind
 (Spark's JVM, its Python workers, the broker) and the load average at the start; figures go to
@@ -21,17 +26,35 @@ docs/benchmarks.md.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import os
 import platform
 import shutil
 import sys
 import tempfile
+import time
 from pathlib import Path
 
+import pyarrow as pa
 from bench_export import best_of, trio_broker
 
 KEY_BYTES = 8
 VALUE_BYTES = 100
+
+
+def same_rows_as_arrow(n: int) -> list[pa.RecordBatch]:
+    """The rows ``main`` builds in Spark, built here (collecting 2 M rows through Spark's
+    driver is a job of its own, and fails at this size with its default limits)."""
+    out = []
+    for first in range(0, n, 10_000):
+        ids = range(first, min(first + 10_000, n))
+        keys = [str(i % 10_000_000).rjust(KEY_BYTES, "k")[:KEY_BYTES].encode() for i in ids]
+        values = [hashlib.sha512(str(i).encode()).hexdigest()[:VALUE_BYTES].encode()
+                  for i in ids]
+        out.append(pa.RecordBatch.from_arrays([pa.array(keys, pa.binary()),
+                                               pa.array(values, pa.binary())],
+                                              names=["key", "value"]))
+    return out
 
 
 def main() -> int:
@@ -48,6 +71,7 @@ def main() -> int:
 
     from trio_broker.spark import register
     from trio_broker.spark._session import build_session
+    from trio_broker.spark.sink import parse_sink_options, produce_batches
 
     work = Path(tempfile.mkdtemp(prefix="bench-sink-"))
     load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
@@ -55,7 +79,7 @@ def main() -> int:
     n = args.records
     with trio_broker() as bootstrap:
         admin = AdminClient({"bootstrap.servers": bootstrap})
-        topics = [f"bench-sink-{i}" for i in range(args.repeat + 1)]
+        topics = [f"bench-sink-{i}" for i in range(2 * args.repeat + 1)]
         for future in admin.create_topics([NewTopic(t, args.partitions, 1)
                                            for t in topics]).values():
             future.result(30)
@@ -82,6 +106,13 @@ def main() -> int:
                        lambda i: rows.write.format("noop").mode("overwrite").save())
         parquet = best_of("Parquet", args.repeat, lambda i: rows.write.parquet(
             str(work / f"parquet-{i}")))
+        batches = same_rows_as_arrow(n)
+        cpu_before = time.process_time()
+        bare = best_of("without Spark (the sink's task code, one process)", args.repeat,
+                       lambda i: produce_batches(parse_sink_options({
+                           "kafka.bootstrap.servers": bootstrap,
+                           "topic": topics[args.repeat + i + 1], **extra}), iter(batches)))
+        bare_cpu = (time.process_time() - cpu_before) / args.repeat
         spark.stop()
 
     import pyspark
@@ -97,6 +128,8 @@ def main() -> int:
         per_million = ", ".join(f"{k} {v * 1e6 / n:.2f}" for k, v in sorted(cpu.items())
                                 if k != "other" and v >= 0.005)
         print(f"{label:<34}{secs:>9.2f}{n / secs:>12,.0f}   {per_million}")
+    print(f"{'without Spark, one process':<34}{bare[0]:>9.2f}{n / bare[0]:>12,.0f}   "
+          f"this process {bare_cpu * 1e6 / n:.2f}")
     print(f"Spark log: {log}")
     shutil.rmtree(work, ignore_errors=True)
     return 0

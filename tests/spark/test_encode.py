@@ -98,6 +98,12 @@ def test_murmur2_partitions_match_javas_partitioner() -> None:
     sliced = pa.array(keys, pa.binary()).slice(17, 100)
     assert murmur2_partitions(sliced, 5).tolist() == [partition_for_key(k, 5)
                                                        for k in keys[17:117]]
+    for size in (0, 1, 4, 7, 8, 13, 64):  # keys of one size take the reshape path
+        same = [rng.randbytes(size) for _ in range(300)]
+        array = pa.array(same, pa.binary())
+        assert murmur2_partitions(array, 7).tolist() == [partition_for_key(k, 7) for k in same]
+        assert murmur2_partitions(array.slice(11, 200), 7).tolist() == [
+            partition_for_key(k, 7) for k in same[11:211]]
 
 
 def test_sticky_partitions_move_on_after_a_batch() -> None:

@@ -97,6 +97,13 @@ def murmur2_partitions(keys: pa.Array, num_partitions: int) -> np.ndarray:
     n = len(keys)
     offsets, data = _binary_parts(keys.cast(pa.binary()))
     lengths = np.diff(offsets)
+    if n and lengths[0] <= _MURMUR_MATRIX_BYTES and (lengths == lengths[0]).all():
+        # keys of one size (the common case) lie back to back: the matrix is a reshape
+        size = int(lengths[0])
+        matrix = np.zeros((n, (size + 3) // 4 * 4 + 4), dtype=np.uint8)
+        start = int(offsets[0])
+        matrix[:, :size] = data[start:start + n * size].reshape(n, size)
+        return (_murmur2_matrix(matrix, lengths) % num_partitions).astype(np.int32)
     out = np.zeros(n, dtype=np.int64)
     short = lengths <= _MURMUR_MATRIX_BYTES
     rows = np.nonzero(short)[0]

@@ -28,15 +28,24 @@ logger.jetty.level = error
 """
 
 
+#: Java options of the driver JVM of a short job. The JVM's optimising JIT compiler (C2) spends
+#: about 10 CPU seconds compiling Spark's hot paths in a fresh JVM, which a job of a few hundred
+#: thousand records never earns back: with only the quick compiler (C1) the JVM of a
+#: 200,000-record export used 11-15 CPU s instead of 23-26 (bench/bench_export.py's
+#: end-to-end figure; see docs/benchmarks.md). Long jobs keep the JVM's default.
+SHORT_JOB_JAVA_OPTIONS = "-XX:TieredStopAtLevel=1"
+
 #: the log of the JVM this module started, if it started the running one
 _log_path: Path | None = None
 
 
 def build_session(*, master: str, app_name: str, conf: Mapping[str, str] | None = None,
-                  log_dir: str | None = None) -> tuple[Any, Path | None]:
+                  log_dir: str | None = None, short_job: bool = False) -> tuple[Any, Path | None]:
     """Start a SparkSession whose JVM writes to a log file, or join the running one.
 
-    Returns (session, log path); the path is None for a session started some other way.
+    ``short_job``: the session runs one short job and stops (``SHORT_JOB_JAVA_OPTIONS``); it
+    has no effect when a session is running already. Returns (session, log path); the path is
+    None for a session started some other way.
     """
     global _log_path
     from pyspark import SparkConf, SparkContext
@@ -49,23 +58,12 @@ def build_session(*, master: str, app_name: str, conf: Mapping[str, str] | None 
         log4j = directory / "log4j2.properties"
         log4j.write_text(_LOG4J2)
         log_path = directory / "spark.log"
-        local = master.startswith("local")
-        if local:
+        if master.startswith("local"):
             # Executors in local mode are this machine's Python: use this interpreter (and its
             # installed packages) rather than whatever "python3" is first on PATH.
             os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-        java_opts = f"-Dlog4j2.configurationFile=file:{log4j}"
-        settings = {
-            "spark.master": master,
-            "spark.app.name": app_name,
-            "spark.ui.showConsoleProgress": "false",
-            "spark.driver.extraJavaOptions": java_opts,
-            "spark.executor.extraJavaOptions": java_opts,
-            "spark.sql.session.timeZone": "UTC",
-            "spark.sql.parquet.outputTimestampType": "TIMESTAMP_MICROS",
-        }
-        if local:
-            settings["spark.ui.enabled"] = "false"
+        settings = session_settings(master=master, app_name=app_name, log4j=log4j,
+                                    short_job=short_job)
         settings.update(conf or {})
         spark_conf = SparkConf(loadDefaults=True)
         for key, value in settings.items():
@@ -77,6 +75,29 @@ def build_session(*, master: str, app_name: str, conf: Mapping[str, str] | None 
     spark = SparkSession.builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     return spark, _log_path
+
+
+def session_settings(*, master: str, app_name: str, log4j: Path,
+                     short_job: bool = False) -> dict[str, str]:
+    """The Spark settings of a session ``build_session`` starts (before the caller's ``conf``).
+
+    A local run needs no web UI; the rest keeps Spark's own output off the terminal and
+    timestamps in UTC.
+    """
+    java_opts = f"-Dlog4j2.configurationFile=file:{log4j}"
+    settings = {
+        "spark.master": master,
+        "spark.app.name": app_name,
+        "spark.ui.showConsoleProgress": "false",
+        "spark.driver.extraJavaOptions": (f"{java_opts} {SHORT_JOB_JAVA_OPTIONS}" if short_job
+                                          else java_opts),
+        "spark.executor.extraJavaOptions": java_opts,
+        "spark.sql.session.timeZone": "UTC",
+        "spark.sql.parquet.outputTimestampType": "TIMESTAMP_MICROS",
+    }
+    if master.startswith("local"):
+        settings["spark.ui.enabled"] = "false"
+    return settings
 
 
 def failure_message(exc: BaseException, log_path: Path | None) -> str:

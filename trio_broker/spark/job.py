@@ -45,6 +45,10 @@ PARQUET_WRITE_OPTIONS = {
     "parquet.enable.dictionary#value": "false",
     "parquet.column.statistics.enabled#value": "false",
 }
+#: A batch export of at most this many records starts Spark's JVM for a short job
+#: (``_session.SHORT_JOB_JAVA_OPTIONS``): below it, the JIT compile time saved is more than
+#: the slower compiled code costs (measured with bench/bench_export.py, docs/benchmarks.md).
+SHORT_EXPORT_RECORDS = 1_000_000
 #: A header row, and quotes inside fields doubled as RFC 4180 (and Python's csv) expect,
 #: rather than Spark's default backslash escapes.
 CSV_WRITE_OPTIONS = {"header": "true", "escape": '"'}
@@ -109,7 +113,7 @@ class ExportJob:
             return
 
         staging = self.out / f"_staging-{this_id}-{uuid.uuid4().hex[:8]}"
-        spark, log_path, created = self._session()
+        spark, log_path, created = self._session(short_job=planned <= SHORT_EXPORT_RECORDS)
         try:
             result = self._write_batch(spark, ranges, staging, planned, console, interactive)
             files = manifests.publish(staging, self.out, this_id)
@@ -231,14 +235,14 @@ class ExportJob:
 
     # --- helpers --------------------------------------------------------------------------
 
-    def _session(self) -> tuple[Any, Path | None, bool]:
+    def _session(self, short_job: bool = False) -> tuple[Any, Path | None, bool]:
         from pyspark import SparkContext
 
         from ._session import build_session
 
         created = SparkContext._active_spark_context is None  # type: ignore[attr-defined]
         spark, log_path = build_session(master=self.settings.master,
-                                        app_name="trio-broker export")
+                                        app_name="trio-broker export", short_job=short_job)
         return spark, log_path, created
 
     def _failure(self, exc: BaseException, log_path: Path | None) -> ExportFailed:

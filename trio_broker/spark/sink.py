@@ -392,8 +392,11 @@ class _Task:
             keyed = open_rows & np.asarray(rows.key.is_valid().to_numpy(zero_copy_only=False),
                                            dtype=bool)
             if keyed.any():
-                index = np.flatnonzero(keyed)
-                out[index] = murmur2_partitions(rows.key.take(pa.array(index)), count)
+                if keyed.all():
+                    out = murmur2_partitions(rows.key, count).astype(np.int64)
+                else:
+                    index = np.flatnonzero(keyed)
+                    out[index] = murmur2_partitions(rows.key.take(pa.array(index)), count)
             loose = open_rows & ~keyed
             if loose.any():
                 index = np.flatnonzero(loose)

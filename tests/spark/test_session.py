@@ -1,0 +1,30 @@
+"""The settings of the SparkSession the export and import commands start."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from trio_broker.spark._session import SHORT_JOB_JAVA_OPTIONS, session_settings
+from trio_broker.spark.job import SHORT_EXPORT_RECORDS
+
+
+def test_a_short_job_runs_its_driver_jvm_with_the_quick_compiler_only(tmp_path: Path) -> None:
+    log4j = tmp_path / "log4j2.properties"
+    short = session_settings(master="local[2]", app_name="t", log4j=log4j, short_job=True)
+    long = session_settings(master="local[2]", app_name="t", log4j=log4j)
+    assert short["spark.driver.extraJavaOptions"].split() == [
+        f"-Dlog4j2.configurationFile=file:{log4j}", SHORT_JOB_JAVA_OPTIONS]
+    assert long["spark.driver.extraJavaOptions"] == f"-Dlog4j2.configurationFile=file:{log4j}"
+    # executors of a cluster run every job's tasks: they keep the JVM's default compilers
+    assert short["spark.executor.extraJavaOptions"] == long["spark.executor.extraJavaOptions"]
+    assert {k: v for k, v in short.items() if k != "spark.driver.extraJavaOptions"} == {
+        k: v for k, v in long.items() if k != "spark.driver.extraJavaOptions"}
+    assert SHORT_EXPORT_RECORDS >= 200_000
+
+
+def test_only_a_local_session_turns_the_web_ui_off(tmp_path: Path) -> None:
+    log4j = tmp_path / "log4j2.properties"
+    assert session_settings(master="local[2]", app_name="t", log4j=log4j)[
+        "spark.ui.enabled"] == "false"
+    assert "spark.ui.enabled" not in session_settings(
+        master="spark://127.0.0.1:7077", app_name="t", log4j=log4j)
