@@ -36,6 +36,8 @@ typecheck: $(VENV)/.dev-installed
 ## Benchmarks (not part of `make test`); figures go to docs/benchmarks.md.
 bench: $(VENV)/.dev-installed
 	$(PY) bench/bench_pipeline.py
+	$(PY) bench/bench_stalls.py
+	$(PY) bench/bench_growth.py
 	$(PY) bench/bench_produce_consume.py
 	$(PY) bench/bench_clients.py
 	$(PY) bench/bench_codec.py

@@ -22,7 +22,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from trio_broker.protocol.api_keys import ApiKey
-from trio_broker.protocol.messages import encode_request, make_request
+from trio_broker.protocol.messages import decode_response, encode_request, make_request
 
 REQUEST = encode_request(ApiKey.Metadata, 1, 1, "bench", make_request(ApiKey.Metadata, 1,
                                                                     topics=[]))
@@ -69,7 +69,17 @@ def _load(port: int, depth: int, seconds: float, out: mp.Queue) -> None:
     out.put(done)
 
 
-def measure(port: int, *, connections: int, depth: int, seconds: float) -> float:
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time of process ``pid`` so far."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def measure(port: int, *, connections: int, depth: int, seconds: float,
+            pid: int | None = None) -> tuple[float, float]:
+    """(requests/s, server CPU microseconds per request; 0 without ``pid``)."""
+    cpu0 = cpu_seconds(pid) if pid else 0.0
     out: mp.Queue = mp.Queue()
     procs = [mp.Process(target=_load, args=(port, depth, seconds, out))
              for _ in range(connections)]
@@ -79,7 +89,8 @@ def measure(port: int, *, connections: int, depth: int, seconds: float) -> float
     total = sum(out.get() for _ in procs)
     for p in procs:
         p.join()
-    return total / (time.perf_counter() - t0)
+    cpu = cpu_seconds(pid) - cpu0 if pid else 0.0
+    return total / (time.perf_counter() - t0), cpu / max(1, total) * 1e6
 
 
 ECHO_SERVER = r'''
@@ -161,11 +172,77 @@ def embedded_start_ms(repeats: int) -> list[float]:
     return times
 
 
+def first_produce_ms(repeats: int) -> list[float]:
+    """``open_broker()`` to the first acknowledged produce, in one Trio program: Metadata v9
+    for a new topic (auto-created), then Produce v7 (acks=1) of one record, raw frames over
+    a Trio socket, so the figure is the broker's (no client library's start-up in it)."""
+    import trio
+
+    from trio_broker import open_broker
+    from trio_broker.protocol.api_keys import request_class
+    from trio_broker.protocol.records import build_batch
+
+    md, pr = request_class(ApiKey.Metadata), request_class(ApiKey.Produce)
+    metadata = encode_request(ApiKey.Metadata, 9, 1, "bench", make_request(
+        ApiKey.Metadata, 9, topics=[md.MetadataRequestTopic(name="first")],
+        allow_auto_topic_creation=True, include_topic_authorized_operations=False))
+    part = pr.TopicProduceData.PartitionProduceData(
+        index=0, records=build_batch([(None, b"x" * 100, ())]))
+    produce = encode_request(ApiKey.Produce, 7, 2, "bench", make_request(
+        ApiKey.Produce, 7, transactional_id=None, acks=1, timeout_ms=5000,
+        topic_data=[pr.TopicProduceData(name="first", partition_data=[part])]))
+    times: list[float] = []
+
+    async def exchange(stream: trio.SocketStream, frame: bytes) -> bytes:
+        await stream.send_all(frame)
+        buf = b""
+        while len(buf) < 4 or len(buf) < 4 + struct.unpack_from(">i", buf)[0]:
+            buf += await stream.receive_some(65536)
+        return buf
+
+    async def main() -> None:
+        for _ in range(repeats):
+            with tempfile.TemporaryDirectory() as d:
+                t0 = time.perf_counter()
+                async with open_broker(log_dirs=d) as broker:
+                    stream = await trio.open_tcp_stream(broker.host, broker.port)
+                    await exchange(stream, metadata)
+                    answer = await exchange(stream, produce)
+                    times.append((time.perf_counter() - t0) * 1000)
+                    await stream.aclose()
+                _, body = decode_response(ApiKey.Produce, 7, answer[4:])
+                [topic] = body.responses
+                if topic.partition_responses[0].error_code:
+                    raise RuntimeError(f"produce failed: {topic}")
+
+    trio.run(main)
+    return times
+
+
+def mock_first_produce_ms(repeats: int) -> list[float]:
+    """The same with librdkafka's in-process mock broker: a producer with
+    ``test.mock.num.brokers=1`` created, one record produced and its delivery reported."""
+    import confluent_kafka
+
+    times = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        producer = confluent_kafka.Producer({"test.mock.num.brokers": 1, "acks": 1,
+                                             "linger.ms": 0, "log_level": 0})
+        producer.produce("first", b"x" * 100)
+        if producer.flush(10):
+            raise RuntimeError("the mock did not acknowledge")
+        times.append((time.perf_counter() - t0) * 1000)
+        del producer
+    return times
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--seconds", type=float, default=5.0)
     args = parser.parse_args()
-    print(f"machine: {os.cpu_count()} cores, Python {sys.version.split()[0]}")
+    print(f"machine: {os.cpu_count()} cores, Python {sys.version.split()[0]}, load average "
+          f"{' '.join(f'{x:.2f}' for x in os.getloadavg())}")
 
     starts = []
     with tempfile.TemporaryDirectory() as data:
@@ -179,6 +256,11 @@ def main() -> None:
           f"(min {min(starts):.0f}, max {max(starts):.0f}, n=5)")
     print(f"embedded nursery.start(serve): median {statistics.median(emb):.1f} ms "
           f"(min {min(emb):.1f}, n=20)")
+    first, mock_first = first_produce_ms(20), mock_first_produce_ms(20)
+    print(f"open_broker() -> first acknowledged produce: median "
+          f"{statistics.median(first):.1f} ms (min {min(first):.1f}, n=20); librdkafka mock "
+          f"(producer created -> delivery report): median {statistics.median(mock_first):.1f} ms "
+          f"(min {min(mock_first):.1f}, n=20)")
 
     scenarios = [("1 connection, 1 in flight", 1, 1), ("1 connection, 16 pipelined", 1, 16),
                  ("4 connections, 16 pipelined each", 4, 16)]
@@ -193,17 +275,21 @@ def main() -> None:
         _wait_line(echo, "ready")
         try:
             for name, conns, depth in scenarios:
-                b = measure(bport, connections=conns, depth=depth, seconds=args.seconds)
-                e = measure(eport, connections=conns, depth=depth, seconds=args.seconds)
+                b = measure(bport, connections=conns, depth=depth, seconds=args.seconds,
+                            pid=broker.pid)
+                e = measure(eport, connections=conns, depth=depth, seconds=args.seconds,
+                            pid=echo.pid)
                 rows.append((name, b, e))
         finally:
             broker.terminate()
             echo.terminate()
             broker.wait()
             echo.wait()
-    print(f"\n{'Metadata v1 (no topics)':36} {'broker req/s':>14} {'echo req/s':>12} {'ratio':>7}")
-    for name, b, e in rows:
-        print(f"{name:36} {b:14,.0f} {e:12,.0f} {b / e:7.2f}")
+    print(f"\n{'Metadata v1 (no topics)':36} {'broker req/s':>14} {'echo req/s':>12} "
+          f"{'ratio':>7} {'broker CPU us/req':>18} {'echo CPU us/req':>16}")
+    for name, (b, b_cpu), (e, e_cpu) in rows:
+        print(f"{name:36} {b:14,.0f} {e:12,.0f} {b / e:7.2f} {b_cpu:18.1f} {e_cpu:16.1f}")
+    print(f"load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
 
 
 if __name__ == "__main__":

@@ -253,13 +253,26 @@ def _pct(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
-def run(name: str, bootstrap: str, args: argparse.Namespace, mock: bool) -> dict[str, float]:
+def _cpu_s(pid: int | None) -> float:
+    """CPU seconds (user + system) of process ``pid``; ``None``: this process."""
+    if pid is None:
+        t = os.times()
+        return t.user + t.system
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def run(name: str, bootstrap: str, args: argparse.Namespace, mock: bool,
+        broker_pid: int | None = None) -> dict[str, float]:
     create_topic(bootstrap, "bench", mock)
     create_topic(bootstrap, "latency", mock)
     if mock:
         create_topic(bootstrap, "rounds", mock)
     mb = args.records * VALUE_BYTES / 1e6
+    cpu = [(_cpu_s(broker_pid) if broker_pid else 0.0, _cpu_s(None))]
     produce_s = bench_produce(bootstrap, "bench", args.records)
+    cpu.append((_cpu_s(broker_pid) if broker_pid else 0.0, _cpu_s(None)))
     print(f"[{name}] produce {args.records:,} x {VALUE_BYTES} B: {args.records / produce_s:,.0f} "
           f"rec/s, {mb / produce_s:,.1f} MB/s ({produce_s:.2f} s)", flush=True)
     if mock:
@@ -271,6 +284,16 @@ def run(name: str, bootstrap: str, args: argparse.Namespace, mock: bool) -> dict
         how = ""
     print(f"[{name}] consume {args.records:,}: {args.records / consume_s:,.0f} rec/s, "
           f"{mb / consume_s:,.1f} MB/s ({consume_s:.2f} s{how})", flush=True)
+    cpu.append((_cpu_s(broker_pid) if broker_pid else 0.0, _cpu_s(None)))
+    per_m = 1e6 / args.records
+    (b0, c0), (b1, c1), (b2, c2) = cpu
+    where = "broker {:.2f}, client process {:.2f}" if broker_pid else (
+        "client process with the mock inside {1:.2f}")
+    print(f"[{name}] CPU s per million records: produce "
+          f"{where.format((b1 - b0) * per_m, (c1 - c0) * per_m)}; consume "
+          f"{where.format((b2 - b1) * per_m, (c2 - c1) * per_m)}"
+          + (" (the mock's consume includes producing its rounds)" if mock else ""),
+          flush=True)
     latencies = bench_latency(bootstrap, "latency", args.rate, args.seconds,
                               MOCK_FETCH_WAIT_MS if mock else 500)
     p50, p99, p999 = (_pct(latencies, q) for q in (0.5, 0.99, 0.999))
@@ -301,7 +324,7 @@ def main() -> int:
           f"load average {os.getloadavg()[0]:.2f}, nice {args.nice}", flush=True)
     with trio_broker(args.override, args.nice) as (bootstrap, pid):
         print(f"trio-broker pid {pid} on {bootstrap}", flush=True)
-        ours = run("trio-broker", bootstrap, args, mock=False)
+        ours = run("trio-broker", bootstrap, args, mock=False, broker_pid=pid)
     if args.no_mock:
         return 0
     with mock_broker() as (bootstrap, _):

@@ -116,6 +116,7 @@ async def serve(config: ConfigInput = None, *,
                         ) -> None:
         with parts_scope:
             async with trio.open_nursery() as nursery:
+                await nursery.start(metrics.loop_stalls.run)
                 with _names_key(cfg, "log.dirs"):
                     logs = await _load_storage(cfg)
                     coordinator = GroupCoordinator(cfg, cfg.log_dir_list[0])

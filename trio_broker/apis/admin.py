@@ -63,11 +63,11 @@ async def handle_create_topics(ctx: HandlerContext, request: CreateTopicsRequest
                 error_message=None, configs=[]))
             continue
         [topic] = (t for t in request.topics if t.name == name)
-        results.append(_create_one(broker, topic, validate_only))
+        results.append(await _create_one(broker, topic, validate_only))
     return ctx.response(throttle_time_ms=0, topics=results)
 
 
-def _create_one(broker: BrokerState, t: Struct, validate_only: bool) -> Struct:
+async def _create_one(broker: BrokerState, t: Struct, validate_only: bool) -> Struct:
     def failed(error: int, message: str | None) -> Struct:
         return _CT.CreatableTopicResult(name=t.name, topic_id=None, error_code=error,
                                         error_message=message, configs=[])
@@ -88,7 +88,8 @@ def _create_one(broker: BrokerState, t: Struct, validate_only: bool) -> Struct:
     topic_id = None  # validate_only: no topic, no id (Kafka's zero uuid on the wire)
     if not validate_only:
         try:
-            topic_id = broker.logs.create_topic(t.name, partitions, configs)
+            # its fsyncs (milliseconds per partition) run off the event loop
+            topic_id = await run_io(broker.logs.create_topic, t.name, partitions, configs)
         except StorageError as exc:
             return failed(exc.error_code, str(exc))
         broker.topics_changed(TopicChange(t.name, 0, partitions))
@@ -295,14 +296,14 @@ async def handle_create_partitions(ctx: HandlerContext,
             [t] = (t for t in request.topics if t.name == name)
             error, message = ((ErrorCode.TOPIC_AUTHORIZATION_FAILED, None)
                               if not authz.topic(ctx, authz.ALTER, name)
-                              else _add_partitions(broker, t, request.validate_only))
+                              else await _add_partitions(broker, t, request.validate_only))
         results.append(_CP.CreatePartitionsTopicResult(name=name, error_code=error,
                                                         error_message=message))
     return ctx.response(throttle_time_ms=0, results=results)
 
 
-def _add_partitions(broker: BrokerState, t: Struct, validate_only: bool,
-                    ) -> tuple[int, str | None]:
+async def _add_partitions(broker: BrokerState, t: Struct, validate_only: bool,
+                          ) -> tuple[int, str | None]:
     current = broker.logs.topics().get(t.name)
     if current is None:
         return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, None
@@ -325,7 +326,8 @@ def _add_partitions(broker: BrokerState, t: Struct, validate_only: bool,
         return (ErrorCode.INVALID_PARTITIONS, f"Number of partitions {t.count} exceeds the "
                 f"limit of {MAX_PARTITIONS_PER_TOPIC} per topic.")
     try:
-        broker.logs.add_partitions(t.name, t.count, validate_only=validate_only)
+        await run_io(lambda: broker.logs.add_partitions(t.name, t.count,
+                                                         validate_only=validate_only))
     except StorageError as exc:
         return exc.error_code, str(exc)
     if not validate_only:

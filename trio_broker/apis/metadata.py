@@ -77,7 +77,7 @@ async def handle_metadata(ctx: HandlerContext, request: MetadataRequest) -> Hand
                 and not authz.may_create_topic(ctx, name)):
             error, count = ErrorCode.TOPIC_AUTHORIZATION_FAILED, 0
         elif known is None and not all_topics:
-            error, count = ensure_topic(broker, name, allow_auto_create=allow_auto)
+            error, count = await ensure_topic(broker, name, allow_auto_create=allow_auto)
         else:
             error, count = ErrorCode.NONE, known or 0
         topics.append(_topic(logs, broker.cluster, name, error, count, offline))

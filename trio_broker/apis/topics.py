@@ -10,6 +10,7 @@ import logging
 
 from ..log import StorageError, TopicAlreadyExistsError
 from ..log import validate_topic_name as _validate
+from ..log.offload import run_io
 from ..protocol.errors import ErrorCode
 from .state import BrokerState, TopicChange
 
@@ -27,9 +28,10 @@ def partition_count(broker: BrokerState, topic: str) -> int | None:
     return broker.logs.topics().get(topic)
 
 
-def ensure_topic(broker: BrokerState, topic: str, *,
-                 allow_auto_create: bool) -> tuple[ErrorCode, int]:
-    """(error, partition count) for ``topic``, creating it if allowed and configured."""
+async def ensure_topic(broker: BrokerState, topic: str, *,
+                       allow_auto_create: bool) -> tuple[ErrorCode, int]:
+    """(error, partition count) for ``topic``, creating it if allowed and configured (in a
+    worker thread: its fsyncs take milliseconds per partition)."""
     if validate_topic_name(topic) is not None:
         return ErrorCode.INVALID_TOPIC_EXCEPTION, 0
     count = partition_count(broker, topic)
@@ -39,7 +41,7 @@ def ensure_topic(broker: BrokerState, topic: str, *,
         return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, 0
     n = broker.config.num_partitions
     try:
-        broker.logs.create_topic(topic, n, {})
+        await run_io(broker.logs.create_topic, topic, n, {})
     except TopicAlreadyExistsError:
         return ErrorCode.NONE, broker.logs.topics()[topic]
     except StorageError as exc:

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import io
 import os
-import tomllib
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
@@ -73,6 +72,8 @@ def read_config_entries(path: str | os.PathLike[str]) -> list[tuple[str, Any, st
     except UnicodeDecodeError as exc:
         raise ConfigError(f"config file {str(p)!r}: not UTF-8 text: {exc}") from exc
     if p.suffix == ".toml":
+        import tomllib  # here: compiling its regular expressions costs start-up ~20-50 ms
+
         try:
             data = _flatten_toml(tomllib.loads(text))
         except tomllib.TOMLDecodeError as exc:

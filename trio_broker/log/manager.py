@@ -39,8 +39,7 @@ from pathlib import Path
 import attrs
 
 from ..protocol.errors import CorruptRecordError
-from ._files import atomic_write, fitting_name, fsync_dir
-from .checkpoint import OffsetCheckpointFile
+from ._files import fitting_name, fsync_dir
 from .config import LogConfig
 from .errors import (
     InvalidPartitionsError,
@@ -51,7 +50,8 @@ from .errors import (
     UnknownTopicOrPartitionError,
 )
 from .log import Log, parse_partition_dir
-from .log_start import restore_log_starts, write_log_starts
+from .log_duties import CLEAN_SHUTDOWN_FILE, LogDuties, in_parallel
+from .log_start import restore_log_starts
 from .producer_state import DEFAULT_PRODUCER_ID_EXPIRATION_MS
 from .topic_metadata import (
     TOPIC_CONFIG_DIR,
@@ -63,13 +63,11 @@ from .topic_metadata import (
 
 LOGGER = logging.getLogger(__name__)
 
-CLEAN_SHUTDOWN_FILE = ".clean_shutdown"
-RECOVERY_POINT_CHECKPOINT = "recovery-point-offset-checkpoint"
 _DELETE_SUFFIX = "-delete"
 _LOAD_ERRORS = (OSError, StorageError, CorruptRecordError, ValueError)
 
 
-class LogManager:
+class LogManager(LogDuties):
     def __init__(self, log_dirs: Sequence[Path | str], default_config: LogConfig, *,
                  producer_id_expiration_ms: int = DEFAULT_PRODUCER_ID_EXPIRATION_MS) -> None:
         if not log_dirs:
@@ -86,14 +84,15 @@ class LogManager:
         self._logs: dict[tuple[str, int], Log] = {}
         self._dir_of: dict[tuple[str, int], Path] = {}
         self._checkpointed: dict[Path, dict[tuple[str, int], int]] = {}
-        # guards the maps above against a flusher or retention thread iterating them
+        # guards the maps above against a flusher or retention thread iterating them; the
+        # topic maps (``_topics``, ``_names_by_id``) are replaced, never changed in place, so the
+        # event loop may read them while an admin change runs in a worker thread
         self._lock = threading.Lock()
+        # serialises admin changes (create, add partitions, delete), which run in worker threads
+        self._admin_lock = threading.Lock()
         # serialises writers of the per-dir checkpoint files (flusher thread vs close)
         self._checkpoint_lock = threading.Lock()
         self._topic_store = TopicMetadataStore(self.log_dirs[0] / TOPIC_CONFIG_DIR)
-
-    def _checkpoint_file(self, log_dir: Path) -> OffsetCheckpointFile:
-        return OffsetCheckpointFile(log_dir / RECOVERY_POINT_CHECKPOINT)
 
     # --- loading ------------------------------------------------------------------------
 
@@ -149,6 +148,7 @@ class LogManager:
             adopted = self._topics[topic]
             if adopted.adopted or adopted.broken:
                 adopted.partitions = max(adopted.partitions, partition + 1)
+        to_open: list[tuple[str, int, Path]] = []
         for (topic, partition), log_dir in sorted(found.items()):
             meta = self._topics.get(topic)
             if meta is None:
@@ -163,16 +163,26 @@ class LogManager:
                 continue
             if (topic, partition) in self.offline_partitions:
                 continue
+            to_open.append((topic, partition, log_dir))
+
+        def open_one(item: tuple[str, int, Path]) -> None:
+            topic, partition, log_dir = item
             self._open_log(
                 topic, partition, log_dir,
                 recovery_point=recovery_points.get(log_dir, {}).get((topic, partition), 0),
                 clean_shutdown=clean.get(log_dir, False))
+
+        for meta in self._topics.values():  # sized now: the opens below set entries in parallel
+            if meta.partitions > len(meta.leader_epochs):
+                meta.set_leader_epoch(meta.partitions - 1, -1)
+        # Each open recovers or checks a partition and writes its leader epoch (an fsync): in
+        # parallel, as Kafka's num.recovery.threads.per.data.dir, the file system commits the
+        # fsyncs together.
+        in_parallel(open_one, to_open)
         restore_log_starts(self.log_dirs, self._logs, self._dir_of)
         self._names_by_id = {meta.topic_id: name for name, meta in self._topics.items()
                              if not meta.broken}
-        for topic, meta in sorted(self._topics.items()):
-            if meta.broken:
-                continue
+        def complete(topic: str, meta: TopicMetadata) -> None:
             offline = self.offline_partitions
             missing = [p for p in range(meta.partitions)
                        if (topic, p) not in self._logs and (topic, p) not in offline]
@@ -182,26 +192,33 @@ class LogManager:
                     continue
                 LOGGER.warning("Partition %s-%d has no directory; creating it empty",
                                topic, partition)
-                self._open_log(topic, partition, self._choose_dir(), create=True)
+                with self._lock:
+                    log_dir = self._choose_dir()
+                self._open_log(topic, partition, log_dir, create=True)
             try:  # new leader epochs (and the file of an adopted topic)
                 self._topic_store.write(topic, meta)
             except KafkaStorageError as exc:
                 LOGGER.error("Recording the leader epochs of topic %s failed: %s", topic, exc)
+
+        in_parallel(lambda item: complete(*item),
+                     [(t, m) for t, m in sorted(self._topics.items()) if not m.broken])
         LOGGER.info("Loaded %d partition(s) of %d topic(s) from %d log dir(s); %d offline",
                     len(self._logs), len(self._topics), len(self.log_dirs),
                     len(self.offline_partitions))
 
     def _open_log(self, topic: str, partition: int, log_dir: Path, *, recovery_point: int = 0,
-                  clean_shutdown: bool = False, create: bool = False) -> Log | None:
+                  clean_shutdown: bool = False, create: bool = False,
+                  meta: TopicMetadata | None = None) -> Log | None:
         path = log_dir / f"{topic}-{partition}"
+        if meta is None:
+            meta = self._topics[topic]
         try:
             if create:
                 path.mkdir(parents=True, exist_ok=False)
-            log = Log(path, self._topics[topic].config, recovery_point=recovery_point,
+            log = Log(path, meta.config, recovery_point=recovery_point,
                       clean_shutdown=clean_shutdown,
                       producer_id_expiration_ms=self.producer_id_expiration_ms)
             try:
-                meta = self._topics[topic]
                 if create:
                     epoch = 0
                 else:  # each start is a new leadership, as a re-elected KRaft broker's is
@@ -231,7 +248,11 @@ class LogManager:
         self.offline_dirs[log_dir] = reason
 
     def _choose_dir(self) -> Path:
-        """The online log dir holding the fewest partitions (Kafka's placement rule)."""
+        return self._place(1)[0]
+
+    def _place(self, n: int) -> list[Path]:
+        """Log dirs for ``n`` new partitions, each in turn to the online dir holding the fewest
+        (Kafka's placement rule)."""
         online = [d for d in self.log_dirs if d not in self.offline_dirs]
         if not online:
             raise KafkaStorageError("no log dir is online")
@@ -239,7 +260,11 @@ class LogManager:
         for log_dir in self._dir_of.values():
             if log_dir in counts:
                 counts[log_dir] += 1
-        return min(online, key=lambda d: counts[d])
+        placed = []
+        for _ in range(n):
+            placed.append(min(online, key=counts.__getitem__))
+            counts[placed[-1]] += 1
+        return placed
 
     # --- topics -------------------------------------------------------------------------
 
@@ -263,10 +288,6 @@ class LogManager:
     def get_log(self, topic: str, partition: int) -> Log | None:
         return self._logs.get((topic, partition))
 
-    def all_logs(self) -> list[Log]:
-        with self._lock:
-            return list(self._logs.values())
-
     def log_dir_of(self, topic: str, partition: int) -> Path | None:
         return self._dir_of.get((topic, partition))
 
@@ -287,7 +308,16 @@ class LogManager:
         """Create a topic with a new topic id and return the id (None with ``validate_only``).
 
         Raises InvalidTopicError, TopicAlreadyExistsError, InvalidPartitionsError,
-        InvalidConfigError or KafkaStorageError."""
+        InvalidConfigError or KafkaStorageError. Its fsyncs take milliseconds per partition: a
+        broker calls it in a worker thread (readers of the topic maps are not disturbed, and
+        admin changes are serialised)."""
+        if validate_only:
+            return self._create_topic(name, num_partitions, configs, validate_only=True)
+        with self._admin_lock:
+            return self._create_topic(name, num_partitions, configs)
+
+    def _create_topic(self, name: str, num_partitions: int, configs: Mapping[str, str], *,
+                      validate_only: bool = False) -> uuid.UUID | None:
         error = validate_topic_name(name)
         if error is not None:
             raise InvalidTopicError(error)
@@ -305,30 +335,40 @@ class LogManager:
             return None
         meta = TopicMetadata(num_partitions, overrides, config, leader_epochs=[0] * num_partitions)
         self._topic_store.write(name, meta)
-        self._topics[name] = meta
-        self._names_by_id[meta.topic_id] = name
         try:
-            self._create_partitions(name, range(num_partitions))
+            # the topic is published with its partitions: a reader never sees one without them
+            self._create_partitions(name, range(num_partitions), meta=meta)
         except KafkaStorageError:
-            self.delete_topic(name)
+            self._publish_topic(name, meta)
+            self._delete_topic(name)
             raise
+        self._publish_topic(name, meta)
         LOGGER.info("Created topic %s (id %s) with %d partition(s)", name,
                     topic_id_str(meta.topic_id), num_partitions)
         return meta.topic_id
 
-    def _create_partitions(self, topic: str, partitions: range) -> None:
-        touched: set[Path] = set()
-        for partition in partitions:
-            log_dir = self._choose_dir()
-            self._open_log(topic, partition, log_dir, create=True)
-            touched.add(log_dir)
-        for log_dir in touched:
+    def _publish_topic(self, name: str, meta: TopicMetadata) -> None:
+        with self._lock:
+            self._topics = {**self._topics, name: meta}
+            self._names_by_id = {**self._names_by_id, meta.topic_id: name}
+
+    def _create_partitions(self, topic: str, partitions: range, *,
+                           meta: TopicMetadata | None = None) -> None:
+        placed = list(zip(partitions, self._place(len(partitions)), strict=True))
+        # two fsyncs each (its leader epoch file and directory): in parallel, committed together
+        in_parallel(lambda p: self._open_log(topic, p[0], p[1], create=True, meta=meta), placed)
+        for log_dir in {d for _, d in placed}:
             try:
                 fsync_dir(log_dir)
             except OSError as exc:
                 raise KafkaStorageError(f"fsync of {log_dir} failed: {exc}") from exc
 
     def add_partitions(self, name: str, new_total: int, *, validate_only: bool = False) -> None:
+        """Raise the topic's partition count (may run in a worker thread, as create_topic)."""
+        with self._admin_lock:
+            self._add_partitions(name, new_total, validate_only=validate_only)
+
+    def _add_partitions(self, name: str, new_total: int, *, validate_only: bool) -> None:
         meta = self._topic(name)
         if new_total <= meta.partitions:
             raise InvalidPartitionsError(
@@ -378,12 +418,17 @@ class LogManager:
     def delete_topic(self, name: str) -> None:
         """Forget the topic and remove its data (renamed away first, so a crash mid-way
         only leaves ``-delete`` directories for the next load to finish removing)."""
+        with self._admin_lock:
+            self._delete_topic(name)
+
+    def _delete_topic(self, name: str) -> None:
         meta = self._topic(name)
         keys = [(name, p) for p in range(meta.partitions)]
         with self._lock:
             logs = [(key, self._logs.pop(key, None), self._dir_of.pop(key, None)) for key in keys]
-            del self._topics[name]
-            self._names_by_id.pop(meta.topic_id, None)
+            self._topics = {k: v for k, v in self._topics.items() if k != name}
+            self._names_by_id = {k: v for k, v in self._names_by_id.items()
+                                 if k != meta.topic_id}
         for key in keys:
             self.offline_partitions.pop(key, None)
         self._topic_store.remove(name)
@@ -402,87 +447,3 @@ class LogManager:
             except OSError as exc:
                 LOGGER.error("Could not remove %s: %s", log.directory, exc)
         LOGGER.info("Deleted topic %s", name)
-
-    # --- background duties --------------------------------------------------------------
-
-    def logs_needing_flush(self) -> list[Log]:
-        return [log for log in self.all_logs() if log.needs_flush()]
-
-    def flush_dirty(self) -> int:
-        """fsync every log whose flush policy asks for it, then checkpoint recovery points.
-
-        Meant for a worker thread; returns the number of logs flushed.
-        """
-        flushed = 0
-        for log in self.logs_needing_flush():
-            try:
-                log.flush()
-                flushed += 1
-            except KafkaStorageError as exc:
-                LOGGER.error("Flushing %s failed: %s", log.name, exc)
-        self.checkpoint_recovery_points()
-        return flushed
-
-    def checkpoint_recovery_points(self) -> None:
-        """Persist each partition's recovery point, so an unclean restart re-checks only the
-        data written since (Kafka's recovery-point-offset-checkpoint)."""
-        with self._checkpoint_lock:
-            by_dir: dict[Path, dict[tuple[str, int], int]] = {}
-            with self._lock:
-                for key, log in self._logs.items():
-                    if not log.closed:
-                        by_dir.setdefault(self._dir_of[key], {})[key] = log.recovery_point
-            for log_dir, points in by_dir.items():
-                if self._checkpointed.get(log_dir) == points:
-                    continue
-                try:
-                    self._checkpoint_file(log_dir).write(points)
-                except OSError as exc:
-                    LOGGER.error("Writing the recovery point checkpoint in %s failed: %s",
-                                 log_dir, exc)
-                    continue
-                self._checkpointed[log_dir] = points
-
-    def delete_records(self, log: Log, offset: int) -> int:
-        """DeleteRecords on ``log``: its new start offset, checkpointed before it is returned."""
-        start = log.advance_log_start_offset(offset)
-        log_dir = self._dir_of[(log.topic, log.partition)]
-        with self._checkpoint_lock, self._lock:
-            write_log_starts(log_dir, [g for k, g in self._logs.items()
-                                       if self._dir_of[k] == log_dir])
-        return start
-
-    def run_retention(self, now_ms: int) -> int:
-        """Apply retention to every log and expire idle producer ids; returns segments deleted."""
-        deleted = 0
-        for log in self.all_logs():
-            try:
-                deleted += log.delete_old_segments(now_ms)
-                log.remove_expired_producers(now_ms)
-            except KafkaStorageError as exc:
-                LOGGER.error("Retention on %s failed: %s", log.name, exc)
-        return deleted
-
-    def close(self) -> None:
-        """Flush and close every log, then mark each log dir whose logs all closed cleanly."""
-        with self._lock:
-            logs = list(self._logs.items())
-        failed_dirs: set[Path] = set()
-        points: dict[Path, dict[tuple[str, int], int]] = {}
-        for key, log in logs:
-            log_dir = self._dir_of[key]
-            try:
-                log.close()
-            except KafkaStorageError as exc:
-                LOGGER.error("Closing %s failed: %s", log.name, exc)
-                failed_dirs.add(log_dir)
-            points.setdefault(log_dir, {})[key] = log.recovery_point
-        with self._checkpoint_lock:
-            for log_dir in self.log_dirs:
-                if log_dir in self.offline_dirs or log_dir in failed_dirs:
-                    continue
-                try:
-                    self._checkpoint_file(log_dir).write(points.get(log_dir, {}))
-                    atomic_write(log_dir / CLEAN_SHUTDOWN_FILE, b"")
-                except OSError as exc:
-                    LOGGER.error("Could not mark %s as cleanly shut down: %s", log_dir, exc)

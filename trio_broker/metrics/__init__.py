@@ -35,6 +35,7 @@ from prometheus_client.registry import Collector
 
 from .idle import IdleMeter, IoWaitInstrument
 from .requests import TIMINGS, RequestMetrics, RequestTimes, api_name, error_label
+from .stalls import LoopStallMeter
 
 #: Kafka's BrokerState values (kafka.server:type=KafkaServer,name=BrokerState)
 STARTING, RUNNING, SHUTTING_DOWN = 1, 3, 7
@@ -112,6 +113,9 @@ class BrokerMetrics:
         r.register(self.request_metrics)
         self.topics = TopicMetrics()
         r.register(_Collect(self.topics.collect))
+        #: the event loop's stall detector (run by the broker: ``loop_stalls.run``)
+        self.loop_stalls = LoopStallMeter()
+        r.register(_Collect(self.loop_stalls.collect))
         self.connections = Gauge("kafka_server_socket_server_metrics_connection_count",
                                  "Open connections (socket-server-metrics connection-count).",
                                  registry=r)
@@ -177,5 +181,5 @@ def _version() -> str:
 
 
 __all__ = ["RUNNING", "SHUTTING_DOWN", "STARTING", "TIMINGS", "BrokerMetrics", "IdleMeter",
-           "IoWaitInstrument", "RequestMetrics", "RequestTimes", "TopicMetrics", "api_name",
-           "error_label"]
+           "IoWaitInstrument", "LoopStallMeter", "RequestMetrics", "RequestTimes", "TopicMetrics",
+           "api_name", "error_label"]

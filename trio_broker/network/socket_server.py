@@ -68,6 +68,8 @@ ACCEPT_CAPACITY_ERRNOS = frozenset(
     if e is not None
 )
 _RECEIVE_SIZE = 65536
+#: the rest of a big frame is read in reads of up to this size (fewer loop passes per MB)
+_RECEIVE_MAX = 1 << 20
 #: how long closing may take (a TLS close_notify to a peer that does not read)
 _CLOSE_TIMEOUT_S = 1.0
 _TLS_PROTOCOLS = frozenset({"SSL", "SASL_SSL"})
@@ -156,6 +158,7 @@ class Processor:
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         async with trio.open_nursery() as nursery:
             nursery.start_soon(self._process_new_responses)
+            self._channel.set_deliver(self.index, self._deliver_response)
             task_status.started()
             async for stream, listener in self._new_recv:
                 nursery.start_soon(self._serve_connection, stream, listener)
@@ -180,25 +183,20 @@ class Processor:
             self._drained.set()
 
     # -- step: processNewResponses ---------------------------------------------------------
+    def _deliver_response(self, response: Response) -> None:
+        """A handler's response, handed straight to its connection's task."""
+        req = response.request
+        req.response_dequeued_ns = now = time.monotonic_ns()
+        conn = self.connections.get(req.context.connection_id)
+        if conn is not None:
+            conn.deliver(response)
+        else:  # the client left before its answer: still record the request's timings
+            self._metrics.request_metrics.record_timings(req.header.api_key, req, now)
+
     async def _process_new_responses(self) -> None:
-        receiver = self._channel.response_receiver(self.index)
-        timings = self._metrics.request_metrics
-        connections = self.connections
-        async for response in receiver:
-            while True:
-                req = response.request
-                req.response_dequeued_ns = time.monotonic_ns()
-                conn = connections.get(req.context.connection_id)
-                if conn is None:
-                    # The client left before its answer: still record the request's timings.
-                    timings.record_timings(req.header.api_key, req, req.response_dequeued_ns)
-                else:
-                    conn.deliver(response)
-                try:
-                    response = receiver.receive_nowait()
-                except trio.WouldBlock:
-                    break
-            await trio.lowlevel.checkpoint()
+        """Responses that came through the queue (before ``set_deliver``, or after it)."""
+        async for response in self._channel.response_receiver(self.index):
+            self._deliver_response(response)
 
     # -- one task per connection: processCompletedReceives / processCompletedSends -----------
     async def _serve_connection(self, stream: trio.SocketStream, listener: Listener) -> None:
@@ -266,7 +264,8 @@ class Processor:
                 if frame is NEED_DATA:
                     if eof or self.draining:
                         return "client_closed" if eof else "shutdown"
-                    data = await conn.stream.receive_some(_RECEIVE_SIZE)
+                    data = await conn.stream.receive_some(
+                        min(max(_RECEIVE_SIZE, decoder.missing_bytes()), _RECEIVE_MAX))
                     if not data:
                         # Half-closed: still answer whatever whole frames are buffered.
                         eof = True

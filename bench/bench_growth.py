@@ -1,0 +1,313 @@
+"""How cost grows: memory per idle connection, and start-up and shutdown time per topic.
+
+Run: ``.venv/bin/python bench/bench_growth.py [--connections 10000] [--topics 2000]``. Not part
+of the test suite. Each figure is printed next to a same-run reference, and each part draws its
+plot (PNG, written by this script) into ``docs/img/``:
+
+1. ``connections``: ``trio-broker serve`` in a subprocess and a bare Trio server
+   (``trio.serve_tcp`` with a handler waiting in ``receive_some``) each get 0 ... ``--connections``
+   idle connections from this process; the resident memory (``VmRSS``) of each server is read
+   at every step. The fd limit is raised to the hard limit first.
+3. ``sizes``: produce throughput against record size (10 B to 1 MB, about ``--mb`` MB each,
+   acks=1, linger.ms=5, confluent-kafka) to ``trio-broker serve`` and, in the same run, to
+   librdkafka's in-process mock broker (``test.mock.num.brokers=1``).
+4. ``partitions``: produce throughput of 100-byte records spread round-robin over a topic of
+   1 ... ``--partitions`` partitions, to ``trio-broker serve``; the reference is the same run's
+   one-partition figure (librdkafka's mock creates no topics through CreateTopics).
+2. ``topics``: one data directory grows to 0 ... ``--topics`` one-partition topics (created over
+   the wire with confluent-kafka's AdminClient); at every step the broker is stopped (SIGTERM
+   to exit) and started again (process start to "listening"). The reference is the same start
+   and stop with an empty data directory, in the same run.
+
+Figures go to docs/benchmarks.md ("How cost grows").
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import resource
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+IMG = Path(__file__).resolve().parent.parent / "docs" / "img"
+
+BARE_SERVER = r"""
+import sys, trio
+async def handle(stream):
+    try:
+        while await stream.receive_some(65536):
+            pass
+    except trio.BrokenResourceError:
+        pass
+async def main():
+    async with trio.open_nursery() as n:
+        await n.start(trio.serve_tcp, handle, int(sys.argv[1]))
+        print("listening on", flush=True)
+trio.run(main)
+"""
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _load() -> str:
+    return " ".join(f"{x:.2f}" for x in os.getloadavg())
+
+
+def _rss_kib(pid: int) -> int:
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    raise RuntimeError("no VmRSS")
+
+
+def _start(argv: list[str]) -> tuple[subprocess.Popen[str], float]:
+    """Start a server; (process, seconds from start to its "listening" line)."""
+    t0 = time.perf_counter()
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, text=True)
+    assert proc.stdout is not None
+    for line in proc.stdout:
+        if "listening on" in line:
+            return proc, time.perf_counter() - t0
+    raise RuntimeError(f"{argv[:4]} exited at start")
+
+
+def _stop(proc: subprocess.Popen[str]) -> float:
+    """SIGTERM; seconds to exit."""
+    t0 = time.perf_counter()
+    proc.send_signal(signal.SIGTERM)
+    proc.wait(120)
+    return time.perf_counter() - t0
+
+
+def _broker_argv(port: int, data: str) -> list[str]:
+    return [sys.executable, "-m", "trio_broker", "serve",
+            "--override", f"listeners=PLAINTEXT://127.0.0.1:{port}",
+            "--override", f"log.dirs={data}", "--override", "log.level=WARNING"]
+
+
+def _steps(limit: int, candidates: tuple[int, ...]) -> list[int]:
+    return sorted({0, *[c for c in candidates if c < limit], limit})
+
+
+def connections(limit: int) -> tuple[list[int], dict[str, list[float]]]:
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+    # this process holds the client ends of both servers' connections, one server at a time
+    limit = min(limit, hard - 200)
+    steps = _steps(limit, (100, 1000, 2500, 5000, 7500))
+    rss: dict[str, list[float]] = {}
+    data = tempfile.mkdtemp(prefix="bench-growth-")
+    try:
+        for name in ("trio-broker", "bare Trio"):
+            port = _free_port()
+            argv = (_broker_argv(port, data) if name == "trio-broker"
+                    else [sys.executable, "-c", BARE_SERVER, str(port)])
+            proc, _ = _start(argv)
+            socks: list[socket.socket] = []
+            rss[name] = []
+            try:
+                for step in steps:
+                    while len(socks) < step:
+                        socks.append(socket.create_connection(("127.0.0.1", port)))
+                    time.sleep(1.0 + step / 5000)  # every accept handled, every task parked
+                    rss[name].append(_rss_kib(proc.pid) / 1024)
+                    print(f"[{name}] {step:6d} idle connections: RSS {rss[name][-1]:7.1f} MiB"
+                          f"   (load {_load()})", flush=True)
+            finally:
+                for s in socks:
+                    s.close()
+                _stop(proc)
+    finally:
+        shutil.rmtree(data, ignore_errors=True)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+    for name, values in rss.items():
+        per = (values[-1] - values[0]) * 1024 / max(1, steps[-1])
+        print(f"[{name}] memory per idle connection at {steps[-1]:,}: {per:.1f} KiB")
+    return steps, rss
+
+
+def topics(limit: int) -> tuple[list[int], dict[str, list[float]]]:
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    steps = _steps(limit, (100, 250, 500, 1000))
+    data = tempfile.mkdtemp(prefix="bench-growth-")
+    empty = tempfile.mkdtemp(prefix="bench-growth-empty-")
+    out: dict[str, list[float]] = {"start": [], "stop": [], "start, empty": [],
+                                   "stop, empty": []}
+    try:
+        created = 0
+        for step in steps:
+            port = _free_port()
+            proc, _ = _start(_broker_argv(port, data))
+            if step > created:
+                admin = AdminClient({"bootstrap.servers": f"127.0.0.1:{port}"})
+                for first in range(created, step, 100):
+                    names = [f"t{i:05d}" for i in range(first, min(step, first + 100))]
+                    futures = admin.create_topics([NewTopic(n, 1, 1) for n in names],
+                                                  request_timeout=300)
+                    for f in futures.values():
+                        f.result()
+                created = step
+                del admin
+            out["stop"].append(_stop(proc))
+            proc, took = _start(_broker_argv(_free_port(), data))
+            out["start"].append(took)
+            _stop(proc)
+            proc, took = _start(_broker_argv(_free_port(), empty))
+            out["start, empty"].append(took)
+            out["stop, empty"].append(_stop(proc))
+            print(f"{step:6d} topics: start {out['start'][-1] * 1000:7.0f} ms, stop "
+                  f"{out['stop'][-1] * 1000:7.0f} ms   (empty data dir, same run: start "
+                  f"{took * 1000:5.0f} ms, stop {out['stop, empty'][-1] * 1000:5.0f} ms)"
+                  f"   (load {_load()})", flush=True)
+    finally:
+        shutil.rmtree(data, ignore_errors=True)
+        shutil.rmtree(empty, ignore_errors=True)
+    return steps, out
+
+
+SIZES = (10, 100, 1_000, 10_000, 100_000, 1_000_000)
+
+
+def _produce_mb_s(bootstrap: str, topic: str, size: int, records: int,
+                  partitions: int = 1) -> float:
+    import confluent_kafka
+
+    producer = confluent_kafka.Producer({
+        "bootstrap.servers": bootstrap, "acks": 1, "linger.ms": 5, "log_level": 0,
+        "message.max.bytes": 2_000_000, "queue.buffering.max.messages": 1_000_000,
+        "queue.buffering.max.kbytes": 1_048_576})
+    producer.produce(topic, b"warm-up", partition=0)
+    producer.flush(30)
+    value = os.urandom(size)
+    started = time.perf_counter()
+    for i in range(records):
+        while True:
+            try:
+                producer.produce(topic, value, partition=i % partitions)
+                break
+            except BufferError:
+                producer.poll(0.001)
+    if producer.flush(300):
+        raise RuntimeError("records were not delivered")
+    return records * size / 1e6 / (time.perf_counter() - started)
+
+
+def sizes(total_mb: float) -> tuple[list[int], dict[str, list[float]]]:
+    import confluent_kafka
+
+    out: dict[str, list[float]] = {"trio-broker": [], "librdkafka mock": []}
+    data = tempfile.mkdtemp(prefix="bench-growth-")
+    port = _free_port()
+    proc, _ = _start([*_broker_argv(port, data), "--override", "message.max.bytes=2000000"])
+    mock = confluent_kafka.Producer({"test.mock.num.brokers": 1, "bootstrap.servers": "",
+                                     "log_level": 0})
+    mock_bootstrap = ",".join(f"{b.host}:{b.port}"
+                              for b in mock.list_topics(timeout=10).brokers.values())
+    try:
+        for size in SIZES:
+            records = max(100, min(500_000, int(total_mb * 1e6 / size)))
+            for name, bootstrap in (("trio-broker", f"127.0.0.1:{port}"),
+                                    ("librdkafka mock", mock_bootstrap)):
+                out[name].append(_produce_mb_s(bootstrap, f"size-{size}", size, records))
+            ours, theirs = out["trio-broker"][-1], out["librdkafka mock"][-1]
+            print(f"{size:9,d} B x {records:7,d}: trio-broker {ours:7.1f} MB/s "
+                  f"({ours * 1e6 / size:10,.0f} rec/s), mock {theirs:7.1f} MB/s, ratio "
+                  f"{ours / theirs:.2f}   (load {_load()})", flush=True)
+    finally:
+        _stop(proc)
+        shutil.rmtree(data, ignore_errors=True)
+    return list(SIZES), out
+
+
+def partitions(limit: int, records: int) -> tuple[list[int], dict[str, list[float]]]:
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    steps = sorted({c for c in (1, 10, 100, 1000, 10_000) if c < limit} | {limit})
+    out: dict[str, list[float]] = {"trio-broker": []}
+    data = tempfile.mkdtemp(prefix="bench-growth-")
+    port = _free_port()
+    bootstrap = f"127.0.0.1:{port}"
+    proc, _ = _start(_broker_argv(port, data))
+    try:
+        admin = AdminClient({"bootstrap.servers": bootstrap})
+        for n in steps:
+            admin.create_topics([NewTopic(f"p-{n}", n, 1)],
+                                request_timeout=300)[f"p-{n}"].result(300)
+            out["trio-broker"].append(_produce_mb_s(bootstrap, f"p-{n}", 100, records, n) * 1e4)
+            rate = out["trio-broker"][-1]
+            print(f"{n:6,d} partitions: {rate:10,.0f} rec/s, {rate / out['trio-broker'][0]:.2f}"
+                  f" of one partition's in the same run   (load {_load()})", flush=True)
+    finally:
+        _stop(proc)
+        shutil.rmtree(data, ignore_errors=True)
+    return steps, out
+
+
+def plot(path: Path, title: str, xlabel: str, ylabel: str, steps: list[int],
+         series: dict[str, list[float]], scale: float = 1.0, logx: bool = False) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6.4, 4.0))
+    if logx:
+        ax.set_xscale("log")
+    for name, values in series.items():
+        ax.plot(steps, [v * scale for v in values], marker="o", label=name)
+    ax.set_title(title)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.grid(True, alpha=0.3)
+    ax.legend()
+    fig.tight_layout()
+    IMG.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    print(f"plot: {path}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--connections", type=int, default=10_000)
+    parser.add_argument("--topics", type=int, default=2000)
+    parser.add_argument("--mb", type=float, default=50.0, help="MB per record size")
+    parser.add_argument("--partitions", type=int, default=1000)
+    parser.add_argument("--records", type=int, default=300_000,
+                        help="records per partition count")
+    parser.add_argument("--only", choices=("connections", "topics", "sizes", "partitions"))
+    args = parser.parse_args()
+    print(f"python {sys.version.split()[0]}, {os.cpu_count()} cores, load average {_load()}")
+    if args.only in (None, "connections"):
+        steps, rss = connections(args.connections)
+        plot(IMG / "growth-connections.png", "Resident memory vs idle connections",
+             "idle connections", "RSS (MiB)", steps, rss)
+    if args.only in (None, "topics"):
+        steps, times = topics(args.topics)
+        plot(IMG / "growth-topics.png", "Start-up and shutdown vs topics (1 partition each)",
+             "topics", "seconds", steps, times)
+    if args.only in (None, "sizes"):
+        steps, rates = sizes(args.mb)
+        plot(IMG / "growth-record-size.png", "Produce throughput vs record size (acks=1)",
+             "record size (bytes)", "MB/s", steps, rates, logx=True)
+    if args.only in (None, "partitions"):
+        steps, rates = partitions(args.partitions, args.records)
+        plot(IMG / "growth-partitions.png", "Produce throughput vs partitions (100 B, acks=1)",
+             "partitions", "records/s", steps, rates, logx=True)
+
+
+if __name__ == "__main__":
+    main()
