@@ -94,10 +94,10 @@ def kp_layout(fields: list[dict[str, Any]], v: int) -> list[tuple[Any, ...]]:
 
 
 def our_layout(struct: StructSchema, v: int) -> list[tuple[Any, ...]]:
-    """The same layout, read from our schema."""
+    """The same layout, read from our schema (the project's own tagged fields left out)."""
     return [(f.name, f.type, f.nullable(v), f.tag if f.tagged(v) else None,
              tuple(our_layout(f.struct, v)) if f.struct is not None else None)
-            for f in struct.fields_in(v)]
+            for f in struct.fields_in(v) if not f.own]
 
 
 # --- hypothesis strategies for our messages ------------------------------------------------------
@@ -146,7 +146,7 @@ def struct_values(struct: StructSchema, v: int, tags: bool = True) -> st.SearchS
     """
     parts: dict[str, st.SearchStrategy[Any]] = {}
     for f in struct.fields_in(v):
-        if f.tagged(v) and not tags:
+        if (f.tagged(v) and not tags) or f.own:  # own tags: kafka-python cannot carry them
             continue
         parts[f.name] = _field(f, v, tags and not f.tagged(v))
     cls = struct.cls
@@ -172,6 +172,8 @@ def to_kp(obj: Any, struct: StructSchema, kp_cls: Any, v: int, top: bool = True)
     """Our message as kafka-python's, with every field of version ``v``."""
     kwargs = {}
     for f in struct.fields_in(v):
+        if f.own:
+            continue
         value = getattr(obj, f.name)
         if f.struct is not None and value is not None:
             child = getattr(kp_cls, f.struct.name)
@@ -191,6 +193,8 @@ def from_kp(obj: Any, struct: StructSchema, v: int) -> Any:
     """kafka-python's decoded message as ours (fields outside ``v`` keep our defaults)."""
     kwargs = {}
     for f in struct.fields_in(v):
+        if f.own:
+            continue
         value = getattr(obj, f.name)
         if f.struct is not None and value is not None:
             if f.is_array:

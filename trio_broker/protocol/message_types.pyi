@@ -1402,6 +1402,7 @@ class DescribeLogDirsResponse(Message):
                 partition_size: int
                 offset_lag: int
                 is_future_key: bool
+                dirty_ratio: float
                 def __init__(
                     self,
                     *,
@@ -1409,6 +1410,7 @@ class DescribeLogDirsResponse(Message):
                     partition_size: int = ...,
                     offset_lag: int = ...,
                     is_future_key: bool = ...,
+                    dirty_ratio: float = ...,
                 ) -> None: ...
             name: str
             partitions: list[DescribeLogDirsResponse.DescribeLogDirsResult.DescribeLogDirsTopic.DescribeLogDirsPartition]

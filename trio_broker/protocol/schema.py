@@ -21,7 +21,9 @@ per line, two spaces of indentation per nesting level (``#`` starts a comment li
 - ``versions``: ``3+``, ``0-12`` or ``5``; omitted means every version of the message.
 - ``null``: nullable wherever present; ``null=1+``: nullable in those versions only.
 - ``tag=N``: a tagged field of the flexible versions; ``tagged=`` only when its tagged versions
-  differ from its versions.
+  differ from its versions. Tags from ``OWN_TAGS_FROM`` (9000) up are the project's own
+  extensions (Kafka defines none there and its clients skip tags they do not know); comparisons
+  with Kafka's definitions leave them out.
 - ``=default``: Kafka's default where it is not the type's zero value (``=-1``, ``=null``,
   ``=true``). Zero values: 0, false, "", b"", [] and a default struct; uuid ``None`` (all zeros),
   bitfield ``None``.
@@ -54,6 +56,8 @@ PRIMITIVES: dict[str, tuple[int | None, str]] = {
 }
 _FAMILIES = (produce, metadata, groups, topics, configs, security, transactions)
 _NO_VERSIONS = VersionRange(0, -1)
+#: the first tag of the project's own tagged fields (``Field.own``)
+OWN_TAGS_FROM = 9000
 
 
 class Field:
@@ -89,6 +93,11 @@ class Field:
         """Whether, in ``version``, the field lives in its struct's tagged-field section."""
         return self.tag is not None and (
             self.tagged_versions.min <= version <= self.tagged_versions.max)
+
+    @property
+    def own(self) -> bool:
+        """A tagged field of the project's own, not in Kafka's definition of the message."""
+        return self.tag is not None and self.tag >= OWN_TAGS_FROM
 
     @property
     def is_struct(self) -> bool:
