@@ -16,6 +16,7 @@ import threading
 import time
 import uuid
 from pathlib import Path
+from typing import Any
 
 import confluent_kafka
 import pytest
@@ -30,7 +31,7 @@ from tests.coordinator.group_workers import (
 )
 from trio_broker.blocking_client import BrokerConnection, parse_address
 from trio_broker.protocol.api_keys import ApiKey, request_class
-from trio_broker.protocol.consumer_protocol import decode_assignment
+from trio_broker.protocol.consumer_protocol import decode_assignment, encode_subscription
 
 PARTITIONS = 6
 ALL = frozenset(range(PARTITIONS))
@@ -373,3 +374,53 @@ def test_commit_for_missing_partition_is_refused(kafka_broker, unique_topic):
     answers = {(t.name, p.partition_index): p.error_code
                for t in body.topics for p in t.partitions}
     assert answers == {(topic, 1): 0, (topic, 2): 3, ("no-such-topic", 0): 3}
+
+
+def _join(conn: BrokerConnection, group: str, protocol: str) -> Any:
+    """JoinGroup v5 with the MEMBER_ID_REQUIRED round trip."""
+    join = request_class(ApiKey.JoinGroup)
+    assert join is not None
+    fields = dict(group_id=group, session_timeout_ms=30_000, rebalance_timeout_ms=30_000,
+                  group_instance_id=None, protocol_type="consumer", protocols=[
+                      join.JoinGroupRequestProtocol(name=protocol,
+                                                    metadata=encode_subscription(["t"]))])
+    first = conn.call(ApiKey.JoinGroup, 5, member_id="", **fields)
+    assert first.error_code == 79, first  # MEMBER_ID_REQUIRED
+    return conn.call(ApiKey.JoinGroup, 5, member_id=first.member_id, **fields)
+
+
+def test_a_left_group_is_empty_after_a_kill_right_after_the_leave(tmp_path):
+    """LeaveGroup is answered once the emptied group is durable: a broker killed right after
+    the answer must not bring the departed member back (a new member with other protocols
+    would get INCONSISTENT_GROUP_PROTOCOL until its session expired)."""
+    data, log = tmp_path / "data", tmp_path / "serve.log"
+    group = "left-then-killed"
+    broker = ServeProcess(data, log)
+    try:
+        for _ in range(3):  # each round: join with "range", leave, kill -9 at once, restart
+            with BrokerConnection(*parse_address(broker.bootstrap)) as conn:
+                joined = _join(conn, group, "range")
+                assert joined.error_code == 0, joined
+                sync = request_class(ApiKey.SyncGroup)
+                assert sync is not None
+                synced = conn.call(ApiKey.SyncGroup, 3, group_id=group,
+                                   generation_id=joined.generation_id,
+                                   member_id=joined.member_id, group_instance_id=None,
+                                   assignments=[sync.SyncGroupRequestAssignment(
+                                       member_id=joined.member_id, assignment=b"")])
+                assert synced.error_code == 0, synced
+                left = conn.call(ApiKey.LeaveGroup, 1, group_id=group,
+                                 member_id=joined.member_id)
+                assert left.error_code == 0, left
+                broker.kill()
+            broker = ServeProcess(data, log)
+            with BrokerConnection(*parse_address(broker.bootstrap)) as conn:
+                [described] = conn.call(ApiKey.DescribeGroups, 3, groups=[group],
+                                        include_authorized_operations=False).groups
+                assert (described.group_state, described.members) == ("Empty", []), described
+                other = _join(conn, group, "roundrobin")
+                assert other.error_code == 0, other
+                conn.call(ApiKey.LeaveGroup, 1, group_id=group, member_id=other.member_id)
+    finally:
+        if broker.proc.poll() is None:
+            broker.stop()

@@ -197,6 +197,7 @@ async def leave_group(ctx: HandlerContext, request: LeaveGroupRequest) -> Handle
         return ctx.response(throttle_time_ms=0, error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED,
                             members=[])
     error, errors = ctx.broker.groups.leave_group(request.group_id, leaving)
+    await ctx.broker.groups.store.written()  # the group without them is durable first
     if ctx.version < 3:  # one member: its error is the answer's
         return ctx.response(throttle_time_ms=0, error_code=error or errors[0])
     if error:  # a group-level error is answered alone, as Kafka's error response

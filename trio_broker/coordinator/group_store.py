@@ -104,6 +104,26 @@ class GroupStore:
         self._queue.append(_Pending([encode_record(r) for r in records], done))
         self._wakeup.set()
 
+    async def written(self) -> bool:
+        """Wait until every record queued so far is durable (False if writing failed).
+
+        For answers that change a group without records of their own to wait on: a LeaveGroup
+        that empties a group is answered once the empty group is on disk, or a broker killed
+        right after it would come back with the departed members (and refuse a new member's
+        protocols with INCONSISTENT_GROUP_PROTOCOL until their sessions expire)."""
+        if not self._queue:
+            return True
+        finished = trio.Event()
+        result = [False]
+
+        def done(ok: bool) -> None:
+            result[0] = ok
+            finished.set()
+
+        self.write([], done)
+        await finished.wait()
+        return result[0]
+
     def begin_shutdown(self) -> None:
         self._closed = True
 
