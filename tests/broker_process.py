@@ -39,22 +39,24 @@ class BrokerProcess:
                 "--override", "group.initial.rebalance.delay.ms=0"]
         for o in self.overrides:
             args += ["--override", o]
-        self._ready.clear()
+        # one event per process: the previous process's reader, ending at its EOF after a
+        # kill, must not mark this one ready before it listens
+        self._ready = ready = threading.Event()
         self.proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                      text=True, env={**os.environ, "PYTHONUNBUFFERED": "1"})
-        threading.Thread(target=self._pump, args=(self.proc,), daemon=True).start()
-        if not self._ready.wait(timeout_s):
+        threading.Thread(target=self._pump, args=(self.proc, ready), daemon=True).start()
+        if not ready.wait(timeout_s) or self.proc.poll() is not None:
             self.kill()
             raise RuntimeError("broker did not start:\n" + "".join(self.output))
         return self
 
-    def _pump(self, proc: subprocess.Popen[str]) -> None:
+    def _pump(self, proc: subprocess.Popen[str], ready: threading.Event) -> None:
         assert proc.stdout is not None
         for line in proc.stdout:
             self.output.append(line)
             if "trio-broker listening on" in line:
-                self._ready.set()
-        self._ready.set()
+                ready.set()
+        ready.set()  # it exited: start() reports its output instead of waiting
 
     def stop(self, sig: int = signal.SIGTERM, timeout_s: float = 20) -> int:
         assert self.proc is not None
