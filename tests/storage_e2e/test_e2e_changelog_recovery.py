@@ -143,8 +143,8 @@ def _faust_counts(bootstrap: str, expected: int, timeout_s: float,
 
 
 @pytest.mark.xfail(strict=False, reason=(
-    "open: in about 1 of 3 runs since the cluster, authorization and performance work merged, "
-    "one word's last count is missing when the checker has read 500 counts (a duplicate count "
+    "open: in 2 of 8 runs since the cluster, authorization and performance work merged, "
+    "one word's last count was missing when the checker had read 500 counts (a duplicate count "
     "elsewhere is the likely cause); passed 4 of 4 before those merges"))
 def test_faust_recovers_its_table_from_a_compacted_changelog(tmp_path):
     """A faust table (in memory, so every start recovers it from the changelog) survives a
