@@ -16,6 +16,7 @@ import subprocess
 import sys
 import time
 import venv
+from collections.abc import Callable
 from pathlib import Path
 
 import confluent_kafka
@@ -55,6 +56,24 @@ def venv_python(name: str, pin: str) -> Path:
     return python
 
 
+def start_stream_app(python: Path, argv: list[str], cwd: Path,
+                     apps: list[subprocess.Popen[str]]) -> subprocess.Popen[str]:
+    """A stream-processing app in its own virtualenv, this checkout kept off its path; kept in
+    ``apps`` so the test can kill it and show its output."""
+    app = subprocess.Popen([str(python), *argv], stdout=subprocess.PIPE,
+                           stderr=subprocess.STDOUT, text=True, cwd=cwd,
+                           env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"})
+    apps.append(app)
+    return app
+
+
+def create_word_topics(bootstrap: str) -> None:
+    """The word-count apps' input and output topics, two partitions each."""
+    admin = confluent_kafka.admin.AdminClient({"bootstrap.servers": bootstrap})
+    for topic in ("words", "counts"):
+        admin.create_topics([confluent_kafka.admin.NewTopic(topic, 2, 1)])[topic].result(10)
+
+
 def _produce(bootstrap: str, words: list[str]) -> None:
     producer = confluent_kafka.Producer({"bootstrap.servers": bootstrap})
     for w in words:
@@ -62,10 +81,17 @@ def _produce(bootstrap: str, words: list[str]) -> None:
     assert producer.flush(10) == 0
 
 
-def _counts(processor: str, bootstrap: str, expected: int, timeout_s: float,
-            app: subprocess.Popen[str]) -> list[tuple[str, int]]:
-    """(word, count) of every record the processor committed, read_committed."""
-    *_, topic, parse = PROCESSORS[processor]
+def parse_word_count(key: bytes | None, value: bytes) -> tuple[str, int]:
+    """A ``word:count`` record of the word-count apps."""
+    word, n = value.decode().split(":")
+    return word, int(n)
+
+
+def read_counts(bootstrap: str, expected: int, timeout_s: float, app: subprocess.Popen[str],
+                topic: str = "counts", parse: Callable[[bytes | None, bytes], tuple[str, int]]
+                = parse_word_count) -> list[tuple[str, int]]:
+    """(word, count) of every committed record of ``topic`` (read_committed), until
+    ``expected`` were read or ``timeout_s`` passed, and what else comes within 0.5 s."""
     consumer = confluent_kafka.Consumer({
         "bootstrap.servers": bootstrap, "group.id": "checker", "enable.auto.commit": False,
         "isolation.level": "read_committed", "fetch.wait.max.ms": 50})
@@ -87,6 +113,22 @@ def _counts(processor: str, bootstrap: str, expected: int, timeout_s: float,
     return out
 
 
+def _counts(processor: str, bootstrap: str, expected: int, timeout_s: float,
+            app: subprocess.Popen[str]) -> list[tuple[str, int]]:
+    """(word, count) of every record the processor committed."""
+    *_, topic, parse = PROCESSORS[processor]
+    return read_counts(bootstrap, expected, timeout_s, app, topic, parse)
+
+
+def assert_counts_are_exact(counts: list[tuple[str, int]], words: list[str]) -> None:
+    """Every word's counts are exactly 1..(its occurrences in ``words``)."""
+    by_word: dict[str, list[int]] = collections.defaultdict(list)
+    for word, n in counts:
+        by_word[word].append(n)
+    for word, expected in collections.Counter(words).items():
+        assert sorted(by_word[word]) == list(range(1, expected + 1)), word
+
+
 @pytest.mark.parametrize("processor", sorted(PROCESSORS))
 def test_exactly_once_word_count_survives_a_kill(tmp_path, processor):
     python = _python(processor)
@@ -97,19 +139,12 @@ def test_exactly_once_word_count_survives_a_kill(tmp_path, processor):
     apps: list[subprocess.Popen[str]] = []
 
     def start_app() -> subprocess.Popen[str]:
-        app = subprocess.Popen(
-            [str(python), str(app_path), broker.bootstrap_servers,
-             *app_args(tmp_path / "state")], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-            text=True, cwd=tmp_path,
-            env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"})
-        apps.append(app)
-        return app
+        return start_stream_app(python, [str(app_path), broker.bootstrap_servers,
+                                         *app_args(tmp_path / "state")], tmp_path, apps)
 
     try:
         bootstrap = broker.bootstrap_servers
-        admin = confluent_kafka.admin.AdminClient({"bootstrap.servers": bootstrap})
-        for topic in ("words", "counts"):
-            admin.create_topics([confluent_kafka.admin.NewTopic(topic, 2, 1)])[topic].result(10)
+        create_word_topics(bootstrap)
         first = [f"w{i % WORDS}" for i in range(300)]
         _produce(bootstrap, first)
         app = start_app()
