@@ -27,7 +27,8 @@ LAYERS: list[tuple[str, ...]] = [
     ("coordinator",),  # consumer groups, committed offsets, producer ids
     ("apis",),  # one handler per Kafka API, the broker state handlers see, purgatories
     ("network", "http"),  # Kafka's SocketServer in Trio; the broker's HTTP endpoints
-    ("broker", "cluster"),  # lifecycle: start the parts, stop them in Kafka's order; N of them
+    # lifecycle: start the parts, stop them in Kafka's order; N of them; either in a thread
+    ("broker", "cluster", "loop_thread"),
     ("spark", "testing"),  # faces: the Spark stage, the pytest plugin
     ("cli", "__init__", "__main__"),  # the command line and the package's public face
 ]

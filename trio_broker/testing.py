@@ -20,7 +20,6 @@ default to ``group.initial.rebalance.delay.ms=0`` so consumer groups form at onc
 from __future__ import annotations
 
 import itertools
-import threading
 import uuid
 from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
@@ -33,6 +32,7 @@ from .broker import Broker, open_broker
 from .cluster import open_cluster
 from .cluster.threaded import ThreadedCluster
 from .log.cleaner import CleanerStats
+from .loop_thread import LoopThread
 
 TEST_DEFAULTS: dict[str, Any] = {
     "listeners": "PLAINTEXT://127.0.0.1:0",
@@ -61,16 +61,15 @@ async def trio_broker(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIt
         yield broker
 
 
-class ThreadedBroker:
+class ThreadedBroker(LoopThread):
     """A broker in a background thread with its own Trio loop, for synchronous test code."""
 
+    what = "broker"
+
     def __init__(self, **settings: Any) -> None:
+        super().__init__("trio-broker")
         self.settings = settings
         self.broker: Broker | None = None
-        self._token: trio.lowlevel.TrioToken | None = None
-        self._ready = threading.Event()
-        self._error: BaseException | None = None
-        self._thread = threading.Thread(target=self._run, name="trio-broker", daemon=True)
 
     @property
     def bootstrap_servers(self) -> str:
@@ -78,11 +77,7 @@ class ThreadedBroker:
         return self.broker.bootstrap_servers
 
     def start(self, timeout_s: float = 30) -> ThreadedBroker:
-        self._thread.start()
-        if not self._ready.wait(timeout_s):
-            raise RuntimeError("broker thread did not start in time")
-        if self._error is not None:
-            raise RuntimeError(f"broker failed to start: {self._error!r}") from self._error
+        self._start_thread(timeout_s)
         return self
 
     async def _extra_settings(self) -> dict[str, Any]:
@@ -97,24 +92,11 @@ class ThreadedBroker:
         self._ready.set()
         await broker._stop.wait()
 
-    def _run(self) -> None:
-        async def main() -> None:
-            self._token = trio.lowlevel.current_trio_token()
-            settings = {**self.settings, **await self._extra_settings()}
-            async with open_broker(**settings) as broker:
-                self.broker = broker
-                await self._run_beside(broker)
-
-        try:
-            trio.run(main)
-        except BaseException as exc:  # reported to the starting thread
-            self._error = exc
-        finally:
-            self._ready.set()
-
-    def call(self, fn: Callable[..., Any], *args: Any) -> Any:
-        """Run ``fn(*args)`` in the broker's thread (for direct access to its state)."""
-        return trio.from_thread.run_sync(fn, *args, trio_token=self._token)
+    async def _main(self) -> None:
+        settings = {**self.settings, **await self._extra_settings()}
+        async with open_broker(**settings) as broker:
+            self.broker = broker
+            await self._run_beside(broker)
 
     def create_topic(self, name: str, partitions: int = 1,
                      configs: dict[str, str] | None = None) -> str:
@@ -132,14 +114,7 @@ class ThreadedBroker:
         return stats
 
     def stop(self, timeout_s: float = 30) -> None:
-        if self.broker is not None and self._token is not None:
-            try:
-                trio.from_thread.run_sync(self.broker.stop, trio_token=self._token)
-            except trio.RunFinishedError:
-                pass
-        self._thread.join(timeout_s)
-        if self._error is not None:
-            raise RuntimeError(f"broker thread failed: {self._error!r}") from self._error
+        self._stop_thread(self.broker.stop if self.broker is not None else None, timeout_s)
 
 
 @pytest.fixture(scope="session")

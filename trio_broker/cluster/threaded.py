@@ -8,53 +8,38 @@ cluster's thread through ``trio.from_thread``, so any thread may call them.
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Iterable
 from typing import Any
 
 import trio
 
 from ..apis.fault_state import RequestRecord
+from ..loop_thread import LoopThread
 from .runtime import BrokerAddress, Cluster, open_cluster
 
 
-class ThreadedCluster:
+class ThreadedCluster(LoopThread):
     """``ThreadedCluster(brokers=3, **overrides).start()``; ``stop()`` when done."""
 
+    what = "cluster"
+
     def __init__(self, brokers: int = 3, *, auto_failover: bool = True, **settings: Any) -> None:
+        super().__init__("trio-broker-cluster")
         self.brokers_count = brokers
         self.auto_failover = auto_failover
         self.settings = settings
         self.cluster: Cluster | None = None
-        self._token: trio.lowlevel.TrioToken | None = None
-        self._ready = threading.Event()
-        self._error: BaseException | None = None
-        self._thread = threading.Thread(target=self._run, name="trio-broker-cluster",
-                                        daemon=True)
 
     def start(self, timeout_s: float = 30) -> ThreadedCluster:
-        self._thread.start()
-        if not self._ready.wait(timeout_s):
-            raise RuntimeError("cluster thread did not start in time")
-        if self._error is not None:
-            raise RuntimeError(f"cluster failed to start: {self._error!r}") from self._error
+        self._start_thread(timeout_s)
         return self
 
-    def _run(self) -> None:
-        async def main() -> None:
-            self._token = trio.lowlevel.current_trio_token()
-            async with open_cluster(self.brokers_count, auto_failover=self.auto_failover,
-                                    **self.settings) as cluster:
-                self.cluster = cluster
-                self._ready.set()
-                await cluster._stop.wait()
-
-        try:
-            trio.run(main)
-        except BaseException as exc:  # reported to the starting thread
-            self._error = exc
-        finally:
+    async def _main(self) -> None:
+        async with open_cluster(self.brokers_count, auto_failover=self.auto_failover,
+                                **self.settings) as cluster:
+            self.cluster = cluster
             self._ready.set()
+            await cluster._stop.wait()
 
     def _live(self) -> Cluster:
         if self.cluster is None:
@@ -68,10 +53,6 @@ class ThreadedCluster:
     @property
     def brokers(self) -> list[BrokerAddress]:
         return self._live().brokers
-
-    def call(self, fn: Any, *args: Any) -> Any:
-        """Run ``fn(*args)`` in the cluster's thread."""
-        return trio.from_thread.run_sync(fn, *args, trio_token=self._token)
 
     def stop_broker(self, node_id: int) -> None:
         trio.from_thread.run(self._live().stop_broker, node_id, trio_token=self._token)
@@ -107,11 +88,4 @@ class ThreadedCluster:
         return name
 
     def stop(self, timeout_s: float = 30) -> None:
-        if self.cluster is not None and self._token is not None:
-            try:
-                trio.from_thread.run_sync(self.cluster.stop, trio_token=self._token)
-            except trio.RunFinishedError:
-                pass
-        self._thread.join(timeout_s)
-        if self._error is not None:
-            raise RuntimeError(f"cluster thread failed: {self._error!r}") from self._error
+        self._stop_thread(self.cluster.stop if self.cluster is not None else None, timeout_s)
