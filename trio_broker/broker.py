@@ -86,7 +86,7 @@ class Broker:
 ConfigInput = BrokerConfig | Mapping[str, object] | None
 
 
-def _as_config(config: ConfigInput, overrides: Mapping[str, object]) -> BrokerConfig:
+def as_config(config: ConfigInput, overrides: Mapping[str, object]) -> BrokerConfig:
     if config is None:
         cfg = build_config({})
     elif isinstance(config, BrokerConfig):
@@ -101,7 +101,7 @@ async def serve(config: ConfigInput = None, *,
                 **overrides: object) -> None:
     """Run a broker until cancelled (or ``Broker.stop()``); ``task_status.started(Broker)``."""
     started_at = time.perf_counter()
-    static = _as_config(config, overrides)
+    static = as_config(config, overrides)
     # Dynamic broker configs (AlterConfigs, persisted) win over the static ones, as in Kafka.
     dynamic = DynamicBrokerConfigs.load(static)
     cfg = dynamic.effective()
@@ -118,16 +118,8 @@ async def serve(config: ConfigInput = None, *,
             async with trio.open_nursery() as nursery:
                 await nursery.start(metrics.loop_stalls.run)
                 with _names_key(cfg, "log.dirs"):
-                    logs = await _load_storage(cfg)
-                    coordinator = GroupCoordinator(cfg, cfg.log_dir_list[0])
-                    producer_ids = ProducerIdManager(cfg.log_dir_list[0])
-                    transactions = TransactionCoordinator(cfg, cfg.log_dir_list[0], logs=logs,
-                                                          groups=coordinator,
-                                                          producer_ids=producer_ids)
-                    await transactions.load()
-                    await nursery.start(coordinator.run)
-                    # after the logs and the groups: it finishes prepared transactions in both
-                    await nursery.start(transactions.run)
+                    logs, coordinator, producer_ids, transactions = await start_storage(
+                        cfg, nursery)
                 with _names_key(cfg, "listeners"):
                     bound = await server.start(nursery)
                 host, port = _advertised_address(cfg, bound)
@@ -137,7 +129,7 @@ async def serve(config: ConfigInput = None, *,
                     producer_ids=producer_ids, transactions=transactions,
                     fetch_purgatory=Purgatory(nursery), advertised_host=host,
                     advertised_port=port, dynamic_configs=dynamic,
-                    cleaner=_log_cleaner(cfg, logs))
+                    cleaner=log_cleaner(cfg, logs))
                 register_state_metrics(state)
                 pool = RequestHandlerPool(state, server.request_channel, cfg.num_io_threads)
                 await nursery.start(pool.run)
@@ -148,13 +140,8 @@ async def serve(config: ConfigInput = None, *,
                                                            metrics)
                 with _names_key(cfg, "http.listener"):
                     http_addr = await nursery.start(serve_http, cfg, state, bound)
-                nursery.start_soon(_retention_loop, state)
-                nursery.start_soon(_flush_loop, state)
-                cleaner = state.cleaner
-                assert cleaner is not None
+                cleaner = start_log_duties(state, nursery)
                 metrics.add_collector(lambda: cleaner_metrics(cleaner))
-                if cfg.value_of("log.cleaner.enable"):
-                    nursery.start_soon(_cleaner_threads, state, cleaner)
                 task_status.started(Broker(cfg, state, bound, metrics_addr, http_addr,
                                            cleaner=cleaner))
                 await trio.sleep_forever()
@@ -254,7 +241,37 @@ async def _retention_loop(state: BrokerState) -> None:
             LOGGER.info("retention deleted %d segment(s)", deleted)
 
 
-def _log_cleaner(cfg: BrokerConfig, logs: LogManager) -> LogCleaner:
+Storage = tuple[LogManager, GroupCoordinator, ProducerIdManager, TransactionCoordinator]
+
+
+async def start_storage(cfg: BrokerConfig, nursery: trio.Nursery) -> Storage:
+    """Load the logs, then start the group and transaction coordinators on them (what one
+    broker and a test cluster's shared storage both are)."""
+    logs = await _load_storage(cfg)
+    groups = GroupCoordinator(cfg, cfg.log_dir_list[0])
+    producer_ids = ProducerIdManager(cfg.log_dir_list[0])
+    transactions = TransactionCoordinator(cfg, cfg.log_dir_list[0], logs=logs, groups=groups,
+                                          producer_ids=producer_ids)
+    await transactions.load()
+    await nursery.start(groups.run)
+    # after the logs and the groups: it finishes prepared transactions in both
+    await nursery.start(transactions.run)
+    return logs, groups, producer_ids, transactions
+
+
+def start_log_duties(state: BrokerState, nursery: trio.Nursery) -> LogCleaner:
+    """Retention, the flush policy and (when enabled) the log cleaner's threads, over the
+    state's logs; returns the cleaner."""
+    cleaner = state.cleaner
+    assert cleaner is not None
+    nursery.start_soon(_retention_loop, state)
+    nursery.start_soon(_flush_loop, state)
+    if state.config.value_of("log.cleaner.enable"):
+        nursery.start_soon(_cleaner_threads, state, cleaner)
+    return cleaner
+
+
+def log_cleaner(cfg: BrokerConfig, logs: LogManager) -> LogCleaner:
     def with_dirs() -> list[tuple[Log, Path]]:
         return [(log, d) for log in logs.all_logs()
                 if (d := logs.log_dir_of(log.topic, log.partition)) is not None]
@@ -338,7 +355,7 @@ async def open_broker(config: ConfigInput = None, **overrides: object) -> AsyncI
     if config is None and "listeners" not in overrides:
         overrides = {"listeners": "PLAINTEXT://127.0.0.1:0", **overrides}
     async with trio.open_nursery() as nursery:
-        cfg = _as_config(config, _kw(overrides))
+        cfg = as_config(config, kafka_kwargs(overrides))
         broker: Broker = await nursery.start(serve, cfg)
         try:
             yield broker
@@ -346,6 +363,6 @@ async def open_broker(config: ConfigInput = None, **overrides: object) -> AsyncI
             broker.stop()
 
 
-def _kw(overrides: Mapping[str, object]) -> dict[str, object]:
+def kafka_kwargs(overrides: Mapping[str, object]) -> dict[str, object]:
     # Kafka dotted names are accepted too: {"log.dirs": ...} -> log_dirs
     return {k.replace(".", "_"): v for k, v in overrides.items()}

@@ -32,19 +32,14 @@ from ..apis.replicas import ClusterModel, Node
 from ..apis.state import BrokerState
 from ..broker import (
     ConfigInput,
-    _as_config,
-    _cleaner_threads,
-    _flush_loop,
-    _kw,
-    _load_storage,
-    _log_cleaner,
-    _retention_loop,
+    as_config,
+    kafka_kwargs,
+    log_cleaner,
+    start_log_duties,
+    start_storage,
 )
 from ..config import BrokerConfig, ConfigError
 from ..config.dynamic import DynamicBrokerConfigs
-from ..coordinator import GroupCoordinator
-from ..coordinator.transactions import TransactionCoordinator
-from ..log import ProducerIdManager
 from ..log.offload import run_io
 from ..metrics import BrokerMetrics
 from ..network.request_handler import RequestHandlerPool
@@ -217,7 +212,7 @@ def cluster_config(config: ConfigInput, brokers: int, overrides: dict[str, Any])
     """The config the nodes of a cluster of ``brokers`` share (each then gets its node id)."""
     if brokers < 1:
         raise ConfigError(f"a cluster needs at least 1 broker, not {brokers}")
-    cfg = _as_config(config, _kw(overrides))
+    cfg = as_config(config, kafka_kwargs(overrides))
     return DynamicBrokerConfigs.load(cfg).effective()
 
 
@@ -240,7 +235,7 @@ async def serve_cluster(config: ConfigInput = None, *, brokers: int = 3,
     """Run a cluster of ``brokers`` nodes until cancelled (or ``Cluster.stop()``); node k
     listens on the first listener's port + k (or on its own free port when that is 0)."""
     started_at = time.perf_counter()
-    settings: dict[str, Any] = _kw(overrides)
+    settings: dict[str, Any] = kafka_kwargs(overrides)
     # one broker's config allows 1 only: the cluster's default lives in its model
     replication = int(settings.pop("default_replication_factor", min(3, brokers)))
     cfg = cluster_config(config, brokers, settings)
@@ -251,14 +246,7 @@ async def serve_cluster(config: ConfigInput = None, *, brokers: int = 3,
                         ) -> None:
         with parts_scope:
             async with trio.open_nursery() as nursery:
-                logs = await _load_storage(cfg)
-                groups = GroupCoordinator(cfg, cfg.log_dir_list[0])
-                producer_ids = ProducerIdManager(cfg.log_dir_list[0])
-                transactions = TransactionCoordinator(cfg, cfg.log_dir_list[0], logs=logs,
-                                                      groups=groups, producer_ids=producer_ids)
-                await transactions.load()
-                await nursery.start(groups.run)
-                await nursery.start(transactions.run)
+                logs, groups, producer_ids, transactions = await start_storage(cfg, nursery)
                 model = ClusterModel(
                     [Node(k, "", 0) for k in node_configs], logs,
                     default_replication=replication,
@@ -274,17 +262,12 @@ async def serve_cluster(config: ConfigInput = None, *, brokers: int = 3,
                                     transactions=transactions,
                                     fetch_purgatory=Purgatory(nursery), advertised_host="",
                                     advertised_port=0, cluster=model,
-                                    cleaner=_log_cleaner(cfg, logs))
+                                    cleaner=log_cleaner(cfg, logs))
                 nodes = {k: _Node(k, c) for k, c in node_configs.items()}
                 for node in nodes.values():
                     await node.start(nursery, state)
                     model.nodes[node.node_id] = Node(node.node_id, node.host, node.port)
-                nursery.start_soon(_retention_loop, state)
-                nursery.start_soon(_flush_loop, state)
-                cleaner = state.cleaner
-                assert cleaner is not None
-                if cfg.value_of("log.cleaner.enable"):
-                    nursery.start_soon(_cleaner_threads, state, cleaner)
+                start_log_duties(state, nursery)
                 cluster = Cluster(state, nodes, nursery)
                 if cfg.control_listener:
                     from ..http.control import serve_control
@@ -334,7 +317,7 @@ async def open_cluster(brokers: int = 3, *, auto_failover: bool = True,
     a temporary directory unless ``log_dirs`` is given, topics replicated on up to 3 nodes."""
     settings: dict[str, Any] = {
         "listeners": "PLAINTEXT://127.0.0.1:0",
-        **_kw(overrides)}
+        **kafka_kwargs(overrides)}
     with contextlib.ExitStack() as stack:
         if "log_dirs" not in settings:
             settings["log_dirs"] = stack.enter_context(
