@@ -60,16 +60,18 @@ class RequestContext:
     ``connection_id`` names the connection without holding it; responses find their way back
     through it. ``principal`` is ``"User:<name>"`` from SASL or a TLS client certificate, None
     for an anonymous client. ``sasl`` is the connection's SASL state on a SASL listener (the
-    SaslHandshake and SaslAuthenticate handlers drive it), None elsewhere.
+    SaslHandshake and SaslAuthenticate handlers drive it), None elsewhere. ``sendfile``: the
+    connection writes to a plain socket, so a Fetch may answer with regions of segment files
+    (zero-copy); False for TLS and for anything that is not a socket server's connection.
     """
 
     __slots__ = ("client_host", "client_port", "connection_id", "header", "listener_name",
-                 "principal", "sasl", "security_protocol")
+                 "principal", "sasl", "security_protocol", "sendfile")
 
     def __init__(self, header: RequestHeader, connection_id: str, *, client_host: str,
                  client_port: int = 0, listener_name: str = "PLAINTEXT",
                  security_protocol: str = "PLAINTEXT", principal: str | None = None,
-                 sasl: SaslAuthenticator | None = None) -> None:
+                 sasl: SaslAuthenticator | None = None, sendfile: bool = False) -> None:
         self.header = header
         self.connection_id = connection_id
         self.client_host = client_host
@@ -78,6 +80,7 @@ class RequestContext:
         self.security_protocol = security_protocol
         self.principal = principal
         self.sasl = sasl
+        self.sendfile = sendfile
 
     @property
     def client_id(self) -> str:

@@ -19,6 +19,12 @@ v16 the current leader and its endpoint with a FENCED_LEADER_EPOCH or (a cluster
 not lead the partition, ``replicas.py``) a NOT_LEADER_OR_FOLLOWER. v4+ ``read_committed``
 reads stop at the last stable offset and list the aborted transactions of what is returned, so
 the client drops their records (control batches are skipped by every client).
+
+Zero-copy: on a connection that writes to a plain socket (``RequestContext.sendfile``: not
+TLS), a v4+ read of ``SENDFILE_MIN_BYTES`` or more is answered with a ``FileRegion`` of the
+segment file instead of its bytes; the connection sends it with ``sendfile`` after the response
+bytes before it. Smaller reads are copied: below that size the copy costs less than the extra
+system calls. Down-converted (v0-v3) data is always copied.
 """
 
 from __future__ import annotations
@@ -28,7 +34,7 @@ from typing import NamedTuple
 
 import trio
 
-from ..log import Log, StorageError
+from ..log import FileRegion, Log, StorageError
 from ..protocol.api_keys import ApiKey
 from ..protocol.conversion import batches_to_legacy
 from ..protocol.errors import CorruptRecordError, ErrorCode, UnsupportedCompressionError
@@ -53,6 +59,8 @@ _FULL_FETCH_EPOCHS = (0, -1)
 READ_COMMITTED = 1
 #: errors answered with the current leader from v16 (KIP-951)
 _LEADER_HINTED = (ErrorCode.FENCED_LEADER_EPOCH, ErrorCode.NOT_LEADER_OR_FOLLOWER)
+#: reads of at least this many bytes go out with ``sendfile`` on a plain socket (v4+)
+SENDFILE_MIN_BYTES = 32 * 1024
 
 
 class _Read(NamedTuple):
@@ -70,13 +78,16 @@ async def handle_fetch(ctx: HandlerContext, request: FetchRequest) -> HandlerRes
         return ctx.response(throttle_time_ms=0, error_code=ErrorCode.FETCH_SESSION_ID_NOT_FOUND,
                             session_id=0, responses=[])
     denied = authz.fetch_denied(ctx, request, v)
-    read = read_partitions(ctx.broker, request, v, denied)
+    region_min = SENDFILE_MIN_BYTES if ctx.request.sendfile else None
+    read = read_partitions(ctx.broker, request, v, denied, region_min=region_min)
     keys = [(t.topic, p.partition) for t in request.topics for p in t.partitions]
     if request.max_wait_ms <= 0 or read.total >= request.min_bytes or read.errors or not keys:
         return _response(ctx, read)
+    close_regions(read.topics)  # read again when the operation completes
 
     def complete() -> None:
-        ctx.respond(_response(ctx, read_partitions(ctx.broker, request, v, denied)))
+        ctx.respond(_response(ctx, read_partitions(ctx.broker, request, v, denied,
+                                                   region_min=region_min)))
 
     if v >= 13:  # parked by name: appends notify (name, partition)
         keys = [(ctx.broker.logs.topic_name(t.topic_id), p.partition)
@@ -96,16 +107,28 @@ def _response(ctx: HandlerContext, read: _Read) -> ResponseBody:
                         node_endpoints=nodes)
 
 
+def close_regions(topics: list[Struct]) -> None:
+    """Close the file regions among a Fetch response's records (one that is not sent)."""
+    for t in topics:
+        for p in t.partitions:
+            if isinstance(p.records, FileRegion):
+                p.records.close()
+
+
 def read_partitions(broker: BrokerState, request: FetchRequest, version: int,
-                    denied: Container[str | None] = ()) -> _Read:
+                    denied: Container[str | None] = (), *,
+                    region_min: int | None = None) -> _Read:
     """The topic responses, bytes read, partitions in error, honouring max_bytes and KIP-74;
-    topics in ``denied`` are answered TOPIC_AUTHORIZATION_FAILED."""
+    topics in ``denied`` are answered TOPIC_AUTHORIZATION_FAILED. With ``region_min``, v4+
+    reads of that many bytes or more are file regions (``FileRegion``), not bytes."""
     logs = broker.logs
     remaining = request.max_bytes if request.max_bytes > 0 else 0x7FFFFFFF
     total = errors = 0
     first_data = version >= 3  # v0-v2: Kafka's hard limit, no oversized first batch
     committed = request.isolation_level == READ_COMMITTED
     leader_shown = False
+    if version < 4:
+        region_min = None  # down-converted: the bytes are needed
     out = []
     for t in request.topics:
         name = logs.topic_name(t.topic_id) if version >= 13 else t.topic
@@ -137,9 +160,10 @@ def read_partitions(broker: BrokerState, request: FetchRequest, version: int,
             limit = min(p.partition_max_bytes, remaining)
             try:
                 data = log.read(p.fetch_offset, max(limit, 0), min_one_batch=first_data,
-                                committed=committed)
+                                committed=committed, region_min=region_min)
                 records = data.records
                 if version <= 3 and records:
+                    assert isinstance(records, bytes)  # no file regions before v4
                     records = batches_to_legacy(records, 0 if version <= 1 else 1,
                                                 p.fetch_offset, max(limit, 0))
             except UnsupportedCompressionError:
@@ -214,8 +238,8 @@ def _diverging_epoch(log: Log, p: Struct) -> Struct | int | None:
     return None
 
 
-def _part(index: int, error: int, hw: int = -1, log_start: int = -1, records: bytes = b"",
-          lso: int | None = None) -> Struct:
+def _part(index: int, error: int, hw: int = -1, log_start: int = -1,
+          records: bytes | FileRegion = b"", lso: int | None = None) -> Struct:
     return _PartResp(partition_index=index, error_code=error, high_watermark=hw,
                      last_stable_offset=hw if lso is None else lso, log_start_offset=log_start,
                      aborted_transactions=[], preferred_read_replica=-1, records=records)

@@ -17,6 +17,7 @@ from .errors import OutOfOrderSequenceError as OutOfOrderSequenceError
 from .errors import StorageError as StorageError
 from .errors import TopicAlreadyExistsError as TopicAlreadyExistsError
 from .errors import UnknownTopicOrPartitionError as UnknownTopicOrPartitionError
+from .file_region import FileRegion as FileRegion
 from .log import FetchDataInfo as FetchDataInfo
 from .log import Log as Log
 from .log import LogAppendInfo as LogAppendInfo

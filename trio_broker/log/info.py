@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 import attrs
 
 if TYPE_CHECKING:
+    from .file_region import FileRegion
     from .txn_index import AbortedTxn
 
 _PARTITION_DIR = re.compile(r"^(.+)-(\d+)$")
@@ -40,8 +41,9 @@ class LogAppendInfo:
 
 @attrs.frozen(slots=True)
 class FetchDataInfo:
-    #: whole batches, starting with the one that contains the requested offset
-    records: bytes
+    #: whole batches, starting with the one that contains the requested offset (a region of
+    #: the segment file when the read asked for one: ``Log.read``'s ``region_min``)
+    records: bytes | FileRegion
     #: base offset of the first returned batch (the requested offset when nothing is returned)
     first_offset: int
     high_watermark: int

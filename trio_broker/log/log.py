@@ -227,8 +227,7 @@ class Log(LogDurability):
 
         Raises InvalidRecordError / InvalidProducerEpochError / OutOfOrderSequenceError for
         producer-state violations (nothing written) and KafkaStorageError if the disk fails
-        (nothing written, end offset unchanged).
-        """
+        (nothing written, end offset unchanged)."""
         size = len(batch)
         with self._lock:
             self._ensure_open()
@@ -358,14 +357,14 @@ class Log(LogDurability):
     # --- read ---------------------------------------------------------------------------
 
     def read(self, offset: int, max_bytes: int, *, min_one_batch: bool = True,
-             committed: bool = False) -> FetchDataInfo:
+             committed: bool = False, region_min: int | None = None) -> FetchDataInfo:
         """Whole batches from the one containing ``offset``, within ``max_bytes``.
 
         With ``min_one_batch`` (KIP-74) the first batch is returned even when it is larger than
         ``max_bytes``, so a consumer can always make progress. Data comes from one segment.
         ``committed`` (``read_committed``) stops at the last stable offset and lists the aborted
-        transactions overlapping what is returned.
-        """
+        transactions overlapping what is returned. A read of ``region_min`` bytes or more comes
+        as a ``FileRegion`` of the segment file (for ``sendfile``), which the caller closes."""
         with self._lock:
             self._ensure_open()
             start = self._log_start_offset
@@ -380,7 +379,8 @@ class Log(LogDurability):
             try:
                 if offset < (lso if committed else end):
                     for i in range(first, len(self._segments)):
-                        result = self._segments[i].read(offset, max_bytes, min_one_batch, limit)
+                        seg = self._segments[i]
+                        result = seg.read(offset, max_bytes, min_one_batch, limit, region_min)
                         if result is None:
                             continue
                         if committed and result[0]:

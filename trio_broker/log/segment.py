@@ -25,6 +25,7 @@ from ..protocol.errors import CorruptRecordError
 from ..protocol.records import decode_records
 from ._files import write_all
 from .config import LogConfig
+from .file_region import FileRegion
 from .index import OffsetIndex, TimeIndex
 from .txn_index import TXN_INDEX_SUFFIX, TransactionIndex
 
@@ -245,12 +246,15 @@ class LogSegment:
         return None
 
     def read(self, offset: int, max_bytes: int, min_one_batch: bool,
-             max_offset: int | None = None) -> tuple[bytes, int, int] | None:
+             max_offset: int | None = None,
+             region_min: int | None = None) -> tuple[bytes | FileRegion, int, int] | None:
         """Whole batches from the one holding ``offset``: (bytes, base offset of the first, the
         offset after the last); None if the segment ends before ``offset``.
 
         ``max_offset`` (a batch boundary: ``read_committed``'s last stable offset) ends the read
-        before the batch starting there, even for the first batch.
+        before the batch starting there, even for the first batch. With ``region_min``, a read
+        of at least that many bytes is returned as a ``FileRegion`` (to be sent with
+        ``sendfile``) instead of being read into memory.
         """
         found = self.find_batch(offset)
         if found is None:
@@ -269,7 +273,7 @@ class LogSegment:
         stop = min(limit, pos + window)
         if stop == self.size:
             # The file holds only whole batches: reading to its end needs no header walk.
-            return os.pread(self.fd, stop - pos, pos), header.base_offset, self.next_offset
+            return self._bytes(pos, stop, region_min), header.base_offset, self.next_offset
         end = pos + header.size
         next_offset = header.next_offset
         # Batches start at every index position, so everything before the last indexed position
@@ -281,7 +285,12 @@ class LogSegment:
             end = batch_pos + batch.size
             next_offset = batch.next_offset
         self._hint(next_offset, end)  # where the reader will ask next
-        return os.pread(self.fd, end - pos, pos), header.base_offset, next_offset
+        return self._bytes(pos, end, region_min), header.base_offset, next_offset
+
+    def _bytes(self, start: int, stop: int, region_min: int | None) -> bytes | FileRegion:
+        if region_min is not None and stop - start >= region_min:
+            return FileRegion.of(self.fd, start, stop - start)
+        return os.pread(self.fd, stop - start, start)
 
     def find_offset_by_timestamp(self, timestamp: int) -> tuple[int, int, int] | None:
         """First (offset, timestamp, batch leader epoch) with a record timestamp >= ``timestamp``

@@ -129,6 +129,9 @@ class BrokerMetrics:
                                 "Bytes received on every listener.", registry=r)
         self.bytes_out = Counter("kafka_server_socket_server_metrics_outgoing_byte",
                                  "Bytes sent on every listener.", registry=r)
+        self.sendfile_bytes = Counter("kafka_server_socket_server_metrics_sendfile_byte",
+                                      "Of the bytes sent, fetched records sent straight from "
+                                      "segment files with sendfile (zero-copy).", registry=r)
         self.request_queue_size = Gauge("kafka_network_requestchannel_requestqueuesize",
                                         "Requests waiting for a handler.", registry=r)
         self.response_queue_size = Gauge("kafka_network_requestchannel_responsequeuesize",

@@ -3,7 +3,8 @@
 Why (Kafka's ``RequestChannel``): the bounded request queue is the broker's backpressure: when
 handlers fall behind, connections block on ``send`` and stop reading their sockets. Responses go
 back to the processor that owns the connection, so a connection's bytes are only ever touched by
-its own processor. Responses are a closed family: send bytes, no-op (acks=0 produce), or close.
+its own processor. Responses are a closed family: send bytes, send bytes and file regions
+(zero-copy fetch), no-op (acks=0 produce), or close.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from collections.abc import Callable
 import trio
 
 from ..apis.context import RequestContext
+from ..log import FileRegion
 from ..metrics import RequestTimes
 from ..protocol.messages import RequestHeader
 
@@ -60,6 +62,24 @@ class SendResponse(Response):
     def __init__(self, request: Request, data: bytes) -> None:
         super().__init__(request)
         self.data = data
+
+
+class SendFileResponse(Response):
+    """A response frame in parts: bytes, and file regions to send with ``sendfile`` (a Fetch's
+    records on a plaintext connection). Whoever drops it unsent must ``close`` it."""
+
+    __slots__ = ("parts", "size")
+
+    def __init__(self, request: Request, parts: list[bytes | FileRegion]) -> None:
+        super().__init__(request)
+        self.parts = parts
+        self.size = sum(map(len, parts))
+
+    def close(self) -> None:
+        """Close the regions' file descriptors (after sending, or instead of it)."""
+        for part in self.parts:
+            if isinstance(part, FileRegion):
+                part.close()
 
 
 class NoOpResponse(Response):

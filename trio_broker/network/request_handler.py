@@ -24,6 +24,7 @@ from ..protocol.errors import ErrorCode, RemoteProtocolError
 from ..protocol.messages import (
     decode_request_body,
     encode_response,
+    encode_response_parts,
     error_codes,
     make_response,
 )
@@ -32,6 +33,7 @@ from .request_channel import (
     NoOpResponse,
     Request,
     RequestChannel,
+    SendFileResponse,
     SendResponse,
 )
 
@@ -93,13 +95,18 @@ class RequestHandlerPool:
                 self.channel.send_response(NoOpResponse(request))
                 return
             try:
-                data = encode_response(header, body)
+                if header.api_key == ApiKey.Fetch:  # its records may be file regions
+                    parts = encode_response_parts(header, body)
+                    data = parts[0] if len(parts) == 1 else None
+                else:
+                    data = encode_response(header, body)
             except Exception:
                 LOGGER.exception("failed to encode the response to %r", header)
                 self.channel.send_response(CloseConnectionResponse(request, "encode_error"))
                 return
             self._count_errors(header.api_key, body)
-            self.channel.send_response(SendResponse(request, data))
+            self.channel.send_response(SendResponse(request, data) if data is not None
+                                       else SendFileResponse(request, parts))
 
         if header.api_key == ApiKey.ApiVersions and header.api_version > 4:
             respond_api_versions_unsupported(request, self.channel)

@@ -20,6 +20,10 @@ limited to ``sasl.server.max.receive.size``; a failed login is answered after
 ``connection.failed.authentication.delay.ms`` and the connection is closed. After SaslHandshake v0
 the tokens come as bare size-prefixed frames (``_raw_sasl_token``), as before KIP-152.
 
+Zero-copy fetch: on a plain socket, a Fetch response may come as a ``SendFileResponse``: its
+bytes and, between them, regions of segment files, sent with ``sendfile`` (``send_file.py``);
+the regions' descriptors are closed once sent, or when the response is dropped unsent.
+
 Collaborators are passed in, as Kafka's are: a ``Processor`` gets the request channel, the
 metrics, the connection quotas, its settings and the TLS and SASL settings; an ``Acceptor`` gets
 its listener, the processors and the quotas. Nothing holds a pointer back to the server, and a
@@ -37,7 +41,6 @@ import logging
 import ssl
 import time
 
-import attrs
 import trio
 
 from ..apis.context import RequestContext
@@ -45,11 +48,12 @@ from ..config import BrokerConfig, ConfigError, Listener
 from ..metrics import BrokerMetrics
 from ..protocol.api_keys import ApiKey
 from ..protocol.errors import RemoteProtocolError, UnsupportedVersionError
-from ..protocol.framing import NEED_DATA, FrameDecoder
+from ..protocol.framing import NEED_DATA
 from ..protocol.messages import decode_request_header, peek_correlation_id
 from ..security.credentials import CredentialsError, CredentialStore
 from ..security.sasl import SaslAuthenticator, SaslSettings, SaslState, oauth_settings
 from ..security.tls import TLSConfigError, peer_principal, server_ssl_context
+from .connection import Connection, ProcessorSettings
 from .quotas import ConnectionQuotas
 from .request_channel import (
     CloseConnectionResponse,
@@ -57,8 +61,10 @@ from .request_channel import (
     Request,
     RequestChannel,
     Response,
+    SendFileResponse,
     SendResponse,
 )
+from .send_file import send_parts
 
 LOGGER = logging.getLogger(__name__)
 
@@ -74,61 +80,6 @@ _RECEIVE_MAX = 1 << 20
 _CLOSE_TIMEOUT_S = 1.0
 _TLS_PROTOCOLS = frozenset({"SSL", "SASL_SSL"})
 _SASL_PROTOCOLS = frozenset({"SASL_PLAINTEXT", "SASL_SSL"})
-_connection_ids = itertools.count(1)
-
-
-@attrs.frozen
-class ProcessorSettings:
-    """The broker settings a processor applies to each connection (Kafka's names)."""
-
-    #: connections.max.idle.ms: a connection with no request or response this long is closed
-    connections_max_idle_ms: int
-    #: socket.request.max.bytes: the largest request frame accepted
-    socket_request_max_bytes: int
-
-    @classmethod
-    def from_config(cls, config: BrokerConfig) -> ProcessorSettings:
-        return cls(config.connections_max_idle_ms, config.socket_request_max_bytes)
-
-
-class Connection:
-    """One client connection: its stream, frame buffer, idle scope and the slot for its response."""
-
-    __slots__ = ("_response", "_response_ready", "client_host", "client_port", "decoder", "id",
-                 "idle_scope", "in_flight", "listener_name", "principal", "raw_sasl", "sasl",
-                 "security_protocol", "stream")
-
-    def __init__(self, stream: trio.abc.Stream, listener: Listener, client_host: str,
-                 client_port: int, max_frame_bytes: int) -> None:
-        self.id = f"{client_host}:{client_port}-{next(_connection_ids)}"
-        self.stream = stream
-        self.listener_name = listener.name
-        self.security_protocol = listener.security_protocol
-        self.client_host = client_host
-        self.client_port = client_port
-        self.decoder = FrameDecoder(max_frame_bytes)
-        self.idle_scope: trio.CancelScope | None = None
-        self.in_flight: Request | None = None
-        #: the SASL state of a SASL listener's connection (None elsewhere)
-        self.sasl: SaslAuthenticator | None = None
-        #: after SaslHandshake v0: the next frames are bare SASL tokens, not requests
-        self.raw_sasl = False
-        #: "User:..." from SASL or a TLS client certificate; None = anonymous
-        self.principal: str | None = None
-        self._response: Response | None = None
-        self._response_ready = trio.Event()
-
-    def deliver(self, response: Response) -> None:
-        self._response = response
-        self._response_ready.set()
-
-    async def wait_response(self) -> Response:
-        await self._response_ready.wait()
-        response = self._response
-        assert response is not None
-        self._response = None
-        self._response_ready = trio.Event()
-        return response
 
 
 class Processor:
@@ -191,6 +142,8 @@ class Processor:
         if conn is not None:
             conn.deliver(response)
         else:  # the client left before its answer: still record the request's timings
+            if isinstance(response, SendFileResponse):
+                response.close()
             self._metrics.request_metrics.record_timings(req.header.api_key, req, now)
 
     async def _process_new_responses(self) -> None:
@@ -230,6 +183,7 @@ class Processor:
             LOGGER.info("closing connection %s: %s", conn.id, exc)
         finally:
             del self.connections[conn.id]
+            conn.drop_response()
             if self.draining:
                 self._request_finished()
             self._quotas.release(host)
@@ -297,6 +251,14 @@ class Processor:
                 if isinstance(response, SendResponse):
                     await conn.stream.send_all(response.data)
                     bytes_out.inc(len(response.data))
+                    timings.record_timings(request.header.api_key, request, time.monotonic_ns())
+                elif isinstance(response, SendFileResponse):
+                    try:
+                        by_sendfile = await send_parts(conn.stream, response.parts)
+                    finally:
+                        response.close()
+                    bytes_out.inc(response.size)
+                    self._metrics.sendfile_bytes.inc(by_sendfile)
                     timings.record_timings(request.header.api_key, request, time.monotonic_ns())
                     if (sasl is not None and sasl.state is SaslState.AUTHENTICATE
                             and request.header.api_key == ApiKey.SaslHandshake
@@ -372,7 +334,8 @@ class Processor:
         context = RequestContext(header, conn.id, client_host=conn.client_host,
                                  client_port=conn.client_port, listener_name=conn.listener_name,
                                  security_protocol=conn.security_protocol,
-                                 principal=conn.principal, sasl=sasl)
+                                 principal=conn.principal, sasl=sasl,
+                                 sendfile=type(conn.stream) is trio.SocketStream)
         return Request(self.index, context, frame)
 
 

@@ -25,8 +25,8 @@ from .wire import STRUCT_ERRORS, read_uvarint
 
 __all__ = ["ApiMessage", "Message", "RequestHeader", "decode_data", "decode_request_body",
            "decode_request_header", "decode_response", "encode_data", "encode_request",
-           "encode_response", "error_codes", "make_request", "make_response",
-           "peek_correlation_id", "response_header_bytes", "response_type"]
+           "encode_response", "encode_response_parts", "error_codes", "make_request",
+           "make_response", "peek_correlation_id", "response_header_bytes", "response_type"]
 
 #: the type of every request and response body (kept under the name callers annotate with)
 ApiMessage = Message
@@ -212,6 +212,27 @@ def encode_response(header: RequestHeader, body: Message, *,
     # One copy of the body (a fetch response carries up to max_bytes of records), not two.
     parts[0] = _I32.pack(sum(map(len, parts)))
     return b"".join(parts)
+
+
+def encode_response_parts(header: RequestHeader, body: Message) -> list[Any]:
+    """A whole response frame as parts: runs of bytes joined, and between them, as they are,
+    the values of ``records`` fields that are not bytes (sized file regions, which the network
+    layer sends from their files). A frame without such values is one part."""
+    parts: list[Any] = [b"", response_header_bytes(header.api_key, header.api_version,
+                                                   header.correlation_id)]
+    _encode_body(body, header.api_version, parts)
+    parts[0] = _I32.pack(sum(map(len, parts)))
+    out: list[Any] = []
+    run: list[Any] = []
+    for part in parts:
+        if isinstance(part, bytes | bytearray | memoryview):
+            run.append(part)
+        else:
+            out.append(b"".join(run))
+            out.append(part)
+            run = []
+    out.append(b"".join(run))
+    return out
 
 
 def make_response(api_key: int, api_version: int, **fields: Any) -> Any:

@@ -1,0 +1,82 @@
+"""One client connection's state, and the settings a processor applies to every connection.
+
+Why apart from ``socket_server.py``: the connection is what a processor's task and the handlers'
+responses meet at (the response slot), and it is all a connection task needs to know about itself.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import attrs
+import trio
+
+from ..config import BrokerConfig, Listener
+from ..protocol.framing import FrameDecoder
+from ..security.sasl import SaslAuthenticator
+from .request_channel import Request, Response, SendFileResponse
+
+_connection_ids = itertools.count(1)
+
+
+@attrs.frozen
+class ProcessorSettings:
+    """The broker settings a processor applies to each connection (Kafka's names)."""
+
+    #: connections.max.idle.ms: a connection with no request or response this long is closed
+    connections_max_idle_ms: int
+    #: socket.request.max.bytes: the largest request frame accepted
+    socket_request_max_bytes: int
+
+    @classmethod
+    def from_config(cls, config: BrokerConfig) -> ProcessorSettings:
+        return cls(config.connections_max_idle_ms, config.socket_request_max_bytes)
+
+
+class Connection:
+    """One client connection: its stream, frame buffer, idle scope and the slot for its response."""
+
+    __slots__ = ("_response", "_response_ready", "client_host", "client_port", "decoder", "id",
+                 "idle_scope", "in_flight", "listener_name", "principal", "raw_sasl", "sasl",
+                 "security_protocol", "stream")
+
+    def __init__(self, stream: trio.abc.Stream, listener: Listener, client_host: str,
+                 client_port: int, max_frame_bytes: int) -> None:
+        self.id = f"{client_host}:{client_port}-{next(_connection_ids)}"
+        self.stream = stream
+        self.listener_name = listener.name
+        self.security_protocol = listener.security_protocol
+        self.client_host = client_host
+        self.client_port = client_port
+        self.decoder = FrameDecoder(max_frame_bytes)
+        self.idle_scope: trio.CancelScope | None = None
+        self.in_flight: Request | None = None
+        #: the SASL state of a SASL listener's connection (None elsewhere)
+        self.sasl: SaslAuthenticator | None = None
+        #: after SaslHandshake v0: the next frames are bare SASL tokens, not requests
+        self.raw_sasl = False
+        #: "User:..." from SASL or a TLS client certificate; None = anonymous
+        self.principal: str | None = None
+        self._response: Response | None = None
+        self._response_ready = trio.Event()
+
+    def deliver(self, response: Response) -> None:
+        self._response = response
+        self._response_ready.set()
+
+    async def wait_response(self) -> Response:
+        await self._response_ready.wait()
+        response = self._response
+        assert response is not None
+        self._response = None
+        self._response_ready = trio.Event()
+        return response
+
+    def drop_response(self) -> None:
+        """The connection is closing: release a response it will never send."""
+        response, self._response = self._response, None
+        if isinstance(response, SendFileResponse):
+            response.close()
+
+
+__all__ = ["Connection", "ProcessorSettings"]
