@@ -38,7 +38,9 @@ from __future__ import annotations
 import errno
 import itertools
 import logging
+import socket
 import ssl
+import sys
 import time
 
 import trio
@@ -78,6 +80,12 @@ _RECEIVE_SIZE = 65536
 _RECEIVE_MAX = 1 << 20
 #: how long closing may take (a TLS close_notify to a peer that does not read)
 _CLOSE_TIMEOUT_S = 1.0
+#: TCP_NOTSENT_LOWAT of every connection: report writable only while less than this is queued
+#: unsent. Without it, on loopback (64 KiB segments) most responses of ~1 MB stalled for the
+#: 200 ms retransmission timeout (zero-window advertisements, then retransmitted segments):
+#: 100 KB records were consumed at ~5 MB/s; with it, hundreds of MB/s.
+_NOTSENT_LOWAT = 128 * 1024
+_TCP_NOTSENT_LOWAT = getattr(socket, "TCP_NOTSENT_LOWAT", 25 if sys.platform == "linux" else None)
 _TLS_PROTOCOLS = frozenset({"SSL", "SASL_SSL"})
 _SASL_PROTOCOLS = frozenset({"SASL_PLAINTEXT", "SASL_SSL"})
 
@@ -156,6 +164,11 @@ class Processor:
         """Serve one accepted connection; its quota slot was taken by the acceptor."""
         metrics = self._metrics
         host, port = _peer(stream)
+        if _TCP_NOTSENT_LOWAT is not None:
+            try:
+                stream.setsockopt(socket.IPPROTO_TCP, _TCP_NOTSENT_LOWAT, _NOTSENT_LOWAT)
+            except OSError:  # not a TCP socket, or a kernel without it
+                pass
         transport: trio.abc.Stream = stream
         protocol = listener.security_protocol
         if protocol in _TLS_PROTOCOLS:

@@ -1,0 +1,140 @@
+"""Zero-copy fetch: consume throughput and broker CPU per GB, this checkout against a base revision.
+
+Run: ``.venv/bin/python bench/bench_zero_copy.py [--base main] [--mb 300] [--rounds 2]``. Not
+part of the test suite. For each record size (10 KB, 100 KB, 1 MB) it starts ``trio-broker
+serve`` from the base revision (checked out into a temporary git worktree, run with this
+virtualenv and the base's package first on ``PYTHONPATH``) and from this checkout, alternately,
+in the same run; each broker gets ``--mb`` MB of random records in one partition (produced
+untimed, acks=1), then one confluent-kafka consumer reads them all from offset 0 with
+``fetch.queue.backoff.ms=1``. Printed per run: MB/s consumed and the broker's CPU seconds
+(``/proc``) per GB consumed. Figures go to docs/benchmarks.md ("Zero-copy fetch").
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import confluent_kafka
+from bench_produce_consume import _cpu_s, create_topic, trio_broker
+
+ROOT = Path(__file__).resolve().parent.parent
+SIZES = (10_000, 100_000, 1_000_000)
+#: the broker's message.max.bytes: a 1 MB record with its batch overhead still fits
+MAX_MESSAGE = 1_048_588
+
+
+@contextmanager
+def pythonpath(checkout: Path) -> Iterator[None]:
+    """Brokers started inside run ``checkout``'s package (subprocesses inherit the path)."""
+    saved = os.environ.get("PYTHONPATH")
+    os.environ["PYTHONPATH"] = str(checkout)
+    try:
+        yield
+    finally:
+        if saved is None:
+            del os.environ["PYTHONPATH"]
+        else:
+            os.environ["PYTHONPATH"] = saved
+
+
+def produce(bootstrap: str, topic: str, size: int, count: int) -> None:
+    producer = confluent_kafka.Producer({
+        "bootstrap.servers": bootstrap, "acks": 1, "linger.ms": 5,
+        "message.max.bytes": MAX_MESSAGE, "queue.buffering.max.kbytes": 1_048_576})
+    values = [os.urandom(size) for _ in range(16)]
+    for i in range(count):
+        while True:
+            try:
+                producer.produce(topic, values[i % 16])
+                break
+            except BufferError:
+                producer.poll(0.05)
+    if producer.flush(120):
+        raise RuntimeError("records were not delivered")
+
+
+def consume(bootstrap: str, topic: str, count: int) -> float:
+    """Seconds to consume ``count`` records from offset 0."""
+    consumer = confluent_kafka.Consumer({
+        "bootstrap.servers": bootstrap, "group.id": "bench-zero-copy",
+        "enable.auto.commit": False, "fetch.queue.backoff.ms": 1,
+        "fetch.message.max.bytes": MAX_MESSAGE})
+    consumer.assign([confluent_kafka.TopicPartition(topic, 0, 0)])
+    got = 0
+    started = time.perf_counter()
+    deadline = time.monotonic() + 300
+    try:
+        while got < count and time.monotonic() < deadline:
+            # poll(), not consume(n): consume holds records back until it has n of them
+            message = consumer.poll(1.0)
+            if message is not None and message.error() is None:
+                got += 1
+        elapsed = time.perf_counter() - started
+    finally:
+        consumer.close()
+    if got < count:
+        raise RuntimeError(f"consumed {got} of {count} records")
+    return elapsed
+
+
+def one_run(size: int, mb: float) -> tuple[float, float]:
+    """(MB/s, broker CPU s per GB) of consuming ``mb`` MB of ``size``-byte records."""
+    count = max(1, int(mb * 1e6 / size))
+    with trio_broker([f"message.max.bytes={MAX_MESSAGE}"]) as (bootstrap, pid):
+        topic = f"zc-{size}"
+        create_topic(bootstrap, topic, mock=False)
+        produce(bootstrap, topic, size, count)
+        cpu = _cpu_s(pid)
+        elapsed = consume(bootstrap, topic, count)
+        cpu = _cpu_s(pid) - cpu
+    total_mb = count * size / 1e6
+    return total_mb / elapsed, cpu / (total_mb / 1000)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--base", default="main", help="the revision to compare against")
+    parser.add_argument("--mb", type=float, default=300.0, help="MB consumed per run")
+    parser.add_argument("--rounds", type=int, default=2)
+    args = parser.parse_args()
+    head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, text=True,
+                          capture_output=True, check=True).stdout.strip()
+    print(f"consume {args.mb:.0f} MB per run, base {args.base} vs head {head}, "
+          f"load average {os.getloadavg()[0]:.1f}", flush=True)
+    results: dict[tuple[str, int], list[tuple[float, float]]] = {}
+    with tempfile.TemporaryDirectory(prefix="trio-broker-base-") as tmp:
+        base_tree = Path(tmp) / "base"
+        subprocess.run(["git", "worktree", "add", "--detach", "-q", str(base_tree), args.base],
+                       cwd=ROOT, check=True)
+        try:
+            for round_ in range(1, args.rounds + 1):
+                for size in SIZES:
+                    for label, checkout in (("base", base_tree), ("head", ROOT)):
+                        with pythonpath(checkout):
+                            mb_s, cpu_gb = one_run(size, args.mb)
+                        results.setdefault((label, size), []).append((mb_s, cpu_gb))
+                        print(f"round {round_} {label:4} {size:>9,} B records: {mb_s:7.1f} MB/s"
+                              f", broker {cpu_gb:5.2f} CPU s/GB (load "
+                              f"{os.getloadavg()[0]:.1f})", flush=True)
+        finally:
+            subprocess.run(["git", "worktree", "remove", "--force", str(base_tree)], cwd=ROOT,
+                           check=False)
+    print("\nmedians    record size | base MB/s | head MB/s | base CPU s/GB | head CPU s/GB")
+    for size in SIZES:
+        base, head_ = results["base", size], results["head", size]
+        print(f"{size:>22,} B | {statistics.median(r[0] for r in base):9.1f} | "
+              f"{statistics.median(r[0] for r in head_):9.1f} | "
+              f"{statistics.median(r[1] for r in base):13.2f} | "
+              f"{statistics.median(r[1] for r in head_):13.2f}")
+
+
+if __name__ == "__main__":
+    main()
