@@ -1,10 +1,10 @@
 """Zero-copy fetch: consume throughput and broker CPU per GB, this checkout against a base revision.
 
-Run: ``.venv/bin/python bench/bench_zero_copy.py [--base main] [--mb 300] [--rounds 2]``. Not
-part of the test suite. For each record size (10 KB, 100 KB, 1 MB) it starts ``trio-broker
-serve`` from the base revision (checked out into a temporary git worktree, run with this
-virtualenv and the base's package first on ``PYTHONPATH``) and from this checkout, alternately,
-in the same run; each broker gets ``--mb`` MB of random records in one partition (produced
+Run: ``.venv/bin/python bench/bench_zero_copy.py [--base main ...] [--mb 300] [--rounds 2]``.
+Not part of the test suite. For each record size (10 KB, 100 KB, 1 MB) it starts ``trio-broker
+serve`` from each base revision (checked out into a temporary git worktree, run with this
+virtualenv and the base's package first on ``PYTHONPATH``) and from this checkout, in turn, in
+the same run; each broker gets ``--mb`` MB of random records in one partition (produced
 untimed, acks=1), then one confluent-kafka consumer reads them all from offset 0 with
 ``fetch.queue.backoff.ms=1``. Printed per run: MB/s consumed and the broker's CPU seconds
 (``/proc``) per GB consumed. Figures go to docs/benchmarks.md ("Zero-copy fetch").
@@ -101,40 +101,46 @@ def one_run(size: int, mb: float) -> tuple[float, float]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--base", default="main", help="the revision to compare against")
+    parser.add_argument("--base", action="append",
+                        help="a revision to compare against (repeatable; default main)")
     parser.add_argument("--mb", type=float, default=300.0, help="MB consumed per run")
     parser.add_argument("--rounds", type=int, default=2)
     args = parser.parse_args()
     head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, text=True,
                           capture_output=True, check=True).stdout.strip()
-    print(f"consume {args.mb:.0f} MB per run, base {args.base} vs head {head}, "
+    bases = args.base or ["main"]
+    print(f"consume {args.mb:.0f} MB per run, {' and '.join(bases)} vs head {head}, "
           f"load average {os.getloadavg()[0]:.1f}", flush=True)
     results: dict[tuple[str, int], list[tuple[float, float]]] = {}
     with tempfile.TemporaryDirectory(prefix="trio-broker-base-") as tmp:
-        base_tree = Path(tmp) / "base"
-        subprocess.run(["git", "worktree", "add", "--detach", "-q", str(base_tree), args.base],
-                       cwd=ROOT, check=True)
+        trees = []
+        for i, base in enumerate(bases):
+            tree = Path(tmp) / f"base{i}"
+            subprocess.run(["git", "worktree", "add", "--detach", "-q", str(tree), base],
+                           cwd=ROOT, check=True)
+            trees.append((base, tree))
         try:
             for round_ in range(1, args.rounds + 1):
                 for size in SIZES:
-                    for label, checkout in (("base", base_tree), ("head", ROOT)):
+                    for label, checkout in [*trees, ("head", ROOT)]:
                         with pythonpath(checkout):
                             mb_s, cpu_gb = one_run(size, args.mb)
                         results.setdefault((label, size), []).append((mb_s, cpu_gb))
-                        print(f"round {round_} {label:4} {size:>9,} B records: {mb_s:7.1f} MB/s"
-                              f", broker {cpu_gb:5.2f} CPU s/GB (load "
+                        print(f"round {round_} {label:>8} {size:>9,} B records: {mb_s:7.1f} "
+                              f"MB/s, broker {cpu_gb:5.2f} CPU s/GB (load "
                               f"{os.getloadavg()[0]:.1f})", flush=True)
         finally:
-            subprocess.run(["git", "worktree", "remove", "--force", str(base_tree)], cwd=ROOT,
-                           check=False)
-    print("\nmedians    record size | base MB/s | head MB/s | base CPU s/GB | head CPU s/GB")
+            for _, tree in trees:
+                subprocess.run(["git", "worktree", "remove", "--force", str(tree)], cwd=ROOT,
+                               check=False)
+    print("\nmedians: record size, then per revision MB/s and broker CPU s per GB")
     for size in SIZES:
-        base, head_ = results["base", size], results["head", size]
-        print(f"{size:>22,} B | {statistics.median(r[0] for r in base):9.1f} | "
-              f"{statistics.median(r[0] for r in head_):9.1f} | "
-              f"{statistics.median(r[1] for r in base):13.2f} | "
-              f"{statistics.median(r[1] for r in head_):13.2f}")
-
+        cells = []
+        for label in [*bases, "head"]:
+            runs = results[label, size]
+            cells.append(f"{label}: {statistics.median(r[0] for r in runs):7.1f} MB/s "
+                         f"{statistics.median(r[1] for r in runs):5.2f} s/GB")
+        print(f"{size:>9,} B | " + " | ".join(cells))
 
 if __name__ == "__main__":
     main()
