@@ -113,13 +113,13 @@ def main() -> None:
           f"load average {os.getloadavg()[0]:.1f}", flush=True)
     results: dict[tuple[str, int], list[tuple[float, float]]] = {}
     with tempfile.TemporaryDirectory(prefix="trio-broker-base-") as tmp:
-        trees = []
-        for i, base in enumerate(bases):
-            tree = Path(tmp) / f"base{i}"
-            subprocess.run(["git", "worktree", "add", "--detach", "-q", str(tree), base],
-                           cwd=ROOT, check=True)
-            trees.append((base, tree))
+        trees: list[tuple[str, Path]] = []
         try:
+            for i, base in enumerate(bases):
+                tree = Path(tmp) / f"base{i}"
+                subprocess.run(["git", "worktree", "add", "--detach", "-q", str(tree), base],
+                               cwd=ROOT, check=True)
+                trees.append((base, tree))
             for round_ in range(1, args.rounds + 1):
                 for size in SIZES:
                     for label, checkout in [*trees, ("head", ROOT)]:
