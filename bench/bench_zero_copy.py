@@ -6,16 +6,22 @@ serve`` from each base revision (checked out into a temporary git worktree, run 
 virtualenv and the base's package first on ``PYTHONPATH``) and from this checkout, in turn, in
 the same run; each broker gets ``--mb`` MB of random records in one partition (produced
 untimed, acks=1), then one confluent-kafka consumer reads them all from offset 0 with
-``fetch.queue.backoff.ms=1``. Printed per run: MB/s consumed and the broker's CPU seconds
-(``/proc``) per GB consumed. Figures go to docs/benchmarks.md ("Zero-copy fetch").
+``fetch.queue.backoff.ms=1``, and a raw client repeats one Fetch v11 of up to 1 MB from offset
+0 until as many bytes came back (the same response every time, so the broker's work per GB does
+not depend on how the consumer library sized its fetches). Printed per run: MB/s consumed and
+the broker's CPU seconds (``/proc``) per GB, for both. Figures go to docs/benchmarks.md
+("Zero-copy fetch").
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import socket
 import statistics
+import struct
 import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Iterator
@@ -24,6 +30,12 @@ from pathlib import Path
 
 import confluent_kafka
 from bench_produce_consume import _cpu_s, create_topic, trio_broker
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from trio_broker.client_core.fetch import fetch_entry, fetch_request
+from trio_broker.protocol.api_keys import ApiKey
+from trio_broker.protocol.messages import encode_request
 
 ROOT = Path(__file__).resolve().parent.parent
 SIZES = (10_000, 100_000, 1_000_000)
@@ -85,8 +97,34 @@ def consume(bootstrap: str, topic: str, count: int) -> float:
     return elapsed
 
 
-def one_run(size: int, mb: float) -> tuple[float, float]:
-    """(MB/s, broker CPU s per GB) of consuming ``mb`` MB of ``size``-byte records."""
+def fetch_loop(bootstrap: str, topic: str, gb: float) -> tuple[int, int]:
+    """(bytes received, fetches): the same Fetch v11 of up to 1 MB from offset 0, one in flight,
+    until ``gb`` GB came back. Every response is the same bytes, so the broker's CPU per GB does
+    not depend on how a consumer library sizes its fetches."""
+    host, port = bootstrap.rsplit(":", 1)
+    body = fetch_request(11, [(topic, fetch_entry(0, 0, MAX_MESSAGE))], max_wait_ms=0)
+    request = encode_request(ApiKey.Fetch, 11, 1, "bench", body)
+    buf = bytearray(8 << 20)
+    view = memoryview(buf)
+    received = fetches = 0
+    with socket.create_connection((host, int(port))) as sock:
+        while received < gb * 1e9:
+            sock.sendall(request)
+            got = 0
+            while got < 4:
+                got += sock.recv_into(view[got:4])
+            (size,) = struct.unpack_from(">i", buf)
+            got = 0
+            while got < size:
+                got += sock.recv_into(view[:size - got])
+            received += 4 + size
+            fetches += 1
+    return received, fetches
+
+
+def one_run(size: int, mb: float) -> tuple[float, float, float]:
+    """(MB/s, broker CPU s per GB) of consuming ``mb`` MB of ``size``-byte records with
+    confluent-kafka, and the broker CPU s per GB of the same 1 MB fetch repeated (``mb`` MB)."""
     count = max(1, int(mb * 1e6 / size))
     with trio_broker([f"message.max.bytes={MAX_MESSAGE}"]) as (bootstrap, pid):
         topic = f"zc-{size}"
@@ -95,8 +133,11 @@ def one_run(size: int, mb: float) -> tuple[float, float]:
         cpu = _cpu_s(pid)
         elapsed = consume(bootstrap, topic, count)
         cpu = _cpu_s(pid) - cpu
+        raw_cpu = _cpu_s(pid)
+        raw_bytes, _ = fetch_loop(bootstrap, topic, mb / 1000)
+        raw_cpu = _cpu_s(pid) - raw_cpu
     total_mb = count * size / 1e6
-    return total_mb / elapsed, cpu / (total_mb / 1000)
+    return total_mb / elapsed, cpu / (total_mb / 1000), raw_cpu / (raw_bytes / 1e9)
 
 
 def main() -> None:
@@ -124,22 +165,25 @@ def main() -> None:
                 for size in SIZES:
                     for label, checkout in [*trees, ("head", ROOT)]:
                         with pythonpath(checkout):
-                            mb_s, cpu_gb = one_run(size, args.mb)
-                        results.setdefault((label, size), []).append((mb_s, cpu_gb))
+                            mb_s, cpu_gb, raw_gb = one_run(size, args.mb)
+                        results.setdefault((label, size), []).append((mb_s, cpu_gb, raw_gb))
                         print(f"round {round_} {label:>8} {size:>9,} B records: {mb_s:7.1f} "
-                              f"MB/s, broker {cpu_gb:5.2f} CPU s/GB (load "
-                              f"{os.getloadavg()[0]:.1f})", flush=True)
+                              f"MB/s, broker {cpu_gb:5.2f} CPU s/GB; 1 MB fetch loop: "
+                              f"{raw_gb:5.2f} CPU s/GB (load {os.getloadavg()[0]:.1f})",
+                              flush=True)
         finally:
             for _, tree in trees:
                 subprocess.run(["git", "worktree", "remove", "--force", str(tree)], cwd=ROOT,
                                check=False)
-    print("\nmedians: record size, then per revision MB/s and broker CPU s per GB")
+    print("\nmedians: record size, then per revision: consumer MB/s, broker CPU s per GB "
+          "consumed, broker CPU s per GB in the 1 MB fetch loop")
     for size in SIZES:
         cells = []
         for label in [*bases, "head"]:
             runs = results[label, size]
             cells.append(f"{label}: {statistics.median(r[0] for r in runs):7.1f} MB/s "
-                         f"{statistics.median(r[1] for r in runs):5.2f} s/GB")
+                         f"{statistics.median(r[1] for r in runs):5.2f} s/GB "
+                         f"{statistics.median(r[2] for r in runs):5.2f} s/GB")
         print(f"{size:>9,} B | " + " | ".join(cells))
 
 if __name__ == "__main__":
