@@ -84,7 +84,7 @@ _CLOSE_TIMEOUT_S = 1.0
 #: is queued unsent. Measured on loopback (docs/benchmarks.md, "Zero-copy fetch"): in a period
 #: when most ~1 MB fetch responses stalled for 200 ms (zero-window advertisements, retransmitted
 #: segments; 100 KB records consumed at ~5 MB/s, old and new code alike), with it they did not.
-_NOTSENT_LOWAT = 128 * 1024
+_NOTSENT_LOWAT = 1 << 20
 _TCP_NOTSENT_LOWAT = getattr(socket, "TCP_NOTSENT_LOWAT", 25 if sys.platform == "linux" else None)
 _TLS_PROTOCOLS = frozenset({"SSL", "SASL_SSL"})
 _SASL_PROTOCOLS = frozenset({"SASL_PLAINTEXT", "SASL_SSL"})
