@@ -9,8 +9,10 @@ untimed, acks=1), then one confluent-kafka consumer reads them all from offset 0
 ``fetch.queue.backoff.ms=1``, and a raw client repeats one Fetch v11 of up to 1 MB from offset
 0 until as many bytes came back (the same response every time, so the broker's work per GB does
 not depend on how the consumer library sized its fetches). Printed per run: MB/s consumed and
-the broker's CPU seconds (``/proc``) per GB, for both. Figures go to docs/benchmarks.md
-("Zero-copy fetch").
+the broker's CPU seconds (``/proc``) per GB, for both. First, the send path alone: this process
+sends the same file bytes to a draining loopback reader through the broker's copy path and
+through its ``sendfile`` path, alternately, and prints its CPU seconds per GB for each. Figures
+go to docs/benchmarks.md ("Zero-copy fetch").
 """
 
 from __future__ import annotations
@@ -140,19 +142,83 @@ def one_run(size: int, mb: float) -> tuple[float, float, float]:
     return total_mb / elapsed, cpu / (total_mb / 1000), raw_cpu / (raw_bytes / 1e9)
 
 
+_DRAIN = r"""
+import socket, sys
+sock = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
+buf = bytearray(4 << 20)
+while sock.recv_into(buf):
+    pass
+"""
+
+
+def send_path_cpu(mb_per_send: float, gb: float) -> dict[str, float]:
+    """CPU seconds per GB of this process sending one file's bytes to a loopback socket whose
+    reader (another process) only drains: the broker's copy path (``pread``, joined behind a
+    header, ``send_all``) against its ``sendfile`` path (``send_parts``), alternately."""
+    import trio
+
+    from trio_broker.log import FileRegion
+    from trio_broker.network.send_file import send_parts
+
+    size = int(mb_per_send * 1e6)
+    sends = max(1, int(gb * 1e9 / size))
+    out: dict[str, list[float]] = {"copy": [], "sendfile": []}
+
+    async def run(path: Path, listening: socket.socket) -> None:
+        conn, _ = await trio.socket.from_stdlib_socket(listening).accept()
+        stream = trio.SocketStream(conn)
+        fd = os.open(path, os.O_RDONLY)
+        header = bytes(60)
+        try:
+            for _ in range(3):
+                for mode in ("copy", "sendfile"):
+                    cpu = time.process_time()
+                    for _ in range(sends):
+                        if mode == "copy":
+                            await stream.send_all(b"".join([header, os.pread(fd, size, 0)]))
+                        else:
+                            region = FileRegion.of(fd, 0, size)
+                            try:
+                                await send_parts(stream, [header, region, b""])
+                            finally:
+                                region.close()
+                    out[mode].append((time.process_time() - cpu) / (sends * size / 1e9))
+        finally:
+            os.close(fd)
+            await stream.aclose()
+
+    with tempfile.TemporaryDirectory() as tmp, socket.create_server(("127.0.0.1", 0)) as lsock:
+        path = Path(tmp) / "segment.log"
+        path.write_bytes(os.urandom(size))
+        drain = subprocess.Popen([sys.executable, "-c", _DRAIN, str(lsock.getsockname()[1])])
+        try:
+            trio.run(run, path, lsock)
+        finally:
+            drain.wait(30)
+    return {mode: statistics.median(values) for mode, values in out.items()}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--base", action="append",
                         help="a revision to compare against (repeatable; default main)")
     parser.add_argument("--mb", type=float, default=300.0, help="MB consumed per run")
-    parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--rounds", type=int, default=2,
+                        help="rounds of the broker runs (0: only the send path)")
     args = parser.parse_args()
     head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, text=True,
                           capture_output=True, check=True).stdout.strip()
     bases = args.base or ["main"]
     print(f"consume {args.mb:.0f} MB per run, {' and '.join(bases)} vs head {head}, "
           f"load average {os.getloadavg()[0]:.1f}", flush=True)
-    results: dict[tuple[str, int], list[tuple[float, float]]] = {}
+    for mb_per_send in (0.03, 0.1, 0.15, 0.2, 0.3, 1.0):
+        cpu = send_path_cpu(mb_per_send, 1.0)
+        print(f"send path, {mb_per_send:g} MB per response, 1 GB, CPU s per GB of this process:"
+              f" copy {cpu['copy']:.3f}, sendfile {cpu['sendfile']:.3f} (load "
+              f"{os.getloadavg()[0]:.1f})", flush=True)
+    if args.rounds == 0:
+        return
+    results: dict[tuple[str, int], list[tuple[float, float, float]]] = {}
     with tempfile.TemporaryDirectory(prefix="trio-broker-base-") as tmp:
         trees: list[tuple[str, Path]] = []
         try:

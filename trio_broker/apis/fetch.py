@@ -23,8 +23,9 @@ the client drops their records (control batches are skipped by every client).
 Zero-copy: on a connection that writes to a plain socket (``RequestContext.sendfile``: not
 TLS), a v4+ read of ``SENDFILE_MIN_BYTES`` or more is answered with a ``FileRegion`` of the
 segment file instead of its bytes; the connection sends it with ``sendfile`` after the response
-bytes before it. Smaller reads are copied: below that size the copy costs less than the extra
-system calls. Down-converted (v0-v3) data is always copied.
+bytes before it. Smaller reads are copied: measured (``bench/bench_zero_copy.py``), the copy costs
+as little or less up to ~150 KB and 3-7x more from 200 KB on. Down-converted (v0-v3) data is
+always copied.
 """
 
 from __future__ import annotations
@@ -60,7 +61,7 @@ READ_COMMITTED = 1
 #: errors answered with the current leader from v16 (KIP-951)
 _LEADER_HINTED = (ErrorCode.FENCED_LEADER_EPOCH, ErrorCode.NOT_LEADER_OR_FOLLOWER)
 #: reads of at least this many bytes go out with ``sendfile`` on a plain socket (v4+)
-SENDFILE_MIN_BYTES = 32 * 1024
+SENDFILE_MIN_BYTES = 128 * 1024
 
 
 class _Read(NamedTuple):
