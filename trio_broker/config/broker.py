@@ -29,8 +29,10 @@ from .keys import (
     base_key,
     is_known,
 )
+from .listeners import HTTP_LISTENER_SCHEMES
 from .listeners import KNOWN_PROTOCOLS as KNOWN_PROTOCOLS
 from .listeners import Listener as Listener
+from .listeners import parse_http_listener as parse_http_listener
 from .listeners import parse_ip_overrides as parse_ip_overrides
 from .listeners import parse_listeners as parse_listeners
 from .listeners import parse_protocol_map as parse_protocol_map
@@ -319,6 +321,9 @@ def check_config(config: BrokerConfig) -> None:
     config.listener_list  # noqa: B018 - raises ConfigError on a bad listener
     config.advertised_listener_list  # noqa: B018
     config.per_ip_overrides  # noqa: B018
+    for key in HTTP_LISTENER_SCHEMES:
+        if value := config.value_of(key):
+            parse_http_listener(value, key)
     if not config.log_dir_list:
         raise ConfigError(f"Invalid value {config.log_dirs} for configuration log.dirs: expected "
                           "at least one directory", key="log.dirs")
