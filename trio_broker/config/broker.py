@@ -354,11 +354,24 @@ def check_config(config: BrokerConfig) -> None:
         if not config.sasl_credentials_file and set(mechanisms) - {"OAUTHBEARER"}:
             raise ConfigError(f"listeners={config.listeners!r}: a SASL listener needs "
                               "sasl.credentials.file", key="listeners")
+        if "OAUTHBEARER" in mechanisms and config.sasl_oauthbearer_jwks_endpoint_url:
+            _check_jwks(config.sasl_oauthbearer_jwks_endpoint_url)
     bounds = consumer_group_bounds_error(
         {k: config.value_of(k) for k in CONSUMER_GROUP_TIMEOUT_KEYS})
     if bounds is not None:
         raise ConfigError(bounds[1], key=bounds[0])
 
+
+def _check_jwks(url: str) -> None:
+    """Read the JWKS once at start, as Kafka's validator does: a bad one fails every login."""
+    from ..security.oauthbearer import OAuthBearerError, jwks_file, read_jwks
+
+    try:
+        read_jwks(jwks_file(url))
+    except OAuthBearerError as exc:
+        raise ConfigError(f"Invalid value {url} for configuration "
+                          f"sasl.oauthbearer.jwks.endpoint.url: {exc}",
+                          key="sasl.oauthbearer.jwks.endpoint.url") from None
 
 
 # --- building from raw values ------------------------------------------------------------
