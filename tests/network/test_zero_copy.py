@@ -4,12 +4,15 @@ Real clients consume big and small, plain and compressed records from several pa
 through the ``sendfile`` path, and every byte is checked; the broker's
 ``kafka_server_socket_server_metrics_sendfile_byte`` counter proves the path was taken (and
 that a TLS listener stays on the copy path). A topic deleted while a response is still being
-sent (the client reads slowly) is sent whole from the descriptor the response holds.
+sent (the client reads slowly) is sent whole from the descriptor the response holds, and every
+region is closed by the path that sends or drops it. A response in parts is the response in
+bytes.
 """
 
 from __future__ import annotations
 
 import asyncio
+import gc
 import os
 import socket
 import time
@@ -265,3 +268,54 @@ def test_a_response_in_parts_is_the_response_in_bytes(tmp_path, version):
     assert joined == encode_response(header, body(records))
     for region in regions:
         region.close()
+
+
+async def test_every_file_region_is_closed_by_whoever_drops_or_sends_it(trio_broker,
+                                                                         monkeypatch):
+    """Sent, parked and read again, or written after its client left: each region's
+    descriptor is closed on that path, not left to the finaliser."""
+    left_open: list[int] = []
+
+    def finaliser(region: FileRegion) -> None:
+        if region.fd >= 0:
+            left_open.append(region.size)
+            region.close()
+
+    monkeypatch.setattr(FileRegion, "__del__", finaliser)
+    state = trio_broker.state
+    state.logs.create_topic("regions", 1, {})
+    client = await RawClient.connect(trio_broker.host, trio_broker.port)
+    for _ in range(3):
+        code, _ = await produce_one(client, "regions", build_batch(
+            [(None, os.urandom(100_000)) for _ in range(3)]), acks=1)
+        assert code == 0
+    big = {"partition_max_bytes": 4 << 20, "max_bytes": 4 << 20}
+    # answered at once: its regions are sent
+    _, answer = decode_response(ApiKey.Fetch, 11, await _fetch_frame(
+        client, fetch_body("regions", {0: 0}, **big)))
+    assert len(records_of(answer.responses[0].partitions[0].records)) == 9
+    sent = counter(state.metrics, SENDFILE)
+    assert sent >= 900_000
+    # too little for min_bytes: the first read is dropped when parked, the second sent
+    _, answer = decode_response(ApiKey.Fetch, 11, await _fetch_frame(
+        client, fetch_body("regions", {0: 0}, min_bytes=10 << 20, max_wait_ms=100, **big)))
+    assert len(records_of(answer.responses[0].partitions[0].records)) == 9
+    assert counter(state.metrics, SENDFILE) >= 2 * sent
+    # parked, and its client gone before the answer: written to a closed peer, then closed
+    leaving = await RawClient.connect(trio_broker.host, trio_broker.port)
+    await leaving.send(ApiKey.Fetch, 11, body=fetch_body("regions", {0: 0}, min_bytes=10 << 20,
+                                                         max_wait_ms=100, **big))
+    await trio.sleep(0.02)
+    await leaving.aclose()
+    await trio.sleep(0.3)
+    await client.aclose()
+    gc.collect()
+    assert left_open == []
+
+
+async def _fetch_frame(client: RawClient, body) -> bytes:
+    await client.send(ApiKey.Fetch, 11, body=body)
+    with trio.fail_after(10):
+        frame = await client.read_frame()
+    assert frame is not None
+    return frame

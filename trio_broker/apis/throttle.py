@@ -16,6 +16,7 @@ from ..protocol.api_keys import ApiKey
 from ..security.client_quotas import CONSUMER_BYTE_RATE, PRODUCER_BYTE_RATE, REQUEST_PERCENTAGE
 from .bodies import ResponseBody
 from .context import RequestContext
+from .fetch import close_regions
 from .state import BrokerState
 
 #: APIs the request quota never throttles (Kafka's exempt list: a client must be able to log in)
@@ -44,6 +45,7 @@ def throttle_ms(broker: BrokerState, request: RequestContext, body: ResponseBody
         throttle = quotas.record(CONSUMER_BYTE_RATE, user, client, size, now_ms)
         if throttle:
             quotas.unrecord(CONSUMER_BYTE_RATE, user, client, size, now_ms)
+            close_regions(fetched.responses)  # records read as file regions are not sent
             fetched.responses = []
     if api not in _EXEMPT:
         throttle = max(throttle, quotas.record(REQUEST_PERCENTAGE, user, client,
