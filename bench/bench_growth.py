@@ -12,8 +12,10 @@ plot (PNG, written by this script) into ``docs/img/``:
    acks=1, linger.ms=5, confluent-kafka) to ``trio-broker serve`` and, in the same run, to
    librdkafka's in-process mock broker (``test.mock.num.brokers=1``).
 4. ``partitions``: produce throughput of 100-byte records spread round-robin over a topic of
-   1 ... ``--partitions`` partitions, to ``trio-broker serve``; the reference is the same run's
-   one-partition figure (librdkafka's mock creates no topics through CreateTopics).
+   1 ... ``--partitions`` partitions, to ``trio-broker serve``, then consume throughput of one
+   confluent-kafka consumer reading them all back from every partition's start; the reference
+   is the same run's one-partition figure (librdkafka's mock creates no topics through
+   CreateTopics).
 2. ``topics``: one data directory grows to 0 ... ``--topics`` one-partition topics (created over
    the wire with confluent-kafka's AdminClient); at every step the broker is stopped (SIGTERM
    to exit) and started again (process start to "listening"). The reference is the same start
@@ -232,11 +234,36 @@ def sizes(total_mb: float) -> tuple[list[int], dict[str, list[float]]]:
     return list(SIZES), out
 
 
+def _consume_rec_s(bootstrap: str, topic: str, partitions: int, records: int) -> float:
+    """Records/s of one confluent-kafka consumer reading ``records`` from every partition's
+    start (``fetch.queue.backoff.ms=1``, as bench_produce_consume.py; ``poll`` per record)."""
+    import confluent_kafka
+
+    consumer = confluent_kafka.Consumer({
+        "bootstrap.servers": bootstrap, "group.id": "growth", "enable.auto.commit": False,
+        "fetch.queue.backoff.ms": 1, "log_level": 0})
+    consumer.assign([confluent_kafka.TopicPartition(topic, p, 0) for p in range(partitions)])
+    got = 0
+    started = time.perf_counter()
+    deadline = time.monotonic() + 600
+    try:
+        while got < records and time.monotonic() < deadline:
+            for message in consumer.consume(min(10_000, records - got), 1.0):
+                if message.error() is None:
+                    got += 1
+        elapsed = time.perf_counter() - started
+    finally:
+        consumer.close()
+    if got < records:
+        raise RuntimeError(f"consumed {got} of {records} records")
+    return records / elapsed
+
+
 def partitions(limit: int, records: int) -> tuple[list[int], dict[str, list[float]]]:
     from confluent_kafka.admin import AdminClient, NewTopic
 
     steps = sorted({c for c in (1, 10, 100, 1000, 10_000) if c < limit} | {limit})
-    out: dict[str, list[float]] = {"trio-broker": []}
+    out: dict[str, list[float]] = {"trio-broker produce": [], "trio-broker consume": []}
     data = tempfile.mkdtemp(prefix="bench-growth-")
     port = _free_port()
     bootstrap = f"127.0.0.1:{port}"
@@ -246,10 +273,15 @@ def partitions(limit: int, records: int) -> tuple[list[int], dict[str, list[floa
         for n in steps:
             admin.create_topics([NewTopic(f"p-{n}", n, 1)],
                                 request_timeout=300)[f"p-{n}"].result(300)
-            out["trio-broker"].append(_produce_mb_s(bootstrap, f"p-{n}", 100, records, n) * 1e4)
-            rate = out["trio-broker"][-1]
-            print(f"{n:6,d} partitions: {rate:10,.0f} rec/s, {rate / out['trio-broker'][0]:.2f}"
-                  f" of one partition's in the same run   (load {_load()})", flush=True)
+            produced = out["trio-broker produce"]
+            produced.append(_produce_mb_s(bootstrap, f"p-{n}", 100, records, n) * 1e4)
+            consumed = out["trio-broker consume"]
+            # + 1: the warm-up record of _produce_mb_s
+            consumed.append(_consume_rec_s(bootstrap, f"p-{n}", n, records + 1))
+            print(f"{n:6,d} partitions: produce {produced[-1]:10,.0f} rec/s "
+                  f"({produced[-1] / produced[0]:.2f} of one partition's), consume "
+                  f"{consumed[-1]:10,.0f} rec/s ({consumed[-1] / consumed[0]:.2f})   "
+                  f"(load {_load()})", flush=True)
     finally:
         _stop(proc)
         shutil.rmtree(data, ignore_errors=True)
@@ -305,7 +337,8 @@ def main() -> None:
              "record size (bytes)", "MB/s", steps, rates, logx=True)
     if args.only in (None, "partitions"):
         steps, rates = partitions(args.partitions, args.records)
-        plot(IMG / "growth-partitions.png", "Produce throughput vs partitions (100 B, acks=1)",
+        plot(IMG / "growth-partitions.png",
+             "Produce and consume throughput vs partitions (100 B, acks=1)",
              "partitions", "records/s", steps, rates, logx=True)
 
 
