@@ -243,6 +243,30 @@ async def test_send_parts_copies_a_region_to_a_stream_that_is_not_a_socket(tmp_p
 
 
 
+async def test_a_region_whose_file_was_truncated_raises_instead_of_a_short_frame(tmp_path):
+    path = tmp_path / "segment"
+    path.write_bytes(os.urandom(300_000))
+    fd = os.open(path, os.O_RDWR)
+    region = FileRegion.of(fd, 0, 300_000)
+    os.ftruncate(fd, 100_000)  # a log truncated below the range after it was read
+    os.close(fd)
+    a, b = trio.socket.socketpair()
+    sender, reader = trio.SocketStream(a), trio.SocketStream(b)
+    received = 0
+
+    async def drain() -> None:
+        nonlocal received
+        while data := await reader.receive_some(1 << 20):
+            received += len(data)
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(drain)
+        with pytest.raises(OSError, match="truncated"):
+            await send_parts(sender, [b"head", region, b"tail"])
+        await sender.aclose()
+    region.close()
+    assert received == 4 + 100_000  # the connection is closed, never padded or finished
+
 @pytest.mark.parametrize("version", [4, 11, 12, 16])
 def test_a_response_in_parts_is_the_response_in_bytes(tmp_path, version):
     path = tmp_path / "segment"
