@@ -1,4 +1,4 @@
-"""How cost grows: memory per idle connection, and start-up and shutdown time per topic.
+"""How cost grows: memory per idle connection, start-up per topic, throughput per partition/client.
 
 Run: ``.venv/bin/python bench/bench_growth.py [--connections 10000] [--topics 2000]``. Not part
 of the test suite. Each figure is printed next to a same-run reference, and each part draws its
@@ -16,6 +16,10 @@ plot (PNG, written by this script) into ``docs/img/``:
    confluent-kafka consumer reading them all back from every partition's start; the reference
    is the same run's one-partition figure (librdkafka's mock creates no topics through
    CreateTopics).
+5. ``clients``: 1 ... ``--clients`` concurrent connections from one load process (Trio, raw
+   Produce v7 frames of one 100-byte record, acks=1, one request in flight per connection) for
+   ``--seconds`` each: requests/s and the p99 of request latency, against ``trio-broker serve``
+   and, in the same run, librdkafka's in-process mock broker.
 2. ``topics``: one data directory grows to 0 ... ``--topics`` one-partition topics (created over
    the wire with confluent-kafka's AdminClient); at every step the broker is stopped (SIGTERM
    to exit) and started again (process start to "listening"). The reference is the same start
@@ -288,6 +292,106 @@ def partitions(limit: int, records: int) -> tuple[list[int], dict[str, list[floa
     return steps, out
 
 
+CLIENTS_LOAD = r"""
+import json, sys, time, trio
+from trio_broker.client_core.produce import produce_request
+from trio_broker.protocol.api_keys import ApiKey
+from trio_broker.protocol.messages import encode_request
+from trio_broker.protocol.records import build_batch
+host, port, topic = sys.argv[1], int(sys.argv[2]), sys.argv[5]
+clients, seconds = int(sys.argv[3]), float(sys.argv[4])
+frame = encode_request(ApiKey.Produce, 7, 1, "growth", produce_request(
+    7, [(topic, 0, build_batch([(None, bytes(100))]))], acks=1, timeout_ms=30000))
+latencies = []
+async def client(end, connected):
+    stream = await trio.open_tcp_stream(host, port)
+    connected()
+    buf = bytearray()
+    while trio.current_time() < end:
+        t0 = time.perf_counter()
+        await stream.send_all(frame)
+        while len(buf) < 4 or len(buf) < 4 + int.from_bytes(buf[:4], "big"):
+            data = await stream.receive_some(65536)
+            if not data:
+                raise RuntimeError("the server closed the connection")
+            buf += data
+        del buf[:4 + int.from_bytes(buf[:4], "big")]
+        latencies.append(time.perf_counter() - t0)
+    await stream.aclose()
+async def main():
+    ready = trio.Event()
+    count = 0
+    def connected():
+        nonlocal count
+        count += 1
+        if count == clients:
+            ready.set()
+    async with trio.open_nursery() as nursery:
+        end = trio.current_time() + 60 + seconds
+        for _ in range(clients):
+            nursery.start_soon(client, end, connected)
+        await ready.wait()
+        latencies.clear()
+        started = time.perf_counter()
+        nursery.cancel_scope.deadline = trio.current_time() + seconds
+    return len(latencies) / (time.perf_counter() - started)
+rate = trio.run(main)
+latencies.sort()
+print(json.dumps([rate, latencies[int(0.99 * (len(latencies) - 1))] * 1000]))
+"""
+
+
+def _clients_load(bootstrap: str, topic: str, clients: int, seconds: float) -> tuple[float, float]:
+    """(produce requests/s, p99 ms) of ``clients`` connections, one 100 B record per request,
+    acks=1, one request in flight each, from a separate load process."""
+    import json
+
+    host, port = bootstrap.split(",")[0].rsplit(":", 1)
+    done = subprocess.run([sys.executable, "-c", CLIENTS_LOAD, host, port, str(clients),
+                           str(seconds), topic], capture_output=True, text=True, timeout=600)
+    if done.returncode:
+        raise RuntimeError(done.stderr[-2000:])
+    rate, p99 = json.loads(done.stdout)
+    return float(rate), float(p99)
+
+
+def clients(limit: int, seconds: float) -> tuple[list[int], dict[str, list[float]]]:
+    """Produce requests/s and p99 against concurrent connections, trio-broker and the mock."""
+    import confluent_kafka
+
+    hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
+    resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+    steps = sorted({c for c in (1, 10, 100, 1000) if c < limit} | {limit})
+    out: dict[str, list[float]] = {"trio-broker req/s": [], "librdkafka mock req/s": [],
+                                   "trio-broker p99 ms": [], "librdkafka mock p99 ms": []}
+    data = tempfile.mkdtemp(prefix="bench-growth-")
+    port = _free_port()
+    proc, _ = _start(_broker_argv(port, data))
+    mock = confluent_kafka.Producer({"test.mock.num.brokers": 1, "bootstrap.servers": "",
+                                     "log_level": 0})
+    mock_bootstrap = ",".join(f"{b.host}:{b.port}"
+                              for b in mock.list_topics(timeout=10).brokers.values())
+    try:
+        for bootstrap in (f"127.0.0.1:{port}", mock_bootstrap):
+            confluent_kafka.Producer({"bootstrap.servers": bootstrap}).list_topics(
+                "clients", timeout=10)  # auto-created by both
+        for n in steps:
+            for name, bootstrap in (("trio-broker", f"127.0.0.1:{port}"),
+                                    ("librdkafka mock", mock_bootstrap)):
+                rate, p99 = _clients_load(bootstrap, "clients", n, seconds)
+                out[f"{name} req/s"].append(rate)
+                out[f"{name} p99 ms"].append(p99)
+            print(f"{n:5,d} clients: trio-broker {out['trio-broker req/s'][-1]:8,.0f} req/s, "
+                  f"p99 {out['trio-broker p99 ms'][-1]:7.2f} ms; mock "
+                  f"{out['librdkafka mock req/s'][-1]:8,.0f} req/s, p99 "
+                  f"{out['librdkafka mock p99 ms'][-1]:7.2f} ms   (load {_load()})", flush=True)
+    finally:
+        _stop(proc)
+        mock.flush(1)
+        shutil.rmtree(data, ignore_errors=True)
+    return steps, out
+
+
 def plot(path: Path, title: str, xlabel: str, ylabel: str, steps: list[int],
          series: dict[str, list[float]], scale: float = 1.0, logx: bool = False) -> None:
     import matplotlib
@@ -320,7 +424,10 @@ def main() -> None:
     parser.add_argument("--partitions", type=int, default=1000)
     parser.add_argument("--records", type=int, default=300_000,
                         help="records per partition count")
-    parser.add_argument("--only", choices=("connections", "topics", "sizes", "partitions"))
+    parser.add_argument("--clients", type=int, default=1000)
+    parser.add_argument("--seconds", type=float, default=5.0, help="seconds per clients step")
+    parser.add_argument("--only",
+                        choices=("connections", "topics", "sizes", "partitions", "clients"))
     args = parser.parse_args()
     print(f"python {sys.version.split()[0]}, {os.cpu_count()} cores, load average {_load()}")
     if args.only in (None, "connections"):
@@ -340,6 +447,15 @@ def main() -> None:
         plot(IMG / "growth-partitions.png",
              "Produce and consume throughput vs partitions (100 B, acks=1)",
              "partitions", "records/s", steps, rates, logx=True)
+
+    if args.only in (None, "clients"):
+        steps, series = clients(args.clients, args.seconds)
+        plot(IMG / "growth-clients.png", "Produce requests/s vs concurrent clients (100 B, acks=1)",
+             "concurrent connections, one request in flight each", "requests/s", steps,
+             {k: v for k, v in series.items() if k.endswith("req/s")}, logx=True)
+        plot(IMG / "growth-clients-p99.png", "Produce p99 vs concurrent clients (100 B, acks=1)",
+             "concurrent connections, one request in flight each", "p99 (ms)", steps,
+             {k: v for k, v in series.items() if k.endswith("p99 ms")}, logx=True)
 
 
 if __name__ == "__main__":
