@@ -263,11 +263,41 @@ def _consume_rec_s(bootstrap: str, topic: str, partitions: int, records: int) ->
     return records / elapsed
 
 
-def partitions(limit: int, records: int) -> tuple[list[int], dict[str, list[float]]]:
+def _produce_p99_ms(bootstrap: str, topic: str, partitions: int, rate: int = 5000,
+                    seconds: float = 3.0) -> float:
+    """p99 of produce() -> delivery report, 100 B records round-robin over ``partitions`` at
+    ``rate`` records/s (linger.ms=0, acks=1): the produce latency a paced producer sees."""
+    import confluent_kafka
+
+    producer = confluent_kafka.Producer({"bootstrap.servers": bootstrap, "acks": 1,
+                                         "linger.ms": 0, "log_level": 0})
+    producer.produce(topic, b"warm-up", partition=0)
+    producer.flush(30)
+    latencies: list[float] = []
+    value = bytes(100)
+    count = int(rate * seconds)
+    started = time.perf_counter()
+    for i in range(count):
+        due = started + i / rate
+        while (now := time.perf_counter()) < due:
+            producer.poll(min(0.001, due - now))
+        producer.produce(topic, value, partition=i % partitions,
+                         on_delivery=lambda err, msg, t0=now: latencies.append(
+                             time.perf_counter() - t0))
+        producer.poll(0)
+    if producer.flush(120):
+        raise RuntimeError("records were not delivered")
+    latencies.sort()
+    return latencies[int(0.99 * (len(latencies) - 1))] * 1000
+
+
+def partitions(limit: int, records: int,
+               ) -> tuple[list[int], dict[str, list[float]], list[float]]:
     from confluent_kafka.admin import AdminClient, NewTopic
 
     steps = sorted({c for c in (1, 10, 100, 1000, 10_000) if c < limit} | {limit})
     out: dict[str, list[float]] = {"trio-broker produce": [], "trio-broker consume": []}
+    p99s: list[float] = []
     data = tempfile.mkdtemp(prefix="bench-growth-")
     port = _free_port()
     bootstrap = f"127.0.0.1:{port}"
@@ -282,14 +312,16 @@ def partitions(limit: int, records: int) -> tuple[list[int], dict[str, list[floa
             consumed = out["trio-broker consume"]
             # + 1: the warm-up record of _produce_mb_s
             consumed.append(_consume_rec_s(bootstrap, f"p-{n}", n, records + 1))
+            p99s.append(_produce_p99_ms(bootstrap, f"p-{n}", n))
             print(f"{n:6,d} partitions: produce {produced[-1]:10,.0f} rec/s "
                   f"({produced[-1] / produced[0]:.2f} of one partition's), consume "
-                  f"{consumed[-1]:10,.0f} rec/s ({consumed[-1] / consumed[0]:.2f})   "
+                  f"{consumed[-1]:10,.0f} rec/s ({consumed[-1] / consumed[0]:.2f}), produce p99 "
+                  f"at 5,000 rec/s {p99s[-1]:.2f} ms ({p99s[-1] / p99s[0]:.2f})   "
                   f"(load {_load()})", flush=True)
     finally:
         _stop(proc)
         shutil.rmtree(data, ignore_errors=True)
-    return steps, out
+    return steps, out, p99s
 
 
 CLIENTS_LOAD = r"""
@@ -443,10 +475,13 @@ def main() -> None:
         plot(IMG / "growth-record-size.png", "Produce throughput vs record size (acks=1)",
              "record size (bytes)", "MB/s", steps, rates, logx=True)
     if args.only in (None, "partitions"):
-        steps, rates = partitions(args.partitions, args.records)
+        steps, rates, p99s = partitions(args.partitions, args.records)
         plot(IMG / "growth-partitions.png",
              "Produce and consume throughput vs partitions (100 B, acks=1)",
              "partitions", "records/s", steps, rates, logx=True)
+        plot(IMG / "growth-partitions-p99.png",
+             "Produce p99 vs partitions (100 B at 5,000 records/s, linger.ms=0)",
+             "partitions", "p99 (ms)", steps, {"trio-broker": p99s}, logx=True)
 
     if args.only in (None, "clients"):
         steps, series = clients(args.clients, args.seconds)
