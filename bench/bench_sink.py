@@ -8,8 +8,9 @@ random values and 8-byte keys (no partition column: Java's partitioner places th
 caches them, then times, each the best of ``--repeat`` runs:
 
 1. sink: ``df.write.format("trio_broker").mode("append")...save()`` into a fresh topic of
-   ``--partitions`` partitions (acks=all, idempotence on: the defaults), every record
-   acknowledged before the job ends;
+   ``--partitions`` partitions (acks=all, idempotence on, the sink's 256 KiB batch.size: the
+   defaults), every record acknowledged before the job ends; then the same with Kafka's
+   producer default ``kafka.batch.size=16384`` (unless ``--option`` sets a batch size);
 2. Spark alone: the same rows to Spark's ``noop`` format (what producing the rows costs Spark);
 3. Parquet: the same rows to Parquet (the ceiling the export bench also measures);
 4. without Spark: the same rows as Arrow batches of 10,000 (Spark's
@@ -79,7 +80,7 @@ def main() -> int:
     n = args.records
     with trio_broker() as bootstrap:
         admin = AdminClient({"bootstrap.servers": bootstrap})
-        topics = [f"bench-sink-{i}" for i in range(2 * args.repeat + 1)]
+        topics = [f"bench-sink-{i}" for i in range(3 * args.repeat + 1)]
         for future in admin.create_topics([NewTopic(t, args.partitions, 1)
                                            for t in topics]).values():
             future.result(30)
@@ -102,6 +103,13 @@ def main() -> int:
             .option("kafka.bootstrap.servers", bootstrap).option("topic", topics[0])
             .options(**extra).save()))
         sunk = best_of("sink", args.repeat, sink)
+        small = None
+        if "kafka.batch.size" not in extra:
+            small = best_of("sink, kafka.batch.size=16384", args.repeat, lambda i: (
+                rows.write.format("trio_broker").mode("append")
+                .option("kafka.bootstrap.servers", bootstrap)
+                .option("topic", topics[2 * args.repeat + i + 1])
+                .option("kafka.batch.size", "16384").options(**extra).save()))
         noop = best_of("Spark alone (noop format)", args.repeat,
                        lambda i: rows.write.format("noop").mode("overwrite").save())
         parquet = best_of("Parquet", args.repeat, lambda i: rows.write.parquet(
@@ -122,9 +130,11 @@ def main() -> int:
           f"{platform.python_version()}, Spark {pyspark.__version__} {args.master}; "
           f"load average before: {load}; sink options: {extra or 'defaults'}")
     print(f"{'path':<34}{'seconds':>9}{'records/s':>12}   CPU s per million records")
-    for label, (secs, cpu) in (("DataFrame -> trio_broker sink", sunk),
-                               ("DataFrame -> noop (Spark alone)", noop),
-                               ("DataFrame -> Parquet", parquet)):
+    figures = [("DataFrame -> trio_broker sink", sunk)]
+    if small is not None:
+        figures.append(("  the same, batch.size 16384", small))
+    figures += [("DataFrame -> noop (Spark alone)", noop), ("DataFrame -> Parquet", parquet)]
+    for label, (secs, cpu) in figures:
         per_million = ", ".join(f"{k} {v * 1e6 / n:.2f}" for k, v in sorted(cpu.items())
                                 if k != "other" and v >= 0.005)
         print(f"{label:<34}{secs:>9.2f}{n / secs:>12,.0f}   {per_million}")

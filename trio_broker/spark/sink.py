@@ -11,10 +11,10 @@ Columns (Spark's Kafka sink's, matched by exact name; others are ignored):
     timestamp  timestamp or double (seconds)   the record's CreateTime; null: the write's time
 
 Options: ``kafka.bootstrap.servers`` (required), ``topic``, and the Kafka producer's configs as
-``kafka.<name>`` (``acks``, ``compression.type``, ``linger.ms``, ``batch.size``,
-``enable.idempotence`` (on by default), ...; see ``blocking_client.producer``), TLS and SASL as
-the source takes them. Other ``kafka.*`` options are ignored, as Kafka's producer ignores
-unknown configs.
+``kafka.<name>`` (``acks``, ``compression.type``, ``linger.ms``, ``batch.size`` (256 KiB by
+default here: ``SINK_PRODUCER_DEFAULTS``), ``enable.idempotence`` (on by default), ...; see
+``blocking_client.producer``), TLS and SASL as the source takes them. Other ``kafka.*``
+options are ignored, as Kafka's producer ignores unknown configs.
 
 Where the work happens: the driver checks the options and the columns (``writer`` and
 ``streamWriter`` run before Spark plans a task, so a mistake is one clear error and no job);
@@ -450,6 +450,6 @@ def produce_batches(settings: SinkSettings, batches: Iterator[pa.RecordBatch]) -
             task.progress.close()
 
 
-__all__ = ["SUMMARY_OPTION", "KafkaSinkWriter", "KafkaStreamSinkWriter", "SinkCommit",
-           "SinkError", "SinkSettings", "check_columns", "parse_sink_options", "produce_batches",
-           "summarize", "writer_for"]
+__all__ = ["SINK_PRODUCER_DEFAULTS", "SUMMARY_OPTION", "KafkaSinkWriter",
+           "KafkaStreamSinkWriter", "SinkCommit", "SinkError", "SinkSettings", "check_columns",
+           "parse_sink_options", "produce_batches", "summarize", "writer_for"]
