@@ -25,7 +25,7 @@ from __future__ import annotations
 import logging
 import time
 from collections import deque
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -177,7 +177,7 @@ class _Batch:
         self.block = block
         self.order = order  # position in its partition: the sequence before one is assigned
         self.deadline = deadline
-        self.payload: bytes | None = None  # sealed on first send, resent as it is
+        self.payload: bytearray | None = None  # sealed on first send, resent as it is
         self.sequence = -1
         self.attempts = 0
         self.retry_at = 0.0
@@ -242,20 +242,27 @@ class BlockingProducer:
 
     def send(self, tp: TopicPartition, block: RecordBlock) -> None:
         """Queue one batch for ``tp`` and send what the in-flight bounds allow."""
+        self.send_all(((tp, block),))
+
+    def send_all(self, batches: Iterable[tuple[TopicPartition, RecordBlock]]) -> None:
+        """Queue batches (each for its partition, in order) and then send what the in-flight
+        bounds allow: batches queued together for partitions of one leader leave in one
+        request, as Kafka's sender drains every ready partition of a node at once."""
         limit = self.settings.max_request_size
-        if block.size > limit:
-            raise error_for(ErrorCode.MESSAGE_TOO_LARGE,
-                            f"The message is {block.size} bytes when serialized which is larger "
-                            f"than {limit}, which is the value of the max.request.size "
-                            "configuration.")
-        tp = TopicPartition(*tp)
-        state = self._partitions.get(tp)
-        if state is None:
-            state = self._partitions[tp] = _Partition()
         deadline = time.monotonic() + self.settings.delivery_timeout_ms / 1000
-        state.queue.append(_Batch(tp, block, state.next_order, deadline))
-        state.next_order += 1
-        self._queued_bytes += block.size
+        for tp, block in batches:
+            if block.size > limit:
+                raise error_for(ErrorCode.MESSAGE_TOO_LARGE,
+                                f"The message is {block.size} bytes when serialized which is "
+                                f"larger than {limit}, which is the value of the "
+                                "max.request.size configuration.")
+            tp = TopicPartition(*tp)
+            state = self._partitions.get(tp)
+            if state is None:
+                state = self._partitions[tp] = _Partition()
+            state.queue.append(_Batch(tp, block, state.next_order, deadline))
+            state.next_order += 1
+            self._queued_bytes += block.size
         self._collect_arrived()
         self._send_ready()
         while self._queued_bytes > self.settings.buffer_memory:  # buffer.memory: wait
@@ -303,7 +310,7 @@ class BlockingProducer:
         self.producer_id, self.producer_epoch = producer_id, epoch
         LOGGER.debug("producer id %d epoch %d", producer_id, epoch)
 
-    def _seal(self, batch: _Batch, state: _Partition) -> bytes:
+    def _seal(self, batch: _Batch, state: _Partition) -> bytearray:
         if batch.payload is None:
             if self.idempotent:
                 batch.sequence = state.next_sequence

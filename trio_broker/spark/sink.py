@@ -324,13 +324,13 @@ class _Task:
 
     def add(self, batch: pa.RecordBatch) -> None:
         for topic, rows in self.split(batch):
-            for partition, block in self.encoder(topic).add(rows):
-                self.producer.send(TopicPartition(topic, partition), block)
+            self.producer.send_all((TopicPartition(topic, partition), block)
+                                   for partition, block in self.encoder(topic).add(rows))
 
     def finish(self) -> SinkCommit:
         for topic, encoder in self.encoders.items():
-            for partition, block in encoder.drain():
-                self.producer.send(TopicPartition(topic, partition), block)
+            self.producer.send_all((TopicPartition(topic, partition), block)
+                                   for partition, block in encoder.drain())
         self.producer.flush()
         self.progress.close()
         self.commit.records = sum(r[2] for r in self.commit.ranges.values())
