@@ -13,6 +13,7 @@ import pytest
 from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.asymmetric import padding, rsa
 
+from tests.cli.conftest import run_cli
 from trio_broker.security.oauthbearer import (
     OAuthBearerError,
     OAuthBearerValidator,
@@ -136,3 +137,26 @@ def test_an_expired_token_is_refused(oauth_broker):
     assert delivered[0] is not None
     assert any(e.code() == confluent_kafka.KafkaError._AUTHENTICATION for e in errors)
     assert any("expired" in e.str() for e in errors)
+
+
+@pytest.mark.parametrize(("url", "why"), [
+    ("missing", "The JWKS cannot be read: [Errno 2] No such file or directory"),
+    ("empty", "holds no RSA key"),
+    ("not-json", "The JWKS cannot be read: Expecting value"),
+    ("https://idp.example/jwks", "only file: URLs are read (the broker has no HTTP client)")])
+def test_serve_refuses_a_jwks_it_cannot_use_in_one_line(tmp_path, url, why):
+    (tmp_path / "empty").write_text('{"keys": [{"kty": "EC"}]}')
+    (tmp_path / "not-json").write_text("keys:")
+    if "://" not in url:
+        url = (tmp_path / url).as_uri()
+    done = run_cli("serve", "--override", "listeners=SASL_PLAINTEXT://127.0.0.1:0",
+                   "--override", "sasl.enabled.mechanisms=OAUTHBEARER",
+                   "--override", f"sasl.oauthbearer.jwks.endpoint.url={url}",
+                   "--override", f"log.dirs={tmp_path / 'data'}")
+    assert done.returncode == 2
+    assert done.stderr.startswith(
+        f"trio-broker serve: error: --override: Invalid value {url} for configuration "
+        "sasl.oauthbearer.jwks.endpoint.url: "), done.stderr
+    assert why in done.stderr
+    assert done.stderr.count("\n") == 1, done.stderr
+    assert not (tmp_path / "data").exists()

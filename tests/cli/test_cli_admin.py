@@ -250,3 +250,31 @@ def test_serve_names_the_key_of_a_busy_port_and_a_bad_log_dir(tmp_path, free_por
     assert done.returncode == 2
     assert "environment TRIO_BROKER_NUM_PARTITIONS" in done.stderr
     assert "num.partitions" in done.stderr
+
+
+@pytest.mark.parametrize("brokers", [[], ["--brokers", "2"]])
+@pytest.mark.parametrize(("key", "expected"), [
+    ("control.listener", "http://host:port"), ("metrics.listener", "http://host:port"),
+    ("http.listener", "http://host:port or https://host:port")])
+def test_serve_refuses_a_bad_http_listener_in_one_line(tmp_path, brokers, key, expected):
+    done = run_cli("serve", *brokers, "--override", "listeners=PLAINTEXT://127.0.0.1:0",
+                   "--override", f"log.dirs={tmp_path / 'data'}",
+                   "--override", f"{key}=ftp://127.0.0.1:1")
+    assert (done.returncode, done.stderr) == (
+        2, f"trio-broker serve: error: --override: {key}='ftp://127.0.0.1:1': "
+           f"expected {expected}\n")
+    assert not (tmp_path / "data").exists()
+
+
+def test_serve_says_when_a_set_endpoint_is_not_served(tmp_path):
+    broker = BrokerProcess(tmp_path / "data", "control.listener=http://127.0.0.1:0").start()
+    try:
+        deadline = time.monotonic() + 10
+        while not any("listening on" in x for x in broker.output):
+            assert time.monotonic() < deadline, broker.output
+            time.sleep(0.05)
+    finally:
+        broker.kill()
+    assert [x.split(" WARNING ", 1)[1].rstrip() for x in broker.output if " WARNING " in x] == [
+        "trio_broker: control.listener=http://127.0.0.1:0 is not served: only a test cluster "
+        "(serve --brokers N) has it"]

@@ -12,6 +12,7 @@ from pathlib import Path
 import confluent_kafka
 import pytest
 
+from tests.stamps import BASE_MS
 from trio_broker.cli import main
 
 
@@ -135,10 +136,10 @@ def test_produce_to_unknown_topic_without_auto_create(kafka_broker, capsys, monk
 
 def _produce_with_headers(bootstrap: str, topic: str) -> None:
     producer = confluent_kafka.Producer({"bootstrap.servers": bootstrap})
-    producer.produce(topic, key=b"k0", value=b"v0", partition=0, timestamp=1_700_000_000_000,
+    producer.produce(topic, key=b"k0", value=b"v0", partition=0, timestamp=BASE_MS,
                      headers=[("h", b"1"), ("n", None)])
-    producer.produce(topic, key=None, value=None, partition=0, timestamp=1_700_000_000_001)
-    producer.produce(topic, key=b"k2", value=b"v2", partition=1, timestamp=1_700_000_000_002)
+    producer.produce(topic, key=None, value=None, partition=0, timestamp=BASE_MS + 1)
+    producer.produce(topic, key=b"k2", value=b"v2", partition=1, timestamp=BASE_MS + 2)
     assert producer.flush(10) == 0
 
 
@@ -153,9 +154,9 @@ def test_consume_prints_what_was_asked(kafka_broker, unique_topic, capsys):
                  "--bootstrap-server", bootstrap]) == 0
     out, err = capsys.readouterr()
     assert out.splitlines() == [
-        "CreateTime:1700000000000|Partition:0|Offset:0|h:1,n:null|k0|v0",
-        "CreateTime:1700000000001|Partition:0|Offset:1|NO_HEADERS|null|null",
-        "CreateTime:1700000000002|Partition:1|Offset:0|NO_HEADERS|k2|v2",
+        f"CreateTime:{BASE_MS}|Partition:0|Offset:0|h:1,n:null|k0|v0",
+        f"CreateTime:{BASE_MS + 1}|Partition:0|Offset:1|NO_HEADERS|null|null",
+        f"CreateTime:{BASE_MS + 2}|Partition:1|Offset:0|NO_HEADERS|k2|v2",
     ]
     assert err == "Processed a total of 3 messages\n"
 

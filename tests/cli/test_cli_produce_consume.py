@@ -16,6 +16,7 @@ import pytest
 
 from tests.broker_process import BrokerProcess
 from tests.cli.conftest import Cli
+from tests.stamps import BASE_MS, iso
 from trio_broker.blocking_client import BlockingClient
 from trio_broker.cli import main
 
@@ -127,11 +128,11 @@ def test_acks_0_says_sent_not_produced(kafka_broker, unique_topic, capsys, monke
 def varied_topic(kafka_broker, unique_topic) -> str:
     topic = kafka_broker.create_topic(unique_topic("formats"), 2)
     producer = confluent_kafka.Producer({"bootstrap.servers": kafka_broker.bootstrap_servers})
-    producer.produce(topic, key=b"k0", value=b"v0", partition=0, timestamp=1_700_000_000_000,
+    producer.produce(topic, key=b"k0", value=b"v0", partition=0, timestamp=BASE_MS,
                      headers=[("h", b"1"), ("n", None)])
-    producer.produce(topic, key=None, value=None, partition=0, timestamp=1_700_000_000_001)
+    producer.produce(topic, key=None, value=None, partition=0, timestamp=BASE_MS + 1)
     producer.produce(topic, key=b"k2", value=b"\xff\xfe", partition=1,
-                     timestamp=1_700_000_060_000)
+                     timestamp=BASE_MS + 60_000)
     assert producer.flush(10) == 0
     return topic
 
@@ -142,9 +143,9 @@ def test_consume_with_kcat_format_tokens(kafka_broker, varied_topic, capsysbinar
                  kafka_broker.bootstrap_servers]) == 0
     out, err = capsysbinary.readouterr()
     assert sorted(out.split(b"\n")[:-1]) == sorted([
-        f"{varied_topic}|0|0|1700000000000|k0(2)|v0(2)|h=1,n=".encode(),
-        f"{varied_topic}|0|1|1700000000001|(-1)|(-1)|".encode(),
-        f"{varied_topic}|1|0|1700000060000|k2(2)|".encode() + b"\xff\xfe(2)|"])
+        f"{varied_topic}|0|0|{BASE_MS}|k0(2)|v0(2)|h=1,n=".encode(),
+        f"{varied_topic}|0|1|{BASE_MS + 1}|(-1)|(-1)|".encode(),
+        f"{varied_topic}|1|0|{BASE_MS + 60000}|k2(2)|".encode() + b"\xff\xfe(2)|"])
     assert err == b"Processed a total of 3 messages\n"
 
 
@@ -155,24 +156,24 @@ def test_consume_json_lines(kafka_broker, varied_topic, capsys):
                   key=lambda d: (d["partition"], d["offset"]))
     assert docs == [
         {"topic": varied_topic, "partition": 0, "offset": 0, "tstype": "create",
-         "ts": 1_700_000_000_000, "broker": 0, "headers": ["h", "1", "n", None], "key": "k0",
+         "ts": BASE_MS, "broker": 0, "headers": ["h", "1", "n", None], "key": "k0",
          "payload": "v0"},
         {"topic": varied_topic, "partition": 0, "offset": 1, "tstype": "create",
-         "ts": 1_700_000_000_001, "broker": 0, "key": None, "payload": None},
+         "ts": BASE_MS + 1, "broker": 0, "key": None, "payload": None},
         {"topic": varied_topic, "partition": 1, "offset": 0, "tstype": "create",
-         "ts": 1_700_000_060_000, "broker": 0, "key": "k2", "payload": "//4=",
+         "ts": BASE_MS + 60_000, "broker": 0, "key": "k2", "payload": "//4=",
          "payload_encoding": "base64"}]
 
 
 def test_consume_from_a_timestamp(kafka_broker, varied_topic, capsys):
     bs = ["--bootstrap-server", kafka_broker.bootstrap_servers, "--exit-at-end",
           "--format", "%p:%o"]
-    assert main(["consume", varied_topic, "--from-timestamp", "1700000000001", *bs]) == 0
+    assert main(["consume", varied_topic, "--from-timestamp", f"{BASE_MS + 1}", *bs]) == 0
     assert sorted(capsys.readouterr().out.splitlines()) == ["0:1", "1:0"]
-    assert main(["consume", varied_topic, "--from-timestamp", "2023-11-14T22:14:00+00:00",
+    assert main(["consume", varied_topic, "--from-timestamp", iso(BASE_MS + 40_000),
                  *bs]) == 0
     assert capsys.readouterr().out == "1:0\n"
-    assert main(["consume", varied_topic, "--from-timestamp", "2030-01-01T00:00:00", *bs]) == 0
+    assert main(["consume", varied_topic, "--from-timestamp", iso(BASE_MS + 86_400_000), *bs]) == 0
     assert capsys.readouterr() == ("", "Processed a total of 0 messages\n")
 
 

@@ -8,12 +8,11 @@ from pathlib import Path
 import pytest
 
 from tests.security_files import TlsFiles
-from trio_broker.config import BrokerConfig, ConfigError
+from trio_broker.config import BrokerConfig, ConfigError, parse_http_listener
 from trio_broker.http.settings import (
     ConsoleSettings,
     console_settings,
     is_loopback,
-    parse_http_listener,
 )
 
 ADVERTISED = ("127.0.0.1", 9092)
@@ -28,13 +27,14 @@ def settings(**keys: object) -> ConsoleSettings:
     ("127.0.0.1:0", ("http", "127.0.0.1", 0)),
     ("https://[::1]:9443", ("https", "::1", 9443)),
     ("http://0.0.0.0:9400/", ("http", "0.0.0.0", 9400)),
+    ("http://:9400", ("http", "127.0.0.1", 9400)),  # no host: loopback
 ])
 def test_listener_values(value: str, expected: tuple[str, str, int]) -> None:
     assert parse_http_listener(value) == expected
 
 
-@pytest.mark.parametrize("value", ["ftp://h:1", "http://h", "http://:9400", "http://h:x",
-                                   "http://h:9400/console"])
+@pytest.mark.parametrize("value", ["ftp://h:1", "http://h", "http://h:x",
+                                   "http://h:9400/console", "http://h:9400?x=1"])
 def test_bad_listener_names_the_key(value: str) -> None:
     with pytest.raises(ConfigError, match=r"http\.listener") as info:
         parse_http_listener(value)

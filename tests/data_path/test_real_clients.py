@@ -21,13 +21,14 @@ from collections.abc import Iterator
 import confluent_kafka
 import pytest
 
+from tests.stamps import BASE_MS
 from trio_broker.apis import registry
 from trio_broker.protocol.api_keys import ApiKey
 from trio_broker.protocol.batch import iter_batches
 from trio_broker.testing import TEST_DEFAULTS, ThreadedBroker
 
 RECORDS = 300
-TS = 1_700_000_000_000
+TS = BASE_MS
 CODEC_IDS = {"none": 0, "gzip": 1, "snappy": 2, "lz4": 3, "zstd": 4}
 #: pin -> (Produce, Fetch, ListOffsets, Metadata) versions kafka-python sends at that pin
 PINS: dict[tuple[int, ...] | None, tuple[int, int, int, int]] = {

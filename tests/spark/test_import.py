@@ -14,6 +14,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from tests.spark.producing import Produced, produce_confluent
+from tests.stamps import BASE_MS
 from trio_broker.blocking_client import partition_for_key
 from trio_broker.cli import main as cli_main
 
@@ -46,7 +47,7 @@ def test_an_exported_topic_imports_back_as_it_was(spark: Any, kafka_broker: Any,
             "concat('line one\\nline \"two\" ', id) AS value", "cast(id % 3 AS int) AS partition",
             "CASE WHEN id % 2 = 0 THEN array(named_struct('key', 'h', 'value', "
             "cast(concat('x', id) AS binary))) END AS headers",
-            "timestamp_millis(1700000000000 + id) AS timestamp").coalesce(1)
+            f"timestamp_millis({BASE_MS} + id) AS timestamp").coalesce(1)
         (df.write.format("trio_broker").mode("append")
          .option("kafka.bootstrap.servers", bootstrap).option("topic", source).save())
     out = tmp_path / "export"
@@ -69,7 +70,7 @@ def test_columns_by_option_a_summary_and_its_read_back_offsets(
     pq.write_table(pa.table({
         "order_id": pa.array([f"o-{i}" for i in range(500)]),
         "body": pa.array([{"amount": i, "note": f"n{i}"} for i in range(500)]),
-        "created_ms": pa.array([1_700_000_000_000 + i for i in range(500)], pa.int64()),
+        "created_ms": pa.array([BASE_MS + i for i in range(500)], pa.int64()),
         "partition": pa.array([i % 4 for i in range(500)], pa.int32()),
     }), data)
     monkeypatch.setattr(sys.stdout, "isatty", lambda: True)
@@ -86,7 +87,7 @@ def test_columns_by_option_a_summary_and_its_read_back_offsets(
         i = int(key[2:])
         assert partition == partition_for_key(key, 4)  # --partition-column '': by key
         assert json.loads(value) == {"amount": i, "note": f"n{i}"}
-        assert int(timestamp.timestamp() * 1000) == 1_700_000_000_000 + i
+        assert int(timestamp.timestamp() * 1000) == BASE_MS + i
 
     # the summary's read-back command exports exactly what was imported
     command = " ".join(out.split("Read them back with:", 1)[1].split())

@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from tests.stamps import BASE_MS
 from trio_broker.blocking_client import BlockingClient, TopicPartition, partition_for_key
 from trio_broker.protocol.records import decode_batches
 from trio_broker.spark import user_message
@@ -47,7 +48,7 @@ def test_every_column_arrives_as_written_in_order(spark: Any, kafka_broker: Any,
         "cast(cast(id AS string) AS binary)), named_struct('key', 'e', 'value', "
         "cast(NULL AS binary))) END AS headers",
         "cast(id % 3 AS int) AS partition",
-        "timestamp_millis(1700000000000 + id * 7) AS timestamp",
+        f"timestamp_millis({BASE_MS} + id * 7) AS timestamp",
         "id AS ignored")
     _writer(df, bootstrap, topic=topic).save()
     rows = _read(spark, bootstrap, topic)
@@ -59,13 +60,13 @@ def test_every_column_arrives_as_written_in_order(spark: Any, kafka_broker: Any,
             headers = [] if i % 4 == 0 else [("n", str(i).encode()), ("e", None)]
             expected.append((p, None if i % 10 == 3 else f"k{i}".encode(),
                              None if i % 17 == 5 else f"v{i}".encode(), headers,
-                             1_700_000_000_000 + i * 7))
+                             BASE_MS + i * 7))
     # four tasks write into each partition at once: compare as sets, then check that each
     # task's rows (ids 0-749, 750-1499, ...) kept their order within every partition
     assert sorted(got, key=repr) == sorted(expected, key=repr)
     assert [r.offset for r in rows if r.partition == 0] == list(range(1000))
     for p in range(3):
-        ids = [(r.timestamp.timestamp() * 1000 - 1_700_000_000_000) // 7 for r in rows
+        ids = [(r.timestamp.timestamp() * 1000 - BASE_MS) // 7 for r in rows
                if r.partition == p]
         for task in range(4):
             mine = [i for i in ids if i // 750 == task]

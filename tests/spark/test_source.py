@@ -19,6 +19,7 @@ from pyspark.sql.types import (
 )
 
 from tests.spark.producing import Produced, produce_confluent
+from tests.stamps import BASE_MS
 from trio_broker.spark import user_message
 
 pytestmark = pytest.mark.spark
@@ -77,7 +78,7 @@ def test_assign_min_partitions_and_starting_timestamp(spark: Any, kafka_broker: 
     bootstrap = kafka_broker.bootstrap_servers
     topic = kafka_broker.create_topic(unique_topic("assign"), 3)
     producer = confluent_kafka.Producer({"bootstrap.servers": bootstrap})
-    base_ms = 1_700_000_000_000
+    base_ms = BASE_MS
     for i in range(30):
         producer.produce(topic, value=b"%d" % i, partition=i % 3, timestamp=base_ms + i * 1000)
     assert producer.flush(30) == 0

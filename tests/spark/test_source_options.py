@@ -16,6 +16,7 @@ import pytest
 from pyspark.sql import functions as F
 from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxRows, ReadMinRows
 
+from tests.stamps import BASE_MS
 from trio_broker.spark import SourceOptionError
 from trio_broker.spark._options import parse_options
 from trio_broker.spark.source import KafkaStreamReader, plan_batch
@@ -25,7 +26,7 @@ pytestmark = pytest.mark.spark
 #: the records carry 2023 timestamps: time-based retention must not delete them mid-test
 KEEP = {"retention.ms": "-1"}
 
-BASE = 1_700_000_000_000
+BASE = BASE_MS
 
 
 @pytest.fixture

@@ -10,12 +10,13 @@ import time
 import confluent_kafka
 import pytest
 
+from tests.stamps import BASE_MS
 from trio_broker.blocking_client import partition_for_key
 
 RECORDS = 10_000
 PARTITIONS = 3
 CODECS = ["gzip", "snappy", "lz4", "zstd"]
-BASE_TS = 1_700_000_000_000
+BASE_TS = BASE_MS
 
 Row = tuple[bytes, bytes | None, tuple[tuple[str, bytes], ...], int]
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import confluent_kafka
 
+from tests.stamps import BASE_MS
 from tests.wire import (
     EARLIEST,
     LATEST,
@@ -80,7 +81,7 @@ async def test_offset_out_of_range(trio_broker):
 async def test_list_offsets_by_timestamp(trio_broker):
     trio_broker.state.logs.create_topic("times", 1, {})
     client = await RawClient.connect(trio_broker.host, trio_broker.port)
-    base = 1_700_000_000_000
+    base = BASE_MS
     for n in range(4):  # batch n holds timestamps base + 1000n + {0, 10, 20}
         batch = build_batch([(None, b"x")] * 3,
                             timestamps=[base + 1000 * n + d for d in (0, 10, 20)])
@@ -104,11 +105,11 @@ def test_offsets_for_times_through_confluent(kafka_broker, unique_topic):
     topic = kafka_broker.create_topic(unique_topic("times"), 1)
     producer = confluent_kafka.Producer({"bootstrap.servers": kafka_broker.bootstrap_servers})
     for i in range(100):
-        producer.produce(topic, value=b"%d" % i, timestamp=1_700_000_000_000 + 10 * i)
+        producer.produce(topic, value=b"%d" % i, timestamp=BASE_MS + 10 * i)
     assert producer.flush(10) == 0
     consumer = confluent_kafka.Consumer({"bootstrap.servers": kafka_broker.bootstrap_servers,
                                          "group.id": "unused"})
-    asked = [confluent_kafka.TopicPartition(topic, 0, 1_700_000_000_000 + 10 * 42 - 5)]
+    asked = [confluent_kafka.TopicPartition(topic, 0, BASE_MS + 10 * 42 - 5)]
     answer = consumer.offsets_for_times(asked, timeout=10)
     assert answer[0].offset == 42
     answer = consumer.offsets_for_times(

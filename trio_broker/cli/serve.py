@@ -47,6 +47,7 @@ def run(args: argparse.Namespace) -> int:
 
     from ..broker import serve
 
+    _warn_unserved(config, cluster=args.brokers is not None)
     if args.brokers is not None:
         if args.brokers < 1:
             raise UsageError(f"--brokers must be at least 1, not {args.brokers}")
@@ -69,6 +70,19 @@ def run(args: argparse.Namespace) -> int:
                     break
 
     return _run(serve_until_signalled)
+
+
+#: HTTP endpoints one mode of ``serve`` does not have: (key, mode without it, where it is)
+_UNSERVED = (("control.listener", False, "only a test cluster (serve --brokers N) has it"),
+             ("http.listener", True, "a test cluster serves no web console"),
+             ("metrics.listener", True, "a test cluster serves no metrics endpoint"))
+
+
+def _warn_unserved(config: BrokerConfig, *, cluster: bool) -> None:
+    """One warning line for each endpoint set where this mode of ``serve`` has none."""
+    for key, missing_in_cluster, why in _UNSERVED:
+        if missing_in_cluster == cluster and config.value_of(key):
+            LOGGER.warning("%s=%s is not served: %s", key, config.value_of(key), why)
 
 
 def _run(main: Callable[[], Awaitable[None]]) -> int:

@@ -11,6 +11,7 @@ which ``python -m trio_broker.config.docgen`` writes from these tables.
 from .broker import BrokerConfig as BrokerConfig
 from .broker import ConfigError as ConfigError
 from .broker import Listener as Listener
+from .broker import parse_http_listener as parse_http_listener
 from .broker import parse_ip_overrides as parse_ip_overrides
 from .broker import parse_listeners as parse_listeners
 from .keys import SENSITIVE_KEYS as SENSITIVE_KEYS
@@ -24,5 +25,6 @@ from .loader import read_environment as read_environment
 from .loader import read_properties as read_properties
 
 __all__ = ["ENV_PREFIX", "SENSITIVE_KEYS", "BrokerConfig", "ConfigError", "Listener",
-           "build_config", "describe_keys", "load_config", "parse_ip_overrides", "parse_listeners",
+           "build_config", "describe_keys", "load_config", "parse_http_listener",
+           "parse_ip_overrides", "parse_listeners",
            "parse_overrides", "read_config_file", "read_environment", "read_properties"]

@@ -29,8 +29,10 @@ from .keys import (
     base_key,
     is_known,
 )
+from .listeners import HTTP_LISTENER_SCHEMES
 from .listeners import KNOWN_PROTOCOLS as KNOWN_PROTOCOLS
 from .listeners import Listener as Listener
+from .listeners import parse_http_listener as parse_http_listener
 from .listeners import parse_ip_overrides as parse_ip_overrides
 from .listeners import parse_listeners as parse_listeners
 from .listeners import parse_protocol_map as parse_protocol_map
@@ -319,6 +321,9 @@ def check_config(config: BrokerConfig) -> None:
     config.listener_list  # noqa: B018 - raises ConfigError on a bad listener
     config.advertised_listener_list  # noqa: B018
     config.per_ip_overrides  # noqa: B018
+    for key in HTTP_LISTENER_SCHEMES:
+        if value := config.value_of(key):
+            parse_http_listener(value, key)
     if not config.log_dir_list:
         raise ConfigError(f"Invalid value {config.log_dirs} for configuration log.dirs: expected "
                           "at least one directory", key="log.dirs")
@@ -349,11 +354,24 @@ def check_config(config: BrokerConfig) -> None:
         if not config.sasl_credentials_file and set(mechanisms) - {"OAUTHBEARER"}:
             raise ConfigError(f"listeners={config.listeners!r}: a SASL listener needs "
                               "sasl.credentials.file", key="listeners")
+        if "OAUTHBEARER" in mechanisms and config.sasl_oauthbearer_jwks_endpoint_url:
+            _check_jwks(config.sasl_oauthbearer_jwks_endpoint_url)
     bounds = consumer_group_bounds_error(
         {k: config.value_of(k) for k in CONSUMER_GROUP_TIMEOUT_KEYS})
     if bounds is not None:
         raise ConfigError(bounds[1], key=bounds[0])
 
+
+def _check_jwks(url: str) -> None:
+    """Read the JWKS once at start, as Kafka's validator does: a bad one fails every login."""
+    from ..security.oauthbearer import OAuthBearerError, jwks_file, read_jwks
+
+    try:
+        read_jwks(jwks_file(url))
+    except OAuthBearerError as exc:
+        raise ConfigError(f"Invalid value {url} for configuration "
+                          f"sasl.oauthbearer.jwks.endpoint.url: {exc}",
+                          key="sasl.oauthbearer.jwks.endpoint.url") from None
 
 
 # --- building from raw values ------------------------------------------------------------

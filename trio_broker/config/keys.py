@@ -101,13 +101,16 @@ _HONOURED: tuple[ConfigKey, ...] = (
        validator=AtLeast(1)),
     _h("shutdown.timeout.ms", "Grace period for in-flight requests on shutdown.", own=True,
        type_=T.LONG, default=5000, validator=AtLeast(0)),
-    _h("metrics.listener", "http://host:port serving Prometheus metrics; empty = off.", own=True,
+    _h("metrics.listener", "http://host:port serving Prometheus metrics (one broker; no host = "
+       "loopback); empty = off.", own=True,
        type_=T.STRING, default=""),
     _h("control.listener", "http://host:port of a test cluster's control endpoint (serve "
-       "--brokers N; docs/testing.md); empty = off.", own=True, type_=T.STRING, default=""),
+       "--brokers N; docs/testing.md; no host = loopback); empty = off.", own=True,
+       type_=T.STRING, default=""),
     # --- web console (docs/console.md) ----------------------------------------------------------
     _h("http.listener", "http://host:port (or https://, with ssl.certfile) of the broker's web "
-       "console; empty = off.", own=True, type_=T.STRING, default=""),
+       "console (one broker; no host = loopback); empty = off.", own=True, type_=T.STRING,
+       default=""),
     _h("http.console.enabled", "Serve the web console on http.listener. Unset: on, unless the "
        "advertised listener is SSL without SASL (no credentials to log in with).", own=True,
        type_=T.BOOLEAN, default=None),

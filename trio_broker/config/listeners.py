@@ -5,6 +5,7 @@ messages (the network layer binds what these return)."""
 from __future__ import annotations
 
 from collections.abc import Mapping
+from urllib.parse import urlsplit
 
 import attrs
 
@@ -90,3 +91,26 @@ def parse_ip_overrides(value: str) -> dict[str, int]:
                               f"{item!r}", key="max.connections.per.ip.overrides")
         out[host.strip()] = int(n)
     return out
+
+
+#: the broker's own HTTP endpoints: key -> the schemes it serves
+HTTP_LISTENER_SCHEMES = {"http.listener": ("http", "https"), "metrics.listener": ("http",),
+                         "control.listener": ("http",)}
+
+
+def parse_http_listener(value: str, key: str = "http.listener") -> tuple[str, str, int]:
+    """``[scheme://][host]:port`` of one of the broker's HTTP endpoints -> (scheme, host, port).
+
+    No host means loopback: these endpoints are off unless set, and reach no further than the
+    machine unless a host says so. A bad value is a ConfigError naming ``key``.
+    """
+    schemes = HTTP_LISTENER_SCHEMES[key]
+    url = urlsplit(value if "://" in value else f"http://{value}")
+    try:
+        port = url.port
+    except ValueError:
+        port = None
+    if url.scheme not in schemes or port is None or url.path.strip("/") or url.query:
+        expected = " or ".join(f"{scheme}://host:port" for scheme in schemes)
+        raise ConfigError(f"{key}={value!r}: expected {expected}", key)
+    return url.scheme, url.hostname or "127.0.0.1", port

@@ -29,6 +29,8 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
+from ..config import parse_http_listener
+
 LOGGER = logging.getLogger("trio_broker.http.control")
 
 
@@ -142,20 +144,11 @@ def build_control_app(cluster: ClusterControls) -> Starlette:
     ])
 
 
-def control_address(listener: str) -> tuple[str, int]:
-    """``http://HOST:PORT`` -> (host, port); no host means loopback."""
-    scheme, sep, rest = listener.partition("://")
-    if not sep or scheme != "http":
-        raise ValueError(f"control.listener must be http://HOST:PORT, not {listener!r}")
-    host, _, port = rest.rstrip("/").rpartition(":")
-    return host.strip("[]") or "127.0.0.1", int(port)
-
-
 async def serve_control(listener: str, cluster: ClusterControls, *,
                         task_status: trio.TaskStatus[tuple[str, int]]
                         = trio.TASK_STATUS_IGNORED) -> None:
     """Serve the control endpoint until cancelled; reports its bound (host, port)."""
-    host, port = control_address(listener)
+    _, host, port = parse_http_listener(listener, "control.listener")
     config = HypercornConfig()
     config.bind = [f"[{host}]:{port}" if ":" in host else f"{host}:{port}"]
     config.accesslog = None

@@ -14,29 +14,15 @@ from __future__ import annotations
 import ipaddress
 import ssl
 from typing import Any
-from urllib.parse import urlsplit
 
 import attrs
 
-from ..config import BrokerConfig, ConfigError
+from ..config import BrokerConfig, ConfigError, parse_http_listener
 
 #: SASL mechanisms in the order the login page offers them: PLAIN first, because it logs in any
 #: stored user (the broker checks it against whichever SCRAM credential the user has)
 _MECHANISM_ORDER = ("PLAIN", "SCRAM-SHA-512", "SCRAM-SHA-256")
 
-
-def parse_http_listener(value: str) -> tuple[str, str, int]:
-    """``http://host:port`` or ``https://host:port`` -> (scheme, host, port)."""
-    url = urlsplit(value if "://" in value else f"http://{value}")
-    try:
-        port = url.port
-    except ValueError:
-        port = None
-    if url.scheme not in ("http", "https") or not url.hostname or port is None or url.path.strip(
-            "/"):
-        raise ConfigError(f"http.listener={value!r}: expected http://host:port or "
-                          "https://host:port", "http.listener")
-    return url.scheme, url.hostname, port
 
 
 def is_loopback(host: str) -> bool:

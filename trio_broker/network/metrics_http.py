@@ -14,11 +14,10 @@ from __future__ import annotations
 
 import logging
 from typing import NamedTuple
-from urllib.parse import urlsplit
 
 import trio
 
-from ..config import ConfigError
+from ..config import parse_http_listener
 from ..metrics import BrokerMetrics
 
 LOGGER = logging.getLogger(__name__)
@@ -33,13 +32,6 @@ class HttpAnswer(NamedTuple):
     status: int
     content_type: str
     body: bytes
-
-
-def parse_metrics_listener(value: str) -> tuple[str, int]:
-    url = urlsplit(value if "://" in value else f"http://{value}")
-    if url.scheme != "http" or not url.hostname or url.port is None:
-        raise ConfigError(f"metrics.listener={value!r}: expected http://host:port")
-    return url.hostname, url.port
 
 
 def metrics_response(path: str, metrics: BrokerMetrics) -> HttpAnswer | None:
@@ -60,7 +52,7 @@ def metrics_response(path: str, metrics: BrokerMetrics) -> HttpAnswer | None:
 async def serve_metrics(listener: str, metrics: BrokerMetrics, *,
                         task_status: trio.TaskStatus[tuple[str, int]] = trio.TASK_STATUS_IGNORED,
                         ) -> None:
-    host, port = parse_metrics_listener(listener)
+    _, host, port = parse_http_listener(listener, "metrics.listener")
     listeners = await trio.open_tcp_listeners(port, host=host)
     host, port = listeners[0].socket.getsockname()[:2]
     LOGGER.info("metrics on http://%s:%d/metrics", host, port)
@@ -101,5 +93,4 @@ async def _handle(stream: trio.abc.Stream, metrics: BrokerMetrics) -> None:
             pass
 
 
-__all__ = ["PATHS", "HttpAnswer", "metrics_response", "parse_metrics_listener",
-           "serve_metrics"]
+__all__ = ["PATHS", "HttpAnswer", "metrics_response", "serve_metrics"]

@@ -48,13 +48,32 @@ class OAuthSettings:
 
     @property
     def jwks_path(self) -> Path | None:
-        if not self.jwks_url:
-            return None
-        parsed = urlparse(self.jwks_url)
-        if parsed.scheme != "file":
-            raise OAuthBearerError("sasl.oauthbearer.jwks.endpoint.url: only file: URLs are "
-                                   "read (no HTTP client in the broker)")
-        return Path(unquote(parsed.path))
+        return jwks_file(self.jwks_url) if self.jwks_url else None
+
+
+def jwks_file(url: str) -> Path:
+    """The file a ``sasl.oauthbearer.jwks.endpoint.url`` names (``file:`` URLs only)."""
+    parsed = urlparse(url)
+    if parsed.scheme != "file":
+        raise OAuthBearerError("only file: URLs are read (the broker has no HTTP client)")
+    return Path(unquote(parsed.path))
+
+
+def read_jwks(path: Path) -> dict[str | None, Any]:
+    """The RSA public keys of a JWKS file by ``kid``; a set without one is refused."""
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+        keys: dict[str | None, Any] = {}
+        for jwk in doc.get("keys", []) if isinstance(doc, dict) else ():
+            if jwk.get("kty") == "RSA":
+                numbers = rsa.RSAPublicNumbers(int.from_bytes(_b64(jwk["e"]), "big"),
+                                               int.from_bytes(_b64(jwk["n"]), "big"))
+                keys[jwk.get("kid")] = numbers.public_key()
+    except (OSError, ValueError, KeyError, AttributeError, TypeError) as exc:
+        raise OAuthBearerError(f"The JWKS cannot be read: {exc}") from None
+    if not keys:
+        raise OAuthBearerError(f"The JWKS {path} holds no RSA key")
+    return keys
 
 
 def parse_client_message(token: bytes) -> tuple[str | None, str]:
@@ -135,20 +154,14 @@ class OAuthBearerValidator:
         return sub, int(exp * 1000)
 
     def _keys(self, path: Path) -> dict[str | None, Any]:
+        """The set's keys, read again whenever the file is replaced or changed."""
         try:
             st = path.stat()
-            version = (st.st_ino, st.st_mtime_ns)
-            if self._jwks is None or self._jwks[0] != version:
-                doc = json.loads(path.read_text(encoding="utf-8"))
-                keys: dict[str | None, Any] = {}
-                for jwk in doc.get("keys", []):
-                    if jwk.get("kty") == "RSA":
-                        numbers = rsa.RSAPublicNumbers(int.from_bytes(_b64(jwk["e"]), "big"),
-                                                       int.from_bytes(_b64(jwk["n"]), "big"))
-                        keys[jwk.get("kid")] = numbers.public_key()
-                self._jwks = (version, keys)
-        except (OSError, ValueError, KeyError) as exc:
+        except OSError as exc:
             raise OAuthBearerError(f"The JWKS cannot be read: {exc}") from None
+        version = (st.st_ino, st.st_mtime_ns)
+        if self._jwks is None or self._jwks[0] != version:
+            self._jwks = (version, read_jwks(path))
         return self._jwks[1]
 
     def _verify(self, path: Path, header: dict[str, Any], signed: bytes,
