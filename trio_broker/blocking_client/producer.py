@@ -10,7 +10,8 @@ they need from a producer is Kafka's delivery semantics, kept here:
   batch it already appended as a duplicate, with the original offset.
 - **Bounded in flight**: at most ``max.in.flight.requests.per.connection`` Produce requests wait
   on a connection; each carries at most one batch per partition (Kafka's rule since Produce v3)
-  and at most ``max.request.size`` bytes. ``buffer.memory`` bounds the batches queued.
+  and at most ``max.request.size`` bytes, starting from the next partition each time (Kafka's
+  drain index: none waits behind the others). ``buffer.memory`` bounds the batches queued.
 - **Retries in order**: a retriable error or a lost connection puts the batches concerned back
   at the head of their partitions' queues, in sequence order; until a partition's retried
   batches are acknowledged it sends one batch at a time, so each partition's log receives its
@@ -233,6 +234,7 @@ class BlockingProducer:
         self._partitions: dict[TopicPartition, _Partition] = {}
         self._in_flight: dict[tuple[str, int], deque[_Request]] = {}
         self._requests = 0
+        self._drain_index = -1
         self._queued_bytes = 0
         self.idempotent = settings.idempotent
         self.producer_id = -1
@@ -350,7 +352,10 @@ class BlockingProducer:
             while len(queue) < self.settings.max_in_flight and not conn.closed:
                 batches: list[_Batch] = []
                 size = 0
-                for tp in tps:
+                # each request starts from the next partition, so that when max.request.size
+                # leaves some out, the same ones do not always wait (Kafka's drain index)
+                self._drain_index = start = (self._drain_index + 1) % len(tps)
+                for tp in tps[start:] + tps[:start]:
                     state = self._partitions[tp]
                     if not state.queue or state.queue[0].retry_at > now or (
                             state.retrying and state.in_flight):
