@@ -130,6 +130,25 @@ def test_in_flight_requests_are_bounded_and_acks_zero_is_not_answered(kafka_brok
         assert latest == {TopicPartition(topic, 0): 1201}
 
 
+def test_batches_sent_together_share_a_request_per_leader(kafka_broker, unique_topic):
+    topic = kafka_broker.create_topic(unique_topic("together"), 3)
+    with BlockingClient(kafka_broker.bootstrap_servers) as client:
+        producer = BlockingProducer(client, ProducerSettings.from_config(
+            {"max.request.size": "3000"}))
+        # two batches per partition; a request takes at most one batch per partition (Produce
+        # allows no more) and 2 of 1,100 bytes each (3 do not fit max.request.size); each
+        # request starts from the next partition, so the one left out goes first next time
+        producer.send_all([(TopicPartition(topic, i % 3), block_of([(None, b"z" * 1000)]))
+                           for i in range(6)])
+        requests = [[b.tp.partition for b in r.batches]
+                    for queue in producer._in_flight.values() for r in queue]
+        assert len(requests) == 3  # one at a time would be 6 requests, without the turns 4
+        assert all(len(set(partitions)) == 2 for partitions in requests)
+        producer.flush()
+        assert client.list_offsets({TopicPartition(topic, p): -1 for p in range(3)}) == {
+            TopicPartition(topic, p): 2 for p in range(3)}
+
+
 def test_errors_a_retry_cannot_clear_name_the_partition(kafka_broker, unique_topic):
     topic = kafka_broker.create_topic(unique_topic("big"), 1, {"max.message.bytes": "2000"})
     tp = TopicPartition(topic, 0)

@@ -77,6 +77,24 @@ def test_unfilled_batches_wait_for_more_rows_until_linger() -> None:
     assert len(impatient.add(rows)) == 3
 
 
+def test_full_batches_leave_while_each_partitions_tail_waits_for_the_next_input() -> None:
+    rows, expected = _rows(seed=9, n=2400, partitions=5)
+    encoder = BatchEncoder(batch_size=30_000, linger_ms=60_000, max_request_size=1 << 21)
+    batches = []
+    for first in range(0, 2400, 300):  # eight inputs, as a task's Arrow batches arrive
+        batches += encoder.add(rows.take(np.arange(first, first + 300)))
+    left = encoder.drain()
+    assert 0 < len(left) <= 5  # at most one waiting batch per partition
+    assert len(batches) > 10  # filled batches left before the input ended
+    # filled batches hold at least most of batch.size (a record may not have fitted)
+    assert all(block.size > 30_000 - 9300 for _, block in batches)
+    decoded = _decoded(batches + left)
+    assert sorted(decoded, key=lambda r: r[0]) == sorted(expected, key=lambda r: r[0])
+    for partition in range(5):  # each partition's records in input order, across inputs
+        assert [r for r in decoded if r[0] == partition] == [
+            r for r in expected if r[0] == partition]
+
+
 def test_a_record_larger_than_max_request_size_is_refused() -> None:
     rows, _ = _rows(seed=1, n=50, partitions=1)
     encoder = BatchEncoder(batch_size=16384, linger_ms=0, max_request_size=5000)
@@ -98,7 +116,7 @@ def test_murmur2_partitions_match_javas_partitioner() -> None:
     sliced = pa.array(keys, pa.binary()).slice(17, 100)
     assert murmur2_partitions(sliced, 5).tolist() == [partition_for_key(k, 5)
                                                        for k in keys[17:117]]
-    for size in (0, 1, 4, 7, 8, 13, 64):  # keys of one size take the reshape path
+    for size in (0, 1, 2, 3, 4, 6, 7, 8, 13, 64):  # keys of one size: the reshape path
         same = [rng.randbytes(size) for _ in range(300)]
         array = pa.array(same, pa.binary())
         assert murmur2_partitions(array, 7).tolist() == [partition_for_key(k, 7) for k in same]

@@ -139,6 +139,17 @@ def test_mistakes_are_refused_before_any_job(spark: Any, kafka_broker: Any, sele
     assert spark.sparkContext.statusTracker().getJobIdsForGroup(group) == []
 
 
+def test_batch_size_is_the_sinks_256_kib_unless_given() -> None:
+    from trio_broker.spark.sink import parse_sink_options
+
+    default = parse_sink_options({"kafka.bootstrap.servers": "127.0.0.1:9092", "topic": "t"})
+    assert default.producer_settings().batch_size == 262144
+    given = parse_sink_options({"kafka.bootstrap.servers": "127.0.0.1:9092", "topic": "t",
+                                "kafka.batch.size": "16384", "kafka.linger.ms": "0"})
+    assert (given.producer_settings().batch_size, given.producer_settings().linger_ms) == (
+        16384, 0)
+
+
 def test_save_modes(spark: Any, kafka_broker: Any, unique_topic: Any) -> None:
     topic = kafka_broker.create_topic(unique_topic("modes"), 1)
     df = spark.range(2).selectExpr("'v' AS value")

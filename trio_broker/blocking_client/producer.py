@@ -10,7 +10,8 @@ they need from a producer is Kafka's delivery semantics, kept here:
   batch it already appended as a duplicate, with the original offset.
 - **Bounded in flight**: at most ``max.in.flight.requests.per.connection`` Produce requests wait
   on a connection; each carries at most one batch per partition (Kafka's rule since Produce v3)
-  and at most ``max.request.size`` bytes. ``buffer.memory`` bounds the batches queued.
+  and at most ``max.request.size`` bytes, starting from the next partition each time (Kafka's
+  drain index: none waits behind the others). ``buffer.memory`` bounds the batches queued.
 - **Retries in order**: a retriable error or a lost connection puts the batches concerned back
   at the head of their partitions' queues, in sequence order; until a partition's retried
   batches are acknowledged it sends one batch at a time, so each partition's log receives its
@@ -25,7 +26,7 @@ from __future__ import annotations
 import logging
 import time
 from collections import deque
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -177,7 +178,7 @@ class _Batch:
         self.block = block
         self.order = order  # position in its partition: the sequence before one is assigned
         self.deadline = deadline
-        self.payload: bytes | None = None  # sealed on first send, resent as it is
+        self.payload: bytearray | None = None  # sealed on first send, resent as it is
         self.sequence = -1
         self.attempts = 0
         self.retry_at = 0.0
@@ -233,6 +234,7 @@ class BlockingProducer:
         self._partitions: dict[TopicPartition, _Partition] = {}
         self._in_flight: dict[tuple[str, int], deque[_Request]] = {}
         self._requests = 0
+        self._drain_index = -1
         self._queued_bytes = 0
         self.idempotent = settings.idempotent
         self.producer_id = -1
@@ -242,20 +244,27 @@ class BlockingProducer:
 
     def send(self, tp: TopicPartition, block: RecordBlock) -> None:
         """Queue one batch for ``tp`` and send what the in-flight bounds allow."""
+        self.send_all(((tp, block),))
+
+    def send_all(self, batches: Iterable[tuple[TopicPartition, RecordBlock]]) -> None:
+        """Queue batches (each for its partition, in order) and then send what the in-flight
+        bounds allow: batches queued together for partitions of one leader leave in one
+        request, as Kafka's sender drains every ready partition of a node at once."""
         limit = self.settings.max_request_size
-        if block.size > limit:
-            raise error_for(ErrorCode.MESSAGE_TOO_LARGE,
-                            f"The message is {block.size} bytes when serialized which is larger "
-                            f"than {limit}, which is the value of the max.request.size "
-                            "configuration.")
-        tp = TopicPartition(*tp)
-        state = self._partitions.get(tp)
-        if state is None:
-            state = self._partitions[tp] = _Partition()
         deadline = time.monotonic() + self.settings.delivery_timeout_ms / 1000
-        state.queue.append(_Batch(tp, block, state.next_order, deadline))
-        state.next_order += 1
-        self._queued_bytes += block.size
+        for tp, block in batches:
+            if block.size > limit:
+                raise error_for(ErrorCode.MESSAGE_TOO_LARGE,
+                                f"The message is {block.size} bytes when serialized which is "
+                                f"larger than {limit}, which is the value of the "
+                                "max.request.size configuration.")
+            tp = TopicPartition(*tp)
+            state = self._partitions.get(tp)
+            if state is None:
+                state = self._partitions[tp] = _Partition()
+            state.queue.append(_Batch(tp, block, state.next_order, deadline))
+            state.next_order += 1
+            self._queued_bytes += block.size
         self._collect_arrived()
         self._send_ready()
         while self._queued_bytes > self.settings.buffer_memory:  # buffer.memory: wait
@@ -303,7 +312,7 @@ class BlockingProducer:
         self.producer_id, self.producer_epoch = producer_id, epoch
         LOGGER.debug("producer id %d epoch %d", producer_id, epoch)
 
-    def _seal(self, batch: _Batch, state: _Partition) -> bytes:
+    def _seal(self, batch: _Batch, state: _Partition) -> bytearray:
         if batch.payload is None:
             if self.idempotent:
                 batch.sequence = state.next_sequence
@@ -343,7 +352,10 @@ class BlockingProducer:
             while len(queue) < self.settings.max_in_flight and not conn.closed:
                 batches: list[_Batch] = []
                 size = 0
-                for tp in tps:
+                # each request starts from the next partition, so that when max.request.size
+                # leaves some out, the same ones do not always wait (Kafka's drain index)
+                self._drain_index = start = (self._drain_index + 1) % len(tps)
+                for tp in tps[start:] + tps[:start]:
                     state = self._partitions[tp]
                     if not state.queue or state.queue[0].retry_at > now or (
                             state.retrying and state.in_flight):

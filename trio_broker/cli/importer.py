@@ -52,7 +52,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="Spark master URL (default: local[*]; e.g. spark://host:7077)")
     parser.add_argument("--producer-property", action="append", default=[], metavar="KEY=VALUE",
                         help="Kafka producer setting, e.g. compression.type=zstd, acks=1, "
-                             "linger.ms=10, batch.size=262144 (repeatable)")
+                             "linger.ms=10, batch.size=16384 (repeatable)")
     add_client_config_arguments(parser)
 
 

@@ -63,9 +63,10 @@ class RecordBlock(NamedTuple):
 
 def seal_batch(block: RecordBlock, *, compression: Compression = Compression.NONE,
                producer_id: int = -1, producer_epoch: int = -1, base_sequence: int = -1,
-               is_transactional: bool = False) -> bytes:
+               is_transactional: bool = False) -> bytearray:
     """The whole batch for ``block``: the records compressed as one block, then the header with
-    the producer's id, epoch and sequence and the CRC over all of it."""
+    the producer's id, epoch and sequence and the CRC over all of it (the buffer it was built
+    in: a batch is megabytes at times, and no caller changes it)."""
     if block.num_records <= 0:
         raise ValueError("a record batch needs at least one record")
     body = bytearray(BATCH_HEADER_SIZE)
@@ -76,7 +77,7 @@ def seal_batch(block: RecordBlock, *, compression: Compression = Compression.NON
                  records_count=block.num_records, base_timestamp=block.base_timestamp,
                  max_timestamp=block.max_timestamp, producer_id=producer_id,
                  producer_epoch=producer_epoch, base_sequence=base_sequence)
-    return bytes(body)
+    return body
 
 
 class PartitionResult(NamedTuple):
@@ -85,8 +86,8 @@ class PartitionResult(NamedTuple):
     log_append_time: int  # -1 for CreateTime topics
 
 
-def produce_request(version: int, batches: Iterable[tuple[str, int, bytes]], *, acks: int,
-                    timeout_ms: int, transactional_id: str | None = None) -> Any:
+def produce_request(version: int, batches: Iterable[tuple[str, int, bytes | bytearray]], *,
+                    acks: int, timeout_ms: int, transactional_id: str | None = None) -> Any:
     """One Produce request carrying ``(topic, partition, batch bytes)``."""
     topics: dict[str, list[Any]] = {}
     for topic, partition, records in batches:

@@ -61,6 +61,13 @@ class SinkRows(NamedTuple):
                         None if self.headers is None else self.headers.take(index),
                         self.partition[rows], self.timestamp_ms[rows])
 
+    def slice(self, start: int, length: int) -> SinkRows:
+        """Rows ``start .. start + length`` without copying them."""
+        end = start + length
+        return SinkRows(self.key.slice(start, length), self.value.slice(start, length),
+                        None if self.headers is None else self.headers.slice(start, length),
+                        self.partition[start:end], self.timestamp_ms[start:end])
+
 
 def concat_rows(parts: Sequence[SinkRows]) -> SinkRows:
     if len(parts) == 1:
@@ -100,10 +107,9 @@ def murmur2_partitions(keys: pa.Array, num_partitions: int) -> np.ndarray:
     if n and lengths[0] <= _MURMUR_MATRIX_BYTES and (lengths == lengths[0]).all():
         # keys of one size (the common case) lie back to back: the matrix is a reshape
         size = int(lengths[0])
-        matrix = np.zeros((n, (size + 3) // 4 * 4 + 4), dtype=np.uint8)
         start = int(offsets[0])
-        matrix[:, :size] = data[start:start + n * size].reshape(n, size)
-        return (_murmur2_matrix(matrix, lengths) % num_partitions).astype(np.int32)
+        return (_murmur2_same_size(data[start:start + n * size].reshape(n, size))
+                % num_partitions).astype(np.int32)
     out = np.zeros(n, dtype=np.int64)
     short = lengths <= _MURMUR_MATRIX_BYTES
     rows = np.nonzero(short)[0]
@@ -122,6 +128,31 @@ def murmur2_partitions(keys: pa.Array, num_partitions: int) -> np.ndarray:
         start, end = int(offsets[row]), int(offsets[row + 1])
         out[row] = murmur2(bytes(data[start:end])) & 0x7FFFFFFF
     return (out % num_partitions).astype(np.int32)
+
+
+def _murmur2_same_size(keys: np.ndarray) -> np.ndarray:
+    """``toPositive(murmur2(key))`` per row of an ``(n, size)`` byte matrix: every key has the
+    same words and tail, so each step is one operation over all keys (no masks)."""
+    n, size = keys.shape
+    whole = size // 4
+    words = np.ascontiguousarray(keys[:, :whole * 4]).view("<u4")
+    h = np.full(n, _SEED ^ np.uint32(size), dtype=np.uint32)
+    with np.errstate(over="ignore"):
+        for j in range(whole):
+            k = words[:, j] * _M
+            k ^= k >> np.uint32(24)
+            k *= _M
+            h *= _M
+            h ^= k
+        tail = size & 3
+        if tail:
+            for i in reversed(range(tail)):  # bytes 2, 1, 0 of the tail, as Java's switch
+                h ^= keys[:, whole * 4 + i].astype(np.uint32) << np.uint32(8 * i)
+            h *= _M
+        h ^= h >> np.uint32(13)
+        h *= _M
+        h ^= h >> np.uint32(15)
+    return (h & np.uint32(0x7FFFFFFF)).astype(np.int64)
 
 
 def _murmur2_matrix(matrix: np.ndarray, lengths: np.ndarray) -> np.ndarray:
@@ -198,34 +229,56 @@ def _varint_size(zigzag: np.ndarray) -> np.ndarray:
     return size
 
 
-def _pack(fields: Sequence[np.ndarray], n: int) -> tuple[pa.Array, np.ndarray]:
+class _Varints(NamedTuple):
+    """One varint field of every row: zigzag values and their encoded sizes."""
+
+    zigzag: np.ndarray
+    size: np.ndarray
+
+    @classmethod
+    def of(cls, values: np.ndarray) -> _Varints:
+        zigzag = _zigzag(values)
+        return cls(zigzag, _varint_size(zigzag))
+
+
+def _pack(fields: Sequence[np.ndarray | _Varints], n: int) -> tuple[pa.Array, np.ndarray]:
     """A binary array whose row ``i`` is the varints ``fields[0][i], fields[1][i], ...``; and
-    each row's length. Every byte is written straight to its place in the data buffer."""
-    encoded = [_zigzag(f) for f in fields]
-    sizes = [_varint_size(z) for z in encoded]
-    lengths = sizes[0].copy()
-    for size in sizes[1:]:
-        lengths += size
-    offsets = np.zeros(n + 1, dtype=np.int64)
-    np.cumsum(lengths, out=offsets[1:])
-    data = np.empty(int(offsets[-1]), dtype=np.uint8)
-    position = offsets[:-1].copy()
-    for zigzag, size in zip(encoded, sizes):
-        top = int(size.max(initial=1))
-        if top == 1:  # the common case: every value fits in one byte
-            data[position] = zigzag.astype(np.uint8)
+    each row's length.
+
+    The bytes are laid out as an ``(n, widest)`` matrix, one column per byte position of each
+    field, filled a column at a time; rows whose fields are all as wide as the widest (the
+    common case) are the matrix itself, others are compressed by a mask of the bytes used."""
+    encoded = [f if isinstance(f, _Varints) else _Varints.of(f) for f in fields]
+    tops = [int(f.size.max(initial=1)) for f in encoded]
+    matrix = np.empty((n, sum(tops)), dtype=np.uint8)
+    lengths = np.zeros(n, dtype=np.int64)
+    narrow = []  # (first column, field) of fields not always at their widest
+    column = 0
+    for field, top in zip(encoded, tops):
+        lengths += field.size
+        if top == 1:  # every value fits in one byte
+            matrix[:, column] = field.zigzag
         else:
             for k in range(top):
-                byte = ((zigzag >> np.uint64(7 * k)) & np.uint64(0x7F)).astype(np.uint8)
-                byte |= np.where(size > k + 1, np.uint8(0x80), np.uint8(0))
-                active = size > k
-                if active.all():
-                    data[position + k] = byte
-                else:
-                    data[position[active] + k] = byte[active]
-        position += size
-    return (pa.Array.from_buffers(pa.binary(), n, [None, pa.py_buffer(
-        offsets.astype(np.int32)), pa.py_buffer(data)]), lengths)
+                byte = ((field.zigzag >> np.uint64(7 * k)) & np.uint64(0x7F)).astype(np.uint8)
+                if k + 1 < top:
+                    byte |= (field.size > k + 1).astype(np.uint8) << np.uint8(7)
+                matrix[:, column + k] = byte
+            if (field.size != top).any():
+                narrow.append((column, field))
+        column += top
+    if narrow:
+        used = np.ones(matrix.shape, dtype=bool)
+        for first, field in narrow:
+            for k in range(1, int(field.size.max())):
+                used[:, first + k] = field.size > k
+        data = matrix[used]
+    else:
+        data = matrix.reshape(-1)
+    offsets = np.zeros(n + 1, dtype=np.int32)
+    np.cumsum(lengths, out=offsets[1:])
+    return (pa.Array.from_buffers(pa.binary(), n, [None, pa.py_buffer(offsets),
+                                                   pa.py_buffer(data)]), lengths)
 
 
 def _lengths(array: pa.Array) -> np.ndarray:
@@ -237,8 +290,10 @@ def _lengths(array: pa.Array) -> np.ndarray:
 def _headers_suffix(headers: pa.Array | None, n: int) -> tuple[pa.Array, np.ndarray]:
     """Each row's header count and headers, as the records layout has them."""
     if headers is None or headers.null_count == n or not pc.sum(
-            headers.value_lengths()).as_py():
-        return _pack([np.zeros(n, dtype=np.int64)], n)
+            headers.value_lengths()).as_py():  # no headers: a zero count per row
+        return (pa.Array.from_buffers(pa.binary(), n, [
+            None, pa.py_buffer(np.arange(n + 1, dtype=np.int32)),
+            pa.py_buffer(np.zeros(n, dtype=np.uint8))]), np.ones(n, dtype=np.int64))
     counts = np.asarray(headers.value_lengths().fill_null(0).to_numpy(zero_copy_only=False),
                         dtype=np.int64)
     flat = headers.flatten()
@@ -292,15 +347,18 @@ class BatchEncoder:
         n = rows.num_rows
         if n == 0:
             return []
-        order = np.argsort(rows.partition, kind="stable")
-        if not (order == np.arange(n)).all():
-            rows = rows.take(order)
-        key_len, value_len = _lengths(rows.key), _lengths(rows.value)
+        # sizes first, in partition order: the cuts need them, not the records
+        partition = rows.partition
+        # a radix sort where partition numbers fit in 16 bits (numpy's stable sort for them)
+        order = np.argsort(partition.astype(np.int16) if len(partition) and int(
+            partition.max()) < 1 << 15 else partition, kind="stable")
+        key_len, value_len = _lengths(rows.key)[order], _lengths(rows.value)[order]
         suffix, suffix_len = _headers_suffix(rows.headers, n)
-        ts = rows.timestamp_ms
+        suffix_len = suffix_len[order]
+        ts = rows.timestamp_ms[order]
         # estimated sizes (Kafka's accumulator estimates too): offset deltas of two bytes and
         # timestamp deltas from the first row of each partition
-        partition = rows.partition
+        partition = rows.partition[order]
         run_starts = np.flatnonzero(np.r_[True, partition[1:] != partition[:-1]])
         run_ends = np.r_[run_starts[1:], n]
         first_ts = np.repeat(ts[run_starts], run_ends - run_starts)
@@ -317,7 +375,7 @@ class BatchEncoder:
         cumulative = np.cumsum(estimate)
         room = max(self.batch_size - BATCH_HEADER_SIZE, 0)
         starts: list[int] = []
-        waiting: list[tuple[int, int]] = []  # (index into starts, run end) of waiting batches
+        waiting: list[tuple[int, int]] = []  # (first row, run end) of each waiting batch
         now = time.monotonic()
         for run_start, run_end in zip(run_starts.tolist(), run_ends.tolist()):
             part = int(partition[run_start])
@@ -326,24 +384,38 @@ class BatchEncoder:
                 before = int(cumulative[start - 1]) if start else 0
                 end = int(np.searchsorted(cumulative, before + room, side="right"))
                 end = min(max(end, start + 1), run_end)
-                starts.append(start)
                 # room for another row like its last: wait for more rows, up to linger.ms
                 if (end == run_end and keep_tail
                         and int(cumulative[end - 1]) - before + int(estimate[end - 1]) <= room
                         and now - self._since.setdefault(part, now) < self.linger_s):
-                    waiting.append((len(starts) - 1, run_end))
+                    waiting.append((start, run_end))
                     break
+                starts.append(start)
                 start = end
             else:
                 self._since.pop(part, None)
-        batches = self._records(rows, np.asarray(starts, dtype=np.int64), key_len, value_len,
-                                suffix, suffix_len)
-        if not waiting:
-            return batches
-        self._waiting = rows.take(np.concatenate([np.arange(starts[i], end)
-                                                  for i, end in waiting]))
-        skip = {i for i, _ in waiting}
-        return [b for i, b in enumerate(batches) if i not in skip]
+        if waiting:
+            # the rows that leave first, then the waiting ones: one take, two zero-copy slices
+            # (waiting rows are encoded when their batch leaves, not now and again then)
+            stay = np.zeros(n, dtype=bool)
+            for first, end in waiting:
+                stay[first:end] = True
+            leave = np.flatnonzero(~stay)
+            rank = np.cumsum(~stay) - 1  # position of each leaving row among those leaving
+            starts = rank[np.asarray(starts, dtype=np.int64)].tolist() if starts else []
+            order = np.concatenate([order[leave], order[stay]])
+            key_len, value_len = key_len[leave], value_len[leave]
+            suffix_len = suffix_len[leave]
+        if not (order == np.arange(n)).all():
+            rows = rows.take(order)
+            suffix = suffix.take(pa.array(order, type=pa.int64()))
+        out = len(key_len)
+        if waiting:
+            self._waiting = rows.slice(out, n - out)
+        if not starts:
+            return []
+        return self._records(rows.slice(0, out), np.asarray(starts, dtype=np.int64), key_len,
+                             value_len, suffix.slice(0, out), suffix_len)
 
     def _records(self, rows: SinkRows, starts: np.ndarray, key_len: np.ndarray,
                  value_len: np.ndarray, suffix: pa.Array,
@@ -357,12 +429,14 @@ class BatchEncoder:
         base_ts = ts[starts]
         ts_delta = ts - base_ts[batch_of_row]
         max_ts = np.maximum.reduceat(ts, starts)
-        body = (1 + _varint_size(_zigzag(ts_delta)) + _varint_size(_zigzag(offset_delta))
-                + _varint_size(_zigzag(key_len)) + np.maximum(key_len, 0)
-                + _varint_size(_zigzag(value_len)) + np.maximum(value_len, 0) + suffix_len)
-        prefix, _ = _pack([body, np.zeros(n, dtype=np.int64), ts_delta, offset_delta, key_len],
-                          n)
-        middle, _ = _pack([value_len], n)
+        fields = [_Varints.of(ts_delta), _Varints.of(offset_delta), _Varints.of(key_len),
+                  _Varints.of(value_len)]
+        body = 1 + np.maximum(key_len, 0) + np.maximum(value_len, 0) + suffix_len
+        for field in fields:
+            body += field.size
+        attributes = _Varints(np.zeros(n, dtype=np.uint64), np.ones(n, dtype=np.int64))
+        prefix, _ = _pack([body, attributes, *fields[:3]], n)
+        middle, _ = _pack(fields[3:], n)
         records = pc.binary_join_element_wise(prefix, rows.key.fill_null(b""), middle,
                                               rows.value.fill_null(b""), suffix, b"")
         offsets, _ = _binary_parts(records)
