@@ -13,7 +13,8 @@ import uuid
 from collections import OrderedDict
 
 import attrs
-from crc32c import crc32c
+
+from ..protocol.crc import crc32c
 
 #: Kafka's ClientMetricsConfigs.DEFAULT_INTERVAL_MS: how often a client asks again
 PUSH_INTERVAL_MS = 5 * 60 * 1000

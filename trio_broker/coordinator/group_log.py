@@ -31,8 +31,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import crc32c
-
+from ..protocol.crc import crc32c
 from .record_file import RecordFile
 
 LOGGER = logging.getLogger(__name__)
@@ -59,7 +58,7 @@ class GroupLogError(Exception):
 
 def encode_record(record: Record) -> bytes:
     payload = json.dumps(list(record), separators=(",", ":"), ensure_ascii=False).encode()
-    return _HEAD.pack(len(payload) + 4, crc32c.crc32c(payload)) + payload
+    return _HEAD.pack(len(payload) + 4, crc32c(payload)) + payload
 
 
 def apply(state: GroupRecords, record: Record) -> None:
@@ -90,7 +89,7 @@ def replay(data: bytes) -> tuple[GroupRecords, int]:
         if length < 4 or length > MAX_RECORD_BYTES or pos + 4 + length > end:
             break
         payload = view[pos + _HEAD.size:pos + 4 + length]
-        if crc32c.crc32c(payload) != crc:
+        if crc32c(payload) != crc:
             break
         try:
             group_id, kind, sub, value = json.loads(bytes(payload))

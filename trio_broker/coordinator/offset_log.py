@@ -50,8 +50,8 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 import attrs
-import crc32c
 
+from ..protocol.crc import crc32c
 from .record_file import RecordFile
 
 LOGGER = logging.getLogger(__name__)
@@ -128,7 +128,7 @@ def encode_record(group_id: str,
         count += 1
     payload = b"".join([_KIND_GROUP.pack(kind, len(group_raw)), group_raw, _U32.pack(count),
                         *parts])
-    return _HEAD.pack(len(payload) + 4, crc32c.crc32c(payload)) + payload
+    return _HEAD.pack(len(payload) + 4, crc32c(payload)) + payload
 
 
 def _decode_payload(payload: memoryview, state: OffsetState) -> None:
@@ -189,7 +189,7 @@ def replay(data: bytes) -> tuple[OffsetState, int]:
         if length < 4 or length > MAX_RECORD_BYTES or pos + 4 + length > end:
             break
         payload = view[pos + _HEAD.size:pos + 4 + length]
-        if crc32c.crc32c(payload) != crc:
+        if crc32c(payload) != crc:
             break
         try:
             _decode_payload(payload, state)

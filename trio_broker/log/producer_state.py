@@ -33,9 +33,9 @@ from pathlib import Path
 from typing import NamedTuple
 
 import attrs
-from crc32c import crc32c
 
 from ..protocol.batch import BatchHeader
+from ..protocol.crc import crc32c
 from ..protocol.errors import InvalidRecordError
 from ._files import atomic_write
 from .errors import (

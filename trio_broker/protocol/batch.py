@@ -35,9 +35,9 @@ import struct
 from collections.abc import Iterator
 
 import attrs
-from crc32c import crc32c
 
 from .compression import Buffer, Compression
+from .crc import crc32c
 from .errors import (
     CorruptRecordError,
     InvalidRecordError,
