@@ -8,6 +8,12 @@ records; a torn tail is cut off on open; and the live state is rewritten (temp f
 rename, directory fsync) when the file has grown past twice its live size. Subclasses give the
 magic header, the file names, the replay and the records of a live state.
 
+A new file's header is written without an fsync: a file that is missing or shorter than its
+header opens as an empty one, so a crash before the first record loses nothing. Its directory
+entry (and the directory's, in the log dir) is fsynced together with the first record, before
+that record's request is answered; a broker with an empty log dir thus starts without waiting
+on the disk.
+
 Plain synchronous code run in worker threads; every call holds one lock, since ``close()`` may
 come from the event loop while a write runs.
 """
@@ -47,6 +53,8 @@ class RecordFile(Generic[State]):
         self._size_after_compaction = 0
         #: bytes cut off a torn tail by the last ``open`` (for logs and tests)
         self.truncated_bytes = 0
+        #: a new file whose directory entries are not yet known durable (the first append syncs)
+        self._entry_unsynced = False
 
     # --- what a subclass gives -------------------------------------------------------------
 
@@ -83,7 +91,8 @@ class RecordFile(Generic[State]):
             if tmp.exists():  # a compaction that did not reach its rename: the old file is whole
                 tmp.unlink()
             if not self.path.exists() or self.path.stat().st_size < len(self.MAGIC):
-                self._write_new(self.path, [self.MAGIC])
+                self.path.write_bytes(self.MAGIC)  # no fsync: missing or short means empty
+                self._entry_unsynced = True
                 state, valid = self.replay(self.MAGIC)
             else:
                 data = self.path.read_bytes()
@@ -117,6 +126,9 @@ class RecordFile(Generic[State]):
             size = self._write_new(tmp, [self.MAGIC, *self.live_records(state)])
             os.replace(tmp, self.path)
             fsync_dir(self.directory)
+            if self._entry_unsynced:
+                fsync_dir(self.directory.parent)
+                self._entry_unsynced = False
             f.close()
             self._file = open(self.path, "ab")  # noqa: SIM115
             LOGGER.info("%s %s compacted from %d to %d bytes", self.WHAT, self.path, self._size,
@@ -144,6 +156,10 @@ class RecordFile(Generic[State]):
             f.write(data)
             f.flush()
             os.fsync(f.fileno())
+            if self._entry_unsynced:  # the file's first record: its name must survive too
+                fsync_dir(self.directory)
+                fsync_dir(self.directory.parent)
+                self._entry_unsynced = False
         except OSError:
             # Unacknowledged bytes must not stay in front of later records: cut them off.
             self._truncate_to_known_size()

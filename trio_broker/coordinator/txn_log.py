@@ -23,8 +23,8 @@ import threading
 from collections.abc import Iterable
 from pathlib import Path
 
-from crc32c import crc32c
-
+from ..protocol.crc import crc32c
+from .record_file import fsync_dir
 from .txn_metadata import TransactionMetadata, TxnState
 
 LOGGER = logging.getLogger(__name__)
@@ -72,6 +72,7 @@ class TransactionLog:
         self.compact_bytes = compact_bytes
         self._fd: int | None = None
         self._size = 0
+        self._entry_unsynced = False
         self._lock = threading.Lock()
 
     def open(self) -> dict[str, TransactionMetadata]:
@@ -86,8 +87,12 @@ class TransactionLog:
             LOGGER.warning("cutting %d bytes of torn transaction records from %s",
                            len(data) - good, self.path)
         self._fd = os.open(self.path, os.O_WRONLY | os.O_CREAT, 0o644)
-        os.ftruncate(self._fd, good)
-        os.fsync(self._fd)
+        if good < len(data):
+            os.ftruncate(self._fd, good)
+            os.fsync(self._fd)
+        # A new (empty) file needs no fsync to open: a missing file reads as an empty one. Its
+        # directory entry is made durable with the first record (``append``).
+        self._entry_unsynced = not data
         self._size = good
         return states
 
@@ -102,6 +107,10 @@ class TransactionLog:
                 view = view[written:]
                 self._size += written
             os.fsync(fd)
+            if self._entry_unsynced:
+                fsync_dir(self.directory)
+                fsync_dir(self.directory.parent)
+                self._entry_unsynced = False
 
     def should_compact(self) -> bool:
         return self._size > self.compact_bytes
