@@ -27,8 +27,8 @@ from __future__ import annotations
 import logging
 import uuid
 from collections.abc import Callable, Iterable, Mapping
+from typing import TYPE_CHECKING, Any
 
-import re2
 import trio
 
 from ..config import BrokerConfig
@@ -51,16 +51,26 @@ from .group_store import (
 from .reconciliation import GroupError, TopicsMetadata, build_target
 from .timers import DeadlineQueue
 
+if TYPE_CHECKING:
+    import re2
+
 LOGGER = logging.getLogger(__name__)
 
-_RE2_OPTIONS = re2.Options()
-_RE2_OPTIONS.log_errors = False
+_re2_options: Any = None
 
 
 def compile_regex(regex: str) -> re2._Regexp:
-    """Compile a subscribed regex as Kafka's ``throwIfRegularExpressionIsInvalid`` does."""
+    """Compile a subscribed regex as Kafka's ``throwIfRegularExpressionIsInvalid`` does
+    (google-re2 is imported by the first regex subscription, not by every broker's start)."""
+    global _re2_options
+    import re2
+
+    if _re2_options is None:
+        options = re2.Options()
+        options.log_errors = False
+        _re2_options = options
     try:
-        return re2.compile(regex, _RE2_OPTIONS)
+        return re2.compile(regex, _re2_options)
     except re2.error as exc:
         detail = exc.args[0].decode() if exc.args and isinstance(exc.args[0], bytes) else exc
         raise GroupError(ErrorCode.INVALID_REGULAR_EXPRESSION,

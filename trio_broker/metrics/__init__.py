@@ -15,7 +15,6 @@ broker adds (``add_collector``).
 
 from __future__ import annotations
 
-import importlib.metadata
 import platform
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
@@ -29,7 +28,7 @@ from prometheus_client import (
     PlatformCollector,
     ProcessCollector,
 )
-from prometheus_client.core import Metric
+from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.exposition import generate_latest
 from prometheus_client.registry import Collector
 
@@ -151,9 +150,7 @@ class BrokerMetrics:
               registry=r).set_function(lambda: self.broker_state)
         #: whether the broker serves (``/ready``) and, when it does not, why
         self.readiness: Callable[[], tuple[bool, str]] = lambda: (False, "starting")
-        info = Gauge("trio_broker_build_info", "The broker's version, as labels (always 1).",
-                     ["version", "python_version", "trio_version"], registry=r)
-        info.labels(_version(), platform.python_version(), trio.__version__).set(1)
+        r.register(_BuildInfo())
         ProcessCollector(registry=r)
         PlatformCollector(registry=r)
         r.register(_Collect(GC_COLLECTOR.collect))
@@ -175,8 +172,32 @@ class BrokerMetrics:
         return generate_latest(self.registry)
 
 
+class _BuildInfo(Collector):
+    """``trio_broker_build_info``: read at the first scrape, as reading the installed version
+    (``importlib.metadata``: tens of milliseconds to import) would lengthen every start."""
+
+    _NAME = "trio_broker_build_info"
+    _DOC = "The broker's version, as labels (always 1)."
+    _LABELS = ("version", "python_version", "trio_version")
+
+    def __init__(self) -> None:
+        self._values: list[str] | None = None
+
+    def describe(self) -> Iterable[Metric]:
+        return [GaugeMetricFamily(self._NAME, self._DOC, labels=self._LABELS)]
+
+    def collect(self) -> Iterable[Metric]:
+        if self._values is None:
+            self._values = [_version(), platform.python_version(), trio.__version__]
+        family = GaugeMetricFamily(self._NAME, self._DOC, labels=self._LABELS)
+        family.add_metric(self._values, 1)
+        return [family]
+
+
 def _version() -> str:
     """The installed package's version (the package's own face is above this layer)."""
+    import importlib.metadata
+
     try:
         return importlib.metadata.version("trio-broker")
     except importlib.metadata.PackageNotFoundError:  # run from a source tree, not installed

@@ -23,12 +23,10 @@ from typing import Any
 from urllib.parse import unquote, urlparse
 
 import attrs
-from cryptography.exceptions import InvalidSignature
-from cryptography.hazmat.primitives import hashes
-from cryptography.hazmat.primitives.asymmetric import padding, rsa
 
-_HASHES: dict[str, type[hashes.HashAlgorithm]] = {
-    "RS256": hashes.SHA256, "RS384": hashes.SHA384, "RS512": hashes.SHA512}
+# cryptography (about 10 ms to import) is imported when a signed token or a JWKS is first
+# read, not by every broker that merely could offer OAUTHBEARER.
+_HASHES = {"RS256": "SHA256", "RS384": "SHA384", "RS512": "SHA512"}
 
 
 class OAuthBearerError(Exception):
@@ -61,6 +59,8 @@ def jwks_file(url: str) -> Path:
 
 def read_jwks(path: Path) -> dict[str | None, Any]:
     """The RSA public keys of a JWKS file by ``kid``; a set without one is refused."""
+    from cryptography.hazmat.primitives.asymmetric import rsa
+
     try:
         doc = json.loads(path.read_text(encoding="utf-8"))
         keys: dict[str | None, Any] = {}
@@ -166,14 +166,19 @@ class OAuthBearerValidator:
 
     def _verify(self, path: Path, header: dict[str, Any], signed: bytes,
                 signature: bytes) -> None:
-        algorithm = _HASHES.get(str(header.get("alg")))
-        if algorithm is None:
+        hash_name = _HASHES.get(str(header.get("alg")))
+        if hash_name is None:
             raise OAuthBearerError(f"Unsupported token algorithm {header.get('alg')!r}")
         keys = self._keys(path)
         key = keys.get(header.get("kid")) if header.get("kid") in keys else (
             next(iter(keys.values())) if len(keys) == 1 and "kid" not in header else None)
         if key is None:
             raise OAuthBearerError("No key of the JWKS matches the token's kid")
+        from cryptography.exceptions import InvalidSignature
+        from cryptography.hazmat.primitives import hashes
+        from cryptography.hazmat.primitives.asymmetric import padding
+
+        algorithm: type[hashes.HashAlgorithm] = getattr(hashes, hash_name)
         try:
             key.verify(signature, signed, padding.PKCS1v15(), algorithm())
         except InvalidSignature:
