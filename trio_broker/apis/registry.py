@@ -5,6 +5,12 @@ advertises exactly the keys found here (intersected with ``SUPPORTED_VERSIONS``)
 module is imported by name and every entry is checked by mypy against ``Handler``; nothing
 registers itself on import and nothing is optional. ApiVersions lives here because its answer is
 this table (Kafka's ``ApiVersionManager``).
+
+Why some entries are loaders: the admin, config, ACL, quota, cluster, SCRAM, telemetry and
+KIP-848 APIs are not on the path of a producer or a consumer, and importing their modules (and
+what only they use) is a noticeable part of a broker's start. Each such entry is a function that
+imports its handler on the first request of its API (``OnFirstUse``); mypy still checks each
+loader's handler against ``Handler``.
 """
 
 from __future__ import annotations
@@ -15,12 +21,6 @@ from ..protocol.api_keys import SUPPORTED_VERSIONS, ApiKey, VersionRange
 from ..protocol.errors import ErrorCode
 from ..protocol.messages import response_type
 from . import (
-    acls,
-    admin,
-    cluster,
-    configs,
-    consumer_groups,
-    describe,
     fetch,
     groups,
     init_producer_id,
@@ -29,17 +29,112 @@ from . import (
     metadata,
     offsets,
     produce,
-    quotas,
-    records,
     sasl,
-    scram,
-    telemetry,
     transactions,
 )
 from .bodies import ApiVersionsRequest, RequestBody, Struct
 from .context import HandlerContext, HandlerResult
 
 Handler = Callable[[HandlerContext, RequestBody], Awaitable[HandlerResult]]
+
+
+Loader = Callable[[], dict[int, Handler]]
+
+
+class OnFirstUse:
+    """``key``'s handler, from the table ``load`` imports when ``key`` is first requested."""
+
+    def __init__(self, key: ApiKey, load: Loader) -> None:
+        self.key = key
+        self._load = load
+        self._handler: Handler | None = None
+
+    def resolve(self) -> Handler:
+        if self._handler is None:
+            self._handler = self._load()[self.key]
+        return self._handler
+
+    async def __call__(self, ctx: HandlerContext, request: RequestBody) -> HandlerResult:
+        handler = self._handler or self.resolve()
+        return await handler(ctx, request)
+
+    def __repr__(self) -> str:
+        return f"OnFirstUse({self.key.name})"
+
+
+def _admin() -> dict[int, Handler]:
+    from . import admin
+
+    return {ApiKey.CreateTopics: admin.handle_create_topics,
+            ApiKey.DeleteTopics: admin.handle_delete_topics,
+            ApiKey.CreatePartitions: admin.handle_create_partitions}
+
+
+def _configs() -> dict[int, Handler]:
+    from . import configs
+
+    return {ApiKey.DescribeConfigs: configs.handle_describe_configs,
+            ApiKey.AlterConfigs: configs.handle_alter_configs,
+            ApiKey.IncrementalAlterConfigs: configs.handle_incremental_alter_configs}
+
+
+def _cluster() -> dict[int, Handler]:
+    from . import cluster
+
+    return {ApiKey.ElectLeaders: cluster.handle_elect_leaders,
+            ApiKey.AlterPartitionReassignments: cluster.handle_alter_partition_reassignments,
+            ApiKey.ListPartitionReassignments: cluster.handle_list_partition_reassignments,
+            ApiKey.DescribeCluster: cluster.handle_describe_cluster}
+
+
+def _acls() -> dict[int, Handler]:
+    from . import acls
+
+    return {ApiKey.DescribeAcls: acls.handle_describe_acls,
+            ApiKey.CreateAcls: acls.handle_create_acls,
+            ApiKey.DeleteAcls: acls.handle_delete_acls}
+
+
+def _quotas() -> dict[int, Handler]:
+    from . import quotas
+
+    return {ApiKey.DescribeClientQuotas: quotas.handle_describe_client_quotas,
+            ApiKey.AlterClientQuotas: quotas.handle_alter_client_quotas}
+
+
+def _scram() -> dict[int, Handler]:
+    from . import scram
+
+    return {ApiKey.DescribeUserScramCredentials: scram.handle_describe_user_scram_credentials,
+            ApiKey.AlterUserScramCredentials: scram.handle_alter_user_scram_credentials}
+
+
+def _describe() -> dict[int, Handler]:
+    from . import describe
+
+    return {ApiKey.DescribeLogDirs: describe.handle_describe_log_dirs,
+            ApiKey.DescribeProducers: describe.handle_describe_producers,
+            ApiKey.DescribeTopicPartitions: describe.handle_describe_topic_partitions}
+
+
+def _telemetry() -> dict[int, Handler]:
+    from . import telemetry
+
+    return {ApiKey.GetTelemetrySubscriptions: telemetry.handle_get_telemetry_subscriptions,
+            ApiKey.PushTelemetry: telemetry.handle_push_telemetry}
+
+
+def _records() -> dict[int, Handler]:
+    from . import records
+
+    return {ApiKey.DeleteRecords: records.handle_delete_records}
+
+
+def _consumer_groups() -> dict[int, Handler]:
+    from . import consumer_groups
+
+    return {ApiKey.ConsumerGroupHeartbeat: consumer_groups.handle_consumer_group_heartbeat,
+            ApiKey.ConsumerGroupDescribe: consumer_groups.handle_consumer_group_describe}
 
 
 async def handle_api_versions(ctx: HandlerContext, request: ApiVersionsRequest) -> HandlerResult:
@@ -78,42 +173,42 @@ HANDLERS: dict[int, Handler] = {
     ApiKey.ListGroups: groups.list_groups,
     ApiKey.SaslHandshake: sasl.handle_sasl_handshake,
     ApiKey.ApiVersions: handle_api_versions,
-    ApiKey.CreateTopics: admin.handle_create_topics,
-    ApiKey.DeleteTopics: admin.handle_delete_topics,
+    ApiKey.CreateTopics: OnFirstUse(ApiKey.CreateTopics, _admin),
+    ApiKey.DeleteTopics: OnFirstUse(ApiKey.DeleteTopics, _admin),
     ApiKey.InitProducerId: init_producer_id.handle_init_producer_id,
-    ApiKey.DescribeConfigs: configs.handle_describe_configs,
-    ApiKey.AlterConfigs: configs.handle_alter_configs,
+    ApiKey.DescribeConfigs: OnFirstUse(ApiKey.DescribeConfigs, _configs),
+    ApiKey.AlterConfigs: OnFirstUse(ApiKey.AlterConfigs, _configs),
     ApiKey.SaslAuthenticate: sasl.handle_sasl_authenticate,
-    ApiKey.CreatePartitions: admin.handle_create_partitions,
+    ApiKey.CreatePartitions: OnFirstUse(ApiKey.CreatePartitions, _admin),
     ApiKey.DeleteGroups: groups.delete_groups,
     ApiKey.OffsetDelete: offsets.offset_delete,
-    ApiKey.ElectLeaders: cluster.handle_elect_leaders,
-    ApiKey.AlterPartitionReassignments: cluster.handle_alter_partition_reassignments,
-    ApiKey.ListPartitionReassignments: cluster.handle_list_partition_reassignments,
-    ApiKey.DescribeAcls: acls.handle_describe_acls,
-    ApiKey.DescribeClientQuotas: quotas.handle_describe_client_quotas,
-    ApiKey.AlterClientQuotas: quotas.handle_alter_client_quotas,
-    ApiKey.CreateAcls: acls.handle_create_acls,
-    ApiKey.DeleteAcls: acls.handle_delete_acls,
-    ApiKey.DescribeUserScramCredentials: scram.handle_describe_user_scram_credentials,
-    ApiKey.AlterUserScramCredentials: scram.handle_alter_user_scram_credentials,
-    ApiKey.DescribeCluster: cluster.handle_describe_cluster,
+    ApiKey.ElectLeaders: OnFirstUse(ApiKey.ElectLeaders, _cluster),
+    ApiKey.AlterPartitionReassignments: OnFirstUse(ApiKey.AlterPartitionReassignments, _cluster),
+    ApiKey.ListPartitionReassignments: OnFirstUse(ApiKey.ListPartitionReassignments, _cluster),
+    ApiKey.DescribeAcls: OnFirstUse(ApiKey.DescribeAcls, _acls),
+    ApiKey.DescribeClientQuotas: OnFirstUse(ApiKey.DescribeClientQuotas, _quotas),
+    ApiKey.AlterClientQuotas: OnFirstUse(ApiKey.AlterClientQuotas, _quotas),
+    ApiKey.CreateAcls: OnFirstUse(ApiKey.CreateAcls, _acls),
+    ApiKey.DeleteAcls: OnFirstUse(ApiKey.DeleteAcls, _acls),
+    ApiKey.DescribeUserScramCredentials: OnFirstUse(ApiKey.DescribeUserScramCredentials, _scram),
+    ApiKey.AlterUserScramCredentials: OnFirstUse(ApiKey.AlterUserScramCredentials, _scram),
+    ApiKey.DescribeCluster: OnFirstUse(ApiKey.DescribeCluster, _cluster),
     ApiKey.OffsetForLeaderEpoch: leader_epochs.handle_offset_for_leader_epoch,
-    ApiKey.DescribeLogDirs: describe.handle_describe_log_dirs,
-    ApiKey.DescribeProducers: describe.handle_describe_producers,
-    ApiKey.GetTelemetrySubscriptions: telemetry.handle_get_telemetry_subscriptions,
-    ApiKey.PushTelemetry: telemetry.handle_push_telemetry,
-    ApiKey.DescribeTopicPartitions: describe.handle_describe_topic_partitions,
-    ApiKey.IncrementalAlterConfigs: configs.handle_incremental_alter_configs,
+    ApiKey.DescribeLogDirs: OnFirstUse(ApiKey.DescribeLogDirs, _describe),
+    ApiKey.DescribeProducers: OnFirstUse(ApiKey.DescribeProducers, _describe),
+    ApiKey.GetTelemetrySubscriptions: OnFirstUse(ApiKey.GetTelemetrySubscriptions, _telemetry),
+    ApiKey.PushTelemetry: OnFirstUse(ApiKey.PushTelemetry, _telemetry),
+    ApiKey.DescribeTopicPartitions: OnFirstUse(ApiKey.DescribeTopicPartitions, _describe),
+    ApiKey.IncrementalAlterConfigs: OnFirstUse(ApiKey.IncrementalAlterConfigs, _configs),
     ApiKey.AddPartitionsToTxn: transactions.add_partitions_to_txn,
     ApiKey.AddOffsetsToTxn: transactions.add_offsets_to_txn,
     ApiKey.EndTxn: transactions.end_txn,
     ApiKey.TxnOffsetCommit: transactions.txn_offset_commit,
     ApiKey.DescribeTransactions: transactions.describe_transactions,
     ApiKey.ListTransactions: transactions.list_transactions,
-    ApiKey.DeleteRecords: records.handle_delete_records,
-    ApiKey.ConsumerGroupHeartbeat: consumer_groups.handle_consumer_group_heartbeat,
-    ApiKey.ConsumerGroupDescribe: consumer_groups.handle_consumer_group_describe,
+    ApiKey.DeleteRecords: OnFirstUse(ApiKey.DeleteRecords, _records),
+    ApiKey.ConsumerGroupHeartbeat: OnFirstUse(ApiKey.ConsumerGroupHeartbeat, _consumer_groups),
+    ApiKey.ConsumerGroupDescribe: OnFirstUse(ApiKey.ConsumerGroupDescribe, _consumer_groups),
 }
 
 
