@@ -13,10 +13,10 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from ..protocol.messages import RequestHeader, make_response
-from ..security.sasl import SaslAuthenticator
 from .bodies import ResponseBody
 
 if TYPE_CHECKING:
+    from ..security.sasl import SaslAuthenticator
     from .state import BrokerState
 
 

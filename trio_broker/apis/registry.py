@@ -6,11 +6,11 @@ module is imported by name and every entry is checked by mypy against ``Handler`
 registers itself on import and nothing is optional. ApiVersions lives here because its answer is
 this table (Kafka's ``ApiVersionManager``).
 
-Why some entries are loaders: the admin, config, ACL, quota, cluster, SCRAM, telemetry and
-KIP-848 APIs are not on the path of a producer or a consumer, and importing their modules (and
-what only they use) is a noticeable part of a broker's start. Each such entry is a function that
-imports its handler on the first request of its API (``OnFirstUse``); mypy still checks each
-loader's handler against ``Handler``.
+Why some entries are loaders: the admin, config, ACL, quota, cluster, SASL, SCRAM, telemetry
+and KIP-848 APIs are not on the path of a producer or a consumer, and importing their modules (and
+what only they use) is a noticeable part of a broker's start. Each such entry is an
+``OnFirstUse``: its loader imports the module on the first request of the API and returns the
+module's handlers in a table that mypy checks against ``Handler``.
 """
 
 from __future__ import annotations
@@ -29,7 +29,6 @@ from . import (
     metadata,
     offsets,
     produce,
-    sasl,
     transactions,
 )
 from .bodies import ApiVersionsRequest, RequestBody, Struct
@@ -68,6 +67,13 @@ def _admin() -> dict[int, Handler]:
     return {ApiKey.CreateTopics: admin.handle_create_topics,
             ApiKey.DeleteTopics: admin.handle_delete_topics,
             ApiKey.CreatePartitions: admin.handle_create_partitions}
+
+
+def _sasl() -> dict[int, Handler]:
+    from . import sasl
+
+    return {ApiKey.SaslHandshake: sasl.handle_sasl_handshake,
+            ApiKey.SaslAuthenticate: sasl.handle_sasl_authenticate}
 
 
 def _configs() -> dict[int, Handler]:
@@ -171,14 +177,14 @@ HANDLERS: dict[int, Handler] = {
     ApiKey.SyncGroup: groups.sync_group,
     ApiKey.DescribeGroups: groups.describe_groups,
     ApiKey.ListGroups: groups.list_groups,
-    ApiKey.SaslHandshake: sasl.handle_sasl_handshake,
+    ApiKey.SaslHandshake: OnFirstUse(ApiKey.SaslHandshake, _sasl),
     ApiKey.ApiVersions: handle_api_versions,
     ApiKey.CreateTopics: OnFirstUse(ApiKey.CreateTopics, _admin),
     ApiKey.DeleteTopics: OnFirstUse(ApiKey.DeleteTopics, _admin),
     ApiKey.InitProducerId: init_producer_id.handle_init_producer_id,
     ApiKey.DescribeConfigs: OnFirstUse(ApiKey.DescribeConfigs, _configs),
     ApiKey.AlterConfigs: OnFirstUse(ApiKey.AlterConfigs, _configs),
-    ApiKey.SaslAuthenticate: sasl.handle_sasl_authenticate,
+    ApiKey.SaslAuthenticate: OnFirstUse(ApiKey.SaslAuthenticate, _sasl),
     ApiKey.CreatePartitions: OnFirstUse(ApiKey.CreatePartitions, _admin),
     ApiKey.DeleteGroups: groups.delete_groups,
     ApiKey.OffsetDelete: offsets.offset_delete,

@@ -7,14 +7,17 @@ responses meet at (the response slot), and it is all a connection task needs to 
 from __future__ import annotations
 
 import itertools
+from typing import TYPE_CHECKING
 
 import attrs
 import trio
 
 from ..config import BrokerConfig, Listener
 from ..protocol.framing import FrameDecoder
-from ..security.sasl import SaslAuthenticator
 from .request_channel import Request, Response, SendFileResponse
+
+if TYPE_CHECKING:
+    from ..security.sasl import SaslAuthenticator
 
 _connection_ids = itertools.count(1)
 

@@ -39,9 +39,9 @@ import errno
 import itertools
 import logging
 import socket
-import ssl
 import sys
 import time
+from typing import TYPE_CHECKING
 
 import trio
 
@@ -52,9 +52,6 @@ from ..protocol.api_keys import ApiKey
 from ..protocol.errors import RemoteProtocolError, UnsupportedVersionError
 from ..protocol.framing import NEED_DATA
 from ..protocol.messages import decode_request_header, peek_correlation_id
-from ..security.credentials import CredentialsError, CredentialStore
-from ..security.sasl import SaslAuthenticator, SaslSettings, SaslState, oauth_settings
-from ..security.tls import TLSConfigError, peer_principal, server_ssl_context
 from .connection import Connection, ProcessorSettings
 from .quotas import ConnectionQuotas
 from .request_channel import (
@@ -67,6 +64,11 @@ from .request_channel import (
     SendResponse,
 )
 from .send_file import send_parts
+
+if TYPE_CHECKING:
+    import ssl
+
+    from ..security.sasl import SaslSettings
 
 LOGGER = logging.getLogger(__name__)
 
@@ -178,6 +180,8 @@ class Processor:
                           self._settings.socket_request_max_bytes)
         if protocol in _SASL_PROTOCOLS:
             assert self._sasl_settings is not None
+            from ..security.sasl import SaslAuthenticator
+
             conn.sasl = SaslAuthenticator(self._sasl_settings)
             conn.decoder.max_frame_bytes = min(self._sasl_settings.max_receive_size,
                                                conn.decoder.max_frame_bytes)
@@ -223,6 +227,8 @@ class Processor:
                     LOGGER.info("closing connection %s: TLS handshake failed: %s", conn.id,
                                 exc.__cause__ or exc)
                     return "ssl_handshake_failed"
+                from ..security.tls import peer_principal
+
                 conn.principal = peer_principal(conn.stream)
                 LOGGER.debug("connection %s: TLS %s, TLS principal %s", conn.id,
                               conn.stream.version(), conn.principal)
@@ -265,6 +271,10 @@ class Processor:
                     await conn.stream.send_all(response.data)
                     bytes_out.inc(len(response.data))
                     timings.record_timings(request.header.api_key, request, time.monotonic_ns())
+                    if (sasl is not None and sasl.awaits_token
+                            and request.header.api_key == ApiKey.SaslHandshake
+                            and request.header.api_version == 0):
+                        conn.raw_sasl = True  # v0: bare tokens follow (before KIP-152)
                 elif isinstance(response, SendFileResponse):
                     try:
                         by_sendfile = await send_parts(conn.stream, response.parts)
@@ -273,10 +283,6 @@ class Processor:
                     bytes_out.inc(response.size)
                     self._metrics.sendfile_bytes.inc(by_sendfile)
                     timings.record_timings(request.header.api_key, request, time.monotonic_ns())
-                    if (sasl is not None and sasl.state is SaslState.AUTHENTICATE
-                            and request.header.api_key == ApiKey.SaslHandshake
-                            and request.header.api_version == 0):
-                        conn.raw_sasl = True
                 elif isinstance(response, NoOpResponse):
                     timings.record_timings(request.header.api_key, request, time.monotonic_ns())
                 else:
@@ -410,19 +416,28 @@ class SocketServer:
         protocols = {listener.security_protocol for listener in config.listener_list}
         ssl_context: ssl.SSLContext | None = None
         sasl_settings: SaslSettings | None = None
-        try:
-            if protocols & _TLS_PROTOCOLS:
+        # TLS and SASL are imported by the listeners that use them, not by every broker.
+        if protocols & _TLS_PROTOCOLS:
+            from ..security.tls import TLSConfigError, server_ssl_context
+
+            try:
                 ssl_context = server_ssl_context(config)
-            if protocols & _SASL_PROTOCOLS:
-                sasl_settings = SaslSettings(
-                    mechanisms=config.sasl_mechanism_list,
-                    credentials=CredentialStore(config.sasl_credentials_file or None),
-                    failed_authentication_delay_s=(
-                        config.connection_failed_authentication_delay_ms / 1000),
-                    max_receive_size=config.sasl_server_max_receive_size,
-                    reauth_ms=config.connections_max_reauth_ms, oauth=oauth_settings(config))
-        except (TLSConfigError, CredentialsError) as exc:
-            raise ConfigError(str(exc)) from None
+            except TLSConfigError as exc:
+                raise ConfigError(str(exc)) from None
+        if protocols & _SASL_PROTOCOLS:
+            from ..security.credentials import CredentialsError, CredentialStore
+            from ..security.sasl import SaslSettings, oauth_settings
+
+            try:
+                credentials = CredentialStore(config.sasl_credentials_file or None)
+            except CredentialsError as exc:
+                raise ConfigError(str(exc)) from None
+            sasl_settings = SaslSettings(
+                mechanisms=config.sasl_mechanism_list, credentials=credentials,
+                failed_authentication_delay_s=(
+                    config.connection_failed_authentication_delay_ms / 1000),
+                max_receive_size=config.sasl_server_max_receive_size,
+                reauth_ms=config.connections_max_reauth_ms, oauth=oauth_settings(config))
         settings = ProcessorSettings.from_config(config)
         self.processors = [
             Processor(i, request_channel=self.request_channel, metrics=metrics,

@@ -15,7 +15,6 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from .acl import AUTHORIZER_CLASSES, AclBinding, AclFilter, Authorizer
-from .credentials import _write_atomically
 
 LOGGER = logging.getLogger(__name__)
 
@@ -56,6 +55,8 @@ class AclStore(Authorizer):
         ordered = sorted(bindings, key=lambda b: (b.resource_type, b.name, b.pattern_type,
                                                    b.principal, b.host, b.operation,
                                                    b.permission))
+        from .credentials import _write_atomically  # its imports wait for the first write
+
         _write_atomically(self.path, {"version": _FORMAT_VERSION,
                                       "acls": [b.to_json() for b in ordered]})
         self.replace_all(bindings)

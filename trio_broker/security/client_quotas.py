@@ -22,8 +22,6 @@ import threading
 from collections.abc import Iterable
 from pathlib import Path
 
-from .credentials import _write_atomically
-
 #: the file of quotas in the first log directory
 QUOTA_FILE = "client-quotas.json"
 PRODUCER_BYTE_RATE = "producer_byte_rate"
@@ -138,6 +136,8 @@ class ClientQuotas:
                 del quotas[entity]
         if quotas == self._quotas:
             return
+        from .credentials import _write_atomically  # its imports wait for the first write
+
         _write_atomically(self.path, {"version": 1, "quotas": [
             {"entity": dict(entity), "values": values}
             for entity, values in sorted(quotas.items(), key=lambda kv: repr(kv[0]))]})

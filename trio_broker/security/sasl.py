@@ -121,6 +121,11 @@ class SaslAuthenticator:
     def failed(self) -> bool:
         return self.state is SaslState.FAILED
 
+    @property
+    def awaits_token(self) -> bool:
+        """A mechanism was chosen and its first token is expected."""
+        return self.state is SaslState.AUTHENTICATE
+
     def allows(self, api_key: int) -> bool:
         """Whether a request with ``api_key`` may be processed in the current state."""
         state = self.state
