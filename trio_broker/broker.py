@@ -33,7 +33,6 @@ from .log.cleaner_manager import LogCleaner, cleaner_settings
 from .log.offload import run_io
 from .metrics import RUNNING, SHUTTING_DOWN, BrokerMetrics
 from .network.cleaner_metrics import cleaner_metrics
-from .network.metrics_http import serve_metrics
 from .network.request_handler import RequestHandlerPool
 from .network.socket_server import SocketServer
 from .network.state_metrics import register as register_state_metrics
@@ -135,6 +134,8 @@ async def serve(config: ConfigInput = None, *,
                 await nursery.start(pool.run)
                 metrics_addr = None
                 if cfg.metrics_listener:
+                    from .network.metrics_http import serve_metrics  # only when configured
+
                     with _names_key(cfg, "metrics.listener"):
                         metrics_addr = await nursery.start(serve_metrics, cfg.metrics_listener,
                                                            metrics)

@@ -15,7 +15,8 @@ DEFERRED = ("trio_broker.apis.admin", "trio_broker.apis.configs", "trio_broker.a
             "trio_broker.apis.acls", "trio_broker.apis.quotas", "trio_broker.apis.cluster",
             "trio_broker.apis.scram", "trio_broker.apis.telemetry", "trio_broker.apis.records",
             "trio_broker.apis.consumer_groups", "trio_broker.apis.sasl",
-            "trio_broker.config.describe", "trio_broker.security.sasl",
+            "trio_broker.config.describe", "trio_broker.network.metrics_http",
+            "trio_broker.security.sasl",
             "trio_broker.security.credentials", "trio_broker.security.tls", "cryptography", "re2",
             "importlib.metadata", "crc32c")
 
