@@ -265,6 +265,10 @@ class Processor:
                     await conn.stream.send_all(response.data)
                     bytes_out.inc(len(response.data))
                     timings.record_timings(request.header.api_key, request, time.monotonic_ns())
+                    if (sasl is not None and sasl.state is SaslState.AUTHENTICATE
+                            and request.header.api_key == ApiKey.SaslHandshake
+                            and request.header.api_version == 0):
+                        conn.raw_sasl = True
                 elif isinstance(response, SendFileResponse):
                     try:
                         by_sendfile = await send_parts(conn.stream, response.parts)
@@ -273,10 +277,6 @@ class Processor:
                     bytes_out.inc(response.size)
                     self._metrics.sendfile_bytes.inc(by_sendfile)
                     timings.record_timings(request.header.api_key, request, time.monotonic_ns())
-                    if (sasl is not None and sasl.state is SaslState.AUTHENTICATE
-                            and request.header.api_key == ApiKey.SaslHandshake
-                            and request.header.api_version == 0):
-                        conn.raw_sasl = True
                 elif isinstance(response, NoOpResponse):
                     timings.record_timings(request.header.api_key, request, time.monotonic_ns())
                 else:
