@@ -19,6 +19,7 @@ PACKAGE = Path(__file__).resolve().parent.parent / "trio_broker"
 #: lowest first; the key is the first path component under trio_broker/ (a package or a
 #: module without ``.py``). Every module of the package must belong to a layer.
 LAYERS: list[tuple[str, ...]] = [
+    ("lazy_names",),  # a package's names imported on first use
     ("protocol",),  # the wire format, sans-IO
     ("client_core",),  # sans-IO client: builders, parsers, versions, bootstrap, structs
     ("client", "blocking_client"),  # the client core's two I/O drivers: Trio and sockets

@@ -13,8 +13,9 @@ The names below are imported on first use: a broker without TLS or SASL listener
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from ..lazy_names import lazy_names
 
 _LAZY = {
     "CredentialsError": "credentials",
@@ -46,14 +47,4 @@ if TYPE_CHECKING:
     from .tls import server_ssl_context as server_ssl_context
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f".{module}", __name__), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted([*globals(), *__all__])
+__getattr__, __dir__ = lazy_names(__name__, _LAZY)
