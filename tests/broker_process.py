@@ -58,6 +58,14 @@ class BrokerProcess:
                 ready.set()
         ready.set()  # it exited: start() reports its output instead of waiting
 
+    def wait_for_line(self, text: str, timeout_s: float = 10) -> str:
+        """The first output line containing ``text``, once the broker has printed it."""
+        deadline = time.monotonic() + timeout_s
+        while not (lines := [x for x in self.output if text in x]):
+            assert time.monotonic() < deadline, "".join(self.output)
+            time.sleep(0.05)
+        return lines[0]
+
     def stop(self, sig: int = signal.SIGTERM, timeout_s: float = 20) -> int:
         assert self.proc is not None
         self.proc.send_signal(sig)

@@ -208,11 +208,7 @@ def test_admin_commands_over_sasl_ssl(sasl_ssl_broker, secure_cli: Cli, unique_t
 def test_a_tool_pointed_at_the_metrics_port_says_it_is_http(tmp_path):
     broker = BrokerProcess(tmp_path / "data", "metrics.listener=http://127.0.0.1:0").start()
     try:
-        deadline = time.monotonic() + 10
-        while not any("metrics on" in x for x in broker.output):
-            assert time.monotonic() < deadline, broker.output
-            time.sleep(0.05)
-        line = next(x for x in broker.output if "metrics on" in x)
+        line = broker.wait_for_line("metrics on")
         address = line.rsplit("http://", 1)[1].split("/")[0]
         done = run_cli("topics", "list", "--bootstrap-server", address)
     finally:
@@ -267,14 +263,9 @@ def test_serve_refuses_a_bad_http_listener_in_one_line(tmp_path, brokers, key, e
 
 
 def test_serve_says_when_a_set_endpoint_is_not_served(tmp_path):
+    # start() returns once the broker listens, and the warning comes before it listens
     broker = BrokerProcess(tmp_path / "data", "control.listener=http://127.0.0.1:0").start()
-    try:
-        deadline = time.monotonic() + 10
-        while not any("listening on" in x for x in broker.output):
-            assert time.monotonic() < deadline, broker.output
-            time.sleep(0.05)
-    finally:
-        broker.kill()
+    broker.kill()
     assert [x.split(" WARNING ", 1)[1].rstrip() for x in broker.output if " WARNING " in x] == [
         "trio_broker: control.listener=http://127.0.0.1:0 is not served: only a test cluster "
         "(serve --brokers N) has it"]
