@@ -163,6 +163,11 @@ def test_errors_a_retry_cannot_clear_name_the_partition(kafka_broker, unique_top
         with pytest.raises(errors.MessageTooLargeError, match=r"larger than 1000, which is the "
                                                               r"value of the max\.request\.size"):
             small.send(tp, block_of([(None, b"x" * 2000)]))
+        # a group with one batch too large queues none of them
+        with pytest.raises(errors.MessageTooLargeError, match=r"max\.request\.size"):
+            small.send_all([(tp, block_of([(None, b"ok")])), (tp, block_of([(None, b"x" * 2000)]))])
+        small.flush()
+        assert client.list_offsets({tp: -1}) == {tp: 0}
 
 
 def test_severed_connections_still_deliver_each_batch_once_in_order(tmp_path: Path):

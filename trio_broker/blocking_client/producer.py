@@ -250,14 +250,16 @@ class BlockingProducer:
         """Queue batches (each for its partition, in order) and then send what the in-flight
         bounds allow: batches queued together for partitions of one leader leave in one
         request, as Kafka's sender drains every ready partition of a node at once."""
+        batches = list(batches)
         limit = self.settings.max_request_size
-        deadline = time.monotonic() + self.settings.delivery_timeout_ms / 1000
-        for tp, block in batches:
+        for _, block in batches:  # all or none: nothing is queued when one is too large
             if block.size > limit:
                 raise error_for(ErrorCode.MESSAGE_TOO_LARGE,
                                 f"The message is {block.size} bytes when serialized which is "
                                 f"larger than {limit}, which is the value of the "
                                 "max.request.size configuration.")
+        deadline = time.monotonic() + self.settings.delivery_timeout_ms / 1000
+        for tp, block in batches:
             tp = TopicPartition(*tp)
             state = self._partitions.get(tp)
             if state is None:
