@@ -24,6 +24,7 @@ and again whenever a topic is created or deleted.
 
 from __future__ import annotations
 
+import functools
 import logging
 import uuid
 from collections.abc import Callable, Iterable, Mapping
@@ -56,21 +57,22 @@ if TYPE_CHECKING:
 
 LOGGER = logging.getLogger(__name__)
 
-_re2_options: Any = None
+@functools.cache
+def _re2_options() -> Any:
+    import re2
+
+    options = re2.Options()
+    options.log_errors = False
+    return options
 
 
 def compile_regex(regex: str) -> re2._Regexp:
     """Compile a subscribed regex as Kafka's ``throwIfRegularExpressionIsInvalid`` does
     (google-re2 is imported by the first regex subscription, not by every broker's start)."""
-    global _re2_options
     import re2
 
-    if _re2_options is None:
-        options = re2.Options()
-        options.log_errors = False
-        _re2_options = options
     try:
-        return re2.compile(regex, _re2_options)
+        return re2.compile(regex, _re2_options())
     except re2.error as exc:
         detail = exc.args[0].decode() if exc.args and isinstance(exc.args[0], bytes) else exc
         raise GroupError(ErrorCode.INVALID_REGULAR_EXPRESSION,
