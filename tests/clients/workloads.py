@@ -143,16 +143,20 @@ def _kafka_python(pin: tuple[int, ...] | None) -> Workload:
         consumer = KafkaConsumer(bootstrap_servers=bootstrap, client_id=cid, group_id=cid,
                                  enable_auto_commit=False, auto_offset_reset="earliest",
                                  fetch_max_wait_ms=100, **pinned)
-        consumer.subscribe([topic])
-        got: list[bytes] = []
-        deadline = time.monotonic() + TIMEOUT_S
-        while len(got) < RECORDS and time.monotonic() < deadline:
-            for records in consumer.poll(timeout_ms=200).values():
-                got += [r.value for r in records]
-        assert got == _values(label)
-        consumer.commit()
-        assert consumer.committed(TopicPartition(topic, 0)) == RECORDS
-        consumer.close()
+        # closed whatever happens: a client left running after a failure reconnects in the
+        # background (with jitter from the global random module) through later tests
+        try:
+            consumer.subscribe([topic])
+            got: list[bytes] = []
+            deadline = time.monotonic() + TIMEOUT_S
+            while len(got) < RECORDS and time.monotonic() < deadline:
+                for records in consumer.poll(timeout_ms=200).values():
+                    got += [r.value for r in records]
+            assert got == _values(label), (len(got), consumer.assignment())
+            consumer.commit()
+            assert consumer.committed(TopicPartition(topic, 0)) == RECORDS
+        finally:
+            consumer.close()
         if pin is None:
             admin = KafkaAdminClient(bootstrap_servers=bootstrap, client_id=cid)
             try:
