@@ -240,10 +240,19 @@ def mock_first_produce_ms(repeats: int) -> list[float]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--seconds", type=float, default=5.0)
+    parser.add_argument("--requests-only", action="store_true",
+                        help="skip the start-up figures; measure only the request rates")
     args = parser.parse_args()
     print(f"machine: {os.cpu_count()} cores, Python {sys.version.split()[0]}, load average "
           f"{' '.join(f'{x:.2f}' for x in os.getloadavg())}")
 
+    if not args.requests_only:
+        startup_figures()
+    request_rates(args.seconds)
+
+
+def startup_figures() -> None:
+    """Process start to listening, embedded start, and the first acknowledged produce."""
     starts = []
     with tempfile.TemporaryDirectory() as data:
         for _ in range(5):
@@ -262,6 +271,9 @@ def main() -> None:
           f"(producer created -> delivery report): median {statistics.median(mock_first):.1f} ms "
           f"(min {min(mock_first):.1f}, n=20)")
 
+
+def request_rates(seconds: float) -> None:
+    """Requests/s and CPU per request of the broker and the bare Trio echo server, same run."""
     scenarios = [("1 connection, 1 in flight", 1, 1), ("1 connection, 16 pipelined", 1, 16),
                  ("4 connections, 16 pipelined each", 4, 16)]
     rows = []
@@ -275,9 +287,9 @@ def main() -> None:
         _wait_line(echo, "ready")
         try:
             for name, conns, depth in scenarios:
-                b = measure(bport, connections=conns, depth=depth, seconds=args.seconds,
+                b = measure(bport, connections=conns, depth=depth, seconds=seconds,
                             pid=broker.pid)
-                e = measure(eport, connections=conns, depth=depth, seconds=args.seconds,
+                e = measure(eport, connections=conns, depth=depth, seconds=seconds,
                             pid=echo.pid)
                 rows.append((name, b, e))
         finally:

@@ -82,4 +82,13 @@ class Connection:
             response.close()
 
 
-__all__ = ["Connection", "ProcessorSettings"]
+def peer_address(stream: trio.SocketStream) -> tuple[str, int]:
+    """(host, port) of the connection's peer; ("unknown", 0) when the socket cannot tell."""
+    try:
+        host, port = stream.socket.getpeername()[:2]
+    except OSError:
+        return "unknown", 0
+    return str(host), int(port)
+
+
+__all__ = ["Connection", "ProcessorSettings", "peer_address"]

@@ -35,8 +35,6 @@ finish what is in flight within the grace period, then everything is cancelled a
 
 from __future__ import annotations
 
-import errno
-import itertools
 import logging
 import socket
 import sys
@@ -52,7 +50,8 @@ from ..protocol.api_keys import ApiKey
 from ..protocol.errors import RemoteProtocolError, UnsupportedVersionError
 from ..protocol.framing import NEED_DATA
 from ..protocol.messages import decode_request_header, peek_correlation_id
-from .connection import Connection, ProcessorSettings
+from .acceptor import Acceptor
+from .connection import Connection, ProcessorSettings, peer_address
 from .quotas import ConnectionQuotas
 from .request_channel import (
     CloseConnectionResponse,
@@ -72,11 +71,6 @@ if TYPE_CHECKING:
 
 LOGGER = logging.getLogger(__name__)
 
-# Accept errors that mean "overloaded, try again shortly" (as trio's serve_listeners).
-ACCEPT_CAPACITY_ERRNOS = frozenset(
-    e for e in (getattr(errno, n, None) for n in ("EMFILE", "ENFILE", "ENOMEM", "ENOBUFS"))
-    if e is not None
-)
 _RECEIVE_SIZE = 65536
 #: the rest of a big frame is read in reads of up to this size (fewer loop passes per MB)
 _RECEIVE_MAX = 1 << 20
@@ -165,7 +159,7 @@ class Processor:
     async def _serve_connection(self, stream: trio.SocketStream, listener: Listener) -> None:
         """Serve one accepted connection; its quota slot was taken by the acceptor."""
         metrics = self._metrics
-        host, port = _peer(stream)
+        host, port = peer_address(stream)
         if _TCP_NOTSENT_LOWAT is not None:
             try:
                 stream.setsockopt(socket.IPPROTO_TCP, _TCP_NOTSENT_LOWAT, _NOTSENT_LOWAT)
@@ -356,51 +350,6 @@ class Processor:
                                  principal=conn.principal, sasl=sasl,
                                  sendfile=type(conn.stream) is trio.SocketStream)
         return Request(self.index, context, frame)
-
-
-def _peer(stream: trio.SocketStream) -> tuple[str, int]:
-    try:
-        host, port = stream.socket.getpeername()[:2]
-    except OSError:
-        return "unknown", 0
-    return str(host), int(port)
-
-
-class Acceptor:
-    """Accepts connections on one listener and deals them round-robin to the processors."""
-
-    def __init__(self, socket_listener: trio.SocketListener, listener: Listener, *,
-                 processors: list[Processor], quotas: ConnectionQuotas,
-                 metrics: BrokerMetrics) -> None:
-        self.socket_listener = socket_listener
-        self.listener = listener
-        self._processors = processors
-        self._quotas = quotas
-        self._metrics = metrics
-
-    async def run(self) -> None:
-        quotas = self._quotas
-        rr = itertools.cycle(self._processors)
-        async with self.socket_listener:
-            while True:
-                await quotas.wait_for_slot()
-                try:
-                    stream = await self.socket_listener.accept()
-                except OSError as exc:
-                    if exc.errno in ACCEPT_CAPACITY_ERRNOS:
-                        LOGGER.error("accept returned %s (%s); retrying in 100 ms",
-                                     errno.errorcode.get(exc.errno or 0, "?"), exc)
-                        await trio.sleep(0.1)
-                        continue
-                    raise
-                host, _ = _peer(stream)
-                if not quotas.try_acquire(host):
-                    self._metrics.connections_refused.labels("per_ip").inc()
-                    LOGGER.info("closing connection from %s: max.connections.per.ip (%d) "
-                                "reached", host, quotas.limit_for(host))
-                    await stream.aclose()
-                    continue
-                await next(rr).accept(stream, self.listener)
 
 
 class SocketServer:

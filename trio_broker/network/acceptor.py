@@ -1,0 +1,74 @@
+"""Kafka's ``Acceptor``: accepts connections on one listener, deals them to the processors.
+
+Why apart from ``socket_server.py``: it needs nothing of a processor but ``accept``, and the
+connection quotas are checked here, before a processor sees the connection (Kafka's order).
+"""
+
+from __future__ import annotations
+
+import errno
+import itertools
+import logging
+from collections.abc import Sequence
+from typing import Protocol
+
+import trio
+
+from ..config import Listener
+from ..metrics import BrokerMetrics
+from .connection import peer_address
+from .quotas import ConnectionQuotas
+
+LOGGER = logging.getLogger(__name__)
+
+# Accept errors that mean "overloaded, try again shortly" (as trio's serve_listeners).
+ACCEPT_CAPACITY_ERRNOS = frozenset(
+    e for e in (getattr(errno, n, None) for n in ("EMFILE", "ENFILE", "ENOMEM", "ENOBUFS"))
+    if e is not None
+)
+
+
+class ConnectionTaker(Protocol):
+    """What the acceptor deals connections to (a ``Processor``)."""
+
+    async def accept(self, stream: trio.SocketStream, listener: Listener) -> None: ...
+
+
+class Acceptor:
+    """Accepts connections on one listener and deals them round-robin to the processors."""
+
+    def __init__(self, socket_listener: trio.SocketListener, listener: Listener, *,
+                 processors: Sequence[ConnectionTaker], quotas: ConnectionQuotas,
+                 metrics: BrokerMetrics) -> None:
+        self.socket_listener = socket_listener
+        self.listener = listener
+        self._processors = processors
+        self._quotas = quotas
+        self._metrics = metrics
+
+    async def run(self) -> None:
+        quotas = self._quotas
+        rr = itertools.cycle(self._processors)
+        async with self.socket_listener:
+            while True:
+                await quotas.wait_for_slot()
+                try:
+                    stream = await self.socket_listener.accept()
+                except OSError as exc:
+                    if exc.errno in ACCEPT_CAPACITY_ERRNOS:
+                        LOGGER.error("accept returned %s (%s); retrying in 100 ms",
+                                     errno.errorcode.get(exc.errno or 0, "?"), exc)
+                        await trio.sleep(0.1)
+                        continue
+                    raise
+                host, _ = peer_address(stream)
+                if not quotas.try_acquire(host):
+                    self._metrics.connections_refused.labels("per_ip").inc()
+                    LOGGER.info("closing connection from %s: max.connections.per.ip (%d) "
+                                "reached", host, quotas.limit_for(host))
+                    await stream.aclose()
+                    continue
+                await next(rr).accept(stream, self.listener)
+
+
+__all__ = ["ACCEPT_CAPACITY_ERRNOS", "Acceptor", "ConnectionTaker"]
