@@ -45,6 +45,15 @@ class IdleMeter:
 
     def add_idle(self, start_ns: int, end_ns: int) -> None:
         """Count ``[start_ns, end_ns)`` as idle, spread over the slots it covers."""
+        self._add(start_ns, end_ns, 1)
+
+    def add_busy(self, start_ns: int, end_ns: int) -> None:
+        """Count ``[start_ns, end_ns)`` as one worker's work done while the workers themselves
+        were counted waiting (a request answered outside the pool's tasks): that much less
+        idle."""
+        self._add(start_ns, end_ns, -1)
+
+    def _add(self, start_ns: int, end_ns: int, sign: int) -> None:
         first, last = start_ns // SLOT_NS, (end_ns - 1) // SLOT_NS
         if last - first >= SLOTS:  # older than the window: only its last minute matters
             first = last - SLOTS + 1
@@ -55,7 +64,7 @@ class IdleMeter:
             i = first % SLOTS
             if ids[i] != first:
                 ids[i], slots[i] = first, 0
-            slots[i] += upto - start_ns
+            slots[i] += sign * (upto - start_ns)
             start_ns, first = upto, first + 1
 
     def ratio(self, now_ns: int | None = None) -> float:

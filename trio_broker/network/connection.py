@@ -39,7 +39,7 @@ class ProcessorSettings:
 class Connection:
     """One client connection: its stream, frame buffer, idle scope and the slot for its response."""
 
-    __slots__ = ("_response", "_response_ready", "client_host", "client_port", "decoder", "id",
+    __slots__ = ("_response", "_waiter", "client_host", "client_port", "decoder", "id",
                  "idle_scope", "in_flight", "listener_name", "principal", "raw_sasl", "sasl",
                  "security_protocol", "stream")
 
@@ -61,18 +61,21 @@ class Connection:
         #: "User:..." from SASL or a TLS client certificate; None = anonymous
         self.principal: str | None = None
         self._response: Response | None = None
-        self._response_ready = trio.Event()
+        self._waiter: trio.Event | None = None
 
     def deliver(self, response: Response) -> None:
         self._response = response
-        self._response_ready.set()
+        if self._waiter is not None:
+            self._waiter.set()
 
     async def wait_response(self) -> Response:
-        await self._response_ready.wait()
-        response = self._response
-        assert response is not None
+        """The response to the request in flight; returns at once (no checkpoint) if it has
+        already been delivered, as an inline request's always is: no loop pass is spent."""
+        while (response := self._response) is None:
+            self._waiter = trio.Event()
+            await self._waiter.wait()
+        self._waiter = None
         self._response = None
-        self._response_ready = trio.Event()
         return response
 
     def drop_response(self) -> None:

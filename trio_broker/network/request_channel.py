@@ -3,15 +3,23 @@
 Why (Kafka's ``RequestChannel``): the bounded request queue is the broker's backpressure: when
 handlers fall behind, connections block on ``send`` and stop reading their sockets. Responses go
 back to the processor that owns the connection, so a connection's bytes are only ever touched by
-its own processor. Responses are a closed family: send bytes, send bytes and file regions
-(zero-copy fetch), no-op (acks=0 produce), or close.
+its own processor.
+
+Why some requests skip the queue: the small APIs that answer without waiting (``set_inline``:
+ApiVersions, Metadata, Produce, ...) are answered by the handler pool's code in the connection's
+own task, in ``send_request``: the queue and the hand-off to a handler task and back cost two
+passes of Trio's event loop per request, more than the work of such a request. Everything runs
+on the one event loop either way; the connection stays muted while its request is in flight.
+
+Responses are a closed family: send bytes, send bytes and file regions (zero-copy fetch), no-op
+(acks=0 produce), or close.
 """
 
 from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable, Collection
 
 import trio
 
@@ -108,8 +116,25 @@ class RequestChannel:
         self._resp = [trio.open_memory_channel[Response](math.inf) for _ in range(num_processors)]
         #: per processor: a function that hands a response to its connection at once
         self._deliver: list[Callable[[Response], None] | None] = [None] * num_processors
+        #: the APIs answered in the sender's task, and the function that answers them
+        self._inline_keys: frozenset[int] = frozenset()
+        self._inline: Callable[[Request], Awaitable[None]] | None = None
+
+    def set_inline(self, handle: Callable[[Request], Awaitable[None]] | None,
+                   api_keys: Collection[int] = ()) -> None:
+        """Answer requests of ``api_keys`` by ``await handle(request)`` in the task that sends
+        them, instead of queueing them for a handler task (``None``: queue everything)."""
+        self._inline = handle
+        self._inline_keys = frozenset(api_keys) if handle is not None else frozenset()
 
     async def send_request(self, request: Request) -> None:
+        """Queue ``request`` for the handlers (waiting while the queue is full), or answer it
+        here if its API is answered inline; either way its response comes through
+        ``send_response``."""
+        if request.header.api_key in self._inline_keys:
+            assert self._inline is not None
+            await self._inline(request)
+            return
         await self._req_send.send(request)
 
     @property

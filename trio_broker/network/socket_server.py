@@ -4,7 +4,8 @@ Threading model, Trio edition. One nursery owns, per listener, an ``Acceptor`` t
 ``Processor``s, each owning a nursery of connection tasks, a new-connection channel and a response
 channel; one bounded ``RequestChannel``; and a pool of M request handler tasks
 (``request_handler.py``). A connection task reads one frame, decodes its header, hands a
-``Request`` to the request channel and is then *muted*: it reads nothing more until its response
+``Request`` to the request channel (which has the small APIs answered at once in this same task,
+``request_handler.INLINE_APIS``) and is then *muted*: it reads nothing more until its response
 is written, so responses keep request order and later frames wait in its buffer (Kafka's staged
 receives). Each connection lives in a cancel scope whose deadline moves on every request and
 response (``connections.max.idle.ms``); expiry closes that connection only. Bytes trickling in
@@ -279,6 +280,9 @@ class Processor:
                     timings.record_timings(request.header.api_key, request, time.monotonic_ns())
                 elif isinstance(response, NoOpResponse):
                     timings.record_timings(request.header.api_key, request, time.monotonic_ns())
+                    # acks=0, answered inline: nothing was sent, so nothing yielded; without
+                    # this a connection pipelining them would hold the loop for its buffer
+                    await trio.lowlevel.checkpoint()
                 else:
                     assert isinstance(response, CloseConnectionResponse)
                     timings.record_timings(request.header.api_key, request, time.monotonic_ns())
