@@ -21,7 +21,7 @@ import trio
 
 from ..log import FileRegion
 
-__all__ = ["send_parts"]
+__all__ = ["send_bytes", "send_parts"]
 
 _MSG_MORE = getattr(socket, "MSG_MORE", 0)
 
@@ -46,6 +46,26 @@ async def send_parts(stream: trio.abc.Stream, parts: Sequence[bytes | FileRegion
         elif part:
             await _send(sock, part, _MSG_MORE if i < last and parts[i + 1] else 0)
     return by_sendfile
+
+
+async def send_bytes(stream: trio.abc.Stream, data: bytes) -> None:
+    """``stream.send_all(data)``, without a pass of the event loop when a plain socket takes
+    the whole frame at once (a small response nearly always): Trio's ``send_all`` yields after
+    every successful ``send``, and per small request that pass costs as much as the request.
+    The caller yields elsewhere (its next ``receive_some``, or between pipelined requests)."""
+    if type(stream) is trio.SocketStream:
+        try:
+            sent = os.write(stream.socket.fileno(), data)
+        except BlockingIOError:
+            sent = 0
+        except OSError as exc:  # as SocketStream.send_all reports a peer that went away
+            raise trio.BrokenResourceError(f"socket connection broken: {exc}") from exc
+        if sent == len(data):
+            return
+        if sent:
+            await stream.send_all(memoryview(data)[sent:])
+            return
+    await stream.send_all(data)
 
 
 async def _send(sock: trio.socket.SocketType, data: bytes, flags: int) -> None:
