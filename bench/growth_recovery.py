@@ -19,7 +19,7 @@ Each start is timed from process start to its "listening" line and to the first 
 (a raw Fetch v11 of up to 1 MB from offset 0). Before each start and read the data files' pages
 are dropped from the page cache (``posix_fadvise(DONTNEED)`` after ``os.sync``; no global drop).
 The data is deleted after each size. The reference start is the same broker with an empty data
-directory, in the same run.
+directory, in the same run (inside the same lock).
 """
 
 from __future__ import annotations
@@ -144,6 +144,12 @@ def measure(data: Path, port: int, broker_argv: list[str]) -> dict[str, float]:
     """The timed part for one size (the caller holds the bench lock)."""
     out: dict[str, float] = {}
     out["read"] = read_once(data)
+    started = time.perf_counter()
+    for path in _segments(data):  # the pages read just now are cached: the warm figure
+        with open(path, "rb", buffering=0) as f:
+            while f.read(1 << 20):
+                pass
+    out["read warm"] = time.perf_counter() - started
     drop_cache(data)
     proc, out["clean listening"], out["clean fetch"] = timed_start(broker_argv, port)
     _kill9(proc)  # unclean from here on
@@ -177,7 +183,9 @@ def run_size(gb: float, lock: str | None) -> dict[str, float]:
         out["bytes"] = size
         out["rereads"] = rereads
         print(f"{size / 1e9:5.2f} GB: read once {out['read']:.2f} s "
-              f"({size / 1e6 / out['read']:.0f} MB/s); start to listening / first fetch: "
+              f"({size / 1e6 / out['read']:.0f} MB/s; warm {out['read warm']:.2f} s); start to "
+              f"listening / first fetch: empty log dir {out['empty listening']:.2f} / "
+              f"{out['empty fetch']:.2f} s, "
               f"clean {out['clean listening']:.2f} / {out['clean fetch']:.2f} s, kill -9 "
               f"(re-reads {rereads / 1e9:.2f} GB) {out['kill -9 listening']:.2f} / "
               f"{out['kill -9 fetch']:.2f} s, no checkpoint (re-reads all) "
@@ -193,7 +201,14 @@ def _measure_main(data: Path) -> None:
     from bench_growth import _broker_argv, _free_port
 
     port = _free_port()
+    empty = tempfile.mkdtemp(prefix="bench-recovery-empty-")
+    try:
+        proc, listening, first_fetch = timed_start(_broker_argv(port, empty), port)
+        _term(proc)
+    finally:
+        shutil.rmtree(empty, ignore_errors=True)
     out = measure(data, port, _broker_argv(port, str(data)))
+    out.update({"empty listening": listening, "empty fetch": first_fetch})
     load = os.getloadavg()
     out.update({"load": load[0], "load5": load[1], "load15": load[2]})
     for key, value in out.items():
