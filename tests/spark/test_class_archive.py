@@ -52,7 +52,8 @@ def test_the_first_run_creates_it_and_later_runs_use_it(tmp_path: Path) -> None:
                            stdin=subprocess.PIPE)
     first._publish(jvm)  # what runs at exit: the JVM's stdin closed, its exit waited for
     assert first.path.read_bytes() == b"archive"
-    assert not first.partial.exists() and not first.lock.exists()
+    assert not first.partial.exists()
+    assert not first.lock.exists()
     later = _archive(tmp_path)
     assert later.java_options() == f"-XX:SharedArchiveFile={later.path}"
 
@@ -116,11 +117,13 @@ def test_real_jvms_create_use_and_survive_a_damaged_archive(tmp_path: Path) -> N
     assert not any(p.endswith(".jsa") and "trio-broker" in p
                    for p in _run_session(tmp_path, "creating"))
     [archive] = (tmp_path / "cache" / "trio-broker").glob("*.jsa")
-    assert not list(archive.parent.glob("*.tmp")) and not list(archive.parent.glob("*.lock"))
+    assert not list(archive.parent.glob("*.tmp"))
+    assert not list(archive.parent.glob("*.lock"))
     assert str(archive) in _run_session(tmp_path, "using")  # the JVM mapped it
     # a truncated archive makes the JVM crash at start: the session starts without it
     with open(archive, "r+b") as f:
         f.truncate(archive.stat().st_size // 2)
     assert str(archive) not in _run_session(tmp_path, "damaged")
     assert not archive.exists()  # deleted; the next run creates it again
-    assert list((tmp_path / "damaged").glob("hs_err_pid*.log"))  # the crash report: in the log's directory
+    # the crash report is written next to the log
+    assert list((tmp_path / "damaged").glob("hs_err_pid*.log"))
