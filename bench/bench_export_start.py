@@ -47,7 +47,7 @@ if sys.argv[1] == "default":
 if sys.argv[1] == "creating":  # the short way, the first time
     sys.argv[1] = "short"
 if sys.argv[1] == "no-archive":
-    os.environ["TRIO_BROKER_SPARK_CLASS_ARCHIVE"] = "off"
+    os.environ["TRIOBROKER_SPARK_CLASS_ARCHIVE"] = "off"
 if sys.argv[1] == "variant":  # the short way with more driver options
     session.SHORT_JOB_JAVA_OPTIONS += " " + os.environ["BENCH_JAVA_OPTIONS"]
 

@@ -17,7 +17,8 @@ The archive lives in the user's cache directory (``$XDG_CACHE_HOME/trio-broker``
   should a JVM still fail to start with an archive, the archive is deleted and the JVM started
   again without it;
 - while one run creates the archive (a lock file next to it), other runs start without one;
-- ``TRIO_BROKER_SPARK_CLASS_ARCHIVE=off`` turns it off.
+- ``TRIOBROKER_SPARK_CLASS_ARCHIVE=off`` turns it off (not ``TRIO_BROKER_...``: that prefix
+  is the broker's configuration, which refuses names it does not know).
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 #: the environment variable that turns the archive off ("off", "0", "false", "no")
-SWITCH = "TRIO_BROKER_SPARK_CLASS_ARCHIVE"
+SWITCH = "TRIOBROKER_SPARK_CLASS_ARCHIVE"
 #: a lock older than this was left by a run that died while creating the archive
 STALE_LOCK_SECONDS = 600.0
 #: how long a run that creates the archive waits for its JVM to write it
