@@ -1,24 +1,32 @@
-"""Where the time of a short ``trio-broker export`` goes: CPU seconds per process kind.
+"""Where the time of a short ``trio-broker export`` goes: its phases and CPU seconds per process.
 
-Run: ``.venv/bin/python bench/bench_export_start.py [--records 200000] [--rounds 3]``. Not part
-of the test suite. Starts ``trio-broker serve`` as a subprocess (as bench_export.py does),
-produces ``--records`` records (100-byte values, 4 partitions), then runs the export command
-as a process of its own (Spark started in it, as a user runs it), alternating two ways:
+Run: ``.venv/bin/python bench/bench_export_start.py [--records 200000] [--rounds 3]
+[--timeline]``. Not part of the test suite. Starts ``trio-broker serve`` as a subprocess (as
+bench_export.py does), produces ``--records`` records (100-byte values, 4 partitions), then runs
+the export command as a process of its own (Spark started in it, as a user runs it), in turn
+each of ``--ways``:
 
 - ``short``: as the command runs it: a batch export of at most ``SHORT_EXPORT_RECORDS`` starts
-  its JVM with the quick JIT compiler only (``_session.SHORT_JOB_JAVA_OPTIONS``);
-- ``default``: the same command with the JVM's default compilers.
+  its driver JVM for a short job (``_session.SHORT_JOB_JAVA_OPTIONS`` and the class archive of
+  ``_classes``). The runs use a cache directory of their own (``--cache`` to reuse one): when it
+  holds no archive, a first run creates it and is reported apart (``creating``);
+- ``no-archive``: the short way without the class archive;
+- ``default``: the same command with the JVM's defaults (no short-job options, no archive);
+- ``variant``: the short way with ``--java-options`` added (``-D spark.*`` settings work too).
 
 For each run it prints the wall-clock time and the CPU seconds of every process the command
 started, by kind (the JVM, each Python worker module, the command's own Python), read from
-``/proc`` every 0.1 s while it runs. On a shared machine the wall clock moves with other load;
-the CPU seconds much less, and they say what a run costs.
+``/proc`` every 0.1 s while it runs; with ``--timeline`` also when each phase began and ended
+(Python imports, the broker's metadata, the JVM's launch, the SparkContext, the Spark job,
+``spark.stop()``, the exit) and when each process started. On a shared machine the wall clock
+moves with other load; the CPU seconds much less, and they say what a run costs.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -117,7 +125,8 @@ def _watch(root: int, stop: threading.Event, cpu: dict[int, float],
             parents[pid] = int(fields[1])
             now[pid] = (int(fields[11]) + int(fields[12])) / _HZ
             started[pid] = int(fields[19]) / _HZ
-            kinds[pid] = _kind(cmdline) if pid not in kinds or kinds[pid] == "other" else kinds[pid]
+            kinds[pid] = (_kind(cmdline) if kinds.get(pid, "other") in ("other", "?")
+                       else kinds[pid])
         for pid, seconds in now.items():
             ancestor = pid
             while ancestor not in (0, 1, root) and ancestor in parents:
@@ -207,6 +216,8 @@ def main() -> int:
             if args.timeline:
                 for at, event in timeline:
                     print(f"    {at:7.2f} s  {event}")
+    if not args.cache:
+        shutil.rmtree(work / "cache", ignore_errors=True)  # the archive: ~150 MB
     for way, runs in results.items():
         walls = sorted(w for w, _ in runs)
         cpus = sorted(c for _, c in runs)
