@@ -76,7 +76,10 @@ def test_a_lock_left_by_a_dead_run_expires(tmp_path: Path) -> None:
     assert archive.java_options() == ""
     old = time.time() - 3600
     os.utime(archive.lock, (old, old))
+    left = archive.path.with_name(archive.path.name + ".12345.tmp")  # the dead run's
+    left.write_bytes(b"half")
     assert archive.java_options().startswith("-XX:ArchiveClassesAtExit=")
+    assert not left.exists()
 
 
 def test_a_jvm_that_fails_to_start_with_the_archive_loses_it(tmp_path: Path) -> None:

@@ -70,6 +70,8 @@ class ClassArchive:
                 return ""
         except OSError:
             return ""
+        for left in self.path.parent.glob(self.path.name + ".*.tmp"):  # of runs that died
+            left.unlink(missing_ok=True)
         self.creating = True
         return f"-XX:ArchiveClassesAtExit={self.partial}"
 
