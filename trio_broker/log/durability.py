@@ -132,10 +132,12 @@ class LogDurability:
                     self._producer_state.take_snapshot(self._next_offset, durable=True)
                     for segment in self._segments:
                         if segment.size > segment.synced_size:
-                            for fd in (segment.fd, segment.offset_index.fd, segment.time_index.fd,
-                                       segment.txn_index.fd):
-                                if fd is not None:
+                            fds = segment.sync_fds()
+                            try:
+                                for fd in fds:
                                     os.fsync(fd)
+                            finally:
+                                close_fds(fds)
                             segment.synced_size = segment.size
                     dirs = [self.directory] if self._parent_dir_synced else [
                         self.directory, self.directory.parent]
