@@ -48,9 +48,10 @@ PARQUET_WRITE_OPTIONS = {
     "parquet.enable.dictionary#value": "false",
     "parquet.column.statistics.enabled#value": "false",
 }
-#: A batch export of at most this many records starts Spark's JVM for a short job
-#: (``_session.SHORT_JOB_JAVA_OPTIONS``): below it, the JIT compile time saved is more than
-#: the slower compiled code costs (measured with bench/bench_export.py, docs/benchmarks.md).
+#: A batch export of at most this many records (any size with the arrow writer) starts Spark's
+#: JVM for a short job (``_session.SHORT_JOB_JAVA_OPTIONS``): below it, the JIT compile time
+#: saved is more than the slower compiled code costs (measured with bench/bench_export.py,
+#: docs/benchmarks.md).
 SHORT_EXPORT_RECORDS = 1_000_000
 #: A header row, and quotes inside fields doubled as RFC 4180 (and Python's csv) expect,
 #: rather than Spark's default backslash escapes.
@@ -127,7 +128,10 @@ class ExportJob:
             return
 
         staging = self.out / f"_staging-{this_id}-{uuid.uuid4().hex[:8]}"
-        spark, log_path, created = self._session(short_job=planned <= SHORT_EXPORT_RECORDS)
+        # With the arrow writer the JVM moves no records at all: its optimising compiler is
+        # never earned back, whatever the size.
+        spark, log_path, created = self._session(
+            short_job=self.arrow_writer or planned <= SHORT_EXPORT_RECORDS)
         try:
             write = self._write_arrow if self.arrow_writer else self._write_batch
             result = write(spark, ranges, staging, planned, console, interactive)
