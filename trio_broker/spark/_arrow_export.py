@@ -133,6 +133,9 @@ def write_task(task: ParquetTask) -> TaskResult:
     def flush() -> None:
         nonlocal writer, pending_rows
         if writer is None:
+            # mkdir, not makedirs, for the attempt: once the driver removed a failed job's
+            # staging directory, a straggling attempt fails rather than recreate it.
+            os.mkdir(os.path.join(task.staging, _TEMPORARY, attempt))
             os.makedirs(os.path.dirname(path), exist_ok=True)
             writer = pq.ParquetWriter(path, schema, **writer_options(schema))
         writer.write_table(pa.Table.from_batches(pending, schema=schema),
@@ -200,5 +203,8 @@ def commit(staging: Path, results: Sequence[TaskResult], *, include_headers: boo
 
 def run(spark: Any, tasks: Sequence[ParquetTask]) -> list[TaskResult]:
     """The Spark job: one task per ``ParquetTask``, results (small) collected on the driver."""
+    if not tasks:
+        return []
     sc = spark.sparkContext
+    os.makedirs(os.path.join(tasks[0].staging, _TEMPORARY), exist_ok=True)
     return list(sc.parallelize(list(tasks), len(tasks)).map(write_task).collect())
