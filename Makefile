@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 PIP := $(VENV)/bin/pip
 PYTEST_ARGS ?=
 
-.PHONY: serve test lint typecheck bench compare soak roundtrip txn-soak cleaner-soak quota-soak clean
+.PHONY: serve test lint typecheck bench compare soak roundtrip class-archive txn-soak cleaner-soak quota-soak clean
 
 $(VENV)/.base-installed: pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -46,6 +46,10 @@ bench: $(VENV)/.dev-installed
 ## The Spark round trips at 1,000,000 rows (the suite runs 100,000): sink -> source, import -> export.
 roundtrip: $(VENV)/.dev-installed
 	TRIO_BROKER_ROUNDTRIP_ROWS=1000000 $(PY) -m pytest -q -p no:cacheprovider --timeout 1800 tests/spark/test_roundtrip.py
+
+## The Spark class archive's whole cycle with real JVMs (the suite maps the JDK's own archive).
+class-archive: $(VENV)/.dev-installed
+	CLASS_ARCHIVE_CYCLE=1 $(PY) -m pytest -q -p no:cacheprovider tests/spark/test_class_archive.py
 
 ## 20 kill -9 cycles of running transactions (the suite runs 3 of them).
 txn-soak: $(VENV)/.dev-installed

@@ -12,10 +12,10 @@ plot (PNG, written by this script) into ``docs/img/``:
    acks=1, linger.ms=5, confluent-kafka) to ``trio-broker serve`` and, in the same run, to
    librdkafka's in-process mock broker (``test.mock.num.brokers=1``).
 4. ``partitions``: produce throughput of 100-byte records spread round-robin over a topic of
-   1 ... ``--partitions`` partitions, to ``trio-broker serve``, then consume throughput of one
-   confluent-kafka consumer reading them all back from every partition's start; the reference
-   is the same run's one-partition figure (librdkafka's mock creates no topics through
-   CreateTopics).
+   1 ... ``--partitions`` (10,000) partitions, to ``trio-broker serve``, then consume throughput
+   of one confluent-kafka consumer reading them all back from every partition's start; the
+   reference is the same run's one-partition figure (librdkafka's mock creates no topics
+   through CreateTopics). The broker's open descriptors are counted at every step.
 5. ``clients``: 1 ... ``--clients`` concurrent connections from one load process (Trio, raw
    Produce v7 frames of one 100-byte record, acks=1, one request in flight per connection) for
    ``--seconds`` each: requests/s and the p99 of request latency, against ``trio-broker serve``
@@ -24,6 +24,8 @@ plot (PNG, written by this script) into ``docs/img/``:
    the wire with confluent-kafka's AdminClient); at every step the broker is stopped (SIGTERM
    to exit) and started again (process start to "listening"). The reference is the same start
    and stop with an empty data directory, in the same run.
+6. ``recovery``: start-up and recovery time against log size (``growth_recovery.py``), each
+   size's timing under ``flock --lock`` when given, the writing outside it.
 
 Figures go to docs/benchmarks.md ("How cost grows").
 """
@@ -304,9 +306,18 @@ def partitions(limit: int, records: int,
     proc, _ = _start(_broker_argv(port, data))
     try:
         admin = AdminClient({"bootstrap.servers": bootstrap})
+        base_fds = len(os.listdir(f"/proc/{proc.pid}/fd"))
+        total = 0
         for n in steps:
+            started = time.perf_counter()
             admin.create_topics([NewTopic(f"p-{n}", n, 1)],
-                                request_timeout=300)[f"p-{n}"].result(300)
+                                request_timeout=600)[f"p-{n}"].result(600)
+            created = time.perf_counter() - started
+            total += n
+            fds = len(os.listdir(f"/proc/{proc.pid}/fd"))
+            print(f"{n:6,d} partitions created in {created:.1f} s; the broker holds {fds:,d} "
+                  f"descriptors ({base_fds} before any topic): "
+                  f"{(fds - base_fds) / total:.2f} per partition over {total:,d}", flush=True)
             produced = out["trio-broker produce"]
             produced.append(_produce_mb_s(bootstrap, f"p-{n}", 100, records, n) * 1e4)
             consumed = out["trio-broker consume"]
@@ -453,13 +464,16 @@ def main() -> None:
     parser.add_argument("--connections", type=int, default=10_000)
     parser.add_argument("--topics", type=int, default=2000)
     parser.add_argument("--mb", type=float, default=50.0, help="MB per record size")
-    parser.add_argument("--partitions", type=int, default=1000)
+    parser.add_argument("--partitions", type=int, default=10_000)
     parser.add_argument("--records", type=int, default=300_000,
                         help="records per partition count")
     parser.add_argument("--clients", type=int, default=1000)
     parser.add_argument("--seconds", type=float, default=5.0, help="seconds per clients step")
-    parser.add_argument("--only",
-                        choices=("connections", "topics", "sizes", "partitions", "clients"))
+    parser.add_argument("--gb", type=float, nargs="+", default=[1, 2, 5, 10, 20],
+                        help="log sizes of the recovery part")
+    parser.add_argument("--lock", help="flock this file around each recovery timing")
+    parser.add_argument("--only", choices=("connections", "topics", "sizes", "partitions",
+                                           "clients", "recovery"))
     args = parser.parse_args()
     print(f"python {sys.version.split()[0]}, {os.cpu_count()} cores, load average {_load()}")
     if args.only in (None, "connections"):
@@ -491,6 +505,22 @@ def main() -> None:
         plot(IMG / "growth-clients-p99.png", "Produce p99 vs concurrent clients (100 B, acks=1)",
              "concurrent connections, one request in flight each", "p99 (ms)", steps,
              {k: v for k, v in series.items() if k.endswith("p99 ms")}, logx=True)
+    if args.only in (None, "recovery"):
+        recovery(args.gb, args.lock)
+
+
+def recovery(sizes_gb: list[float], lock: str | None) -> None:
+    import growth_recovery
+
+    runs = [growth_recovery.run_size(gb, lock) for gb in sizes_gb]
+    gbs = [r["bytes"] / 1e9 for r in runs]
+    series = {"read the log once (cold cache)": [r["read"] for r in runs],
+              "clean start, to first fetch": [r["clean fetch"] for r in runs],
+              "after kill -9, to first fetch": [r["kill -9 fetch"] for r in runs],
+              "kill -9, no checkpoint (re-reads all)": [r["no checkpoint fetch"] for r in runs],
+              "empty log dir, to first fetch": [r["empty fetch"] for r in runs]}
+    plot(IMG / "growth-recovery.png", "Start-up and recovery vs log size (one partition)",
+         "log size (GB)", "seconds", gbs, series)  # type: ignore[arg-type]
 
 
 if __name__ == "__main__":

@@ -18,7 +18,7 @@ DEFERRED = ("trio_broker.apis.admin", "trio_broker.apis.configs", "trio_broker.a
             "trio_broker.config.describe", "trio_broker.network.metrics_http",
             "trio_broker.security.sasl",
             "trio_broker.security.credentials", "trio_broker.security.tls", "cryptography", "re2",
-            "importlib.metadata", "crc32c")
+            "importlib.metadata", "crc32c", "prometheus_client")
 
 _START = textwrap.dedent("""
     import sys, tempfile

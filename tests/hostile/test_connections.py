@@ -23,10 +23,7 @@ API_VERSIONS = ApiKey.ApiVersions
 
 
 def value(broker: Any, name: str, *labels: str) -> float:
-    metric = getattr(broker.state.metrics, name)
-    if labels:
-        metric = metric.labels(*labels)
-    return metric._value.get()
+    return getattr(broker.state.metrics, name).get(*labels)
 
 
 async def served(broker: Any, *, local_address: str | None = None) -> bool:
@@ -133,7 +130,7 @@ async def test_client_that_never_reads_is_bounded_and_closed(tmp_path, autojump_
             assert bytes_out < 64 * 512 * 1024  # what socket buffers can hold, not 1 GB
             assert value(broker, "bytes_in") <= 2 * 65536  # at most a read or two
             assert vm_rss_kb() - rss_before_kb < 32 * 1024
-            assert broker.state.metrics.request_queue_size._value.get() == 0
+            assert broker.state.metrics.request_queue_size.get() == 0
             assert written < requests * len(fetch)
             assert await served(broker)
             assert value(broker, "connections_closed", "idle_timeout") == 0

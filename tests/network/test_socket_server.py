@@ -164,7 +164,7 @@ async def test_max_connections_per_ip(trio_broker):
     await a.aclose()
     # the slot frees once the broker has seen the close
     with trio.fail_after(5):
-        while trio_broker.state.metrics.connections._value.get() > 1:  # noqa: ASYNC110
+        while trio_broker.state.metrics.connections.get() > 1:  # noqa: ASYNC110
             await trio.sleep(0.01)
     d = await connect(trio_broker)
     assert (await d.request(API_VERSIONS, 0)).error_code == 0

@@ -12,8 +12,13 @@ def test_a_short_job_runs_its_driver_jvm_with_the_quick_compiler_only(tmp_path: 
     log4j = tmp_path / "log4j2.properties"
     short = session_settings(master="local[2]", app_name="t", log4j=log4j, short_job=True)
     long = session_settings(master="local[2]", app_name="t", log4j=log4j)
-    assert short["spark.driver.extraJavaOptions"].split() == [
-        f"-Dlog4j2.configurationFile=file:{log4j}", SHORT_JOB_JAVA_OPTIONS]
+    assert short["spark.driver.extraJavaOptions"] == (
+        f"-Dlog4j2.configurationFile=file:{log4j} {SHORT_JOB_JAVA_OPTIONS}")
+    assert "-XX:TieredStopAtLevel=1" in SHORT_JOB_JAVA_OPTIONS.split()
+    archived = session_settings(master="local[2]", app_name="t", log4j=log4j, short_job=True,
+                                java_options="-XX:SharedArchiveFile=a.jsa")
+    assert archived["spark.driver.extraJavaOptions"] == (
+        f"{short['spark.driver.extraJavaOptions']} -XX:SharedArchiveFile=a.jsa")
     assert long["spark.driver.extraJavaOptions"] == f"-Dlog4j2.configurationFile=file:{log4j}"
     # executors of a cluster run every job's tasks: they keep the JVM's default compilers
     assert short["spark.executor.extraJavaOptions"] == long["spark.executor.extraJavaOptions"]

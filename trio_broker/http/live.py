@@ -17,22 +17,17 @@ from collections.abc import Sequence
 from typing import Any
 
 import trio
-from prometheus_client.metrics import MetricWrapperBase
 
-from ..metrics import BrokerMetrics, RequestMetrics
+from ..metrics import BrokerMetrics, Family, RequestMetrics
 from ..protocol.api_keys import ApiKey
 
 #: seconds of history the charts show
 HISTORY_S = 60
 
 
-def metric_value(metric: MetricWrapperBase) -> float:
-    """A label-less counter's total or gauge's value, through prometheus-client's ``collect``."""
-    for family in metric.collect():
-        for sample in family.samples:
-            if not sample.name.endswith("_created"):
-                return float(sample.value)
-    return 0.0
+def metric_value(metric: Family) -> float:
+    """A label-less counter's total or gauge's value."""
+    return metric.get()
 
 
 def quantile(q: float, bounds: Sequence[float], counts: Sequence[int]) -> float | None:

@@ -34,12 +34,22 @@ class LogDurability:
     _recovery_point: int
     _dir_generation: int
     _dir_synced_generation: int
+    #: False while a new partition directory's entry in its log dir awaits an fsync
+    _parent_dir_synced: bool = True
     _last_flush_monotonic: float
     _producer_state: ProducerStateManager
 
     @property
     def name(self) -> str:
         raise NotImplementedError
+
+    def defer_parent_dir_sync(self) -> None:
+        """This log's directory was just created: its entry in the log dir is fsynced with the
+        log's first flush or clean close, not before the creation is answered (Kafka's
+        ``LogManager.createLogDirectory`` does not sync the parent either). A crash before that
+        loses the directory, which the next start recreates empty: only records no flush had
+        made durable are lost, as with any unflushed append."""
+        self._parent_dir_synced = False
 
     # --- flush --------------------------------------------------------------------------
 
@@ -82,6 +92,9 @@ class LogDurability:
                         synced.append((segment, segment.size))
                 if dir_generation != self._dir_synced_generation:
                     fds.append(os.open(self.directory, os.O_RDONLY | os.O_DIRECTORY))
+                parent_synced = self._parent_dir_synced
+                if not parent_synced:  # a new partition's entry in its log dir
+                    fds.append(os.open(self.directory.parent, os.O_RDONLY | os.O_DIRECTORY))
             except OSError as exc:
                 close_fds(fds)
                 raise KafkaStorageError(f"flushing {self.name} failed: {exc}") from exc
@@ -96,6 +109,7 @@ class LogDurability:
             for segment, size in synced:
                 segment.synced_size = max(segment.synced_size, size)
             self._dir_synced_generation = max(self._dir_synced_generation, dir_generation)
+            self._parent_dir_synced = self._parent_dir_synced or not parent_synced
             self._recovery_point = max(self._recovery_point, target)
             self._last_flush_monotonic = time.monotonic()
 
@@ -118,16 +132,22 @@ class LogDurability:
                     self._producer_state.take_snapshot(self._next_offset, durable=True)
                     for segment in self._segments:
                         if segment.size > segment.synced_size:
-                            for fd in (segment.fd, segment.offset_index.fd, segment.time_index.fd,
-                                       segment.txn_index.fd):
-                                if fd is not None:
+                            fds = segment.sync_fds()
+                            try:
+                                for fd in fds:
                                     os.fsync(fd)
+                            finally:
+                                close_fds(fds)
                             segment.synced_size = segment.size
-                    dir_fd = os.open(self.directory, os.O_RDONLY | os.O_DIRECTORY)
-                    try:
-                        os.fsync(dir_fd)
-                    finally:
-                        os.close(dir_fd)
+                    dirs = [self.directory] if self._parent_dir_synced else [
+                        self.directory, self.directory.parent]
+                    for directory in dirs:
+                        dir_fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
+                        try:
+                            os.fsync(dir_fd)
+                        finally:
+                            os.close(dir_fd)
+                    self._parent_dir_synced = True
                     self._recovery_point = self._next_offset
             except OSError as exc:
                 error = exc

@@ -16,6 +16,14 @@ entries are appended only when T grows.
 
 Index files are derived data: when one looks wrong (length not a multiple of the entry size,
 entries not increasing, a position beyond the log file), the segment rebuilds it from the log.
+
+Why no descriptor is kept open: the entries live in memory, so the file is only ever written, and
+only needs to be complete where the log is known durable. New entries are written when the
+segment is flushed (before the fsync that moves the recovery point past them), rolled or closed,
+by opening the file for that write alone, as Kafka's memory-mapped indexes reach the disk only on
+a flush. A crash loses nothing: segments above the recovery point are rebuilt from the log. A
+partition therefore holds one descriptor (its active segment's log file) instead of three, which
+is what lets 10,000 partitions fit a 20,000-descriptor limit.
 """
 
 from __future__ import annotations
@@ -37,16 +45,90 @@ class IndexCorruptError(Exception):
     """An index file cannot be trusted; the caller rebuilds it from the log."""
 
 
-class OffsetIndex:
+class _IndexFile:
+    """The file behind an in-memory index: ``_persisted`` entries of it are in the file."""
+
+    entry_size: int
+    path: Path
+    _persisted: int
+
+    def __len__(self) -> int:
+        raise NotImplementedError
+
+    def _start(self, create: bool) -> None:
+        """A new segment's index file is created empty (as Kafka's); an existing one is read
+        by ``load``."""
+        self._persisted = 0
+        if create:
+            os.close(os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644))
+
+    def _encode(self, start: int) -> bytes:
+        raise NotImplementedError
+
+    @property
+    def pending(self) -> int:
+        """Entries in memory not yet written to the file."""
+        return len(self) - self._persisted
+
+    def _read(self) -> bytes:
+        try:
+            fd = os.open(self.path, os.O_RDONLY)
+        except FileNotFoundError:
+            return b""  # an index lost in a crash: the tail scan or a rebuild covers for it
+        try:
+            return _read_whole(fd)
+        finally:
+            os.close(fd)
+
+    def open_written(self) -> int:
+        """Write the pending entries and return the file, open, for the caller to fsync and
+        close (``LogSegment.sync_fds``)."""
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            if self.pending:
+                write_all(fd, self._encode(self._persisted), self._persisted * self.entry_size)
+                self._persisted = len(self)
+        except BaseException:
+            os.close(fd)
+            raise
+        return fd
+
+    def write_pending(self) -> None:
+        """Write the entries not yet in the file (no fsync)."""
+        if self.pending:
+            os.close(self.open_written())
+
+    def _truncate_file(self, count: int) -> None:
+        if count < self._persisted:
+            os.truncate(self.path, count * self.entry_size)
+            self._persisted = count
+
+    def persist_all(self) -> None:
+        """Rewrite the file from memory in one write (after a rebuild)."""
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            os.ftruncate(fd, 0)
+            write_all(fd, self._encode(0), 0)
+        finally:
+            os.close(fd)
+        self._persisted = len(self)
+
+    def close(self) -> None:
+        """Write what is pending; nothing stays open."""
+        self.write_pending()
+
+
+class OffsetIndex(_IndexFile):
     entry_size = _OFFSET_ENTRY.size
 
-    def __init__(self, path: Path, base_offset: int, max_index_bytes: int) -> None:
+    def __init__(self, path: Path, base_offset: int, max_index_bytes: int, *,
+                 create: bool = True) -> None:
         self.path = path
         self.base_offset = base_offset
         self.max_entries = max(1, max_index_bytes // self.entry_size)
         self.relative_offsets = array("i")
         self.positions = array("i")
-        self.fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        self._start(create)
 
     def __len__(self) -> int:
         return len(self.positions)
@@ -57,7 +139,7 @@ class OffsetIndex:
 
     def load(self, log_size: int) -> None:
         """Read the file into memory, raising IndexCorruptError if it cannot be trusted."""
-        data = _read_whole(self.fd)
+        data = self._read()
         if len(data) % self.entry_size:
             raise IndexCorruptError(f"{self.path.name}: length {len(data)} is not a multiple of 8")
         pairs = array("i", data)
@@ -72,14 +154,10 @@ class OffsetIndex:
                 f"{self.path.name}: entries point outside the {log_size}-byte log file"
             )
         self.relative_offsets, self.positions = offsets, positions
+        self._persisted = len(positions)
 
-    def append(self, offset: int, position: int, *, persist: bool = True) -> None:
-        if persist:
-            write_all(
-                self.fd,
-                _OFFSET_ENTRY.pack(offset - self.base_offset, position),
-                len(self.positions) * self.entry_size,
-            )
+    def append(self, offset: int, position: int) -> None:
+        """Add an entry in memory; the file gets it at the next flush, roll or close."""
         self.relative_offsets.append(offset - self.base_offset)
         self.positions.append(position)
 
@@ -101,7 +179,7 @@ class OffsetIndex:
         return self.positions[-1] if self.positions else 0
 
     def truncate_entries(self, count: int) -> None:
-        os.ftruncate(self.fd, count * self.entry_size)
+        self._truncate_file(count)
         del self.relative_offsets[count:]
         del self.positions[count:]
 
@@ -109,31 +187,27 @@ class OffsetIndex:
         self.relative_offsets = array("i")
         self.positions = array("i")
 
-    def persist_all(self) -> None:
-        """Rewrite the file from memory in one write (after a rebuild)."""
+    def _encode(self, start: int) -> bytes:
         pairs = array("i")
-        for rel, pos in zip(self.relative_offsets, self.positions):
+        for rel, pos in zip(self.relative_offsets[start:], self.positions[start:]):
             pairs.append(rel)
             pairs.append(pos)
         if sys.byteorder == "little":
             pairs.byteswap()
-        os.ftruncate(self.fd, 0)
-        write_all(self.fd, pairs.tobytes(), 0)
-
-    def close(self) -> None:
-        os.close(self.fd)
+        return pairs.tobytes()
 
 
-class TimeIndex:
+class TimeIndex(_IndexFile):
     entry_size = _TIME_ENTRY.size
 
-    def __init__(self, path: Path, base_offset: int, max_index_bytes: int) -> None:
+    def __init__(self, path: Path, base_offset: int, max_index_bytes: int, *,
+                 create: bool = True) -> None:
         self.path = path
         self.base_offset = base_offset
         self.max_entries = max(1, max_index_bytes // self.entry_size)
         self.timestamps = array("q")
         self.relative_offsets = array("i")
-        self.fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        self._start(create)
 
     def __len__(self) -> int:
         return len(self.timestamps)
@@ -147,7 +221,7 @@ class TimeIndex:
         return self.timestamps[-1] if self.timestamps else -1
 
     def load(self, next_relative_offset: int | None = None) -> None:
-        data = _read_whole(self.fd)
+        data = self._read()
         if len(data) % self.entry_size:
             raise IndexCorruptError(f"{self.path.name}: length {len(data)} is not a multiple of 12")
         timestamps = array("q")
@@ -163,16 +237,12 @@ class TimeIndex:
         ):
             raise IndexCorruptError(f"{self.path.name}: entries point outside the segment")
         self.timestamps, self.relative_offsets = timestamps, offsets
+        self._persisted = len(timestamps)
 
-    def maybe_append(self, timestamp: int, offset: int, *, persist: bool = True) -> bool:
+    def maybe_append(self, timestamp: int, offset: int) -> bool:
+        """Add an entry in memory if ``timestamp`` is newer than the last one."""
         if self.timestamps and timestamp <= self.timestamps[-1]:
             return False
-        if persist:
-            write_all(
-                self.fd,
-                _TIME_ENTRY.pack(timestamp, offset - self.base_offset),
-                len(self.timestamps) * self.entry_size,
-            )
         self.timestamps.append(timestamp)
         self.relative_offsets.append(offset - self.base_offset)
         return True
@@ -187,7 +257,7 @@ class TimeIndex:
         return self.base_offset + (self.relative_offsets[i] if i >= 0 else 0)
 
     def truncate_entries(self, count: int) -> None:
-        os.ftruncate(self.fd, count * self.entry_size)
+        self._truncate_file(count)
         del self.timestamps[count:]
         del self.relative_offsets[count:]
 
@@ -195,15 +265,9 @@ class TimeIndex:
         self.timestamps = array("q")
         self.relative_offsets = array("i")
 
-    def persist_all(self) -> None:
-        data = b"".join(
-            _TIME_ENTRY.pack(ts, rel) for ts, rel in zip(self.timestamps, self.relative_offsets)
-        )
-        os.ftruncate(self.fd, 0)
-        write_all(self.fd, data, 0)
-
-    def close(self) -> None:
-        os.close(self.fd)
+    def _encode(self, start: int) -> bytes:
+        return b"".join(_TIME_ENTRY.pack(ts, rel) for ts, rel in
+                        zip(self.timestamps[start:], self.relative_offsets[start:]))
 
 
 def _read_whole(fd: int) -> bytes:

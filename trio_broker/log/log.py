@@ -484,7 +484,7 @@ class Log(LogDurability):
                 return False
             base, config = complete_swap(self.directory, swap), self.config
             for segment in old:
-                segment.close()
+                segment.close(write_indexes=False)  # their files were replaced
             first = self._segments.index(old[0])
             self._segments[first:first + len(old)] = [LogSegment(self.directory, base, config)]
             self._segments[first].load_trusted()

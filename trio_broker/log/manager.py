@@ -218,6 +218,8 @@ class LogManager(LogDuties):
             log = Log(path, meta.config, recovery_point=recovery_point,
                       clean_shutdown=clean_shutdown,
                       producer_id_expiration_ms=self.producer_id_expiration_ms)
+            if create:
+                log.defer_parent_dir_sync()
             try:
                 if create:
                     epoch = 0
@@ -355,13 +357,9 @@ class LogManager(LogDuties):
     def _create_partitions(self, topic: str, partitions: range, *,
                            meta: TopicMetadata | None = None) -> None:
         placed = list(zip(partitions, self._place(len(partitions)), strict=True))
-        # two fsyncs each (its leader epoch file and directory): in parallel, committed together
+        # two fsyncs each (its leader epoch file and directory), in parallel, committed together;
+        # the log dirs' new entries are synced by each log's first flush (defer_parent_dir_sync)
         in_parallel(lambda p: self._open_log(topic, p[0], p[1], create=True, meta=meta), placed)
-        for log_dir in {d for _, d in placed}:
-            try:
-                fsync_dir(log_dir)
-            except OSError as exc:
-                raise KafkaStorageError(f"fsync of {log_dir} failed: {exc}") from exc
 
     def add_partitions(self, name: str, new_total: int, *, validate_only: bool = False) -> None:
         """Raise the topic's partition count (may run in a worker thread, as create_topic)."""

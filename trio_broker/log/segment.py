@@ -55,15 +55,19 @@ class LogSegment:
         self.fd = os.open(self.log_path, os.O_RDWR | os.O_CREAT, 0o644)
         try:
             self.size = os.fstat(self.fd).st_size
+            # The indexes hold no descriptor (``index.py``): the log file is the segment's one.
+            new = self.size == 0
             self.offset_index = OffsetIndex(
                 directory / segment_file_name(base_offset, INDEX_SUFFIX),
                 base_offset,
                 config.segment_index_bytes,
+                create=new,
             )
             self.time_index = TimeIndex(
                 directory / segment_file_name(base_offset, TIME_INDEX_SUFFIX),
                 base_offset,
                 config.segment_index_bytes,
+                create=new,
             )
         except BaseException:
             os.close(self.fd)
@@ -116,7 +120,7 @@ class LogSegment:
         saved_bytes_since_entry = self.bytes_since_last_index_entry
         try:
             write_all(self.fd, batch, position)
-            self._index_batch(position, base_offset, max_timestamp, size, persist=True)
+            self._index_batch(position, base_offset, max_timestamp, size)
         except OSError:
             self.max_timestamp, self.offset_of_max_timestamp = saved
             self.bytes_since_last_index_entry = saved_bytes_since_entry
@@ -150,18 +154,14 @@ class LogSegment:
             )
             raise
 
-    def _index_batch(
-        self, position: int, base_offset: int, max_timestamp: int, size: int, *, persist: bool
-    ) -> None:
+    def _index_batch(self, position: int, base_offset: int, max_timestamp: int, size: int) -> None:
         # Kafka's rule: index the batch that follows more than index.interval.bytes of data.
         if max_timestamp > self.max_timestamp:
             self.max_timestamp = max_timestamp
             self.offset_of_max_timestamp = base_offset
         if self.bytes_since_last_index_entry > self.index_interval_bytes:
-            self.offset_index.append(base_offset, position, persist=persist)
-            self.time_index.maybe_append(
-                self.max_timestamp, self.offset_of_max_timestamp, persist=persist
-            )
+            self.offset_index.append(base_offset, position)
+            self.time_index.maybe_append(self.max_timestamp, self.offset_of_max_timestamp)
             self.bytes_since_last_index_entry = 0
         self.bytes_since_last_index_entry += size
 
@@ -179,9 +179,13 @@ class LogSegment:
         return os.fstat(self.fd).st_mtime_ns // 1_000_000
 
     def on_become_inactive(self) -> None:
-        """Record the final max timestamp so reloads need not scan for it (Kafka does this too)."""
+        """Record the final max timestamp so reloads need not scan for it (Kafka does this too),
+        and write the index entries still pending: only the active segment has any, so an
+        inactive segment can be closed without writing (``replace_segments``, retention)."""
         if self.max_timestamp >= 0:
             self.time_index.maybe_append(self.max_timestamp, self.offset_of_max_timestamp)
+        self.offset_index.write_pending()
+        self.time_index.write_pending()
 
     # --- scanning -----------------------------------------------------------------------
 
@@ -394,9 +398,7 @@ class LogSegment:
                     )
                 if not self.can_hold_offsets(header.last_offset):
                     raise CorruptRecordError(f"batch at position {pos} overflows the index")
-                self._index_batch(
-                    pos, header.base_offset, header.max_timestamp, header.size, persist=False
-                )
+                self._index_batch(pos, header.base_offset, header.max_timestamp, header.size)
                 if self.rolling_base_timestamp is None:
                     self.rolling_base_timestamp = (
                         header.max_timestamp if header.max_timestamp >= 0 else self._mtime_ms()
@@ -418,23 +420,34 @@ class LogSegment:
     # --- lifecycle ----------------------------------------------------------------------
 
     def sync_fds(self) -> list[int]:
-        """Duplicates of the fds to fsync, owned by the caller (see ``Log.flush``)."""
-        fds = [os.dup(self.fd), os.dup(self.offset_index.fd), os.dup(self.time_index.fd)]
-        txn_fd = self.txn_index.sync_fd()
-        if txn_fd is not None:
-            fds.append(txn_fd)
+        """Descriptors to fsync, owned by the caller (see ``Log.flush``): a duplicate of the log
+        file's, and the index files opened with their pending entries written."""
+        fds = [os.dup(self.fd)]
+        try:
+            fds.append(self.offset_index.open_written())
+            fds.append(self.time_index.open_written())
+            txn_fd = self.txn_index.sync_fd()
+            if txn_fd is not None:
+                fds.append(txn_fd)
+        except BaseException:
+            for fd in fds:
+                os.close(fd)
+            raise
         return fds
 
-    def close(self) -> None:
-        for close in (self.offset_index.close, self.time_index.close, self.txn_index.close):
-            try:
-                close()
-            except OSError:
-                LOGGER.exception("Closing an index of %s failed", self.log_path)
+    def close(self, *, write_indexes: bool = True) -> None:
+        """Close the log file; first write pending index entries unless ``write_indexes`` is
+        False (the segment's files are being replaced or deleted)."""
+        if write_indexes:
+            for index in (self.offset_index, self.time_index):
+                try:
+                    index.close()
+                except OSError:
+                    LOGGER.exception("Writing the index %s failed", index.path)
         os.close(self.fd)
 
     def delete(self) -> None:
-        self.close()
+        self.close(write_indexes=False)
         for path in (self.log_path, self.offset_index.path, self.time_index.path,
                      self.txn_index.path):
             try:

@@ -40,7 +40,8 @@ class AbortedTxn(NamedTuple):
 
 
 class TransactionIndex:
-    """The aborted transactions whose markers lie in one segment; opened lazily."""
+    """The aborted transactions whose markers lie in one segment; the file is created with the
+    first entry and opened only while written (no descriptor stays open)."""
 
     entry_size = _ENTRY.size
 
@@ -49,19 +50,16 @@ class TransactionIndex:
         self.base_offset = base_offset
         self.entries: list[AbortedTxn] = []
         self._last_offsets: list[int] = []
-        self._fd: int | None = None
+        #: whether the file exists (loaded or written), so flushes fsync it
+        self._exists = False
 
     def __len__(self) -> int:
         return len(self.entries)
 
-    @property
-    def fd(self) -> int | None:
-        return self._fd
-
     def _open(self) -> int:
-        if self._fd is None:
-            self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
-        return self._fd
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        self._exists = True
+        return fd
 
     def load(self) -> None:
         """Read the file if there is one; raises IndexCorruptError if it cannot be trusted."""
@@ -69,6 +67,7 @@ class TransactionIndex:
             data = self.path.read_bytes()
         except FileNotFoundError:
             return
+        self._exists = True
         if len(data) % self.entry_size:
             raise IndexCorruptError(
                 f"{self.path.name}: length {len(data)} is not a multiple of {self.entry_size}")
@@ -82,20 +81,23 @@ class TransactionIndex:
             entries.append(AbortedTxn(producer_id, first, last, lso))
         self.entries = entries
         self._last_offsets = [e.last_offset for e in entries]
-        self._open()
 
     def append(self, entry: AbortedTxn, *, persist: bool = True) -> None:
-        """Add an abort whose marker is at ``entry.last_offset`` (in this segment)."""
+        """Add an abort whose marker is at ``entry.last_offset`` (in this segment). Written at
+        once: aborts are rare, and the entry must be in the file before the marker is."""
         if persist:
-            write_all(self._open(), _ENTRY.pack(_VERSION, *entry),
-                      len(self.entries) * self.entry_size)
+            fd = self._open()
+            try:
+                write_all(fd, _ENTRY.pack(_VERSION, *entry), len(self.entries) * self.entry_size)
+            finally:
+                os.close(fd)
         self.entries.append(entry)
         self._last_offsets.append(entry.last_offset)
 
     def truncate_entries(self, count: int) -> None:
         """Forget entries from ``count`` on (a failed append being rolled back)."""
-        if self._fd is not None:
-            os.ftruncate(self._fd, count * self.entry_size)
+        if self._exists:
+            os.truncate(self.path, count * self.entry_size)
         del self.entries[count:]
         del self._last_offsets[count:]
 
@@ -103,18 +105,20 @@ class TransactionIndex:
         """Forget every entry and empty the file (recovery rebuilds it)."""
         self.entries = []
         self._last_offsets = []
-        if self._fd is not None:
-            os.ftruncate(self._fd, 0)
-        elif self.path.exists():
+        if self._exists or self.path.exists():
             os.truncate(self.path, 0)
+            self._exists = True
 
     def persist_all(self) -> None:
         """Rewrite the file from memory in one write (after a rebuild); no file if empty."""
-        if not self.entries and self._fd is None:
+        if not self.entries and not self._exists:
             return
         fd = self._open()
-        os.ftruncate(fd, 0)
-        write_all(fd, b"".join(_ENTRY.pack(_VERSION, *e) for e in self.entries), 0)
+        try:
+            os.ftruncate(fd, 0)
+            write_all(fd, b"".join(_ENTRY.pack(_VERSION, *e) for e in self.entries), 0)
+        finally:
+            os.close(fd)
 
     def collect(self, fetch_offset: int, upper_bound: int) -> tuple[list[AbortedTxn], bool]:
         """Aborted transactions overlapping [fetch_offset, upper_bound), and whether the search
@@ -129,16 +133,10 @@ class TransactionIndex:
         return found, False
 
     def sync_fd(self) -> int | None:
-        """A duplicate of the fd to fsync (owned by the caller), or None without a file."""
-        return None if self._fd is None else os.dup(self._fd)
-
-    def close(self) -> None:
-        if self._fd is not None:
-            os.close(self._fd)
-            self._fd = None
+        """The file opened to fsync (owned by the caller), or None without a file."""
+        return self._open() if self._exists else None
 
     def delete(self) -> None:
-        self.close()
         try:
             self.path.unlink()
         except FileNotFoundError:

@@ -17,24 +17,18 @@ from __future__ import annotations
 
 import platform
 from collections.abc import Callable, Iterable, Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import trio
-from prometheus_client import (
-    GC_COLLECTOR,
-    CollectorRegistry,
-    Counter,
-    Gauge,
-    PlatformCollector,
-    ProcessCollector,
-)
-from prometheus_client.core import GaugeMetricFamily, Metric
-from prometheus_client.exposition import generate_latest
-from prometheus_client.registry import Collector
 
 from .idle import IdleMeter, IoWaitInstrument
 from .requests import TIMINGS, RequestMetrics, RequestTimes, api_name, error_label
 from .stalls import LoopStallMeter
+from .values import Families, Family, Value
+
+if TYPE_CHECKING:
+    from prometheus_client import CollectorRegistry
+    from prometheus_client.core import Metric
 
 #: Kafka's BrokerState values (kafka.server:type=KafkaServer,name=BrokerState)
 STARTING, RUNNING, SHUTTING_DOWN = 1, 3, 7
@@ -81,6 +75,8 @@ class TopicMetrics:
         return entry[0], entry[1], entry[2]
 
     def collect(self) -> Iterator[Metric]:
+        from prometheus_client.core import Metric
+
         for i, name, doc in ((0, "bytesin", "Bytes appended (BytesInPerSec)."),
                              (1, "bytesout", "Bytes fetched (BytesOutPerSec)."),
                              (2, "messagesin", "Records appended (MessagesInPerSec).")):
@@ -93,72 +89,84 @@ class TopicMetrics:
             yield family
 
 
-class _Collect(Collector):
-    def __init__(self, collect: Callable[[], Iterable[Metric]]) -> None:
-        self._collect = collect
-
-    def collect(self) -> Iterable[Metric]:
-        return self._collect()
-
-
 class BrokerMetrics:
     """The broker's counters, gauges and request timings."""
 
     def __init__(self, *, node_id: int = 0) -> None:
-        self.registry = CollectorRegistry(auto_describe=True)
-        r = self.registry
         self.node_id = node_id
         self.request_metrics = RequestMetrics()
-        r.register(self.request_metrics)
         self.topics = TopicMetrics()
-        r.register(_Collect(self.topics.collect))
         #: the event loop's stall detector (run by the broker: ``loop_stalls.run``)
         self.loop_stalls = LoopStallMeter()
-        r.register(_Collect(self.loop_stalls.collect))
-        self.connections = Gauge("kafka_server_socket_server_metrics_connection_count",
-                                 "Open connections (socket-server-metrics connection-count).",
-                                 registry=r)
-        self.connections_closed = Counter("kafka_server_connections_closed",
-                                          "Connections closed, by reason.", ["reason"],
-                                          registry=r)
-        self.connections_refused = Counter("kafka_server_connections_refused",
-                                           "Connections refused by a quota.", ["reason"],
-                                           registry=r)
-        self.bytes_in = Counter("kafka_server_socket_server_metrics_incoming_byte",
-                                "Bytes received on every listener.", registry=r)
-        self.bytes_out = Counter("kafka_server_socket_server_metrics_outgoing_byte",
-                                 "Bytes sent on every listener.", registry=r)
-        self.sendfile_bytes = Counter("kafka_server_socket_server_metrics_sendfile_byte",
-                                      "Of the bytes sent, fetched records sent straight from "
-                                      "segment files with sendfile (zero-copy).", registry=r)
-        self.request_queue_size = Gauge("kafka_network_requestchannel_requestqueuesize",
-                                        "Requests waiting for a handler.", registry=r)
-        self.response_queue_size = Gauge("kafka_network_requestchannel_responsequeuesize",
-                                         "Responses waiting for their processor.", registry=r)
+        f = self.families = Families()
+        self.connections = f.gauge("kafka_server_socket_server_metrics_connection_count",
+                                   "Open connections (socket-server-metrics connection-count).")
+        self.connections_closed = f.counter("kafka_server_connections_closed",
+                                            "Connections closed, by reason.", ["reason"])
+        self.connections_refused = f.counter("kafka_server_connections_refused",
+                                             "Connections refused by a quota.", ["reason"])
+        self.bytes_in = f.counter("kafka_server_socket_server_metrics_incoming_byte",
+                                  "Bytes received on every listener.")
+        self.bytes_out = f.counter("kafka_server_socket_server_metrics_outgoing_byte",
+                                   "Bytes sent on every listener.")
+        self.sendfile_bytes = f.counter("kafka_server_socket_server_metrics_sendfile_byte",
+                                        "Of the bytes sent, fetched records sent straight from "
+                                        "segment files with sendfile (zero-copy).")
+        self.request_queue_size = f.gauge("kafka_network_requestchannel_requestqueuesize",
+                                          "Requests waiting for a handler.")
+        self.response_queue_size = f.gauge("kafka_network_requestchannel_responsequeuesize",
+                                           "Responses waiting for their processor.")
         self.handler_idle = IdleMeter(1)
         self.processor_idle = IdleMeter(1)
-        Gauge("kafka_server_kafkarequesthandlerpool_requesthandleravgidle_percent",
-              "RequestHandlerAvgIdlePercent: the handlers' share of the last minute spent "
-              "waiting for work (0..1).", registry=r).set_function(self.handler_idle.ratio)
-        Gauge("kafka_network_socketserver_networkprocessoravgidle_percent",
-              "NetworkProcessorAvgIdlePercent: the share of the last minute the network "
-              "loop waited for I/O (0..1).", registry=r).set_function(self.processor_idle.ratio)
+        f.gauge("kafka_server_kafkarequesthandlerpool_requesthandleravgidle_percent",
+                "RequestHandlerAvgIdlePercent: the handlers' share of the last minute spent "
+                "waiting for work (0..1).").set_function(self.handler_idle.ratio)
+        f.gauge("kafka_network_socketserver_networkprocessoravgidle_percent",
+                "NetworkProcessorAvgIdlePercent: the share of the last minute the network "
+                "loop waited for I/O (0..1).").set_function(self.processor_idle.ratio)
         #: BrokerState: starting until the broker is up, running, then shutting down
         self.broker_state = STARTING
-        Gauge("kafka_server_kafkaserver_brokerstate",
-              "Kafka's BrokerState: 1 starting, 3 running, 7 shutting down.",
-              registry=r).set_function(lambda: self.broker_state)
+        f.gauge("kafka_server_kafkaserver_brokerstate",
+                "Kafka's BrokerState: 1 starting, 3 running, 7 shutting down.",
+                ).set_function(lambda: self.broker_state)
         #: whether the broker serves (``/ready``) and, when it does not, why
         self.readiness: Callable[[], tuple[bool, str]] = lambda: (False, "starting")
-        r.register(_BuildInfo())
-        ProcessCollector(registry=r)
-        PlatformCollector(registry=r)
-        r.register(_Collect(GC_COLLECTOR.collect))
+        #: scrape-time readers, in the order added: the registry is made from them when first
+        #: needed (the first scrape), so a start imports no prometheus-client
+        self._collectors: list[Callable[[], Iterable[Metric]]] = [
+            self.request_metrics.collect, self.topics.collect, self.loop_stalls.collect,
+            self.families.collect]
+        self._registry: CollectorRegistry | None = None
+
+    @property
+    def registry(self) -> CollectorRegistry:
+        """This broker's ``CollectorRegistry`` (one per broker: tests run many in a process),
+        made on first use with the process, platform and GC collectors prometheus-client's
+        default registry has."""
+        if self._registry is None:
+            from prometheus_client import (
+                GC_COLLECTOR,
+                CollectorRegistry,
+                PlatformCollector,
+                ProcessCollector,
+            )
+
+            registry = CollectorRegistry(auto_describe=True)
+            for collect in self._collectors:
+                registry.register(_collector(collect))
+            registry.register(_collector(_BuildInfo().collect))
+            ProcessCollector(registry=registry)
+            PlatformCollector(registry=registry)
+            registry.register(_collector(GC_COLLECTOR.collect))
+            self._registry = registry
+        return self._registry
 
     def add_collector(self, collect: Callable[[], Iterable[Metric]]) -> None:
         """Read something at scrape time (log sizes, group lag): ``collect()`` yields families.
         """
-        self.registry.register(_Collect(collect))
+        self._collectors.append(collect)
+        if self._registry is not None:
+            self._registry.register(_collector(collect))
 
     def count_errors(self, api_key: int, codes: list[int]) -> None:
         self.request_metrics.count_errors(api_key, codes)
@@ -169,10 +177,23 @@ class BrokerMetrics:
 
     def expose(self) -> bytes:
         """The Prometheus text exposition of every metric."""
+        from prometheus_client.exposition import generate_latest
+
         return generate_latest(self.registry)
 
 
-class _BuildInfo(Collector):
+def _collector(collect: Callable[[], Iterable[Metric]]) -> Any:
+    """A registry's collector of a function (prometheus-client calls ``collect()``)."""
+    from prometheus_client.registry import Collector
+
+    class _Collect(Collector):
+        def collect(self) -> Iterable[Metric]:
+            return collect()
+
+    return _Collect()
+
+
+class _BuildInfo:
     """``trio_broker_build_info``: read at the first scrape, as reading the installed version
     (``importlib.metadata``: tens of milliseconds to import) would lengthen every start."""
 
@@ -183,10 +204,9 @@ class _BuildInfo(Collector):
     def __init__(self) -> None:
         self._values: list[str] | None = None
 
-    def describe(self) -> Iterable[Metric]:
-        return [GaugeMetricFamily(self._NAME, self._DOC, labels=self._LABELS)]
-
     def collect(self) -> Iterable[Metric]:
+        from prometheus_client.core import GaugeMetricFamily
+
         if self._values is None:
             self._values = [_version(), platform.python_version(), trio.__version__]
         family = GaugeMetricFamily(self._NAME, self._DOC, labels=self._LABELS)
@@ -204,6 +224,6 @@ def _version() -> str:
         return "unknown"
 
 
-__all__ = ["RUNNING", "SHUTTING_DOWN", "STARTING", "TIMINGS", "BrokerMetrics", "IdleMeter",
-           "IoWaitInstrument", "LoopStallMeter", "RequestMetrics", "RequestTimes", "TopicMetrics",
-           "api_name", "error_label"]
+__all__ = ["RUNNING", "SHUTTING_DOWN", "STARTING", "TIMINGS", "BrokerMetrics", "Families",
+           "Family", "IdleMeter", "IoWaitInstrument", "LoopStallMeter", "RequestMetrics",
+           "RequestTimes", "TopicMetrics", "Value", "api_name", "error_label"]

@@ -20,11 +20,13 @@ from __future__ import annotations
 import time
 from bisect import bisect_left
 from collections.abc import Iterator
-
-from prometheus_client.core import CounterMetricFamily, Metric
+from typing import TYPE_CHECKING
 
 from ..protocol.api_keys import ApiKey
 from ..protocol.errors import ErrorCode
+
+if TYPE_CHECKING:  # prometheus-client is imported by the first scrape
+    from prometheus_client.core import Metric
 
 _MS_BUCKETS = (0.1, 0.25, 0.5, 1, 2.5, 5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10000,
                30000)
@@ -172,6 +174,8 @@ class RequestMetrics:
         return sum(entry.versions.values()) if entry else 0
 
     def collect(self) -> Iterator[Metric]:
+        from prometheus_client.core import CounterMetricFamily, Metric
+
         requests = CounterMetricFamily("kafka_network_requestmetrics_requests",
                                        "Requests by API and version (RequestsPerSec).",
                                        labels=["request", "version"])

@@ -19,10 +19,12 @@ import sys
 import time
 from bisect import bisect_left
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import trio
-from prometheus_client.core import CounterMetricFamily, HistogramMetricFamily, Metric
+
+if TYPE_CHECKING:  # prometheus-client is imported by the first scrape
+    from prometheus_client.core import HistogramMetricFamily, Metric
 
 #: upper bounds of the buckets, seconds (Prometheus ``le``); +Inf is implied
 BOUNDS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0)
@@ -58,6 +60,8 @@ class Histogram:
         return sum(self.counts[bisect_left(BOUNDS, seconds) + 1:])
 
     def family(self, name: str, doc: str) -> HistogramMetricFamily:
+        from prometheus_client.core import HistogramMetricFamily
+
         buckets: list[tuple[str, float]] = []
         total = 0
         for bound, n in zip((*BOUNDS, float("inf")), self.counts, strict=True):
@@ -130,6 +134,8 @@ class LoopStallMeter:
         yield self.gc_pauses.family(
             "kafka_server_eventloopmetrics_gcpause_seconds",
             "Garbage collection pauses (they hold the interpreter, so the event loop too).")
+        from prometheus_client.core import CounterMetricFamily
+
         seconds = CounterMetricFamily(
             "kafka_server_eventloopmetrics_blocking_seconds",
             "Seconds of blocking work run on the event loop, by operation.",

@@ -16,13 +16,17 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
-
-from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from typing import TYPE_CHECKING
 
 from ..log.cleaner_manager import LogCleaner
 
+if TYPE_CHECKING:  # prometheus-client is imported by the first scrape
+    from prometheus_client.core import Metric
+
 
 def cleaner_metrics(cleaner: LogCleaner) -> Iterator[Metric]:
+    from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
+
     m = cleaner.metrics
     yield GaugeMetricFamily("kafka_log_logcleanermanager_max_dirty_percent",
                             "Largest dirty ratio of a compacted log, percent.",

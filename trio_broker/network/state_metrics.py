@@ -21,15 +21,19 @@ nothing on the data path. Names, as the JMX exporter's Kafka rules make them:
 from __future__ import annotations
 
 from collections.abc import Iterator
-
-from prometheus_client.core import GaugeMetricFamily, Metric
+from typing import TYPE_CHECKING
 
 from ..apis.state import BrokerState
+
+if TYPE_CHECKING:  # prometheus-client is imported by the first scrape
+    from prometheus_client.core import GaugeMetricFamily, Metric
 
 _GROUP_STATES = ("PreparingRebalance", "CompletingRebalance", "Stable", "Dead", "Empty")
 
 
 def _gauge(name: str, doc: str, *labels: str) -> GaugeMetricFamily:
+    from prometheus_client.core import GaugeMetricFamily
+
     return GaugeMetricFamily(name, doc, labels=list(labels))
 
 

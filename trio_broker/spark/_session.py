@@ -15,6 +15,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from ._classes import class_archive
+
 _LOG4J2 = """\
 rootLogger.level = warn
 rootLogger.appenderRef.stderr.ref = console
@@ -31,9 +33,12 @@ logger.jetty.level = error
 #: Java options of the driver JVM of a short job. The JVM's optimising JIT compiler (C2) spends
 #: about 10 CPU seconds compiling Spark's hot paths in a fresh JVM, which a job of a few hundred
 #: thousand records never earns back: with only the quick compiler (C1) the JVM of a
-#: 200,000-record export used 11-15 CPU s instead of 23-26 (bench/bench_export.py's
-#: end-to-end figure; see docs/benchmarks.md). Long jobs keep the JVM's default.
-SHORT_JOB_JAVA_OPTIONS = "-XX:TieredStopAtLevel=1"
+#: 200,000-record export used 11-15 CPU s instead of 23-26. The serial collector spares the
+#: threads of G1, Java's default, which a few seconds' heap does not need (JVM CPU 9.9-10.0 s
+#: against 11.0-14.6 with G1, both with the class archive; bench/bench_export_start.py, see
+#: docs/benchmarks.md). Long jobs keep the JVM's defaults. A short job's driver also uses the
+#: class-data-sharing archive of ``_classes``.
+SHORT_JOB_JAVA_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
 
 #: the log of the JVM this module started, if it started the running one
 _log_path: Path | None = None
@@ -43,8 +48,10 @@ def build_session(*, master: str, app_name: str, conf: Mapping[str, str] | None 
                   log_dir: str | None = None, short_job: bool = False) -> tuple[Any, Path | None]:
     """Start a SparkSession whose JVM writes to a log file, or join the running one.
 
-    ``short_job``: the session runs one short job and stops (``SHORT_JOB_JAVA_OPTIONS``); it
-    has no effect when a session is running already. Returns (session, log path); the path is
+    ``short_job``: the session runs one short job and stops: its driver JVM starts with
+    ``SHORT_JOB_JAVA_OPTIONS`` and the class archive (``_classes``, created by the first such
+    run, which waits at exit while the JVM writes it). It has no effect when a session is
+    running already. Returns (session, log path); the path is
     None for a session started some other way.
     """
     global _log_path
@@ -62,14 +69,29 @@ def build_session(*, master: str, app_name: str, conf: Mapping[str, str] | None 
             # Executors in local mode are this machine's Python: use this interpreter (and its
             # installed packages) rather than whatever "python3" is first on PATH.
             os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-        settings = session_settings(master=master, app_name=app_name, log4j=log4j,
-                                    short_job=short_job)
-        settings.update(conf or {})
-        spark_conf = SparkConf(loadDefaults=True)
-        for key, value in settings.items():
-            spark_conf.set(key, value)
-        with open(log_path, "ab") as log:
-            gateway = launch_gateway(spark_conf, popen_kwargs={"stdout": log, "stderr": log})
+        archive = class_archive() if short_job else None
+        java_options = archive.java_options() if archive else ""
+        if java_options:  # should the JVM crash on the archive, its report goes with the log
+            java_options += f" -XX:ErrorFile={directory}/hs_err_pid%p.log"
+        while True:
+            settings = session_settings(master=master, app_name=app_name, log4j=log4j,
+                                        short_job=short_job, java_options=java_options)
+            settings.update(conf or {})
+            spark_conf = SparkConf(loadDefaults=True)
+            for key, value in settings.items():
+                spark_conf.set(key, value)
+            try:
+                with open(log_path, "ab") as log:
+                    gateway = launch_gateway(spark_conf,
+                                             popen_kwargs={"stdout": log, "stderr": log})
+            except Exception:
+                if archive is None or not archive.launch_failed():
+                    raise
+                archive, java_options = None, ""  # once more, without the archive
+                continue
+            break
+        if archive is not None:
+            archive.launched(getattr(gateway, "proc", None))
         SparkContext(conf=spark_conf, gateway=gateway)
         _log_path = log_path
     spark = SparkSession.builder.getOrCreate()
@@ -77,20 +99,23 @@ def build_session(*, master: str, app_name: str, conf: Mapping[str, str] | None 
     return spark, _log_path
 
 
-def session_settings(*, master: str, app_name: str, log4j: Path,
-                     short_job: bool = False) -> dict[str, str]:
+def session_settings(*, master: str, app_name: str, log4j: Path, short_job: bool = False,
+                     java_options: str = "") -> dict[str, str]:
     """The Spark settings of a session ``build_session`` starts (before the caller's ``conf``).
 
     A local run needs no web UI; the rest keeps Spark's own output off the terminal and
-    timestamps in UTC.
+    timestamps in UTC. ``java_options``: more options of a short job's driver JVM (its class
+    archive's).
     """
     java_opts = f"-Dlog4j2.configurationFile=file:{log4j}"
+    driver_opts = java_opts
+    if short_job:
+        driver_opts = " ".join(filter(None, (java_opts, SHORT_JOB_JAVA_OPTIONS, java_options)))
     settings = {
         "spark.master": master,
         "spark.app.name": app_name,
         "spark.ui.showConsoleProgress": "false",
-        "spark.driver.extraJavaOptions": (f"{java_opts} {SHORT_JOB_JAVA_OPTIONS}" if short_job
-                                          else java_opts),
+        "spark.driver.extraJavaOptions": driver_opts,
         "spark.executor.extraJavaOptions": java_opts,
         "spark.sql.session.timeZone": "UTC",
         "spark.sql.parquet.outputTimestampType": "TIMESTAMP_MICROS",
