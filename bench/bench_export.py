@@ -1,20 +1,25 @@
-"""Export throughput: topic to Parquet through the trio_broker Spark source, next to its ceiling.
+"""Export throughput: topic to Parquet with the export's two writers, next to Spark's ceiling.
 
 Run: ``.venv/bin/python bench/bench_export.py [--records 2000000] [--partitions 4]``. Not part
 of the test suite. Starts ``trio-broker serve`` as a subprocess on a free loopback port (data in
 a temporary directory), produces ``--records`` records with 100-byte random values and 8-byte
 keys (confluent-kafka, ``--compression``, default none), then on a ``local[2]`` SparkSession:
 
-1. warm-up: a small export, so JVM and Python workers are started before anything is timed;
+1. warm-up: small exports by each path, so the JVM and Python workers are started (and have
+   imported what each path needs) before anything is timed;
 2. source -> Parquet: ``spark.read.format("trio_broker")...load().write.parquet(...)`` with the
    export's Parquet options (``PARQUET_WRITE_OPTIONS``);
-3. ``trio-broker export`` end to end (planning, the Spark job, staging, manifest), in this
-   process's running session;
-4. ceiling: the same rows cached in memory (``df.cache()``) written to Parquet by Spark alone,
+3. ``trio-broker export --writer spark`` end to end (planning, the Spark job through the source
+   and Spark's Parquet writer, staging, manifest), in this process's running session;
+4. ``trio-broker export`` (its default: pyarrow writes the files in the Spark tasks, the records
+   never enter the JVM), the same way;
+5. ceiling: the same rows cached in memory (``df.cache()``) written to Parquet by Spark alone,
    with the same options;
-5. with ``--e2e-records N`` (default 200,000; 0 skips it): ``trio-broker export`` of a topic of
+6. pyarrow's Parquet writer alone, in this process, on the exported rows: snappy (what the
+   export writes) and uncompressed, CPU s per million records;
+7. with ``--e2e-records N`` (default 200,000; 0 skips it): ``trio-broker export`` of a topic of
    N such records as a command in a process of its own, from process start to exit, Spark's
-   start included (the time a user waits).
+   start included (the time a user waits), with each writer.
 
 Each figure is the best of ``--repeat`` runs (default 3), each into a fresh directory, in
 records/s of wall-clock time over the write. Figures go to docs/benchmarks.md.
@@ -40,6 +45,7 @@ from pathlib import Path
 from typing import Any
 
 import confluent_kafka
+import pyarrow.parquet as pq
 from confluent_kafka.admin import AdminClient, NewTopic
 
 VALUE_BYTES = 100
@@ -159,22 +165,45 @@ def best_of(label: str, repeat: int,
     return min(times), cpu
 
 
-def _export(bootstrap: str, topic: str, out: Path, master: str) -> None:
+def _export(bootstrap: str, topic: str, out: Path, master: str, writer: str,
+            *extra: str) -> None:
     from trio_broker.cli import main as cli_main
 
     code = cli_main(["export", "--bootstrap-server", bootstrap, "--topic", topic, "--out",
-                     str(out), "--master", master])
+                     str(out), "--master", master, "--writer", writer, *extra])
     if code:
         raise RuntimeError(f"trio-broker export exited {code}")
 
 
-def _export_command(bootstrap: str, topic: str, out: Path, master: str) -> None:
+def _export_command(bootstrap: str, topic: str, out: Path, master: str, writer: str) -> None:
     """``trio-broker export`` as a user runs it: a process of its own, Spark started in it."""
     done = subprocess.run([sys.executable, "-m", "trio_broker", "export", "--bootstrap-server",
-                           bootstrap, "--topic", topic, "--out", str(out), "--master", master],
+                           bootstrap, "--topic", topic, "--out", str(out), "--master", master,
+                           "--writer", writer],
                           capture_output=True, text=True, check=False)
     if done.returncode:
         raise RuntimeError(f"trio-broker export exited {done.returncode}: {done.stderr}")
+
+
+def _pyarrow_writer(exported: Path, out: Path) -> dict[str, float]:
+    """CPU seconds pyarrow's writer takes for the exported rows, per codec, with the export's
+    writer options (best of 3)."""
+    from trio_broker.spark._arrow_export import file_schema, writer_options
+
+    table = pq.read_table(exported, partitioning=None)
+    schema = file_schema(True, ())
+    table = table.select(schema.names).cast(schema)
+    out.mkdir(parents=True, exist_ok=True)
+    result = {}
+    for codec in ("snappy", "none"):
+        options = {**writer_options(schema), "compression": codec}
+        times = []
+        for _ in range(3):
+            started = time.process_time()
+            pq.write_table(table, out / f"{codec}.parquet", row_group_size=131_072, **options)
+            times.append(time.process_time() - started)
+        result[codec] = min(times)
+    return result
 
 
 def main() -> int:
@@ -199,13 +228,16 @@ def main() -> int:
         seconds = produce(bootstrap, topic, args.records, args.partitions, args.compression)
         print(f"produced {args.records:,} records ({VALUE_BYTES}-byte values, "
               f"{args.partitions} partitions, {args.compression}) in {seconds:.1f} s", flush=True)
-        e2e = None
+        e2e = {}
         if args.e2e_records:
             small = "bench-export-e2e"
             produce(bootstrap, small, args.e2e_records, args.partitions, args.compression)
-            e2e = best_of(f"trio-broker export command, {args.e2e_records:,} records, "
-                          "Spark start included", args.repeat, lambda i: _export_command(
-                              bootstrap, small, work / f"e2e-{i}", args.master))
+            for writer in ("arrow", "spark"):
+                e2e[writer] = best_of(
+                    f"trio-broker export --writer {writer} command, {args.e2e_records:,} "
+                    "records, Spark start included", args.repeat,
+                    lambda i, w=writer: _export_command(bootstrap, small, work / f"e2e-{w}-{i}",
+                                                        args.master, w))
         spark, log = build_session(master=args.master, app_name="bench-export",
                                    log_dir=str(work / "log"))
         register(spark)
@@ -219,6 +251,9 @@ def main() -> int:
         best_of("warm-up (small export)", 1,
                 lambda i: reader().option("endingOffsets", ends).load().write.parquet(
                     str(work / "warm")))
+        for writer in ("spark", "arrow"):  # and the Python workers' imports of each path
+            best_of(f"warm-up (small export --writer {writer})", 1, lambda i, w=writer: _export(
+                bootstrap, topic, work / f"warm-{w}", args.master, w, "--ending-offsets", ends))
 
         df = reader().load()
         source = best_of("source -> parquet", args.repeat, lambda i: df.write.options(
@@ -226,14 +261,21 @@ def main() -> int:
         written = spark.read.parquet(str(work / "source-0")).count()
         if written != args.records:
             raise RuntimeError(f"wrote {written:,} rows, expected {args.records:,}")
-        cli = best_of("trio-broker export", args.repeat, lambda i: _export(
-            bootstrap, topic, work / f"export-{i}", args.master))
+        cli_spark = best_of("trio-broker export --writer spark", args.repeat, lambda i: _export(
+            bootstrap, topic, work / f"export-spark-{i}", args.master, "spark"))
+        cli = best_of("trio-broker export (arrow writer)", args.repeat, lambda i: _export(
+            bootstrap, topic, work / f"export-{i}", args.master, "arrow"))
+        exported = sum(pq.read_metadata(p).num_rows for p in (work / "export-0").rglob(
+            "*.parquet"))
+        if exported != args.records:
+            raise RuntimeError(f"exported {exported:,} rows, expected {args.records:,}")
         cached = df.cache()
         best_of("cache the rows in memory", 1, lambda i: cached.count())
         memory = best_of("in-memory -> parquet (ceiling)", args.repeat,
                            lambda i: cached.write.options(**PARQUET_WRITE_OPTIONS).parquet(
                                str(work / f"memory-{i}")))
         spark.stop()
+    writer_alone = _pyarrow_writer(work / "export-0", work / "pyarrow")
 
     import pyspark
 
@@ -244,20 +286,26 @@ def main() -> int:
           f"load average before: {load}")
     print(f"{'path':<34}{'seconds':>9}{'records/s':>12}   CPU s per million records")
     for label, (secs, cpu) in (("trio_broker source -> Parquet", source),
-                               ("trio-broker export (end to end)", cli),
+                               ("export --writer spark (end to end)", cli_spark),
+                               ("export, arrow writer (end to end)", cli),
                                ("in-memory DataFrame -> Parquet", memory)):
         per_million = ", ".join(f"{k} {v * 1e6 / n:.2f}" for k, v in sorted(cpu.items())
                                 if k != "other" and v >= 0.005)
         print(f"{label:<34}{secs:>9.2f}{n / secs:>12,.0f}   {per_million}")
     cores = os.cpu_count() or 1
-    for label, (_, cpu) in (("source -> Parquet", source), ("in-memory -> Parquet", memory)):
+    for label, (_, cpu) in (("source -> Parquet", source), ("export, arrow writer", cli),
+                            ("in-memory -> Parquet", memory)):
         busy = sum(v for k, v in cpu.items() if k != "other")
         print(f"CPU-bound limit of {label} on {cores} otherwise idle cores: "
               f"{n * cores / busy:,.0f} records/s")
-    print(f"source / ceiling (wall clock): {memory[0] / source[0]:.0%}; Spark log: {log}")
-    if e2e is not None:
-        print(f"trio-broker export of {args.e2e_records:,} records, process start to exit "
-              f"(Spark start included): {e2e[0]:.1f} s")
+    print(f"source / ceiling (wall clock): {memory[0] / source[0]:.0%}; export (arrow) / "
+          f"ceiling: {memory[0] / cli[0]:.0%}; Spark log: {log}")
+    for codec, cpu_s in writer_alone.items():
+        print(f"pyarrow's Parquet writer alone, {codec}: {cpu_s * 1e6 / n:.2f} CPU s per "
+              "million records")
+    for writer, (secs, _) in e2e.items():
+        print(f"trio-broker export --writer {writer} of {args.e2e_records:,} records, process "
+              f"start to exit (Spark start included): {secs:.1f} s")
     shutil.rmtree(work, ignore_errors=True)
     return 0
 

@@ -6,7 +6,8 @@ shares a ``local[2]`` one. This driver starts Spark's ``local-cluster[2,1,1024]`
 standalone master and two workers inside the driver's JVM, each worker launching its executor
 as a separate JVM with its own Python workers), then runs on it, one after the other:
 
-1. ``trio-broker export`` of topic ``cluster-in`` to ``WORKDIR/export``;
+1. ``trio-broker export`` of topic ``cluster-in`` to ``WORKDIR/export`` (pyarrow writing in the
+   tasks), and again with ``--writer spark`` to ``WORKDIR/export-spark``;
 2. ``trio-broker import`` of ``WORKDIR/import-input`` into topic ``cluster-imported``;
 3. a streaming query from ``cluster-in`` to topic ``cluster-streamed`` (``availableNow``).
 
@@ -53,6 +54,10 @@ def main(bootstrap: str, workdir: Path) -> dict[str, Any]:
                                  "cluster-in", "--out", str(workdir / "export"),
                                  "--master", MASTER])
     seconds["export"] = time.monotonic() - started
+    result["export_spark"] = cli_main(["export", "--bootstrap-server", bootstrap, "--topic",
+                                       "cluster-in", "--out", str(workdir / "export-spark"),
+                                       "--master", MASTER, "--writer", "spark"])
+    seconds["export_spark"] = time.monotonic() - started
     result["import"] = cli_main(["import", "--bootstrap-server", bootstrap, "--topic",
                                  "cluster-imported", "--in", str(workdir / "import-input"),
                                  "--master", MASTER])

@@ -98,13 +98,33 @@ def test_tasks_run_in_executor_processes(cluster_run) -> None:
     assert tasks["1"] > 0
 
 
-def test_export_on_the_cluster(cluster_run) -> None:
+def test_export_on_the_cluster(cluster_run, spark: Any) -> None:
+    from pyspark.sql import functions as F
+
     _, result, workdir, produced = cluster_run
     assert result["export"] == 0
     table = ds.dataset(workdir / "export", format="parquet").to_table()
     got = sorted(zip(table.column("partition").to_pylist(), table.column("offset").to_pylist(),
                      table.column("value").to_pylist()))
     assert got == sorted((p, o, s.value) for (p, o), s in produced.records.items())
+
+    # Spark reads the pyarrow-written files as the files of its own writer: same schema and
+    # rows; each file one partition's offsets in order.
+    assert result["export_spark"] == 0
+    arrow = spark.read.parquet(str(workdir / "export"))
+    reference = spark.read.parquet(str(workdir / "export-spark"))
+    assert arrow.schema == reference.schema
+
+    def rows(df: Any) -> list:
+        return sorted((tuple(r) for r in df.collect()), key=lambda r: (r[3], r[4]))
+
+    assert rows(arrow) == rows(reference)  # (partition, offset) orders them
+    files: dict[str, list[tuple[int, int]]] = {}
+    for row in arrow.select(F.input_file_name().alias("f"), "partition", "offset").collect():
+        files.setdefault(row.f, []).append((row.partition, row.offset))
+    for name, keys in files.items():
+        assert len({p for p, _ in keys}) == 1, name
+        assert [o for _, o in keys] == list(range(keys[0][1], keys[0][1] + len(keys))), name
 
 
 def test_import_on_the_cluster(cluster_run) -> None:

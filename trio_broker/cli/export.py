@@ -44,6 +44,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="streaming checkpoint (default: DIR/_checkpoint)")
     parser.add_argument("--trigger-interval", default="1 second", metavar="INTERVAL",
                         help="how often --follow looks for new records (default: 1 second)")
+    parser.add_argument("--writer", choices=("arrow", "spark"), default=None,
+                        help="who writes batch Parquet files: arrow (default; pyarrow in the "
+                             "Spark tasks, the records never enter the JVM) or spark (Spark's "
+                             "Parquet writer). JSON, CSV and --follow always use Spark's")
     parser.add_argument("--option", action="append", default=[], metavar="KEY=VALUE",
                         help="extra source option, e.g. maxOffsetsPerTrigger=100000")
     add_client_config_arguments(parser)
@@ -63,7 +67,7 @@ def run(args: argparse.Namespace) -> int:
         starting_offsets=args.starting_offsets, ending_offsets=args.ending_offsets,
         master=args.master, follow=args.follow,
         checkpoint=Path(args.checkpoint) if args.checkpoint else None,
-        trigger_interval=args.trigger_interval,
+        trigger_interval=args.trigger_interval, writer=args.writer,
         options={**security_options(args), **_source_options(args.option)})
     try:
         job = ExportJob(settings)

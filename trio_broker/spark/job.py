@@ -3,8 +3,11 @@
 Why it runs the way it does:
 - A batch export reads a fixed set of offset ranges, resolved before Spark starts (so it fails
   in a second, clearly, on a wrong address or topic) and pinned for the Spark job; the ranges
-  are the export's identity (``manifest``). Spark writes into a staging directory first, so a
-  failed run leaves earlier files as they were.
+  are the export's identity (``manifest``). The files are written into a staging directory
+  first, so a failed run leaves earlier files as they were.
+- A batch Parquet export writes its files with pyarrow in the Spark tasks that read the
+  records (``_arrow_export``): the records never enter Spark's JVM, which halves the CPU per
+  record. JSON and CSV, and ``writer="spark"``, go through the source and Spark's writers.
 - A follow export is a Structured Streaming query into Spark's file sink, whose commit log
   (``_spark_metadata``) and the checkpoint make every offset land in the output exactly once,
   across restarts; SIGINT or SIGTERM stops it between micro-batches.
@@ -29,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 from . import manifest as manifests
 from ._decode import schema_ddl
 from ._options import PROGRESS_OPTION, OffsetRange, offsets_json, parse_options
-from ._planning import subscribed_partitions
+from ._planning import split_ranges, subscribed_partitions
 from ._progress import ProgressListener, show_progress, show_summary, watch_stream
 
 if TYPE_CHECKING:
@@ -45,9 +48,10 @@ PARQUET_WRITE_OPTIONS = {
     "parquet.enable.dictionary#value": "false",
     "parquet.column.statistics.enabled#value": "false",
 }
-#: A batch export of at most this many records starts Spark's JVM for a short job
-#: (``_session.SHORT_JOB_JAVA_OPTIONS``): below it, the JIT compile time saved is more than
-#: the slower compiled code costs (measured with bench/bench_export.py, docs/benchmarks.md).
+#: A batch export of at most this many records (any size with the arrow writer) starts Spark's
+#: JVM for a short job (``_session.SHORT_JOB_JAVA_OPTIONS``): below it, the JIT compile time
+#: saved is more than the slower compiled code costs (measured with bench/bench_export.py,
+#: docs/benchmarks.md).
 SHORT_EXPORT_RECORDS = 1_000_000
 #: A header row, and quotes inside fields doubled as RFC 4180 (and Python's csv) expect,
 #: rather than Spark's default backslash escapes.
@@ -74,6 +78,16 @@ class ExportSettings:
     checkpoint: Path | None = None  # follow only; default <out>/_checkpoint
     trigger_interval: str = "1 second"
     options: Mapping[str, str] = field(default_factory=dict)
+    #: "arrow" (batch Parquet only) or "spark"; None: "arrow" where it applies
+    writer: str | None = None
+
+    def arrow_writer(self) -> bool:
+        """Whether the files are written by pyarrow in the tasks (``_arrow_export``)."""
+        if self.writer not in (None, "arrow", "spark"):
+            raise ValueError(f"writer is 'arrow' or 'spark', not {self.writer!r}")
+        if self.writer == "arrow" and (self.follow or self.format != "parquet"):
+            raise ValueError("the arrow writer writes batch Parquet exports only")
+        return self.writer != "spark" and not self.follow and self.format == "parquet"
 
 
 class ExportJob:
@@ -95,6 +109,7 @@ class ExportJob:
             self.options["endingOffsets"] = settings.ending_offsets
         self.options.update(settings.options)
         self.source = parse_options(self.options, streaming=settings.follow)
+        self.arrow_writer = settings.arrow_writer()
 
     # --- batch ----------------------------------------------------------------------------
 
@@ -113,9 +128,13 @@ class ExportJob:
             return
 
         staging = self.out / f"_staging-{this_id}-{uuid.uuid4().hex[:8]}"
-        spark, log_path, created = self._session(short_job=planned <= SHORT_EXPORT_RECORDS)
+        # With the arrow writer the JVM moves no records at all: its optimising compiler is
+        # never earned back, whatever the size.
+        spark, log_path, created = self._session(
+            short_job=self.arrow_writer or planned <= SHORT_EXPORT_RECORDS)
         try:
-            result = self._write_batch(spark, ranges, staging, planned, console, interactive)
+            write = self._write_arrow if self.arrow_writer else self._write_batch
+            result = write(spark, ranges, staging, planned, console, interactive)
             files = manifests.publish(staging, self.out, this_id)
         except KeyboardInterrupt:
             spark.sparkContext.cancelAllJobs()
@@ -179,17 +198,43 @@ class ExportJob:
                 except BaseException as exc:  # handed to the main thread
                     outcome["error"] = exc
 
-            thread = threading.Thread(target=write, name="export-write", daemon=True)
-            thread.start()
-            if interactive:
-                show_progress(console, thread, listener, planned)
-            else:
-                while thread.is_alive():
-                    thread.join(0.2)
+            _run_with_progress(write, console, interactive, listener, planned)
         if "error" in outcome:
             raise outcome["error"]
         metrics = outcome["metrics"]
         return {"records": int(metrics["records"]), "bytes": int(metrics["bytes"])}
+
+    def _write_arrow(self, spark: Any, ranges: list[OffsetRange], staging: Path, planned: int,
+                     console: Console, interactive: bool) -> dict[str, int]:
+        from . import _arrow_export
+
+        # As the source splits them: two tasks per core by default, so partitions of unequal
+        # size still keep every core busy.
+        min_partitions = self.source.min_partitions or 2 * spark.sparkContext.defaultParallelism
+        pieces = split_ranges(ranges, min_partitions=min_partitions,
+                              max_records=self.source.max_records_per_partition)
+        outcome: dict[str, Any] = {}
+        with ProgressListener() as listener:
+            tasks = _arrow_export.plan_tasks(pieces, self.source, staging=staging,
+                                             partition_by=self.settings.partition_by,
+                                             progress_address=listener.address)
+
+            def write() -> None:
+                try:
+                    outcome["results"] = _arrow_export.run(spark, tasks)
+                except BaseException as exc:  # handed to the main thread
+                    outcome["error"] = exc
+
+            _run_with_progress(write, console, interactive, listener, planned)
+        if "error" in outcome:
+            raise outcome["error"]
+        results = outcome["results"]
+        _arrow_export.commit(staging, results, include_headers=self.source.include_headers,
+                             partition_by=self.settings.partition_by)
+        LOGGER.info("arrow export: %d tasks, CPU s reading %.2f, writing %.2f", len(results),
+                    sum(r.read_cpu_s for r in results), sum(r.write_cpu_s for r in results))
+        return {"records": sum(r.records for r in results),
+                "bytes": sum(r.payload_bytes for r in results)}
 
     # --- follow ---------------------------------------------------------------------------
 
@@ -249,6 +294,18 @@ class ExportJob:
         from ._session import failure_message
 
         return ExportFailed(failure_message(exc, log_path))
+
+
+def _run_with_progress(write: Any, console: Console, interactive: bool,
+                       listener: ProgressListener, planned: int) -> None:
+    """Run ``write`` in a thread while the main thread shows progress (and takes Ctrl-C)."""
+    thread = threading.Thread(target=write, name="export-write", daemon=True)
+    thread.start()
+    if interactive:
+        show_progress(console, thread, listener, planned)
+    else:
+        while thread.is_alive():
+            thread.join(0.2)
 
 
 def write_options(fmt: str) -> dict[str, str]:
