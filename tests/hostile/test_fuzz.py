@@ -201,7 +201,7 @@ def test_running_out_of_file_descriptors_fails_only_that_request(tmp_path):
                              name=name, num_partitions=n, replication_factor=1, assignments=[],
                              configs=[])]).topics[0]
 
-        too_many = create("many", 200)  # three files per partition
+        too_many = create("many", 400)  # one open file (the active segment) per partition
         assert too_many.error_code == ErrorCode.KAFKA_STORAGE_ERROR
         assert "Too many open files" in too_many.error_message
         assert well_behaved_client_ok(broker.address)
