@@ -44,6 +44,9 @@ import tempfile
 import time
 from pathlib import Path
 
+from growth_common import broker_argv as _broker_argv
+from growth_common import free_port as _free_port
+
 IMG = Path(__file__).resolve().parent.parent / "docs" / "img"
 
 BARE_SERVER = r"""
@@ -60,12 +63,6 @@ async def main():
         print("listening on", flush=True)
 trio.run(main)
 """
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def _load() -> str:
@@ -97,12 +94,6 @@ def _stop(proc: subprocess.Popen[str]) -> float:
     proc.send_signal(signal.SIGTERM)
     proc.wait(120)
     return time.perf_counter() - t0
-
-
-def _broker_argv(port: int, data: str) -> list[str]:
-    return [sys.executable, "-m", "trio_broker", "serve",
-            "--override", f"listeners=PLAINTEXT://127.0.0.1:{port}",
-            "--override", f"log.dirs={data}", "--override", "log.level=WARNING"]
 
 
 def _steps(limit: int, candidates: tuple[int, ...]) -> list[int]:

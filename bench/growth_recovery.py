@@ -198,7 +198,8 @@ def run_size(gb: float, lock: str | None) -> dict[str, float]:
 
 def _measure_main(data: Path) -> None:
     sys.path.insert(0, str(Path(__file__).resolve().parent))
-    from bench_growth import _broker_argv, _free_port
+    from growth_common import broker_argv as _broker_argv
+    from growth_common import free_port as _free_port
 
     port = _free_port()
     empty = tempfile.mkdtemp(prefix="bench-recovery-empty-")
