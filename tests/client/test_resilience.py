@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import os
 from pathlib import Path
 from typing import Any
 
 import trio
 
 import trio_broker
+from tests.hostile.process_stats import fd_targets
 from trio_broker.client import TopicPartition, open_consumer, open_producer
 from trio_broker.client.admin import NewTopic, open_admin
 
@@ -106,15 +106,7 @@ async def test_idempotent_producer_keeps_order_across_severed_connections(
 
 
 def _open_sockets() -> set[str]:
-    sockets = set()
-    for fd in os.listdir("/proc/self/fd"):
-        try:
-            target = os.readlink(f"/proc/self/fd/{fd}")
-        except OSError:
-            continue
-        if target.startswith("socket:"):
-            sockets.add(target)
-    return sockets
+    return {target for target in fd_targets() if target.startswith("socket:")}
 
 
 def _task_names(task: Any) -> list[str]:

@@ -9,7 +9,7 @@ import random
 
 import pytest
 
-from trio_broker.http.live import LiveSampler, metric_value, quantile
+from trio_broker.http.live import LiveSampler, quantile
 from trio_broker.http.messages import MAX_SHOWN_BYTES, parse_headers, parse_time, show
 from trio_broker.http.web import duration, gc_paused, human_bytes, size_config
 from trio_broker.http.writes import parse_configs
@@ -62,7 +62,7 @@ def test_sampler_turns_counters_into_rates() -> None:
     assert point["fetch_p99"] is None
     assert 1.0 <= point["produce_p50"] <= 2.5  # 2 ms lands in the (1, 2.5] bucket
     assert sampler.snapshot()["connections"] == 4
-    assert metric_value(metrics.bytes_in) == 3000
+    assert metrics.bytes_in.get() == 3000
 
 
 def test_values_are_shown_as_json_text_or_hex() -> None:

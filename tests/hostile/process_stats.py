@@ -24,3 +24,14 @@ def vm_hwm_kb(pid: int | str = "self") -> int:
 
 def open_fds() -> int:
     return len(os.listdir("/proc/self/fd"))
+
+
+def fd_targets() -> list[str]:
+    """What this process's descriptors point at (paths, ``socket:[...]``, ...)."""
+    targets = []
+    for fd in os.listdir("/proc/self/fd"):
+        try:
+            targets.append(os.readlink(f"/proc/self/fd/{fd}"))
+        except OSError:  # closed meanwhile (the listing's own descriptor among them)
+            continue
+    return targets

@@ -7,7 +7,7 @@ from pathlib import Path
 from trio_broker.log import Log, LogAppendInfo, LogConfig
 from trio_broker.protocol.batch import BatchHeader, validate_batch
 from trio_broker.protocol.compression import Compression
-from trio_broker.protocol.records import build_batch
+from trio_broker.protocol.records import build_batch, decode_batches
 
 TS = 1_700_000_000_000
 SMALL = LogConfig(segment_bytes=4096, index_interval_bytes=256, retention_ms=-1)
@@ -44,3 +44,14 @@ def open_log(path: Path, config: LogConfig = SMALL, **kwargs: object) -> Log:
     """Open with the tests' clock, so loading does not expire producers seen "at" TS."""
     kwargs.setdefault("now_ms", TS)
     return Log(path, config, **kwargs)  # type: ignore[arg-type]
+
+
+def read_offsets(log: Log) -> list[int]:
+    """Every record offset the log serves, read from its start in reads of up to 1 MiB."""
+    out: list[int] = []
+    offset = log.log_start_offset
+    while offset < log.log_end_offset:
+        data = log.read(offset, 1 << 20)
+        out += [r.offset for _, rs in decode_batches(data.records) for r in rs]
+        offset = out[-1] + 1
+    return out

@@ -14,34 +14,16 @@ from pathlib import Path
 
 import pytest
 
-from tests.log.log_helpers import SMALL, TS, append, open_log
+from tests.hostile.process_stats import fd_targets
+from tests.log.log_helpers import SMALL, TS, append, open_log, read_offsets
 from trio_broker.log import LogManager
 from trio_broker.log.index import OffsetIndex, TimeIndex
 from trio_broker.log.segment import LogSegment
-from trio_broker.protocol.records import decode_batches
 
 
 def _open_files(under: Path) -> list[str]:
     """Files under ``under`` this process holds open."""
-    out = []
-    for fd in os.listdir("/proc/self/fd"):
-        try:
-            target = os.readlink(f"/proc/self/fd/{fd}")
-        except OSError:
-            continue
-        if target.startswith(str(under)):
-            out.append(target)
-    return out
-
-
-def _offsets(log) -> list[int]:  # type: ignore[no-untyped-def]
-    out: list[int] = []
-    offset = log.log_start_offset
-    while offset < log.log_end_offset:
-        data = log.read(offset, 1 << 20)
-        out += [r.offset for _, rs in decode_batches(data.records) for r in rs]
-        offset = out[-1] + 1
-    return out
+    return [target for target in fd_targets() if target.startswith(str(under))]
 
 
 def test_a_partition_holds_one_descriptor_per_segment(tmp_path: Path) -> None:
@@ -70,7 +52,7 @@ def test_a_partition_holds_one_descriptor_per_segment(tmp_path: Path) -> None:
     assert len(held) == segments
     log = again.get_log("many", 2)
     assert log is not None
-    assert _offsets(log) == list(range(log.log_end_offset))
+    assert read_offsets(log) == list(range(log.log_end_offset))
     again.close()
 
 
@@ -105,7 +87,7 @@ def test_what_a_flush_made_durable_needs_no_recovery(
     again = open_log(crashed, clean_shutdown=False, recovery_point=flushed)
     assert recovered == [again.segment_base_offsets()[-1]]
     assert again.log_end_offset == 123
-    assert _offsets(again) == list(range(123))
+    assert read_offsets(again) == list(range(123))
     assert again.offset_for_timestamp(TS) == (0, TS)
     again.close()
 

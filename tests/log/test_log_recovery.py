@@ -4,12 +4,11 @@ from pathlib import Path
 
 import pytest
 
-from tests.log.log_helpers import SMALL, append, make_batch, open_log
+from tests.log.log_helpers import SMALL, append, make_batch, open_log, read_offsets
 from trio_broker.log import LogManager
 from trio_broker.log.segment import LogSegment
 from trio_broker.protocol.batch import read_batch_header
 from trio_broker.protocol.errors import CorruptRecordError
-from trio_broker.protocol.records import decode_batches
 
 
 def _fill(path: Path, batches: int = 60) -> list[int]:
@@ -17,16 +16,6 @@ def _fill(path: Path, batches: int = 60) -> list[int]:
     ends = [append(log, 2, value=b"x" * 40).last_offset for _ in range(batches)]
     log.close()
     return ends
-
-
-def _offsets(log) -> list[int]:  # type: ignore[no-untyped-def]
-    out: list[int] = []
-    offset = log.log_start_offset
-    while offset < log.log_end_offset:
-        data = log.read(offset, 1 << 20)
-        out += [r.offset for _, rs in decode_batches(data.records) for r in rs]
-        offset = out[-1] + 1
-    return out
 
 
 def _active_segment(path: Path) -> Path:
@@ -44,7 +33,7 @@ def test_clean_restart_trusts_indexes(tmp_path: Path, monkeypatch: pytest.Monkey
     log = open_log(path, clean_shutdown=True)
     assert log.log_end_offset == 120
     assert log.recovery_point == 120
-    assert _offsets(log) == list(range(120))
+    assert read_offsets(log) == list(range(120))
     log.close()
 
 
@@ -75,7 +64,7 @@ def test_unclean_restart_truncates_to_last_whole_batch(
     assert "kept offsets" in message
     # The log carries on from the last whole batch.
     assert append(log, 1).first_offset == 120
-    assert _offsets(log) == list(range(121))
+    assert read_offsets(log) == list(range(121))
     log.close()
 
 
@@ -131,7 +120,7 @@ def test_corrupt_batch_mid_log_truncates_there_and_drops_later_segments(
     messages = "\n".join(r.getMessage() for r in caplog.records)
     assert "CRC mismatch" in messages
     assert "follows corrupt data" in messages
-    assert _offsets(log) == list(range(first.next_offset))
+    assert read_offsets(log) == list(range(first.next_offset))
     log.close()
 
 
@@ -177,7 +166,7 @@ def test_corrupt_index_is_rebuilt(
     log = open_log(path, clean_shutdown=True)
     assert any("Rebuilding the indexes" in r.getMessage() for r in caplog.records)
     assert index.read_bytes() == good
-    assert _offsets(log) == list(range(120))
+    assert read_offsets(log) == list(range(120))
     log.close()
 
 
@@ -187,7 +176,7 @@ def test_missing_index_files_are_rebuilt(tmp_path: Path) -> None:
     for index in path.glob("*index"):
         index.unlink()
     log = open_log(path, clean_shutdown=False)
-    assert _offsets(log) == list(range(120))
+    assert read_offsets(log) == list(range(120))
     assert log.offset_for_timestamp(0) == (0, 1_700_000_000_000)
     log.close()
 

@@ -15,7 +15,7 @@ from pathlib import Path
 import pyspark
 import pytest
 
-from trio_broker.spark._classes import SWITCH, ClassArchive, class_archive
+from trio_broker.spark._classes import SWITCH, ClassArchive, archive_enabled, class_archive
 
 
 def _archive(cache: Path) -> ClassArchive:
@@ -35,6 +35,24 @@ def test_the_archive_is_named_by_the_spark_and_java_versions(
     for off in ("off", "0", "false"):
         monkeypatch.setenv(SWITCH, off)
         assert class_archive() is None
+
+
+def test_a_switch_neither_on_nor_off_is_a_usage_error_before_spark_starts(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    from trio_broker.cli import main as cli_main
+
+    for on in ("on", "1", "yes", ""):
+        monkeypatch.setenv(SWITCH, on)
+        assert archive_enabled()
+    monkeypatch.setenv(SWITCH, "maybe")
+    with pytest.raises(ValueError, match=f"{SWITCH}='maybe': expected on or off"):
+        class_archive(tmp_path)
+    # the broker address is never contacted: the switch is checked with the other settings
+    assert cli_main(["export", "--bootstrap-server", "127.0.0.1:9", "--topic", "t", "--out",
+                     str(tmp_path / "out")]) == 2
+    assert f"{SWITCH}='maybe': expected on or off" in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()
 
 
 def test_a_java_installation_without_a_version_has_no_archive(

@@ -119,6 +119,35 @@ def test_a_failed_arrow_export_leaves_the_earlier_output_as_it_was(
     assert sorted(str(p.relative_to(out)) for p in out.rglob("*")) == before
 
 
+def test_a_range_without_records_gives_one_empty_file_with_the_schema(
+        spark: Any, kafka_broker: Any, unique_topic: Any, tmp_path: Path) -> None:
+    """Offsets that hold only a transaction's commit marker: the export plans one offset and
+    reads no record; both writers leave a file Spark reads as the source's schema, no rows."""
+    from confluent_kafka import Producer
+
+    bootstrap = kafka_broker.bootstrap_servers
+    topic = kafka_broker.create_topic(unique_topic("marker"), 1)
+    producer = Producer({"bootstrap.servers": bootstrap, "transactional.id": f"tx-{topic}"})
+    producer.init_transactions(30)
+    producer.begin_transaction()
+    for i in range(3):
+        producer.produce(topic, value=b"v%d" % i, partition=0)
+    producer.commit_transaction(30)  # records at offsets 0-2, the commit marker at 3
+    del producer  # its connections closed before the broker's
+    only_marker = json.dumps({topic: {"0": 3}})
+    for writer in ("arrow", "spark"):
+        out = tmp_path / writer
+        assert _export(bootstrap, topic, out, "--writer", writer,
+                       "--starting-offsets", only_marker) == 0
+        df = spark.read.parquet(str(out))
+        assert df.count() == 0
+        assert [f.name for f in df.schema] == [
+            "key", "value", "topic", "partition", "offset", "timestamp", "timestampType",
+            "headers"]
+        (manifest,) = [json.loads(p.read_text()) for p in (out / "_exports").glob("*")]
+        assert manifest["records"] == 0
+
+
 def test_the_arrow_writer_is_for_batch_parquet_only(tmp_path: Path,
                                                     capsys: pytest.CaptureFixture[str]) -> None:
     for extra in (["--format", "csv"], ["--follow"]):

@@ -18,16 +18,11 @@ from typing import Any
 
 import trio
 
-from ..metrics import BrokerMetrics, Family, RequestMetrics
+from ..metrics import BrokerMetrics, RequestMetrics
 from ..protocol.api_keys import ApiKey
 
 #: seconds of history the charts show
 HISTORY_S = 60
-
-
-def metric_value(metric: Family) -> float:
-    """A label-less counter's total or gauge's value."""
-    return metric.get()
 
 
 def quantile(q: float, bounds: Sequence[float], counts: Sequence[int]) -> float | None:
@@ -64,8 +59,8 @@ class _Reading:
         self.fetch = requests.count(ApiKey.Fetch)
         self.produce_buckets = requests.buckets(ApiKey.Produce)
         self.fetch_buckets = requests.buckets(ApiKey.Fetch)
-        self.bytes_in = metric_value(metrics.bytes_in)
-        self.bytes_out = metric_value(metrics.bytes_out)
+        self.bytes_in = metrics.bytes_in.get()
+        self.bytes_out = metrics.bytes_out.get()
 
 
 def _point(before: _Reading, after: _Reading) -> dict[str, Any]:
@@ -111,4 +106,4 @@ class LiveSampler:
     def snapshot(self) -> dict[str, Any]:
         """What ``/api/live`` answers: the points and the current connection count."""
         return {"interval_s": self.interval_s, "points": list(self.points),
-                "connections": int(metric_value(self._metrics.connections))}
+                "connections": int(self._metrics.connections.get())}

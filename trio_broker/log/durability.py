@@ -15,7 +15,7 @@ import threading
 import time
 from pathlib import Path
 
-from ._files import close_fds
+from ._files import close_fds, fsync_dir
 from .config import LogConfig
 from .errors import KafkaStorageError
 from .producer_state import ProducerStateManager
@@ -139,15 +139,10 @@ class LogDurability:
                             finally:
                                 close_fds(fds)
                             segment.synced_size = segment.size
-                    dirs = [self.directory] if self._parent_dir_synced else [
-                        self.directory, self.directory.parent]
-                    for directory in dirs:
-                        dir_fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
-                        try:
-                            os.fsync(dir_fd)
-                        finally:
-                            os.close(dir_fd)
-                    self._parent_dir_synced = True
+                    fsync_dir(self.directory)
+                    if not self._parent_dir_synced:  # a new partition's entry in its log dir
+                        fsync_dir(self.directory.parent)
+                        self._parent_dir_synced = True
                     self._recovery_point = self._next_offset
             except OSError as exc:
                 error = exc

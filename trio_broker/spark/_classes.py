@@ -33,8 +33,10 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-#: the environment variable that turns the archive off ("off", "0", "false", "no")
+#: the environment variable that turns the archive off ("off", "0", "false", "no") or on
 SWITCH = "TRIOBROKER_SPARK_CLASS_ARCHIVE"
+_OFF = frozenset({"off", "0", "false", "no"})
+_ON = frozenset({"", "on", "1", "true", "yes"})
 #: a lock older than this was left by a run that died while creating the archive
 STALE_LOCK_SECONDS = 600.0
 #: how long a run that creates the archive waits for its JVM to write it
@@ -119,7 +121,7 @@ class ClassArchive:
 def class_archive(cache_dir: Path | None = None) -> ClassArchive | None:
     """The archive for this machine's Java and Spark, or None when it is turned off or the Java
     installation cannot be identified."""
-    if os.environ.get(SWITCH, "").strip().lower() in ("off", "0", "false", "no"):
+    if not archive_enabled():
         return None
     java_home = _java_home()
     if java_home is None:
@@ -134,6 +136,16 @@ def class_archive(cache_dir: Path | None = None) -> ClassArchive | None:
     directory = cache_dir or _cache_dir()
     return ClassArchive(
         directory / f"spark-{pyspark.__version__}-java-{java_version}-{where}.jsa")
+
+
+def archive_enabled() -> bool:
+    """Whether ``SWITCH`` leaves the archive on; ValueError naming it for a value that is
+    neither on nor off (checked before Spark starts)."""
+    value = os.environ.get(SWITCH, "").strip().lower()
+    if value not in _OFF | _ON:
+        raise ValueError(f"environment variable {SWITCH}={os.environ[SWITCH]!r}: "
+                         "expected on or off")
+    return value not in _OFF
 
 
 def _cache_dir() -> Path:

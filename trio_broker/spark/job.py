@@ -23,13 +23,14 @@ import signal
 import threading
 import time
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from . import manifest as manifests
+from ._classes import archive_enabled
 from ._decode import schema_ddl
 from ._options import PROGRESS_OPTION, OffsetRange, offsets_json, parse_options
 from ._planning import split_ranges, subscribed_partitions
@@ -53,6 +54,8 @@ PARQUET_WRITE_OPTIONS = {
 #: saved is more than the slower compiled code costs (measured with bench/bench_export.py,
 #: docs/benchmarks.md).
 SHORT_EXPORT_RECORDS = 1_000_000
+
+T = TypeVar("T")
 #: A header row, and quotes inside fields doubled as RFC 4180 (and Python's csv) expect,
 #: rather than Spark's default backslash escapes.
 CSV_WRITE_OPTIONS = {"header": "true", "escape": '"'}
@@ -110,6 +113,7 @@ class ExportJob:
         self.options.update(settings.options)
         self.source = parse_options(self.options, streaming=settings.follow)
         self.arrow_writer = settings.arrow_writer()
+        archive_enabled()  # a bad switch is a usage error before Spark starts
 
     # --- batch ----------------------------------------------------------------------------
 
@@ -169,14 +173,12 @@ class ExportJob:
 
         register(spark)
         fmt = self.settings.format
-        outcome: dict[str, Any] = {}
         with ProgressListener() as listener:
             options = dict(self.options)
             options["startingOffsets"] = offsets_json({r.tp: r.start for r in ranges})
             options["endingOffsets"] = offsets_json({r.tp: r.end for r in ranges})
             options[PROGRESS_OPTION] = f"{listener.address[0]}:{listener.address[1]}"
-            # Two tasks per core: partitions of unequal size still keep every core busy.
-            options.setdefault("minPartitions", str(2 * spark.sparkContext.defaultParallelism))
+            options.setdefault("minPartitions", str(_default_min_partitions(spark)))
             # The schema is known: given, Spark skips a Python process that would ask the source
             # for it (seconds of a short export); the options were checked before Spark started.
             df = (spark.read.format("trio_broker").schema(schema_ddl(self.source.include_headers))
@@ -191,44 +193,27 @@ class ExportJob:
             if self.settings.partition_by:
                 writer = writer.partitionBy(*self.settings.partition_by)
 
-            def write() -> None:
-                try:
-                    writer.format(fmt).save(str(staging))
-                    outcome["metrics"] = observation.get
-                except BaseException as exc:  # handed to the main thread
-                    outcome["error"] = exc
+            def write() -> dict[str, Any]:
+                writer.format(fmt).save(str(staging))
+                return dict(observation.get)
 
-            _run_with_progress(write, console, interactive, listener, planned)
-        if "error" in outcome:
-            raise outcome["error"]
-        metrics = outcome["metrics"]
+            metrics = _run_with_progress(write, console, interactive, listener, planned)
         return {"records": int(metrics["records"]), "bytes": int(metrics["bytes"])}
 
     def _write_arrow(self, spark: Any, ranges: list[OffsetRange], staging: Path, planned: int,
                      console: Console, interactive: bool) -> dict[str, int]:
         from . import _arrow_export
 
-        # As the source splits them: two tasks per core by default, so partitions of unequal
-        # size still keep every core busy.
-        min_partitions = self.source.min_partitions or 2 * spark.sparkContext.defaultParallelism
+        # Split as the source splits them (minPartitions, maxRecordsPerPartition).
+        min_partitions = self.source.min_partitions or _default_min_partitions(spark)
         pieces = split_ranges(ranges, min_partitions=min_partitions,
                               max_records=self.source.max_records_per_partition)
-        outcome: dict[str, Any] = {}
         with ProgressListener() as listener:
             tasks = _arrow_export.plan_tasks(pieces, self.source, staging=staging,
                                              partition_by=self.settings.partition_by,
                                              progress_address=listener.address)
-
-            def write() -> None:
-                try:
-                    outcome["results"] = _arrow_export.run(spark, tasks)
-                except BaseException as exc:  # handed to the main thread
-                    outcome["error"] = exc
-
-            _run_with_progress(write, console, interactive, listener, planned)
-        if "error" in outcome:
-            raise outcome["error"]
-        results = outcome["results"]
+            results = _run_with_progress(lambda: _arrow_export.run(spark, tasks), console,
+                                         interactive, listener, planned)
         _arrow_export.commit(staging, results, include_headers=self.source.include_headers,
                              partition_by=self.settings.partition_by)
         LOGGER.info("arrow export: %d tasks, CPU s reading %.2f, writing %.2f", len(results),
@@ -296,16 +281,33 @@ class ExportJob:
         return ExportFailed(failure_message(exc, log_path))
 
 
-def _run_with_progress(write: Any, console: Console, interactive: bool,
-                       listener: ProgressListener, planned: int) -> None:
-    """Run ``write`` in a thread while the main thread shows progress (and takes Ctrl-C)."""
-    thread = threading.Thread(target=write, name="export-write", daemon=True)
+def _default_min_partitions(spark: Any) -> int:
+    """Two tasks per core: partitions of unequal size still keep every core busy."""
+    return 2 * int(spark.sparkContext.defaultParallelism)
+
+
+def _run_with_progress(work: Callable[[], T], console: Console, interactive: bool,
+                       listener: ProgressListener, planned: int) -> T:
+    """``work()`` run in a thread while the main thread shows progress (and takes Ctrl-C);
+    its result, or its exception raised here."""
+    outcome: dict[str, Any] = {}
+
+    def run() -> None:
+        try:
+            outcome["result"] = work()
+        except BaseException as exc:  # handed to the main thread
+            outcome["error"] = exc
+
+    thread = threading.Thread(target=run, name="export-write", daemon=True)
     thread.start()
     if interactive:
         show_progress(console, thread, listener, planned)
     else:
         while thread.is_alive():
             thread.join(0.2)
+    if "error" in outcome:
+        raise outcome["error"]
+    return cast(T, outcome["result"])
 
 
 def write_options(fmt: str) -> dict[str, str]:
