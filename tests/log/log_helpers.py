@@ -4,7 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from trio_broker.log import Log, LogAppendInfo, LogConfig
+from trio_broker.log.segment import LogSegment
 from trio_broker.protocol.batch import BatchHeader, validate_batch
 from trio_broker.protocol.compression import Compression
 from trio_broker.protocol.records import build_batch, decode_batches
@@ -55,3 +58,16 @@ def read_offsets(log: Log) -> list[int]:
         out += [r.offset for _, rs in decode_batches(data.records) for r in rs]
         offset = out[-1] + 1
     return out
+
+
+def spy_recovery(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The base offsets of the segments a load then recovers (re-reads), in order."""
+    recovered: list[int] = []
+    original = LogSegment.recover
+
+    def spy(self: LogSegment, *, verify: bool = True) -> tuple[int, str | None]:
+        recovered.append(self.base_offset)
+        return original(self, verify=verify)
+
+    monkeypatch.setattr(LogSegment, "recover", spy)
+    return recovered

@@ -15,10 +15,9 @@ from pathlib import Path
 import pytest
 
 from tests.hostile.process_stats import fd_targets
-from tests.log.log_helpers import SMALL, TS, append, open_log, read_offsets
+from tests.log.log_helpers import SMALL, TS, append, open_log, read_offsets, spy_recovery
 from trio_broker.log import LogManager
 from trio_broker.log.index import OffsetIndex, TimeIndex
-from trio_broker.log.segment import LogSegment
 
 
 def _open_files(under: Path) -> list[str]:
@@ -76,14 +75,7 @@ def test_what_a_flush_made_durable_needs_no_recovery(
                               create=False)
         rebuilt.load(index_path.with_suffix(".log").stat().st_size)
         assert len(rebuilt) > 0
-    recovered: list[int] = []
-    original = LogSegment.recover
-
-    def spy(self: LogSegment, *, verify: bool = True) -> tuple[int, str | None]:
-        recovered.append(self.base_offset)
-        return original(self, verify=verify)
-
-    monkeypatch.setattr(LogSegment, "recover", spy)
+    recovered = spy_recovery(monkeypatch)
     again = open_log(crashed, clean_shutdown=False, recovery_point=flushed)
     assert recovered == [again.segment_base_offsets()[-1]]
     assert again.log_end_offset == 123

@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.log.log_helpers import SMALL, append, make_batch, open_log, read_offsets
+from tests.log.log_helpers import SMALL, append, make_batch, open_log, read_offsets, spy_recovery
 from trio_broker.log import LogManager
 from trio_broker.log.segment import LogSegment
 from trio_broker.protocol.batch import read_batch_header
@@ -132,14 +132,7 @@ def test_unclean_restart_only_rechecks_after_recovery_point(
     probe = open_log(path, clean_shutdown=True)
     bases = probe.segment_base_offsets()
     probe.close()
-    recovered: list[int] = []
-    original = LogSegment.recover
-
-    def spy(self: LogSegment, *, verify: bool = True) -> tuple[int, str | None]:
-        recovered.append(self.base_offset)
-        return original(self, verify=verify)
-
-    monkeypatch.setattr(LogSegment, "recover", spy)
+    recovered = spy_recovery(monkeypatch)
     log = open_log(path, clean_shutdown=False, recovery_point=bases[-2] + 1)
     assert recovered == bases[-2:]
     assert log.log_end_offset == 120
