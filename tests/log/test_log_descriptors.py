@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import struct
 from pathlib import Path
 
 import pytest
@@ -131,3 +132,24 @@ def test_a_retained_or_cleaned_segment_is_closed_without_writing(tmp_path: Path)
     assert not old.exists()
     assert _open_files(tmp_path) == [str(path / f"{b:020d}.log") for b in bases[2:]]
     log.close()
+
+
+def test_index_files_hold_the_big_endian_entries_kafka_writes(tmp_path: Path) -> None:
+    """The entries written in one go (at flush, roll or close) are byte for byte Kafka's
+    formats: 4-byte relative offset and position; 8-byte timestamp and 4-byte offset."""
+    offsets = OffsetIndex(tmp_path / "00000000000000001000.index", 1000, 1 << 20)
+    times = TimeIndex(tmp_path / "00000000000000001000.timeindex", 1000, 1 << 20)
+    entries = [(1000 + 3 * i, 4096 * i + 7, 1_700_000_000_000 + 2**33 + 5 * i) for i in range(999)]
+    for offset, position, timestamp in entries:
+        offsets.append(offset, position)
+        assert times.maybe_append(timestamp, offset)
+    offsets.write_pending()
+    times.write_pending()
+    assert offsets.path.read_bytes() == b"".join(
+        struct.pack(">ii", o - 1000, p) for o, p, _ in entries)
+    assert times.path.read_bytes() == b"".join(
+        struct.pack(">qi", t, o - 1000) for o, _, t in entries)
+    offsets.append(1000 + 3 * 999, 4096 * 999 + 7)  # only what is new is written next time
+    offsets.write_pending()
+    assert offsets.path.read_bytes()[-8:] == struct.pack(">ii", 3 * 999, 4096 * 999 + 7)
+    assert len(offsets.path.read_bytes()) == 8 * 1000
