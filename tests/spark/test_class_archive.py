@@ -87,6 +87,14 @@ def test_an_archive_is_not_published_when_its_jvm_failed(tmp_path: Path) -> None
     assert list(archive.path.parent.iterdir()) == []
 
 
+def test_a_cache_directory_that_cannot_be_made_means_no_archive(tmp_path: Path) -> None:
+    (tmp_path / "cache").write_text("a file where the cache directory would be")
+    archive = _archive(tmp_path / "cache")
+    assert archive.java_options() == ""  # the JVM starts as it would without the feature
+    assert not archive.creating
+    assert not archive.using
+
+
 def test_a_lock_left_by_a_dead_run_expires(tmp_path: Path) -> None:
     archive = _archive(tmp_path)
     archive.path.parent.mkdir(parents=True)
