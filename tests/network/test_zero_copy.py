@@ -343,3 +343,40 @@ async def _fetch_frame(client: RawClient, body) -> bytes:
         frame = await client.read_frame()
     assert frame is not None
     return frame
+
+
+async def test_parts_on_a_tcp_socket_arrive_whole_and_in_order_past_a_full_buffer(tmp_path):
+    """The corked, non-yielding writes of ``send_parts`` on a real loopback TCP connection:
+    a header larger than the socket buffer and a region behind it wait for a slow reader and
+    arrive byte for byte; the socket is left uncorked."""
+    data = os.urandom(3_000_000)
+    path = tmp_path / "segment"
+    path.write_bytes(data)
+    fd = os.open(path, os.O_RDONLY)
+    region = FileRegion.of(fd, 1000, 2_000_000)
+    os.close(fd)
+    head, tail = os.urandom(700_000), b"\0\0\0"
+    listener = trio.socket.socket()
+    await listener.bind(("127.0.0.1", 0))
+    listener.listen(1)
+    client = trio.socket.socket()
+    client.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 65536)
+    await client.connect(listener.getsockname())
+    server, _ = await listener.accept()
+    server.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 65536)
+    received = bytearray()
+    expected = head + data[1000:2_001_000] + tail
+
+    async def drain() -> None:
+        while len(received) < len(expected):
+            await trio.sleep(0.001)  # a slow reader: the sender meets a full buffer
+            received.extend(await client.recv(256 * 1024))
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(drain)
+        assert await send_parts(trio.SocketStream(server), [head, region, tail]) == 2_000_000
+    region.close()
+    assert bytes(received) == expected
+    assert server.getsockopt(socket.IPPROTO_TCP, socket.TCP_CORK) == 0
+    for s in (server, client, listener):
+        s.close()
