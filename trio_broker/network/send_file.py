@@ -4,11 +4,8 @@ Why by hand: Trio's ``SocketStream.send_all`` takes bytes, and a Fetch response'
 have to be read into memory and copied into the frame first. A ``FileRegion`` instead goes from
 the page cache to the socket without passing through Python: ``os.sendfile`` on the connection's
 non-blocking socket as far as the socket buffer takes it, then ``wait_writable`` and on (partial
-sends, EAGAIN), as Kafka's ``FileRecords.writeTo`` does with ``transferTo``. The socket is corked
-(``TCP_CORK``) while the parts are written, so neither the response header before a region nor
-the few bytes after it (a flexible version's tagged fields) go in a packet of their own. The
-parts are written without a pass of the event loop unless the socket buffer is full: the
-connection's task yields at its next receive.
+sends, EAGAIN), as Kafka's ``FileRecords.writeTo`` does with ``transferTo``. The bytes before a
+region go with ``MSG_MORE``, so a response header is not pushed in a packet of its own.
 
 Only a plain socket gets regions (``RequestContext.sendfile``); a region handed to any other
 stream is read and sent as bytes, so nothing breaks if one slips through.
@@ -26,8 +23,7 @@ from ..log import FileRegion
 
 __all__ = ["send_bytes", "send_parts"]
 
-#: Linux: hold partial packets while the parts are written (0 elsewhere: each part is pushed)
-_TCP_CORK: int = getattr(socket, "TCP_CORK", 0)
+_MSG_MORE = getattr(socket, "MSG_MORE", 0)
 
 
 async def send_parts(stream: trio.abc.Stream, parts: Sequence[bytes | FileRegion]) -> int:
@@ -41,25 +37,14 @@ async def send_parts(stream: trio.abc.Stream, parts: Sequence[bytes | FileRegion
             await stream.send_all(part.read() if isinstance(part, FileRegion) else part)
         return 0
     sock = stream.socket
-    out = sock.fileno()
     by_sendfile = 0
-    # the parts leave in full packets; uncorking pushes the last one (TCP only)
-    corked = bool(_TCP_CORK) and sock.family != socket.AF_UNIX
-    if corked:
-        sock.setsockopt(socket.IPPROTO_TCP, _TCP_CORK, 1)
-    try:
-        for part in parts:
-            if isinstance(part, FileRegion):
-                await _sendfile(sock, part)
-                by_sendfile += part.size
-            elif part:
-                await _write(sock, out, part)
-    finally:
-        if corked:
-            try:
-                sock.setsockopt(socket.IPPROTO_TCP, _TCP_CORK, 0)
-            except OSError:
-                pass  # the connection is gone; its error was raised above
+    last = len(parts) - 1
+    for i, part in enumerate(parts):
+        if isinstance(part, FileRegion):
+            await _sendfile(sock, part)
+            by_sendfile += part.size
+        elif part:
+            await _send(sock, part, _MSG_MORE if i < last and parts[i + 1] else 0)
     return by_sendfile
 
 
@@ -83,20 +68,14 @@ async def send_bytes(stream: trio.abc.Stream, data: bytes) -> None:
     await stream.send_all(data)
 
 
-async def _write(sock: trio.socket.SocketType, out: int, data: bytes) -> None:
-    """``data`` on the non-blocking socket, waiting only while its buffer is full: no pass of
-    the event loop when the bytes are taken at once (a response's header and tail always),
-    where Trio's ``sock.send`` yields after every call."""
+async def _send(sock: trio.socket.SocketType, data: bytes, flags: int) -> None:
     view = memoryview(data)
-    while view:
-        try:
-            sent = os.write(out, view)
-        except BlockingIOError:
-            await trio.lowlevel.wait_writable(sock)
-            continue
-        except OSError as exc:  # as SocketStream.send_all reports a peer that went away
-            raise trio.BrokenResourceError(f"socket connection broken: {exc}") from exc
-        view = view[sent:]
+    try:
+        while view:
+            sent = await sock.send(view, flags)
+            view = view[sent:]
+    except OSError as exc:  # as SocketStream.send_all reports a peer that went away
+        raise trio.BrokenResourceError(f"socket connection broken: {exc}") from exc
 
 
 async def _sendfile(sock: trio.socket.SocketType, region: FileRegion) -> None:
