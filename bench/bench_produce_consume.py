@@ -179,11 +179,13 @@ def bench_consume(bootstrap: str, topic: str, records: int) -> float:
 class Rounds(NamedTuple):
     """A consume in rounds: seconds timed; records/s from each round's first fetched record
     to its last (without the time to the first record); median records the consumer held
-    already when a round's clock started."""
+    already when a round's clock started; median ms from the clock's start to the first
+    record."""
 
     seconds: float
     after_first_rate: float
     queued_at_start: float
+    first_ms: float
 
 
 def bench_consume_rounds(bootstrap: str, topic: str, records: int, round_size: int,
@@ -205,6 +207,7 @@ def bench_consume_rounds(bootstrap: str, topic: str, records: int, round_size: i
     elapsed = from_first = 0.0
     after_first = 0
     queued: list[int] = []
+    firsts: list[float] = []
     done = -round_size  # one untimed warm-up round: connections and the fetch path set up
     while done < records:
         n = min(round_size, records - max(done, 0))
@@ -230,10 +233,12 @@ def bench_consume_rounds(bootstrap: str, topic: str, records: int, round_size: i
             elapsed += ended - started
             from_first += ended - first
             after_first += n - first_got
+            firsts.append((first - started) * 1000)
         done += n
         next_offset += n
     consumer.close()
-    return Rounds(elapsed, after_first / from_first, statistics.median(queued[1:]))
+    return Rounds(elapsed, after_first / from_first, statistics.median(queued[1:]),
+                  statistics.median(firsts))
 
 
 def bench_latency(bootstrap: str, topic: str, rate: int, seconds: float,
@@ -339,7 +344,8 @@ def run(name: str, bootstrap: str, args: argparse.Namespace, mock: bool,
         print(f"[{name}] consume {args.records:,} in rounds of {MOCK_ROUND:,} ({label}): "
               f"{args.records / r.seconds:,.0f} rec/s ({r.seconds:.2f} s); from each round's "
               f"first record {r.after_first_rate:,.0f} rec/s; median records held at the "
-              f"clock's start {r.queued_at_start:,.0f}", flush=True)
+              f"clock's start {r.queued_at_start:,.0f}, ms to the first record "
+              f"{r.first_ms:.2f}", flush=True)
     per_m = 1e6 / args.records
     (b0, c0), (b1, c1), (b2, c2) = cpu
     where = "broker {:.2f}, client process {:.2f}" if broker_pid else (
