@@ -370,12 +370,19 @@ async def test_parts_on_a_tcp_socket_arrive_whole_and_in_order_past_a_full_buffe
     async def drain() -> None:
         while len(received) < len(expected):
             await trio.sleep(0.001)  # a slow reader: the sender meets a full buffer
-            received.extend(await client.recv(256 * 1024))
+            chunk = await client.recv(256 * 1024)
+            if not chunk:
+                return
+            received.extend(chunk)
 
-    async with trio.open_nursery() as nursery:
-        nursery.start_soon(drain)
-        assert await send_parts(trio.SocketStream(server), [head, region, tail]) == 2_000_000
-    region.close()
+    try:
+        with trio.fail_after(30):
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(drain)
+                sent = await send_parts(trio.SocketStream(server), [head, region, tail])
+    finally:
+        region.close()
+        for s in (server, client, listener):
+            s.close()
+    assert sent == 2_000_000
     assert bytes(received) == expected
-    for s in (server, client, listener):
-        s.close()
