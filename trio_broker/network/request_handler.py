@@ -55,6 +55,11 @@ LOGGER = logging.getLogger(__name__)
 INLINE_APIS: frozenset[int] = frozenset({
     ApiKey.ApiVersions, ApiKey.Metadata, ApiKey.Produce, ApiKey.ListOffsets,
     ApiKey.OffsetCommit, ApiKey.FindCoordinator, ApiKey.Heartbeat})
+#: inline APIs whose answers to a client's pipelined requests are written together: none of
+#: them waits for anything but a topic's creation (Metadata) or a ``flush.messages`` fsync
+#: (Produce); one answered later (an OffsetCommit waiting for its group's write) has the
+#: answers before it written first. A test cluster's node (injected latency) batches nothing.
+BATCHED_APIS: frozenset[int] = INLINE_APIS
 
 
 class RequestHandlerPool:
@@ -73,7 +78,9 @@ class RequestHandlerPool:
         async with trio.open_nursery() as nursery:
             for index in range(self.num_handlers):
                 nursery.start_soon(self._handler_loop, index)
-            self.channel.set_inline(self.handle_inline, INLINE_APIS)
+            self.channel.set_inline(
+                self.handle_inline, INLINE_APIS,
+                batched=() if self.broker.cluster.intercepting else BATCHED_APIS)
             task_status.started()
 
     async def _handler_loop(self, index: int) -> None:
