@@ -10,6 +10,7 @@ from tests.wire import RawClient
 from trio_broker.client_core.metadata import metadata_request
 from trio_broker.cluster import open_cluster
 from trio_broker.network import socket_server
+from trio_broker.protocol import messages
 from trio_broker.protocol.api_keys import ApiKey
 from trio_broker.protocol.messages import (
     Encoded,
@@ -114,3 +115,16 @@ async def test_metadata_naming_no_topic_follows_the_live_brokers(tmp_path: Path)
             assert sorted(x.node_id for x in body.brokers) == [1, 2]
             assert body.controller_id == 1
         await client.aclose()
+
+
+def test_the_header_fast_path_reads_what_the_full_decoder_reads():
+    frames = []
+    for key, version, client_id in ((ApiKey.Metadata, 1, "c"), (ApiKey.Metadata, 12, "ü"),
+                                     (ApiKey.Produce, 9, ""), (ApiKey.ApiVersions, 3, "x")):
+        raw = client_id.encode()
+        head = struct.pack(">hhih", key, version, 42, len(raw)) + raw
+        frames.append(head + b"\x00" if version >= 9 or key == ApiKey.ApiVersions else head)
+    for frame in frames:
+        fast, full = decode_request_header(frame), messages._decode_request_header(frame)
+        assert [getattr(fast, f) for f in fast.__slots__] == [
+            getattr(full, f) for f in full.__slots__]

@@ -82,6 +82,13 @@ def peek_correlation_id(frame: bytes) -> int | None:
     return int(_I32.unpack_from(frame, 4)[0])
 
 
+#: (API key, version) -> flexible, for every supported pair: the header's fast path
+_KNOWN: dict[tuple[int, int], bool] = {
+    (int(key), version): is_flexible(key, version)
+    for key, supported in SUPPORTED_VERSIONS.items()
+    for version in range(supported.min, supported.max + 1)}
+
+
 def decode_request_header(frame: bytes) -> RequestHeader:
     """Decode the header of a request frame (the size prefix already stripped).
 
@@ -89,6 +96,27 @@ def decode_request_header(frame: bytes) -> RequestHeader:
     (ApiVersions excepted: the caller answers an unknown ApiVersions version with the v0 error
     reply), and ``RemoteProtocolError`` for anything malformed.
     """
+    n = len(frame)
+    if n >= 10:  # fast path: a supported version, a client id, no tagged fields
+        api_key, api_version, correlation_id, id_len = _HEADER_FIXED.unpack_from(frame, 0)
+        flexible = _KNOWN.get((api_key, api_version))
+        end = 10 + id_len
+        if flexible is not None and id_len >= 0 and end <= n:
+            try:
+                client_id = str(frame[10:end], "utf-8")
+            except UnicodeDecodeError as exc:
+                raise RemoteProtocolError("client_id is not UTF-8") from exc
+            if not flexible:
+                return RequestHeader(api_key, api_version, correlation_id, client_id, False,
+                                     end)
+            if end < n and frame[end] == 0:
+                return RequestHeader(api_key, api_version, correlation_id, client_id, True,
+                                     end + 1)
+    return _decode_request_header(frame)
+
+
+def _decode_request_header(frame: bytes) -> RequestHeader:
+    """Every header, with every check (unsupported versions, null client ids, tagged fields)."""
     if len(frame) < _HEADER_FIXED.size:
         raise RemoteProtocolError(f"request header needs 10 bytes, frame has {len(frame)}")
     api_key, api_version, correlation_id, id_len = _HEADER_FIXED.unpack_from(frame, 0)
