@@ -149,7 +149,11 @@ async def serve(config: ConfigInput = None, *,
     trio.lowlevel.add_instrument(instrument)
     try:
         async with trio.open_nursery() as root:
-            broker: Broker = await root.start(run_parts)
+            # Shielded: a start cancelled (Ctrl-C) half-way would still hand its running parts
+            # to ``root`` and leave them there, shielded, forever; finished, it is cancelled at
+            # the first wait below and shuts down like any running broker.
+            with trio.CancelScope(shield=True):
+                broker: Broker = await root.start(run_parts)
             metrics.broker_state = RUNNING
             metrics.readiness = lambda: _readiness(broker)
             for name, host, port in broker.listeners:
