@@ -6,8 +6,8 @@ Metadata v9 for a new topic (auto-created) and Produce v7 (acks=1) of one record
 (``bench_pipeline.first_produce_ms`` measures the same exchange), and records the phases, every
 fsync this process makes (its path and duration) and every hand-off to a worker thread
 (``trio.to_thread.run_sync``). ``--dir`` puts the log dirs elsewhere (``/dev/shm``: fsyncs cost
-nothing); ``--base`` also runs a checkout of another revision (``git archive``) alternately with
-this one, in the same minutes; ``--verbose`` prints the last repeat's timeline.
+nothing); ``--base`` also runs a checkout of another revision (``git archive``) in a process of its
+own, one repeat of each in turn; ``--verbose`` prints the last repeat's timeline.
 """
 
 from __future__ import annotations
@@ -135,12 +135,14 @@ def main() -> None:
     parser.add_argument("--dir", default=None, help="where the log dirs go (default: the "
                         "system's temporary directory)")
     parser.add_argument("--base", help="also measure this revision, alternately")
-    parser.add_argument("--rounds", type=int, default=3, help="alternations with --base")
+    parser.add_argument("--rounds", type=int, default=3,
+                        help="with --base: repeats x rounds of each, one of each in turn")
     parser.add_argument("--verbose", action="store_true")
-    parser.add_argument("--json", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
-    if args.json:  # one tree's run, for --base
-        print(json.dumps(measure(args.repeats, args.dir, False)))
+    if args.worker:  # one repeat per line read, for --base
+        for _ in sys.stdin:
+            print(json.dumps(measure(1, args.dir, False)), flush=True)
         return
     print(f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}; medians in ms")
     if not args.base:
@@ -153,21 +155,37 @@ def main() -> None:
         # the base runs this script's measuring code against its own package
         Path(base_tree, "bench", Path(__file__).name).write_text(Path(__file__).read_text())
         trees = {args.base: Path(base_tree), "this tree": REPO}
+        workers = {}
+        for name, tree in trees.items():
+            argv = [sys.executable, str(tree / "bench" / Path(__file__).name), "--worker"] + (
+                ["--dir", args.dir] if args.dir else [])
+            workers[name] = subprocess.Popen(argv, cwd=tree, stdin=subprocess.PIPE,
+                                             stdout=subprocess.PIPE, text=True)
         results: dict[str, dict[str, list[float]]] = {}
-        for round_ in range(args.rounds):
-            for name, tree in trees.items():
-                argv = [sys.executable, str(tree / "bench" / Path(__file__).name), "--json",
-                        "--repeats", str(args.repeats)] + (["--dir", args.dir] if args.dir
-                                                           else [])
-                one = json.loads(subprocess.run(argv, cwd=tree, capture_output=True, text=True,
-                                                check=True).stdout)
-                mine = results.setdefault(name, {k: [] for k in one})
-                for k, v in one.items():
-                    mine[k] += v
-                print(f"round {round_ + 1} {name} (load {os.getloadavg()[0]:.2f}): "
-                      f"{summary(one)}", flush=True)
+        try:
+            # one repeat of each in turn (which goes first alternates): the machine's changing
+            # load falls on both alike
+            for i in range(args.repeats * args.rounds + 2):
+                for name in (list(workers) if i % 2 else list(workers)[::-1]):
+                    worker = workers[name]
+                    assert worker.stdin is not None
+                    assert worker.stdout is not None
+                    worker.stdin.write("\n")
+                    worker.stdin.flush()
+                    one = json.loads(worker.stdout.readline())
+                    if i < 2:
+                        continue  # warming up (imports, the first worker thread)
+                    mine = results.setdefault(name, {k: [] for k in one})
+                    for k, v in one.items():
+                        mine[k] += v
+        finally:
+            for worker in workers.values():
+                assert worker.stdin is not None
+                worker.stdin.close()
+                worker.wait()
         for name, result in results.items():
             print(f"{name}: {summary(result)}")
+        print(f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
 
 
 if __name__ == "__main__":
