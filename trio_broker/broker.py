@@ -87,11 +87,9 @@ ConfigInput = BrokerConfig | Mapping[str, object] | None
 
 def as_config(config: ConfigInput, overrides: Mapping[str, object]) -> BrokerConfig:
     if config is None:
-        cfg = build_config({})
-    elif isinstance(config, BrokerConfig):
-        cfg = config
-    else:
-        cfg = BrokerConfig().evolve(**config)
+        # the defaults and the overrides validated once, not the defaults first
+        return BrokerConfig().evolve(**overrides) if overrides else build_config({})
+    cfg = config if isinstance(config, BrokerConfig) else BrokerConfig().evolve(**config)
     return cfg.evolve(**overrides) if overrides else cfg
 
 
@@ -151,7 +149,11 @@ async def serve(config: ConfigInput = None, *,
     trio.lowlevel.add_instrument(instrument)
     try:
         async with trio.open_nursery() as root:
-            broker: Broker = await root.start(run_parts)
+            # Shielded: a start cancelled (Ctrl-C) half-way would still hand its running parts
+            # to ``root`` and leave them there, shielded, forever; finished, it is cancelled at
+            # the first wait below and shuts down like any running broker.
+            with trio.CancelScope(shield=True):
+                broker: Broker = await root.start(run_parts)
             metrics.broker_state = RUNNING
             metrics.readiness = lambda: _readiness(broker)
             for name, host, port in broker.listeners:
@@ -217,16 +219,6 @@ async def _shutdown(state: BrokerState, server: SocketServer, cfg: BrokerConfig)
     LOGGER.info("shutdown complete")
 
 
-async def _load_storage(cfg: BrokerConfig) -> LogManager:
-    """Open every partition log (recovery runs in a worker thread, off the event loop)."""
-    for d in cfg.log_dir_list:
-        d.mkdir(parents=True, exist_ok=True)
-    manager = LogManager(cfg.log_dir_list, log_config_from(cfg),
-                         producer_id_expiration_ms=cfg.producer_id_expiration_ms)
-    await run_io(manager.load)
-    return manager
-
-
 async def _retention_loop(state: BrokerState) -> None:
     """Kafka's log retention task: every log.retention.check.interval.ms, off the loop."""
     interval = state.config.log_retention_check_interval_ms / 1000
@@ -248,16 +240,30 @@ Storage = tuple[LogManager, GroupCoordinator, ProducerIdManager, TransactionCoor
 async def start_storage(cfg: BrokerConfig, nursery: trio.Nursery) -> Storage:
     """Load the logs, then start the group and transaction coordinators on them (what one
     broker and a test cluster's shared storage both are)."""
-    logs = await _load_storage(cfg)
+    logs = LogManager(cfg.log_dir_list, log_config_from(cfg),
+                      producer_id_expiration_ms=cfg.producer_id_expiration_ms)
     groups = GroupCoordinator(cfg, cfg.log_dir_list[0])
     producer_ids = ProducerIdManager(cfg.log_dir_list[0])
     transactions = TransactionCoordinator(cfg, cfg.log_dir_list[0], logs=logs, groups=groups,
                                           producer_ids=producer_ids)
+    await run_io(_open_storage, logs, groups, transactions)
     await transactions.load()
     await nursery.start(groups.run)
     # after the logs and the groups: it finishes prepared transactions in both
     await nursery.start(transactions.run)
     return logs, groups, producer_ids, transactions
+
+
+def _open_storage(logs: LogManager, groups: GroupCoordinator,
+                  transactions: TransactionCoordinator) -> None:
+    """Every file the start reads, in one worker thread (each hand-off to a thread and back
+    costs the start a pass of the event loop): the log dirs, every partition log (recovery
+    included), the transaction log and the group coordinator's two files."""
+    for d in logs.log_dirs:
+        d.mkdir(parents=True, exist_ok=True)
+    logs.load()
+    transactions.read_log()
+    groups.read_files()
 
 
 def start_log_duties(state: BrokerState, nursery: trio.Nursery) -> LogCleaner:
@@ -305,7 +311,9 @@ async def _cleaner_loop(state: BrokerState, cleaner: LogCleaner, *,
         try:
             while True:
                 try:
-                    stats = await run_io(cleaner.clean_once, state.now_ms())
+                    # no log, nothing to clean: no worker thread (a new broker's first pass)
+                    stats = (await run_io(cleaner.clean_once, state.now_ms())
+                             if state.logs.all_logs() else None)
                 except Exception:
                     LOGGER.exception("log cleaning failed")
                     stats = None

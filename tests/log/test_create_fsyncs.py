@@ -46,10 +46,14 @@ def test_creating_a_topic_syncs_its_record_and_leader_epochs_not_the_log_dir(
     manager.create_topic("first", 2, {})
     log_dir = str(tmp_path)
     assert log_dir not in fsynced
-    assert str(tmp_path / "topic-configs") in fsynced
-    for partition in (0, 1):
-        assert str(tmp_path / f"first-{partition}") in fsynced  # its leader epoch checkpoint
-    assert len(fsynced) == 6
+    # the topic's record first (before a partition directory exists: a directory found
+    # without its topic's file at the next start is adopted with default configs) ...
+    configs = tmp_path / "topic-configs"
+    assert fsynced[:2] == [str(configs / "first.json.tmp"), str(configs)]
+    # ... then each partition's leader epoch checkpoint (the partitions in parallel): 6 in all
+    assert sorted(fsynced[2:]) == sorted(
+        str(tmp_path / f"first-{p}" / name)
+        for p in (0, 1) for name in ("leader-epoch-checkpoint.tmp", ""))
 
     log = manager.get_log("first", 0)
     assert log is not None

@@ -25,7 +25,7 @@ def validate_topic_name(name: str | None) -> str | None:
 
 
 def partition_count(broker: BrokerState, topic: str) -> int | None:
-    return broker.logs.topics().get(topic)
+    return broker.logs.partition_count(topic)
 
 
 async def ensure_topic(broker: BrokerState, topic: str, *,
@@ -42,8 +42,11 @@ async def ensure_topic(broker: BrokerState, topic: str, *,
     n = broker.config.num_partitions
     try:
         await run_io(broker.logs.create_topic, topic, n, {})
-    except TopicAlreadyExistsError:
-        return ErrorCode.NONE, broker.logs.topics()[topic]
+    except TopicAlreadyExistsError:  # created meanwhile by another request
+        count = partition_count(broker, topic)
+        if count is None:  # and deleted since
+            return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, 0
+        return ErrorCode.NONE, count
     except StorageError as exc:
         LOGGER.error("auto-creating topic %r failed: %s", topic, exc)
         return ErrorCode(exc.error_code), 0

@@ -114,6 +114,12 @@ class GroupCoordinator:
         """A topic was created, grown or deleted (regexes resolve again, epochs may move)."""
         self.consumer.topics_changed(topic, previous_partitions == 0 or partitions == 0)
 
+    def read_files(self) -> None:
+        """Open the group metadata and offsets files now, blocking (the broker's start does it
+        in the worker thread that loads the logs); ``run`` then replays what they held."""
+        self.store.read()
+        self.offsets.read()
+
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         """Replay the group metadata and the committed offsets, restart the members' session
         timers, then serve timers and writes until cancelled."""

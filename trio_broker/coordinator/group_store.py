@@ -88,9 +88,17 @@ class GroupStore:
         self._in_flight = 0
         self._wakeup = trio.Event()
         self._closed = False
+        #: what ``read`` found, for ``load`` to take
+        self._read: GroupRecords | None = None
+
+    def read(self) -> None:
+        """Open the file now, blocking (the broker's start opens all its files in one worker
+        thread); ``load`` then takes what was read instead of opening it."""
+        self._read = self.log.open()
 
     async def load(self) -> GroupRecords:
-        self._live = await self._run(self.log.open)
+        read, self._read = self._read, None
+        self._live = read if read is not None else await self._run(self.log.open)
         return {g: dict(r) for g, r in self._live.items()}
 
     def write(self, records: list[Record], done: Done | None = None) -> None:

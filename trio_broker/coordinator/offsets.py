@@ -32,6 +32,7 @@ from .offset_log import (
     OffsetAndMetadata,
     OffsetLog,
     OffsetLogError,
+    OffsetState,
     TopicPartition,
     encode_record,
 )
@@ -106,10 +107,19 @@ class OffsetMetadataManager:
         self._writes_in_flight = 0
         self._writes_wakeup = trio.Event()
         self._closed = False
+        #: what ``read`` found, for ``load`` to take
+        self._read: OffsetState | None = None
+
+    def read(self) -> None:
+        """Open the offsets file now, blocking (from a worker thread); ``load`` takes it."""
+        self._read = self.log.open()
 
     async def load(self) -> None:
-        """Read the offsets file (in a worker thread) into groups without members."""
-        state = await run_io(self.log.open)
+        """Read the offsets file (in a worker thread, unless ``read`` did) into groups without
+        members."""
+        state, self._read = self._read, None
+        if state is None:
+            state = await run_io(self.log.open)
         now_ms = self._wall_ms()
         groups = self._membership.groups
         for group_id, offsets in state.items():

@@ -85,6 +85,8 @@ class TransactionCoordinator:
         self.on_markers: Callable[[Iterable[TopicPartition]], None] = lambda tps: None
         self.loaded = False
         self._read = False
+        #: what ``read_log`` found, for ``load`` to take
+        self._read_states: dict[str, TransactionMetadata] | None = None
         self._locks: dict[str, trio.Lock] = {}
         self._write_lock = trio.Lock()
         #: set (and replaced) at every state change: wakes the timers of an idle coordinator
@@ -96,11 +98,19 @@ class TransactionCoordinator:
 
     # --- lifecycle --------------------------------------------------------------------------
 
+    def read_log(self) -> None:
+        """Open the transaction log now, blocking (the broker's start does it in the worker
+        thread that loads the logs); ``load`` then takes what it held."""
+        self._read_states = self.txn_log.open()
+
     async def load(self) -> None:
-        """Read the transaction log back (in a worker thread). ``serve`` calls it before any
-        timer of the broker exists; ``run`` calls it if nobody did."""
+        """Read the transaction log back (in a worker thread, unless ``read_log`` did).
+        ``serve`` calls it before any timer of the broker exists; ``run`` calls it if nobody
+        did."""
         if not self._read:
-            self.transactions = await run_io(self.txn_log.open)
+            states, self._read_states = self._read_states, None
+            self.transactions = (states if states is not None
+                                 else await run_io(self.txn_log.open))
             self._read = True
             wall, now = self.now_ms(), trio.current_time()
             for meta in self.transactions.values():

@@ -274,6 +274,12 @@ class LogManager(LogDuties):
         """Topic name -> partition count."""
         return {name: meta.partitions for name, meta in self._topics.items()}
 
+    def partition_count(self, name: str) -> int | None:
+        """The topic's partition count, or None if no such topic exists (one lookup, where
+        ``topics()`` copies every topic)."""
+        meta = self._topics.get(name)
+        return None if meta is None else meta.partitions
+
     def topic_id(self, name: str) -> uuid.UUID | None:
         """The topic's id (KIP-516), or None if no such topic exists."""
         meta = self._topics.get(name)

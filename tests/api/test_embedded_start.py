@@ -1,0 +1,97 @@
+"""The embedded start (``open_broker``): its file work takes one hand-off to a worker thread,
+and a start cancelled or interrupted half-way still ends, with its logs cleanly closed."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+import trio
+import trio.testing
+
+from trio_broker import open_broker
+from trio_broker.log.log_duties import CLEAN_SHUTDOWN_FILE
+
+
+async def test_a_start_hands_its_file_work_to_one_worker_thread(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    handed: list[str] = []
+    real = trio.to_thread.run_sync
+
+    async def spy(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        handed.append(getattr(fn, "__qualname__", repr(fn)))
+        return await real(fn, *args, **kwargs)
+
+    monkeypatch.setattr(trio.to_thread, "run_sync", spy)
+    async with open_broker(log_dirs=str(tmp_path)):
+        assert handed == ["_open_storage"]
+        # every background task had its first pass; with no log the cleaner hands off nothing
+        await trio.testing.wait_all_tasks_blocked()
+        assert handed == ["_open_storage"]
+
+
+# Run in a process of its own: a start that does not end would hang the test run, not fail it.
+_INTERRUPTED_START = textwrap.dedent("""
+    import os, pathlib, signal, sys, threading
+    import trio
+    from trio_broker import broker
+
+    mode, log_dir = sys.argv[1], pathlib.Path(sys.argv[2])
+    real = broker._open_storage
+    in_thread, cancelled = threading.Event(), threading.Event()
+
+    def opening_storage(*args):
+        in_thread.set()
+        if mode == "ctrl-c":
+            os.kill(os.getpid(), signal.SIGINT)
+        else:
+            cancelled.wait(10)
+        real(*args)
+
+    broker._open_storage = opening_storage
+
+    async def main():
+        with trio.CancelScope() as scope:
+            async def cancel_in_the_thread():
+                while not in_thread.is_set():
+                    await trio.sleep(0.001)
+                scope.cancel()
+                cancelled.set()
+
+            async with trio.open_nursery() as nursery:
+                if mode == "cancel":
+                    nursery.start_soon(cancel_in_the_thread)
+                async with broker.open_broker(log_dirs=str(log_dir)):
+                    print("started")
+                    await trio.sleep(60)
+        print("cancelled" if scope.cancelled_caught else "not cancelled")
+
+    try:
+        trio.run(main)
+    except* KeyboardInterrupt:  # out of the nurseries, in a group
+        print("interrupted")
+    print(len(os.listdir("/proc/self/fd")))
+""")
+
+
+@pytest.mark.parametrize(("mode", "ending"), [("cancel", "cancelled"), ("ctrl-c", "interrupted")])
+def test_a_start_stopped_in_its_storage_thread_ends_and_closes_its_logs(
+        tmp_path: Path, mode: str, ending: str) -> None:
+    """Cancelled (or Ctrl-C) while the start's worker thread opens the logs: the start finishes
+    what it began, then shuts down as a running broker does (its logs closed cleanly, no file
+    left open) instead of waiting forever on its shielded parts."""
+    done = subprocess.run([sys.executable, "-c", _INTERRUPTED_START, mode, str(tmp_path)],
+                          capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.split()
+    assert lines[:-1] == ["started", ending] or lines[:-1] == [ending], done.stdout
+    assert (tmp_path / CLEAN_SHUTDOWN_FILE).exists()
+    baseline = subprocess.run([sys.executable, "-c", "import os, trio_broker.broker; "
+                               "print(len(os.listdir('/proc/self/fd')))"],
+                              capture_output=True, text=True, timeout=60, check=True)
+    assert int(lines[-1]) <= int(baseline.stdout) + 1  # the listing's own descriptor at most
