@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
-import attrs
+from attrs.exceptions import FrozenInstanceError
 
 from ..security.acl import AUTHORIZER_CLASSES
 from .consumer_groups import KEYS as CONSUMER_GROUP_TIMEOUT_KEYS
@@ -42,8 +42,7 @@ __all__ = ["BrokerConfig", "ConfigError", "Listener", "build_config", "normalise
            "parse_ip_overrides", "parse_listeners"]
 
 
-def _validate(inst: Any, attribute: attrs.Attribute, value: Any) -> None:  # type: ignore[type-arg]
-    key: ConfigKey = attribute.metadata["key"]
+def _validate(key: ConfigKey, value: Any) -> None:
     if key.validator is not None and value is not None:
         parsed = value
         if key.type is ConfigType.LIST and isinstance(value, str):
@@ -64,63 +63,70 @@ def _text_map(values: Mapping[str, str]) -> dict[str, str]:
     return dict(values)
 
 
+class _Field(NamedTuple):
+    """One attribute of ``BrokerConfig``: its honoured key (None: not a key), default (or the
+    factory making it), converter and whether it is compared and shown."""
+
+    key: ConfigKey | None
+    default: Any = None
+    factory: Any = None
+    converter: Any = None
+    compared: bool = True
+
+
 def _f(name: str) -> Any:
-    """The attrs field of honoured key ``name``: its default, validator and registry entry."""
+    """The field of honoured key ``name``: its default, validator and registry entry."""
     key = HONOURED_KEYS[name]
-    default = key.default
-    converter = None
     if key.type is ConfigType.LIST:
-        default = _to_list_text(default)
-        converter = _to_list_text
-    return attrs.field(default=default, validator=_validate, converter=converter,
-                       metadata={"kafka": name, "key": key})
+        return _Field(key, _to_list_text(key.default), converter=_to_list_text)
+    return _Field(key, key.default)
 
 
-# init, repr and eq are written out below, not generated: attrs compiles the source of those
-# methods for each class it makes, and for ~100 fields that was ~5 ms of every start.
-@attrs.frozen(kw_only=True, init=False, repr=False, eq=False)
 class BrokerConfig:
     """Every honoured setting, attribute names being Kafka's keys with dots as underscores.
 
     ``originals`` holds every key the loader was given (Kafka's name -> the text as given), so
     keys without an attribute keep their values; ``origins`` says where each came from.
+
+    Frozen, compared and shown by its fields, as an attrs class, but a plain one: attrs compiles
+    generated methods for each class it makes, for ~100 fields ~5 ms of every start.
     """
 
     def __init__(self, **values: Any) -> None:
-        """Every field from ``values`` or its default, converted, then every field validated
-        (what attrs' generated ``__init__`` does)."""
-        setter = object.__setattr__
-        for field in _fields():
-            if field.name in values:
-                value = values.pop(field.name)
-            elif isinstance(field.default, attrs.Factory):  # type: ignore[arg-type]
-                value = field.default.factory()
-            elif field.default is attrs.NOTHING:
-                raise TypeError(f"BrokerConfig() missing keyword argument {field.name!r}")
+        """Every field from ``values`` or its default, converted, then every key validated."""
+        fields = _FIELDS
+        for name, field in fields:
+            if name in values:
+                value = values.pop(name)
             else:
-                value = field.default
+                value = field.factory() if field.factory is not None else field.default
             if field.converter is not None:
-                value = field.converter(value)  # type: ignore[operator]
-            setter(self, field.name, value)
+                value = field.converter(value)
+            object.__setattr__(self, name, value)
         if values:
             raise TypeError(f"BrokerConfig() got an unexpected keyword argument "
                             f"{next(iter(values))!r}")
-        if not attrs.validators.get_disabled():
-            for field in _fields():
-                if field.validator is not None:
-                    field.validator(self, field, getattr(self, field.name))
+        for name, field in fields:
+            if field.key is not None:
+                _validate(field.key, getattr(self, name))
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise FrozenInstanceError
+
+    def __delattr__(self, name: str) -> None:
+        raise FrozenInstanceError
 
     def __repr__(self) -> str:
-        shown = ", ".join(f"{f.name}={getattr(self, f.name)!r}" for f in _fields() if f.repr)
+        shown = ", ".join(f"{name}={getattr(self, name)!r}" for name, f in _FIELDS if f.compared)
         return f"BrokerConfig({shown})"
 
     def _compared(self) -> tuple[Any, ...]:
-        return tuple(getattr(self, f.name) for f in _fields() if f.eq)
+        return tuple(getattr(self, name) for name, f in _FIELDS if f.compared)
 
     def __eq__(self, other: object) -> bool:
-        if other.__class__ is not self.__class__:
+        if not isinstance(other, BrokerConfig) or other.__class__ is not self.__class__:
             return NotImplemented
-        return self._compared() == other._compared()  # type: ignore[attr-defined, no-any-return]
+        return self._compared() == other._compared()
 
     def __hash__(self) -> int:
         return hash(self._compared())
@@ -230,11 +236,11 @@ class BrokerConfig:
     log_level: str = _f("log.level")
     # --- every key given, as given ----------------------------------------------------------------
     #: Kafka key -> value text, for every key the loader was given (Kafka's "originals")
-    originals: Mapping[str, str] = attrs.field(factory=dict, eq=False, repr=False,
-                                               converter=_text_map)
+    originals: Mapping[str, str] = _Field(None, factory=dict, converter=_text_map,
+                                          compared=False)  # type: ignore[assignment]
     #: Kafka key -> where it was set ("server.properties:12", "--override", "environment X")
-    origins: Mapping[str, str] = attrs.field(factory=dict, eq=False, repr=False,
-                                             converter=_text_map)
+    origins: Mapping[str, str] = _Field(None, factory=dict, converter=_text_map,
+                                        compared=False)  # type: ignore[assignment]
 
     # --- derived values -------------------------------------------------------------------------
     @property
@@ -357,8 +363,9 @@ class BrokerConfig:
         return build_config(values, origins)
 
 
-def _fields() -> tuple[attrs.Attribute, ...]:  # type: ignore[type-arg]
-    return attrs.fields(BrokerConfig)
+#: (attribute name, field) of every attribute, in the order written
+_FIELDS: tuple[tuple[str, _Field], ...] = tuple(
+    (name, value) for name, value in vars(BrokerConfig).items() if isinstance(value, _Field))
 
 
 def check_config(config: BrokerConfig) -> None:
