@@ -11,15 +11,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, NamedTuple
-
-from attrs.exceptions import FrozenInstanceError
+from typing import Any
 
 from ..security.acl import AUTHORIZER_CLASSES
 from .consumer_groups import KEYS as CONSUMER_GROUP_TIMEOUT_KEYS
 from .consumer_groups import consumer_group_bounds_error
-from .defs import NO_DEFAULT, ConfigKey, ConfigType, ConfigValueError, Support
+from .defs import NO_DEFAULT, ConfigType, ConfigValueError, Support
 from .errors import ConfigError as ConfigError
+from .fields import Field, FrozenFields, key_field, text_map, to_list_text
 from .keys import (
     ALIASES,
     BROKER_KEYS,
@@ -42,94 +41,18 @@ __all__ = ["BrokerConfig", "ConfigError", "Listener", "build_config", "normalise
            "parse_ip_overrides", "parse_listeners"]
 
 
-def _validate(key: ConfigKey, value: Any) -> None:
-    if key.validator is not None and value is not None:
-        parsed = value
-        if key.type is ConfigType.LIST and isinstance(value, str):
-            parsed = [v for v in value.split(",") if v]
-        try:
-            key.validator.check(key.name, parsed)
-        except ConfigValueError as exc:
-            raise ConfigError(str(exc), key.name) from None
-
-
-def _to_list_text(value: Any) -> Any:
-    if isinstance(value, list | tuple):
-        return ",".join(str(v) for v in value)
-    return value
-
-
-def _text_map(values: Mapping[str, str]) -> dict[str, str]:
-    return dict(values)
-
-
-class _Field(NamedTuple):
-    """One attribute of ``BrokerConfig``: its honoured key (None: not a key), default (or the
-    factory making it), converter and whether it is compared and shown."""
-
-    key: ConfigKey | None
-    default: Any = None
-    factory: Any = None
-    converter: Any = None
-    compared: bool = True
-
-
 def _f(name: str) -> Any:
     """The field of honoured key ``name``: its default, validator and registry entry."""
-    key = HONOURED_KEYS[name]
-    if key.type is ConfigType.LIST:
-        return _Field(key, _to_list_text(key.default), converter=_to_list_text)
-    return _Field(key, key.default)
+    return key_field(HONOURED_KEYS[name])
 
 
-class BrokerConfig:
+class BrokerConfig(FrozenFields):
     """Every honoured setting, attribute names being Kafka's keys with dots as underscores.
 
     ``originals`` holds every key the loader was given (Kafka's name -> the text as given), so
-    keys without an attribute keep their values; ``origins`` says where each came from.
-
-    Frozen, compared and shown by its fields, as an attrs class, but a plain one: attrs compiles
-    generated methods for each class it makes, for ~100 fields ~5 ms of every start.
+    keys without an attribute keep their values; ``origins`` says where each came from. Frozen,
+    compared and shown by its fields (``fields.py``: not an attrs class, for start-up's sake).
     """
-
-    def __init__(self, **values: Any) -> None:
-        """Every field from ``values`` or its default, converted, then every key validated."""
-        fields = _FIELDS
-        for name, field in fields:
-            if name in values:
-                value = values.pop(name)
-            else:
-                value = field.factory() if field.factory is not None else field.default
-            if field.converter is not None:
-                value = field.converter(value)
-            object.__setattr__(self, name, value)
-        if values:
-            raise TypeError(f"BrokerConfig() got an unexpected keyword argument "
-                            f"{next(iter(values))!r}")
-        for name, field in fields:
-            if field.key is not None:
-                _validate(field.key, getattr(self, name))
-
-    def __setattr__(self, name: str, value: Any) -> None:
-        raise FrozenInstanceError
-
-    def __delattr__(self, name: str) -> None:
-        raise FrozenInstanceError
-
-    def __repr__(self) -> str:
-        shown = ", ".join(f"{name}={getattr(self, name)!r}" for name, f in _FIELDS if f.compared)
-        return f"BrokerConfig({shown})"
-
-    def _compared(self) -> tuple[Any, ...]:
-        return tuple(getattr(self, name) for name, f in _FIELDS if f.compared)
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, BrokerConfig) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return self._compared() == other._compared()
-
-    def __hash__(self) -> int:
-        return hash(self._compared())
 
     # --- identity, roles and listeners ---------------------------------------------------------
     node_id: int = _f("node.id")
@@ -236,11 +159,11 @@ class BrokerConfig:
     log_level: str = _f("log.level")
     # --- every key given, as given ----------------------------------------------------------------
     #: Kafka key -> value text, for every key the loader was given (Kafka's "originals")
-    originals: Mapping[str, str] = _Field(None, factory=dict, converter=_text_map,
-                                          compared=False)  # type: ignore[assignment]
+    originals: Mapping[str, str] = Field(None, factory=dict, converter=text_map,
+                                         compared=False)  # type: ignore[assignment]
     #: Kafka key -> where it was set ("server.properties:12", "--override", "environment X")
-    origins: Mapping[str, str] = _Field(None, factory=dict, converter=_text_map,
-                                        compared=False)  # type: ignore[assignment]
+    origins: Mapping[str, str] = Field(None, factory=dict, converter=text_map,
+                                       compared=False)  # type: ignore[assignment]
 
     # --- derived values -------------------------------------------------------------------------
     @property
@@ -353,7 +276,7 @@ class BrokerConfig:
         values: dict[str, Any] = {}
         for name, key in HONOURED_KEYS.items():
             value = getattr(self, name.replace(".", "_"))
-            if name not in self.originals and value != _to_list_text(key.default):
+            if name not in self.originals and value != to_list_text(key.default):
                 values[name] = value  # set in code rather than read from a source
         values.update(self.originals)
         origins = dict(self.origins)
@@ -361,11 +284,6 @@ class BrokerConfig:
         origins.update(dict.fromkeys(changed, "override"))
         values.update(changed)
         return build_config(values, origins)
-
-
-#: (attribute name, field) of every attribute, in the order written
-_FIELDS: tuple[tuple[str, _Field], ...] = tuple(
-    (name, value) for name, value in vars(BrokerConfig).items() if isinstance(value, _Field))
 
 
 def check_config(config: BrokerConfig) -> None:
