@@ -27,6 +27,26 @@ from trio_broker.protocol.messages import decode_response, encode_request, make_
 
 REQUEST = encode_request(ApiKey.Metadata, 1, 1, "bench", make_request(ApiKey.Metadata, 1,
                                                                     topics=[]))
+#: the topic ``--api produce`` writes to (created by a Metadata request first)
+PRODUCE_TOPIC = "bench-requests"
+
+
+def produce_frames() -> tuple[bytes, bytes]:
+    """(Metadata v9 auto-creating ``PRODUCE_TOPIC``, Produce v7 acks=1 of one batch of one
+    100-byte record to its partition 0): what ``--api produce`` sends."""
+    from trio_broker.protocol.api_keys import request_class
+    from trio_broker.protocol.records import build_batch
+
+    md, pr = request_class(ApiKey.Metadata), request_class(ApiKey.Produce)
+    create = encode_request(ApiKey.Metadata, 9, 1, "bench", make_request(
+        ApiKey.Metadata, 9, topics=[md.MetadataRequestTopic(name=PRODUCE_TOPIC)],
+        allow_auto_topic_creation=True, include_topic_authorized_operations=False))
+    part = pr.TopicProduceData.PartitionProduceData(
+        index=0, records=build_batch([(None, b"x" * 100, ())]))
+    produce = encode_request(ApiKey.Produce, 7, 2, "bench", make_request(
+        ApiKey.Produce, 7, transactional_id=None, acks=1, timeout_ms=5000,
+        topic_data=[pr.TopicProduceData(name=PRODUCE_TOPIC, partition_data=[part])]))
+    return create, produce
 
 
 def _free_port() -> int:
@@ -55,11 +75,11 @@ def _read_frames(sock: socket.socket, buf: bytearray, n: int) -> bytes:
     return last
 
 
-def _load(port: int, depth: int, seconds: float, out: mp.Queue) -> None:
+def _load(port: int, depth: int, seconds: float, out: mp.Queue, request: bytes) -> None:
     sock = socket.create_connection(("127.0.0.1", port))
     sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     buf = bytearray()
-    batch = REQUEST * depth
+    batch = request * depth
     done = 0
     end = time.perf_counter() + seconds
     while time.perf_counter() < end:
@@ -78,11 +98,11 @@ def cpu_seconds(pid: int) -> float:
 
 
 def measure(port: int, *, connections: int, depth: int, seconds: float,
-            pid: int | None = None) -> tuple[float, float]:
+            pid: int | None = None, request: bytes = REQUEST) -> tuple[float, float]:
     """(requests/s, server CPU microseconds per request; 0 without ``pid``)."""
     cpu0 = cpu_seconds(pid) if pid else 0.0
     out: mp.Queue = mp.Queue()
-    procs = [mp.Process(target=_load, args=(port, depth, seconds, out))
+    procs = [mp.Process(target=_load, args=(port, depth, seconds, out, request))
              for _ in range(connections)]
     t0 = time.perf_counter()
     for p in procs:
@@ -124,9 +144,13 @@ trio.run(main)
 '''
 
 
-def _broker_response(port: int) -> bytes:
+def _broker_response(port: int, request: bytes, setup: bytes = b"") -> bytes:
+    """The broker's whole response frame to ``request`` (after ``setup``'s, if given)."""
     sock = socket.create_connection(("127.0.0.1", port))
-    sock.sendall(REQUEST)
+    if setup:
+        sock.sendall(setup)
+        _read_frames(sock, bytearray(), 1)
+    sock.sendall(request)
     frame = _read_frames(sock, bytearray(), 1)
     sock.close()
     return struct.pack(">i", len(frame)) + frame
@@ -243,13 +267,17 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=5.0)
     parser.add_argument("--requests-only", action="store_true",
                         help="skip the start-up figures; measure only the request rates")
+    parser.add_argument("--api", choices=("metadata", "produce"), action="append",
+                        help="the request measured: Metadata v1 naming no topic (default), "
+                             "or Produce v7 acks=1 of one 100-byte record; may be repeated")
     args = parser.parse_args()
     print(f"machine: {os.cpu_count()} cores, Python {sys.version.split()[0]}, load average "
           f"{' '.join(f'{x:.2f}' for x in os.getloadavg())}")
 
     if not args.requests_only:
         startup_figures()
-    request_rates(args.seconds)
+    for api in args.api or ["metadata"]:
+        request_rates(args.seconds, api)
 
 
 def startup_figures() -> None:
@@ -278,15 +306,18 @@ def startup_figures() -> None:
           f"(min {min(mock_first):.1f}, n=20)")
 
 
-def request_rates(seconds: float) -> None:
+def request_rates(seconds: float, api: str = "metadata") -> None:
     """Requests/s and CPU per request of the broker and the bare Trio echo server, same run."""
+    setup, request, title = b"", REQUEST, "Metadata v1 (no topics)"
+    if api == "produce":
+        (setup, request), title = produce_frames(), "Produce v7 acks=1, 1 record"
     scenarios = [("1 connection, 1 in flight", 1, 1), ("1 connection, 16 pipelined", 1, 16),
                  ("4 connections, 16 pipelined each", 4, 16)]
     rows = []
     with tempfile.TemporaryDirectory() as data:
         bport = _free_port()
         broker, _ = start_broker(data, bport)
-        response = _broker_response(bport)
+        response = _broker_response(bport, request, setup)
         eport = _free_port()
         echo = subprocess.Popen([sys.executable, "-c", ECHO_SERVER, str(eport), response.hex()],
                                 stdout=subprocess.PIPE, text=True)
@@ -294,16 +325,16 @@ def request_rates(seconds: float) -> None:
         try:
             for name, conns, depth in scenarios:
                 b = measure(bport, connections=conns, depth=depth, seconds=seconds,
-                            pid=broker.pid)
+                            pid=broker.pid, request=request)
                 e = measure(eport, connections=conns, depth=depth, seconds=seconds,
-                            pid=echo.pid)
+                            pid=echo.pid, request=request)
                 rows.append((name, b, e))
         finally:
             broker.terminate()
             echo.terminate()
             broker.wait()
             echo.wait()
-    print(f"\n{'Metadata v1 (no topics)':36} {'broker req/s':>14} {'echo req/s':>12} "
+    print(f"\n{title:36} {'broker req/s':>14} {'echo req/s':>12} "
           f"{'ratio':>7} {'broker CPU us/req':>18} {'echo CPU us/req':>16}")
     for name, (b, b_cpu), (e, e_cpu) in rows:
         print(f"{name:36} {b:14,.0f} {e:12,.0f} {b / e:7.2f} {b_cpu:18.1f} {e_cpu:16.1f}")

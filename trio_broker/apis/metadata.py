@@ -16,7 +16,7 @@ from collections.abc import Container
 from ..log import LogManager
 from ..protocol.api_keys import ApiKey
 from ..protocol.errors import ErrorCode
-from ..protocol.messages import response_type
+from ..protocol.messages import Encoded, response_type
 from ..security.acl import CLUSTER_NAME
 from . import authz
 from .bodies import MetadataRequest, ResponseBody, Struct
@@ -41,6 +41,9 @@ async def handle_metadata(ctx: HandlerContext, request: MetadataRequest) -> Hand
                                          for t in requested):
         # Kafka: names may only be null, and ids only set, from v12
         return _error_response(ctx, request, ErrorCode.INVALID_REQUEST)
+    if (not requested and not all_topics and not broker.quotas.enabled
+            and not (8 <= v <= 10 and request.include_cluster_authorized_operations)):
+        return _no_topics(ctx)
     ids = [] if all_topics else [t.topic_id for t in requested if t.topic_id is not None]
     topics: list[Struct] = []
     names: list[str]
@@ -97,6 +100,29 @@ async def handle_metadata(ctx: HandlerContext, request: MetadataRequest) -> Hand
         authorized_operations=cluster_ops,
         error_code=0,
     )
+
+
+#: (version, cluster id, controller, live brokers) -> the answer naming no topic, encoded
+_NO_TOPICS: dict[tuple[object, ...], Encoded] = {}
+
+
+def _no_topics(ctx: HandlerContext) -> Encoded:
+    """The answer to a Metadata request naming no topic (a client's periodic refresh of the
+    brokers), encoded once per version and cluster state: nothing else goes into it."""
+    broker = ctx.broker
+    cluster = broker.cluster
+    live = tuple((n.node_id, n.host, n.port) for n in cluster.live_nodes())
+    key = (ctx.version, broker.config.cluster_id, cluster.controller_id(broker.node_id), live)
+    answer = _NO_TOPICS.get(key)
+    if answer is None:
+        if len(_NO_TOPICS) >= 64:  # brokers of many tests in one process
+            _NO_TOPICS.clear()
+        body = ctx.response(throttle_time_ms=0, error_code=0, topics=[], cluster_id=key[1],
+                            controller_id=key[2], authorized_operations=None,
+                            brokers=[_Broker(node_id=i, host=h, port=p, rack=None)
+                                     for i, h, p in live])
+        answer = _NO_TOPICS[key] = Encoded(body, ctx.version)
+    return answer
 
 
 def _error_response(ctx: HandlerContext, request: MetadataRequest, error: int) -> ResponseBody:

@@ -22,7 +22,7 @@ from collections.abc import Awaitable, Callable
 
 from ..protocol.api_keys import SUPPORTED_VERSIONS, ApiKey, VersionRange
 from ..protocol.errors import ErrorCode
-from ..protocol.messages import response_type
+from ..protocol.messages import Encoded, response_type
 from . import metadata, produce
 from .bodies import ApiVersionsRequest, RequestBody, Struct
 from .context import HandlerContext, HandlerResult
@@ -194,7 +194,15 @@ async def handle_api_versions(ctx: HandlerContext, request: ApiVersionsRequest) 
             if value is not None and not _valid_software_field(value):
                 return ctx.response(error_code=ErrorCode.INVALID_REQUEST,
                                     api_keys=_api_version_entries(), throttle_time_ms=0)
-    return ctx.response(error_code=0, api_keys=_api_version_entries(), throttle_time_ms=0)
+    answer = _answers.get(ctx.version)
+    if answer is None:  # the same every time: encoded once per version
+        answer = _answers[ctx.version] = Encoded(ctx.response(
+            error_code=0, api_keys=_api_version_entries(), throttle_time_ms=0), ctx.version)
+    return answer
+
+
+#: version -> the ApiVersions answer, encoded (no quota throttles ApiVersions)
+_answers: dict[int, Encoded] = {}
 
 
 def _valid_software_field(value: str) -> bool:

@@ -135,14 +135,36 @@ class RequestMetrics:
         local = times.api_local_done_ns or dequeued
         remote = times.api_remote_done_ns or local
         response_dequeued = times.response_dequeued_ns or remote
-        self.record(api_key, (
-            (dequeued - received) / 1e6,  # RequestQueueTimeMs
-            (local - dequeued) / 1e6,  # LocalTimeMs
-            (remote - local) / 1e6,  # RemoteTimeMs
-            (response_dequeued - remote) / 1e6,  # ResponseQueueTimeMs
-            (send_done_ns - response_dequeued) / 1e6,  # ResponseSendTimeMs
-            (send_done_ns - received) / 1e6,  # TotalTimeMs
-        ), version=times.api_version, now_ns=send_done_ns)
+        # ``record`` written out for the six values: every request passes here
+        window = send_done_ns // WINDOW_NS
+        entry = self._times.get(api_key)
+        if entry is None:
+            entry = self._times[api_key] = _ApiTimes(window)
+        elif entry.window != window:
+            entry.rotate(window)
+        versions = entry.versions
+        version = times.api_version
+        versions[version] = versions.get(version, 0) + 1
+        bounds = self.BOUNDS
+        (queue, local_c, remote_c, resp_queue, send, total), sums = entry.counts, entry.sums
+        v = (dequeued - received) / 1e6  # RequestQueueTimeMs
+        queue[bisect_left(bounds, v)] += 1
+        sums[0] += v
+        v = (local - dequeued) / 1e6  # LocalTimeMs
+        local_c[bisect_left(bounds, v)] += 1
+        sums[1] += v
+        v = (remote - local) / 1e6  # RemoteTimeMs
+        remote_c[bisect_left(bounds, v)] += 1
+        sums[2] += v
+        v = (response_dequeued - remote) / 1e6  # ResponseQueueTimeMs
+        resp_queue[bisect_left(bounds, v)] += 1
+        sums[3] += v
+        v = (send_done_ns - response_dequeued) / 1e6  # ResponseSendTimeMs
+        send[bisect_left(bounds, v)] += 1
+        sums[4] += v
+        v = (send_done_ns - received) / 1e6  # TotalTimeMs
+        total[bisect_left(bounds, v)] += 1
+        sums[5] += v
 
     def count_errors(self, api_key: int, codes: list[int]) -> None:
         """The error codes of one response (NONE included, as Kafka counts them)."""

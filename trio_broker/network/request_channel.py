@@ -119,13 +119,20 @@ class RequestChannel:
         #: the APIs answered in the sender's task, and the function that answers them
         self._inline_keys: frozenset[int] = frozenset()
         self._inline: Callable[[Request], Awaitable[None]] | None = None
+        #: inline APIs whose answers to pipelined requests may be written together
+        self.batched_keys: frozenset[int] = frozenset()
 
     def set_inline(self, handle: Callable[[Request], Awaitable[None]] | None,
-                   api_keys: Collection[int] = ()) -> None:
+                   api_keys: Collection[int] = (), batched: Collection[int] = ()) -> None:
         """Answer requests of ``api_keys`` by ``await handle(request)`` in the task that sends
-        them, instead of queueing them for a handler task (``None``: queue everything)."""
+        them, instead of queueing them for a handler task (``None``: queue everything).
+
+        ``batched`` (a subset of ``api_keys``): APIs answered without waiting for anything, so
+        a connection may answer the next pipelined request of one of them before it writes
+        the answers before it, and write them all at once."""
         self._inline = handle
         self._inline_keys = frozenset(api_keys) if handle is not None else frozenset()
+        self.batched_keys = self._inline_keys & frozenset(batched)
 
     async def send_request(self, request: Request) -> None:
         """Queue ``request`` for the handlers (waiting while the queue is full), or answer it

@@ -56,7 +56,6 @@ from .connection import Connection, ProcessorSettings, peer_address
 from .quotas import ConnectionQuotas
 from .request_channel import (
     CloseConnectionResponse,
-    NoOpResponse,
     Request,
     RequestChannel,
     Response,
@@ -125,7 +124,7 @@ class Processor:
         self.draining = True
 
     def in_flight(self) -> int:
-        return sum(1 for c in self.connections.values() if c.in_flight)
+        return sum(1 for c in self.connections.values() if c.in_flight or c.unsent)
 
     async def wait_in_flight_done(self) -> None:
         """Return once no connection of this processor waits for a response."""
@@ -139,10 +138,13 @@ class Processor:
             self._drained.set()
 
     # -- step: processNewResponses ---------------------------------------------------------
-    def _deliver_response(self, response: Response) -> None:
-        """A handler's response, handed straight to its connection's task."""
+    def _deliver_response(self, response: Response, now: int = 0) -> None:
+        """A handler's response, handed straight to its connection's task (``now``: when it
+        left the response queue; else it is handed over in the call that answered it, whose
+        stamp is the hand-over's too: one clock read less per request)."""
         req = response.request
-        req.response_dequeued_ns = now = time.monotonic_ns()
+        now = now or req.api_remote_done_ns or req.api_local_done_ns or time.monotonic_ns()
+        req.response_dequeued_ns = now
         conn = self.connections.get(req.context.connection_id)
         if conn is not None:
             conn.deliver(response)
@@ -154,7 +156,7 @@ class Processor:
     async def _process_new_responses(self) -> None:
         """Responses that came through the queue (before ``set_deliver``, or after it)."""
         async for response in self._channel.response_receiver(self.index):
-            self._deliver_response(response)
+            self._deliver_response(response, time.monotonic_ns())
 
     # -- one task per connection: processCompletedReceives / processCompletedSends -----------
     async def _serve_connection(self, stream: trio.SocketStream, listener: Listener) -> None:
@@ -213,6 +215,9 @@ class Processor:
         timings = self._metrics.request_metrics
         channel = self._channel
         decoder = conn.decoder
+        unsent = conn.unsent
+        # a SASL listener's connections write each answer on its own (authentication state)
+        batched = channel.batched_keys if conn.sasl is None else frozenset()
         eof = False
         with trio.CancelScope(deadline=trio.current_time() + idle_s) as idle:
             conn.idle_scope = idle
@@ -231,6 +236,8 @@ class Processor:
             while True:
                 frame = decoder.next_frame()
                 if frame is NEED_DATA:
+                    if unsent:  # the answers to the frames read so far go out before a read
+                        await self._send_unsent(conn)
                     if eof or self.draining:
                         return "client_closed" if eof else "shutdown"
                     data = await conn.stream.receive_some(
@@ -251,6 +258,8 @@ class Processor:
                     decoder.receive_data(data)
                     continue
                 if self.draining:
+                    if unsent:
+                        await self._send_unsent(conn)
                     return "shutdown"
                 if conn.raw_sasl:
                     if not await self._raw_sasl_token(conn, frame):
@@ -258,10 +267,22 @@ class Processor:
                     self._note_authenticated(conn)
                     idle.deadline = trio.current_time() + idle_s
                     continue
-                request = self._parse(conn, frame)
+                try:
+                    request = self._parse(conn, frame)
+                except RemoteProtocolError:
+                    if unsent:  # answered before this frame was read, as Kafka's would be
+                        await self._send_unsent(conn)
+                    raise
+                batch = request.header.api_key in batched
+                if unsent and not batch:
+                    await self._send_unsent(conn)
                 conn.in_flight = request
                 await channel.send_request(request)
-                response = await conn.wait_response()
+                response = conn.take_response()
+                if response is None:  # it waits (parked): the answers before it go out first
+                    if unsent:
+                        await self._send_unsent(conn)
+                    response = await conn.wait_response()
                 conn.in_flight = None
                 if self.draining:
                     self._request_finished()
@@ -269,27 +290,34 @@ class Processor:
                 if sasl is not None and sasl.failed:
                     return await self._fail_authentication(conn, request, response)
                 if isinstance(response, SendResponse):
-                    await send_bytes(conn.stream, response.data)
-                    bytes_out.inc(len(response.data))
-                    timings.record_timings(request.header.api_key, request, time.monotonic_ns())
+                    if unsent or (batch and decoder.buffered):
+                        # Pipelined frames of batched APIs: their answers are written together
+                        # once the buffer holds no more frames (or enough is held back).
+                        if (unsent.add(request, response.data) or not decoder.buffered
+                                or request.throttle_ms):
+                            await self._send_unsent(conn)
+                    else:
+                        await send_bytes(conn.stream, response.data)
+                        bytes_out.inc(len(response.data))
+                        timings.record_timings(request.header.api_key, request,
+                                               time.monotonic_ns())
                     if (sasl is not None and sasl.awaits_token
                             and request.header.api_key == ApiKey.SaslHandshake
                             and request.header.api_version == 0):
                         conn.raw_sasl = True  # v0: bare tokens follow (before KIP-152)
-                elif isinstance(response, SendFileResponse):
-                    try:
-                        by_sendfile = await send_parts(conn.stream, response.parts)
-                    finally:
-                        response.close()
-                    bytes_out.inc(response.size)
-                    self._metrics.sendfile_bytes.inc(by_sendfile)
-                    timings.record_timings(request.header.api_key, request, time.monotonic_ns())
-                elif isinstance(response, NoOpResponse):
-                    timings.record_timings(request.header.api_key, request, time.monotonic_ns())
                 else:
-                    assert isinstance(response, CloseConnectionResponse)
+                    if unsent:
+                        await self._send_unsent(conn)
+                    if isinstance(response, SendFileResponse):
+                        try:
+                            by_sendfile = await send_parts(conn.stream, response.parts)
+                        finally:
+                            response.close()
+                        bytes_out.inc(response.size)
+                        self._metrics.sendfile_bytes.inc(by_sendfile)
                     timings.record_timings(request.header.api_key, request, time.monotonic_ns())
-                    return response.reason
+                    if isinstance(response, CloseConnectionResponse):
+                        return response.reason
                 if request.throttle_ms:  # client quota: muted (Kafka's ThrottledChannel)
                     await trio.sleep(request.throttle_ms / 1000)
                 self._note_authenticated(conn)
@@ -301,6 +329,16 @@ class Processor:
                     # (an inline request answered by one write has not yielded yet).
                     await trio.lowlevel.checkpoint()
         return "idle_timeout"
+
+    async def _send_unsent(self, conn: Connection) -> None:
+        """Write the answers held back while pipelined frames were answered, in one write."""
+        requests, data = conn.unsent.take()
+        await send_bytes(conn.stream, data)
+        self._metrics.bytes_out.inc(len(data))
+        now = time.monotonic_ns()
+        record = self._metrics.request_metrics.record_timings
+        for request in requests:
+            record(request.header.api_key, request, now)
 
     async def _fail_authentication(self, conn: Connection, request: Request,
                                    response: Response) -> str:

@@ -23,10 +23,11 @@ from .schema import MessageSchema, data_schema, message_schema
 from .structs import Message, class_for
 from .wire import STRUCT_ERRORS, read_uvarint
 
-__all__ = ["ApiMessage", "Message", "RequestHeader", "decode_data", "decode_request_body",
-           "decode_request_header", "decode_response", "encode_data", "encode_request",
-           "encode_response", "encode_response_parts", "error_codes", "make_request",
-           "make_response", "peek_correlation_id", "response_header_bytes", "response_type"]
+__all__ = ["ApiMessage", "Encoded", "Message", "RequestHeader", "decode_data",
+           "decode_request_body", "decode_request_header", "decode_response", "encode_data",
+           "encode_request", "encode_response", "encode_response_parts", "error_codes",
+           "make_request", "make_response", "peek_correlation_id", "response_header_bytes",
+           "response_type"]
 
 #: the type of every request and response body (kept under the name callers annotate with)
 ApiMessage = Message
@@ -81,6 +82,13 @@ def peek_correlation_id(frame: bytes) -> int | None:
     return int(_I32.unpack_from(frame, 4)[0])
 
 
+#: (API key, version) -> flexible, for every supported pair: the header's fast path
+_KNOWN: dict[tuple[int, int], bool] = {
+    (int(key), version): is_flexible(key, version)
+    for key, supported in SUPPORTED_VERSIONS.items()
+    for version in range(supported.min, supported.max + 1)}
+
+
 def decode_request_header(frame: bytes) -> RequestHeader:
     """Decode the header of a request frame (the size prefix already stripped).
 
@@ -88,6 +96,27 @@ def decode_request_header(frame: bytes) -> RequestHeader:
     (ApiVersions excepted: the caller answers an unknown ApiVersions version with the v0 error
     reply), and ``RemoteProtocolError`` for anything malformed.
     """
+    n = len(frame)
+    if n >= 10:  # fast path: a supported version, a client id, no tagged fields
+        api_key, api_version, correlation_id, id_len = _HEADER_FIXED.unpack_from(frame, 0)
+        flexible = _KNOWN.get((api_key, api_version))
+        end = 10 + id_len
+        if flexible is not None and id_len >= 0 and end <= n:
+            try:
+                client_id = str(frame[10:end], "utf-8")
+            except UnicodeDecodeError as exc:
+                raise RemoteProtocolError("client_id is not UTF-8") from exc
+            if not flexible:
+                return RequestHeader(api_key, api_version, correlation_id, client_id, False,
+                                     end)
+            if end < n and frame[end] == 0:
+                return RequestHeader(api_key, api_version, correlation_id, client_id, True,
+                                     end + 1)
+    return _decode_request_header(frame)
+
+
+def _decode_request_header(frame: bytes) -> RequestHeader:
+    """Every header, with every check (unsupported versions, null client ids, tagged fields)."""
     if len(frame) < _HEADER_FIXED.size:
         raise RemoteProtocolError(f"request header needs 10 bytes, frame has {len(frame)}")
     api_key, api_version, correlation_id, id_len = _HEADER_FIXED.unpack_from(frame, 0)
@@ -180,8 +209,32 @@ def _encoder(cls: type[Message], version: int) -> codec.Encoder:
     return fn
 
 
+class Encoded(Message):
+    """A response body encoded once, answered many times as it is (an answer that does not
+    change between requests: Metadata naming no topic for the same version and cluster).
+
+    It has no fields, so nothing (a quota's ``throttle_time_ms``) can be set in it after
+    encoding: a handler returns one only where nothing would be; ``error_codes`` reads the
+    codes found when it was made."""
+
+    __slots__ = ("data", "errors", "version")
+
+    def __init__(self, body: Message, version: int) -> None:
+        parts: list[Any] = []
+        _encode_body(body, version, parts)
+        self.data = b"".join(parts)
+        self.version = version
+        self.errors = error_codes(body)
+
+
 def _encode_body(body: Message, version: int, parts: list[Any]) -> None:
     cls = type(body)
+    if cls is Encoded:
+        assert isinstance(body, Encoded)
+        if body.version != version:
+            raise ValueError(f"cannot encode a v{body.version} answer as v{version}")
+        parts.append(body.data)
+        return
     encode = _encoders.get((cls, version)) or _encoder(cls, version)
     try:
         encode(body, parts.append)
@@ -328,6 +381,9 @@ def error_codes(body: Message, depth: int = 3) -> list[int]:
     """The error codes in a response body: top level and nested arrays (topics, partitions),
     ``depth`` arrays deep. Every response passes here (metrics), so the paths that lead to an
     ``error_code`` are found once per response class and only those are followed."""
+    if type(body) is Encoded:
+        assert isinstance(body, Encoded)
+        return list(body.errors)
     key = (type(body), depth)
     paths = _error_paths.get(key)
     if paths is None:
