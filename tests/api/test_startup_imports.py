@@ -7,7 +7,13 @@ import inspect
 import subprocess
 import sys
 import textwrap
+import time
+import uuid
+from pathlib import Path
 
+import confluent_kafka
+
+from tests.broker_process import BrokerProcess
 from trio_broker.apis import registry
 
 #: imported by the first request, scrape or setting that needs them, not by a start
@@ -18,7 +24,17 @@ DEFERRED = ("trio_broker.apis.admin", "trio_broker.apis.configs", "trio_broker.a
             "trio_broker.config.describe", "trio_broker.network.metrics_http",
             "trio_broker.security.sasl",
             "trio_broker.security.credentials", "trio_broker.security.tls", "cryptography", "re2",
-            "importlib.metadata", "crc32c", "prometheus_client")
+            "importlib.metadata", "crc32c", "prometheus_client",
+            # a consumer's, a group's and a transaction's handlers: their API's first request
+            "trio_broker.apis.fetch", "trio_broker.apis.list_offsets", "trio_broker.apis.offsets",
+            "trio_broker.apis.leader_epochs", "trio_broker.apis.groups",
+            "trio_broker.apis.init_producer_id", "trio_broker.apis.transactions",
+            # a test cluster's fault wrapper; the KIP-848 engine (the first consumer group)
+            "trio_broker.apis.faults", "trio_broker.apis.fault_responses",
+            "trio_broker.coordinator.consumer_groups", "trio_broker.coordinator.consumer_rebalance",
+            "trio_broker.coordinator.reconciliation", "trio_broker.coordinator.assignors",
+            # codecs (the first batch compressed or decompressed), the parallel log opener
+            "cramjam", "concurrent.futures")
 
 _START = textwrap.dedent("""
     import sys, tempfile
@@ -51,3 +67,43 @@ def test_every_deferred_handler_loads_and_is_its_apis() -> None:
         assert handler.__module__.startswith("trio_broker.apis."), entry
         assert entry.resolve() is handler
         assert int(entry.key) == key
+
+
+def test_a_fresh_broker_process_answers_the_first_request_of_each_deferred_api(
+        tmp_path: Path) -> None:
+    """In a new ``trio-broker serve`` process every request below is its API's first, so each
+    loads its handler then: an idempotent lz4 producer (InitProducerId, Produce), a classic
+    group consumer (FindCoordinator, JoinGroup, SyncGroup, OffsetFetch, ListOffsets, Fetch,
+    Heartbeat, OffsetCommit, LeaveGroup) and a consumer-protocol one (ConsumerGroupHeartbeat:
+    the KIP-848 engine is made by its first group)."""
+    broker = BrokerProcess(tmp_path, "group.consumer.heartbeat.interval.ms=500",
+                           "group.consumer.min.heartbeat.interval.ms=500").start()
+    try:
+        topic = f"first-use-{uuid.uuid4().hex[:8]}"
+        producer = confluent_kafka.Producer({
+            "bootstrap.servers": broker.bootstrap_servers, "enable.idempotence": True,
+            "compression.type": "lz4"})
+        for i in range(3):
+            producer.produce(topic, value=f"v{i}".encode())
+        assert producer.flush(20) == 0
+        for protocol in ("classic", "consumer"):
+            config = {"bootstrap.servers": broker.bootstrap_servers,
+                      "group.id": f"g-{protocol}", "auto.offset.reset": "earliest",
+                      "enable.auto.commit": False, "group.protocol": protocol}
+            if protocol == "classic":
+                config["session.timeout.ms"] = 6000
+            consumer = confluent_kafka.Consumer(config)
+            consumer.subscribe([topic])
+            values: list[bytes] = []
+            deadline = time.monotonic() + 30
+            while len(values) < 3 and time.monotonic() < deadline:
+                msg = consumer.poll(0.2)
+                if msg is not None and msg.error() is None:
+                    values.append(msg.value())
+            assert values == [b"v0", b"v1", b"v2"], protocol
+            consumer.commit(asynchronous=False)
+            committed = consumer.committed([confluent_kafka.TopicPartition(topic, 0)], 10)
+            assert committed[0].offset == 3, protocol
+            consumer.close()
+    finally:
+        assert broker.stop() == 0, broker.log_text()

@@ -94,7 +94,7 @@ def test_producer_id_without_sequence_is_invalid(tmp_path: Path) -> None:
         build_batch([(None, b"v")], producer_id=PID, producer_epoch=0, base_sequence=0),
         max_message_bytes=1000,
     )
-    header = attrs.evolve(header, base_sequence=-1)
+    header = header._replace(base_sequence=-1)
     with pytest.raises(InvalidRecordError):
         log.append(buf, header, now_ms=TS)
     log.close()

@@ -9,9 +9,7 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Iterable
-from typing import Any
-
-import attrs
+from typing import Any, NamedTuple
 
 from ..protocol.api_keys import ApiKey
 from ..protocol.errors import ErrorCode
@@ -22,8 +20,7 @@ GROUP_KEY, TRANSACTION_KEY = 0, 1
 REQUEST_LOG_SIZE = 10_000
 
 
-@attrs.frozen
-class RequestRecord:
+class RequestRecord(NamedTuple):
     """One request a node received: what ``Cluster.requests()`` lists."""
 
     node_id: int
@@ -35,11 +32,10 @@ class RequestRecord:
     time: float
 
     def to_json(self) -> dict[str, Any]:
-        return attrs.asdict(self)
+        return self._asdict()
 
 
-@attrs.frozen
-class Fault:
+class Fault(NamedTuple):
     node_id: int | None
     error: int | None = None
     disconnect: bool = False

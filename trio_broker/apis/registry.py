@@ -6,11 +6,14 @@ module is imported by name and every entry is checked by mypy against ``Handler`
 registers itself on import and nothing is optional. ApiVersions lives here because its answer is
 this table (Kafka's ``ApiVersionManager``).
 
-Why some entries are loaders: the admin, config, ACL, quota, cluster, SASL, SCRAM, telemetry
-and KIP-848 APIs are not on the path of a producer or a consumer, and importing their modules (and
-what only they use) is a noticeable part of a broker's start. Each such entry is an
-``OnFirstUse``: its loader imports the module on the first request of the API and returns the
-module's handlers in a table that mypy checks against ``Handler``.
+Why most entries are loaders: importing a handler module (and what only it uses) is a
+noticeable part of a broker's start, and a broker answers nothing before it listens. Only what
+every client sends first is imported with the table: ApiVersions, Metadata and Produce (a
+producer's first requests, and the embedded start's first produce). Every other entry is an
+``OnFirstUse``: its loader imports the module on the first request of the API (the consumer's
+Fetch, offsets and group APIs, transactions, admin, configs, ACLs, quotas, cluster, SASL, SCRAM,
+telemetry, KIP-848) and returns the module's handlers in a table that mypy checks against
+``Handler``; from then on the entry calls the handler directly.
 """
 
 from __future__ import annotations
@@ -20,17 +23,7 @@ from collections.abc import Awaitable, Callable
 from ..protocol.api_keys import SUPPORTED_VERSIONS, ApiKey, VersionRange
 from ..protocol.errors import ErrorCode
 from ..protocol.messages import Encoded, response_type
-from . import (
-    fetch,
-    groups,
-    init_producer_id,
-    leader_epochs,
-    list_offsets,
-    metadata,
-    offsets,
-    produce,
-    transactions,
-)
+from . import metadata, produce
 from .bodies import ApiVersionsRequest, RequestBody, Struct
 from .context import HandlerContext, HandlerResult
 
@@ -53,12 +46,59 @@ class OnFirstUse:
             self._handler = self._load()[self.key]
         return self._handler
 
-    async def __call__(self, ctx: HandlerContext, request: RequestBody) -> HandlerResult:
-        handler = self._handler or self.resolve()
-        return await handler(ctx, request)
+    def __call__(self, ctx: HandlerContext, request: RequestBody) -> Awaitable[HandlerResult]:
+        # The handler's own coroutine, not one around it: after the first request an entry
+        # costs a call, no extra frame per request.
+        return (self._handler or self.resolve())(ctx, request)
 
     def __repr__(self) -> str:
         return f"OnFirstUse({self.key.name})"
+
+
+def _fetch() -> dict[int, Handler]:
+    from . import fetch
+
+    return {ApiKey.Fetch: fetch.handle_fetch}
+
+
+def _offsets() -> dict[int, Handler]:
+    from . import list_offsets, offsets
+
+    return {ApiKey.ListOffsets: list_offsets.handle_list_offsets,
+            ApiKey.OffsetCommit: offsets.offset_commit,
+            ApiKey.OffsetFetch: offsets.offset_fetch,
+            ApiKey.OffsetDelete: offsets.offset_delete}
+
+
+def _leader_epochs() -> dict[int, Handler]:
+    from . import leader_epochs
+
+    return {ApiKey.OffsetForLeaderEpoch: leader_epochs.handle_offset_for_leader_epoch}
+
+
+def _groups() -> dict[int, Handler]:
+    from . import groups
+
+    return {ApiKey.FindCoordinator: groups.find_coordinator,
+            ApiKey.JoinGroup: groups.join_group,
+            ApiKey.Heartbeat: groups.heartbeat,
+            ApiKey.LeaveGroup: groups.leave_group,
+            ApiKey.SyncGroup: groups.sync_group,
+            ApiKey.DescribeGroups: groups.describe_groups,
+            ApiKey.ListGroups: groups.list_groups,
+            ApiKey.DeleteGroups: groups.delete_groups}
+
+
+def _transactions() -> dict[int, Handler]:
+    from . import init_producer_id, transactions
+
+    return {ApiKey.InitProducerId: init_producer_id.handle_init_producer_id,
+            ApiKey.AddPartitionsToTxn: transactions.add_partitions_to_txn,
+            ApiKey.AddOffsetsToTxn: transactions.add_offsets_to_txn,
+            ApiKey.EndTxn: transactions.end_txn,
+            ApiKey.TxnOffsetCommit: transactions.txn_offset_commit,
+            ApiKey.DescribeTransactions: transactions.describe_transactions,
+            ApiKey.ListTransactions: transactions.list_transactions}
 
 
 def _admin() -> dict[int, Handler]:
@@ -173,29 +213,29 @@ def _valid_software_field(value: str) -> bool:
 #: API key -> handler. Keyed by int so the pool's lookup by a header's key is one dict get.
 HANDLERS: dict[int, Handler] = {
     ApiKey.Produce: produce.handle_produce,
-    ApiKey.Fetch: fetch.handle_fetch,
-    ApiKey.ListOffsets: list_offsets.handle_list_offsets,
+    ApiKey.Fetch: OnFirstUse(ApiKey.Fetch, _fetch),
+    ApiKey.ListOffsets: OnFirstUse(ApiKey.ListOffsets, _offsets),
     ApiKey.Metadata: metadata.handle_metadata,
-    ApiKey.OffsetCommit: offsets.offset_commit,
-    ApiKey.OffsetFetch: offsets.offset_fetch,
-    ApiKey.FindCoordinator: groups.find_coordinator,
-    ApiKey.JoinGroup: groups.join_group,
-    ApiKey.Heartbeat: groups.heartbeat,
-    ApiKey.LeaveGroup: groups.leave_group,
-    ApiKey.SyncGroup: groups.sync_group,
-    ApiKey.DescribeGroups: groups.describe_groups,
-    ApiKey.ListGroups: groups.list_groups,
+    ApiKey.OffsetCommit: OnFirstUse(ApiKey.OffsetCommit, _offsets),
+    ApiKey.OffsetFetch: OnFirstUse(ApiKey.OffsetFetch, _offsets),
+    ApiKey.FindCoordinator: OnFirstUse(ApiKey.FindCoordinator, _groups),
+    ApiKey.JoinGroup: OnFirstUse(ApiKey.JoinGroup, _groups),
+    ApiKey.Heartbeat: OnFirstUse(ApiKey.Heartbeat, _groups),
+    ApiKey.LeaveGroup: OnFirstUse(ApiKey.LeaveGroup, _groups),
+    ApiKey.SyncGroup: OnFirstUse(ApiKey.SyncGroup, _groups),
+    ApiKey.DescribeGroups: OnFirstUse(ApiKey.DescribeGroups, _groups),
+    ApiKey.ListGroups: OnFirstUse(ApiKey.ListGroups, _groups),
     ApiKey.SaslHandshake: OnFirstUse(ApiKey.SaslHandshake, _sasl),
     ApiKey.ApiVersions: handle_api_versions,
     ApiKey.CreateTopics: OnFirstUse(ApiKey.CreateTopics, _admin),
     ApiKey.DeleteTopics: OnFirstUse(ApiKey.DeleteTopics, _admin),
-    ApiKey.InitProducerId: init_producer_id.handle_init_producer_id,
+    ApiKey.InitProducerId: OnFirstUse(ApiKey.InitProducerId, _transactions),
     ApiKey.DescribeConfigs: OnFirstUse(ApiKey.DescribeConfigs, _configs),
     ApiKey.AlterConfigs: OnFirstUse(ApiKey.AlterConfigs, _configs),
     ApiKey.SaslAuthenticate: OnFirstUse(ApiKey.SaslAuthenticate, _sasl),
     ApiKey.CreatePartitions: OnFirstUse(ApiKey.CreatePartitions, _admin),
-    ApiKey.DeleteGroups: groups.delete_groups,
-    ApiKey.OffsetDelete: offsets.offset_delete,
+    ApiKey.DeleteGroups: OnFirstUse(ApiKey.DeleteGroups, _groups),
+    ApiKey.OffsetDelete: OnFirstUse(ApiKey.OffsetDelete, _offsets),
     ApiKey.ElectLeaders: OnFirstUse(ApiKey.ElectLeaders, _cluster),
     ApiKey.AlterPartitionReassignments: OnFirstUse(ApiKey.AlterPartitionReassignments, _cluster),
     ApiKey.ListPartitionReassignments: OnFirstUse(ApiKey.ListPartitionReassignments, _cluster),
@@ -207,19 +247,19 @@ HANDLERS: dict[int, Handler] = {
     ApiKey.DescribeUserScramCredentials: OnFirstUse(ApiKey.DescribeUserScramCredentials, _scram),
     ApiKey.AlterUserScramCredentials: OnFirstUse(ApiKey.AlterUserScramCredentials, _scram),
     ApiKey.DescribeCluster: OnFirstUse(ApiKey.DescribeCluster, _cluster),
-    ApiKey.OffsetForLeaderEpoch: leader_epochs.handle_offset_for_leader_epoch,
+    ApiKey.OffsetForLeaderEpoch: OnFirstUse(ApiKey.OffsetForLeaderEpoch, _leader_epochs),
     ApiKey.DescribeLogDirs: OnFirstUse(ApiKey.DescribeLogDirs, _describe),
     ApiKey.DescribeProducers: OnFirstUse(ApiKey.DescribeProducers, _describe),
     ApiKey.GetTelemetrySubscriptions: OnFirstUse(ApiKey.GetTelemetrySubscriptions, _telemetry),
     ApiKey.PushTelemetry: OnFirstUse(ApiKey.PushTelemetry, _telemetry),
     ApiKey.DescribeTopicPartitions: OnFirstUse(ApiKey.DescribeTopicPartitions, _describe),
     ApiKey.IncrementalAlterConfigs: OnFirstUse(ApiKey.IncrementalAlterConfigs, _configs),
-    ApiKey.AddPartitionsToTxn: transactions.add_partitions_to_txn,
-    ApiKey.AddOffsetsToTxn: transactions.add_offsets_to_txn,
-    ApiKey.EndTxn: transactions.end_txn,
-    ApiKey.TxnOffsetCommit: transactions.txn_offset_commit,
-    ApiKey.DescribeTransactions: transactions.describe_transactions,
-    ApiKey.ListTransactions: transactions.list_transactions,
+    ApiKey.AddPartitionsToTxn: OnFirstUse(ApiKey.AddPartitionsToTxn, _transactions),
+    ApiKey.AddOffsetsToTxn: OnFirstUse(ApiKey.AddOffsetsToTxn, _transactions),
+    ApiKey.EndTxn: OnFirstUse(ApiKey.EndTxn, _transactions),
+    ApiKey.TxnOffsetCommit: OnFirstUse(ApiKey.TxnOffsetCommit, _transactions),
+    ApiKey.DescribeTransactions: OnFirstUse(ApiKey.DescribeTransactions, _transactions),
+    ApiKey.ListTransactions: OnFirstUse(ApiKey.ListTransactions, _transactions),
     ApiKey.DeleteRecords: OnFirstUse(ApiKey.DeleteRecords, _records),
     ApiKey.ConsumerGroupHeartbeat: OnFirstUse(ApiKey.ConsumerGroupHeartbeat, _consumer_groups),
     ApiKey.ConsumerGroupDescribe: OnFirstUse(ApiKey.ConsumerGroupDescribe, _consumer_groups),

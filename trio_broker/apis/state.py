@@ -14,6 +14,7 @@ from __future__ import annotations
 import time
 import uuid
 from collections.abc import Iterable
+from typing import NamedTuple
 
 import attrs
 import trio
@@ -33,8 +34,7 @@ from .replicas import ClusterModel, Node
 from .telemetry_state import TelemetryState
 
 
-@attrs.frozen(slots=True)
-class TopicChange:
+class TopicChange(NamedTuple):
     """A topic was created, grown or deleted: its partition count before and after."""
 
     topic: str

@@ -12,8 +12,6 @@ from __future__ import annotations
 import uuid
 from collections import OrderedDict
 
-import attrs
-
 from ..protocol.crc import crc32c
 
 #: Kafka's ClientMetricsConfigs.DEFAULT_INTERVAL_MS: how often a client asks again
@@ -21,23 +19,33 @@ PUSH_INTERVAL_MS = 5 * 60 * 1000
 CACHE_MAX_SIZE = 16384
 
 
-@attrs.define
 class ClientInstance:
-    """What the broker remembers of one client instance (Kafka's ``ClientMetricsInstance``)."""
+    """What the broker remembers of one client instance (Kafka's ``ClientMetricsInstance``).
 
-    subscription_id: int
-    #: when the broker last heard of it (it is forgotten three push intervals later)
-    last_seen_ms: int
-    last_get_ms: int = 0
-    last_push_ms: int = 0
-    terminating: bool = False
+    A plain class (as ``TelemetryState``): every broker imports this module, few hear from a
+    client that pushes telemetry, and an attrs class costs its compilation at each start."""
+
+    __slots__ = ("last_get_ms", "last_push_ms", "last_seen_ms", "subscription_id", "terminating")
+
+    def __init__(self, subscription_id: int, last_seen_ms: int) -> None:
+        self.subscription_id = subscription_id
+        #: when the broker last heard of it (it is forgotten three push intervals later)
+        self.last_seen_ms = last_seen_ms
+        self.last_get_ms = 0
+        self.last_push_ms = 0
+        self.terminating = False
+
+    def __repr__(self) -> str:
+        return (f"ClientInstance(subscription_id={self.subscription_id}, "
+                f"last_seen_ms={self.last_seen_ms}, last_get_ms={self.last_get_ms}, "
+                f"last_push_ms={self.last_push_ms}, terminating={self.terminating})")
 
 
-@attrs.define
 class TelemetryState:
     """Client instances that asked for a subscription, oldest first."""
 
-    instances: OrderedDict[uuid.UUID, ClientInstance] = attrs.field(factory=OrderedDict)
+    def __init__(self) -> None:
+        self.instances: OrderedDict[uuid.UUID, ClientInstance] = OrderedDict()
 
     def instance(self, client_id: uuid.UUID, now_ms: int) -> ClientInstance:
         """The instance's record, made (or made again, once expired) as needed."""

@@ -16,7 +16,6 @@ from ..protocol.api_keys import ApiKey
 from ..security.client_quotas import CONSUMER_BYTE_RATE, PRODUCER_BYTE_RATE, REQUEST_PERCENTAGE
 from .bodies import ResponseBody
 from .context import RequestContext
-from .fetch import close_regions
 from .state import BrokerState
 
 #: APIs the request quota never throttles (Kafka's exempt list: a client must be able to log in)
@@ -44,6 +43,8 @@ def throttle_ms(broker: BrokerState, request: RequestContext, body: ResponseBody
         size = sum(len(p.records or b"") for t in fetched.responses for p in t.partitions)
         throttle = quotas.record(CONSUMER_BYTE_RATE, user, client, size, now_ms)
         if throttle:
+            from .fetch import close_regions  # a throttled fetch: Fetch has been answered
+
             quotas.unrecord(CONSUMER_BYTE_RATE, user, client, size, now_ms)
             close_regions(fetched.responses)  # records read as file regions are not sent
             fetched.responses = []

@@ -13,13 +13,12 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-import attrs
-
 from ..security.acl import AUTHORIZER_CLASSES
 from .consumer_groups import KEYS as CONSUMER_GROUP_TIMEOUT_KEYS
 from .consumer_groups import consumer_group_bounds_error
-from .defs import NO_DEFAULT, ConfigKey, ConfigType, ConfigValueError, Support
+from .defs import NO_DEFAULT, ConfigType, ConfigValueError, Support
 from .errors import ConfigError as ConfigError
+from .fields import Field, FrozenFields, key_field, text_map, to_list_text
 from .keys import (
     ALIASES,
     BROKER_KEYS,
@@ -42,46 +41,17 @@ __all__ = ["BrokerConfig", "ConfigError", "Listener", "build_config", "normalise
            "parse_ip_overrides", "parse_listeners"]
 
 
-def _validate(inst: Any, attribute: attrs.Attribute, value: Any) -> None:  # type: ignore[type-arg]
-    key: ConfigKey = attribute.metadata["key"]
-    if key.validator is not None and value is not None:
-        parsed = value
-        if key.type is ConfigType.LIST and isinstance(value, str):
-            parsed = [v for v in value.split(",") if v]
-        try:
-            key.validator.check(key.name, parsed)
-        except ConfigValueError as exc:
-            raise ConfigError(str(exc), key.name) from None
-
-
-def _to_list_text(value: Any) -> Any:
-    if isinstance(value, list | tuple):
-        return ",".join(str(v) for v in value)
-    return value
-
-
-def _text_map(values: Mapping[str, str]) -> dict[str, str]:
-    return dict(values)
-
-
 def _f(name: str) -> Any:
-    """The attrs field of honoured key ``name``: its default, validator and registry entry."""
-    key = HONOURED_KEYS[name]
-    default = key.default
-    converter = None
-    if key.type is ConfigType.LIST:
-        default = _to_list_text(default)
-        converter = _to_list_text
-    return attrs.field(default=default, validator=_validate, converter=converter,
-                       metadata={"kafka": name, "key": key})
+    """The field of honoured key ``name``: its default, validator and registry entry."""
+    return key_field(HONOURED_KEYS[name])
 
 
-@attrs.frozen(kw_only=True)
-class BrokerConfig:
+class BrokerConfig(FrozenFields):
     """Every honoured setting, attribute names being Kafka's keys with dots as underscores.
 
     ``originals`` holds every key the loader was given (Kafka's name -> the text as given), so
-    keys without an attribute keep their values; ``origins`` says where each came from.
+    keys without an attribute keep their values; ``origins`` says where each came from. Frozen,
+    compared and shown by its fields (``fields.py``: not an attrs class, for start-up's sake).
     """
 
     # --- identity, roles and listeners ---------------------------------------------------------
@@ -189,11 +159,11 @@ class BrokerConfig:
     log_level: str = _f("log.level")
     # --- every key given, as given ----------------------------------------------------------------
     #: Kafka key -> value text, for every key the loader was given (Kafka's "originals")
-    originals: Mapping[str, str] = attrs.field(factory=dict, eq=False, repr=False,
-                                               converter=_text_map)
+    originals: Mapping[str, str] = Field(None, factory=dict, converter=text_map,
+                                         compared=False)  # type: ignore[assignment]
     #: Kafka key -> where it was set ("server.properties:12", "--override", "environment X")
-    origins: Mapping[str, str] = attrs.field(factory=dict, eq=False, repr=False,
-                                             converter=_text_map)
+    origins: Mapping[str, str] = Field(None, factory=dict, converter=text_map,
+                                       compared=False)  # type: ignore[assignment]
 
     # --- derived values -------------------------------------------------------------------------
     @property
@@ -306,7 +276,7 @@ class BrokerConfig:
         values: dict[str, Any] = {}
         for name, key in HONOURED_KEYS.items():
             value = getattr(self, name.replace(".", "_"))
-            if name not in self.originals and value != _to_list_text(key.default):
+            if name not in self.originals and value != to_list_text(key.default):
                 values[name] = value  # set in code rather than read from a source
         values.update(self.originals)
         origins = dict(self.origins)

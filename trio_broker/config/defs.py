@@ -13,7 +13,7 @@ import enum
 import math
 import re
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NamedTuple, Protocol
 
 import attrs
 
@@ -158,19 +158,20 @@ def render(value: Any, type_: ConfigType) -> str | None:
 
 # --- validators (ConfigDef.Range, ValidString, ValidList and Kafka's own) ---------------------
 
-class Validator:
-    """Checks a parsed value; raises ConfigValueError with Kafka's text."""
+class Validator(Protocol):
+    """Checks a parsed value; raises ConfigValueError with Kafka's text.
+
+    The validators are NamedTuples: hundreds of keys are defined at every start, and an attrs
+    class is compiled when its module is imported."""
 
     def check(self, key: str, value: Any) -> None:
-        raise NotImplementedError
+        """Raise ConfigValueError when ``value`` is not valid for ``key``."""
 
     def describe(self) -> str:
         """Kafka's "Valid Values" column."""
-        return ""
 
 
-@attrs.frozen
-class Between(Validator):
+class Between(NamedTuple):
     """ConfigDef.Range: ``atLeast(min)`` when ``max`` is None, ``between(min, max)`` otherwise."""
 
     min: float | None
@@ -197,8 +198,7 @@ def AtLeast(minimum: float) -> Between:
     return Between(minimum, None)
 
 
-@attrs.frozen
-class OneOf(Validator):
+class OneOf(NamedTuple):
     """ConfigDef.ValidString (or CaseInsensitiveValidString)."""
 
     values: tuple[str, ...]
@@ -218,8 +218,7 @@ class OneOf(Validator):
         return "[" + ", ".join(self.values) + "]"
 
 
-@attrs.frozen
-class ListOf(Validator):
+class ListOf(NamedTuple):
     """ConfigDef.ValidList: every item one of ``values``."""
 
     values: tuple[str, ...]
@@ -237,8 +236,7 @@ class ListOf(Validator):
         return "[" + ", ".join(self.values) + "]"
 
 
-@attrs.frozen
-class Check(Validator):
+class Check(NamedTuple):
     """A validator written as a function: ``fn(value)`` returns a reason or None."""
 
     fn: Callable[[Any], str | None]

@@ -10,9 +10,7 @@ which broker keys may be altered dynamically as topic defaults.
 from __future__ import annotations
 
 import re
-from typing import Any
-
-import attrs
+from typing import Any, NamedTuple
 
 from .defs import (
     LONG_MAX,
@@ -65,8 +63,7 @@ GZIP_LEVEL = Check(_gzip_level, "[1,...,9] or -1")
 METADATA_VERSION = Check(metadata_version_reason, "[0.8.0, ..., 3.9-IV0]")
 
 
-@attrs.frozen
-class TopicKey:
+class TopicKey(NamedTuple):
     """A topic config: its ConfigDef facts, the LogConfig attribute, its broker synonyms."""
 
     key: ConfigKey

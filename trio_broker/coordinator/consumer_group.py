@@ -30,6 +30,7 @@ import enum
 import uuid
 from collections import Counter
 from collections.abc import Iterable, Mapping
+from typing import NamedTuple
 
 import attrs
 
@@ -84,8 +85,7 @@ def assignment_size(assignment: Assignment) -> int:
     return sum(len(p) for p in assignment.values())
 
 
-@attrs.frozen
-class ResolvedRegex:
+class ResolvedRegex(NamedTuple):
     """The topics a subscribed regular expression matched, and when it was resolved."""
 
     topics: frozenset[str]

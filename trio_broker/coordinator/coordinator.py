@@ -23,19 +23,13 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import trio
 
 from ..config import BrokerConfig
 from ..protocol.errors import ErrorCode
 from .consumer_group import CONSUMER_GROUP_TYPE, ConsumerGroup
-from .consumer_groups import (
-    ConsumerGroupManager,
-    HeartbeatCallback,
-    HeartbeatRequest,
-    HeartbeatResult,
-)
-from .consumer_rebalance import topic_names_by_id
 from .group import Group, JoinCallback, JoinResult, SyncCallback, SyncResult
 from .group_store import GroupStore, IoRunner, delete_group_record, materialize
 from .membership import (
@@ -47,8 +41,15 @@ from .membership import (
 )
 from .offset_log import DEFAULT_COMPACT_BYTES, OffsetAndMetadata, OffsetLog, TopicPartition
 from .offsets import CommitCallback, CommitRequest, OffsetCommitEntry, OffsetMetadataManager
-from .reconciliation import TopicsMetadata
 from .timers import DeadlineQueue
+
+if TYPE_CHECKING:
+    from .consumer_groups import (
+        ConsumerGroupManager,
+        HeartbeatCallback,
+        HeartbeatRequest,
+    )
+    from .reconciliation import TopicsMetadata
 
 #: directory under the broker's state dir (its first log dir) that holds committed offsets
 OFFSETS_DIR_NAME = "__consumer_offsets"
@@ -76,11 +77,16 @@ class GroupCoordinator:
         directory = Path(state_dir) / OFFSETS_DIR_NAME
         self.store = GroupStore(directory, compact_bytes=compact_bytes, io_runner=io_runner)
         self.membership = GroupMetadataManager(config, self._timers, wall_clock_ms, self.store)
-        self.consumer = ConsumerGroupManager(config, self._timers, wall_clock_ms, self.store,
-                                             classic=self.membership.groups)
+        # The consumer-protocol (KIP-848) engine is made by the first consumer group, loaded or
+        # new (``consumer``): most brokers never have one, and its modules are a noticeable
+        # part of a start. Until then its groups are this empty dict and topic changes counted.
+        self._consumer_groups: dict[str, ConsumerGroup] = {}
+        self._consumer: ConsumerGroupManager | None = None
+        self._topics: Callable[[], TopicsMetadata] = dict
+        self._topic_version = 0
         self.offsets = OffsetMetadataManager(
             config, self.membership, self._timers, wall_clock_ms, directory,
-            compact_bytes=compact_bytes, consumer_groups=self.consumer.groups)
+            compact_bytes=compact_bytes, consumer_groups=self._consumer_groups)
         self.offsets.remove_consumer_group = self._remove_consumer_group  # type: ignore[method-assign]
 
     @property
@@ -89,7 +95,21 @@ class GroupCoordinator:
 
     @property
     def consumer_groups(self) -> dict[str, ConsumerGroup]:
-        return self.consumer.groups
+        return self._consumer_groups
+
+    @property
+    def consumer(self) -> ConsumerGroupManager:
+        """The consumer-protocol engine, made on first use over ``consumer_groups``."""
+        if self._consumer is None:
+            from .consumer_groups import ConsumerGroupManager
+
+            engine = ConsumerGroupManager(self.config, self._timers, self._wall_ms, self.store,
+                                          classic=self.membership.groups)
+            engine.groups = self._consumer_groups
+            engine.attach_topics(self._topics)
+            engine.topic_version = self._topic_version
+            self._consumer = engine
+        return self._consumer
 
     @property
     def offset_log(self) -> OffsetLog:
@@ -108,11 +128,17 @@ class GroupCoordinator:
 
     def attach_topics(self, topics: Callable[[], TopicsMetadata]) -> None:
         """Where consumer groups read topic names, ids and partition counts (the logs)."""
-        self.consumer.attach_topics(topics)
+        self._topics = topics
+        if self._consumer is not None:
+            self._consumer.attach_topics(topics)
 
     def topics_changed(self, topic: str, previous_partitions: int, partitions: int) -> None:
         """A topic was created, grown or deleted (regexes resolve again, epochs may move)."""
-        self.consumer.topics_changed(topic, previous_partitions == 0 or partitions == 0)
+        created_or_deleted = previous_partitions == 0 or partitions == 0
+        if self._consumer is not None:
+            self._consumer.topics_changed(topic, created_or_deleted)
+        elif created_or_deleted:  # no consumer group yet: nothing to move, only the count
+            self._topic_version += 1
 
     def read_files(self) -> None:
         """Open the group metadata and offsets files now, blocking (the broker's start does it
@@ -126,14 +152,15 @@ class GroupCoordinator:
         records = await self.store.load()
         for group_id, group in materialize(records, self._wall_ms()).items():
             if isinstance(group, ConsumerGroup):
-                self.consumer.groups[group_id] = group
+                self._consumer_groups[group_id] = group
             else:
                 self.membership.groups[group_id] = group
         await self.offsets.load()
         for group in self.membership.groups.values():
             for member in group.members.values():
                 self.membership.schedule_session(group, member)
-        self.consumer.on_loaded()
+        if self._consumer_groups:
+            self.consumer.on_loaded()
         self.membership.loaded = True
         try:
             async with trio.open_nursery() as nursery:
@@ -164,7 +191,7 @@ class GroupCoordinator:
         """The consumer group a classic request names (None when not serving, or no such)."""
         if not self.membership.loaded or not group_id:
             return None
-        return self.consumer.groups.get(group_id)
+        return self._consumer_groups.get(group_id)
 
     def join_group(self, request: JoinRequest, respond: JoinCallback) -> None:
         """Answer through ``respond``, now or when the join phase completes."""
@@ -173,7 +200,7 @@ class GroupCoordinator:
             if not group.is_empty:
                 return respond(JoinResult(ErrorCode.INCONSISTENT_GROUP_PROTOCOL, ""))
             # An empty consumer group becomes a classic group again, offsets included.
-            del self.consumer.groups[group.group_id]
+            del self._consumer_groups[group.group_id]
             self.store.write([delete_group_record(group.group_id)])
             classic = self.membership.new_group(group.group_id)
             classic.offsets = group.offsets
@@ -213,7 +240,7 @@ class GroupCoordinator:
 
     def group_not_found_message(self, group_id: str) -> str:
         """Kafka's GROUP_ID_NOT_FOUND message for DescribeGroups v6+."""
-        if group_id in self.consumer.groups:
+        if group_id in self._consumer_groups:
             return f"Group {group_id} is not a classic group."
         return f"Group {group_id} not found."
 
@@ -226,7 +253,7 @@ class GroupCoordinator:
         wanted = {s.strip().lower() for s in states}
         if not types or CONSUMER_GROUP_TYPE in types:
             out += [ListedGroup(g.group_id, g.protocol_type, g.state, CONSUMER_GROUP_TYPE)
-                    for g in self.consumer.groups.values()
+                    for g in self._consumer_groups.values()
                     if not wanted or g.state.value.lower() in wanted]
         return out
 
@@ -236,15 +263,19 @@ class GroupCoordinator:
                                  respond: HeartbeatCallback) -> None:
         """Answer through ``respond`` once the change it made is durable."""
         if not self.membership.loaded:
+            from .consumer_groups import HeartbeatResult
+
             return respond(HeartbeatResult(self.membership.not_ready_error))
         return self.consumer.heartbeat(request, respond)
 
     def topic_names(self) -> dict[str, str]:
         """Topic id (as text) -> name, for describing assignments."""
-        return {str(tid): name for tid, name in topic_names_by_id(self.consumer.topics()).items()}
+        from .consumer_rebalance import topic_names_by_id
+
+        return {str(tid): name for tid, name in topic_names_by_id(self._topics()).items()}
 
     def _remove_consumer_group(self, group: ConsumerGroup) -> None:
-        self.consumer.groups.pop(group.group_id, None)
+        self._consumer_groups.pop(group.group_id, None)
         self.store.write([delete_group_record(group.group_id)])
 
     def delete_groups(self, group_ids: list[str],

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable
+from typing import NamedTuple
 
 import attrs
 
@@ -36,8 +37,7 @@ class JoinResult:
     skip_assignment: bool = False
 
 
-@attrs.frozen
-class SyncResult:
+class SyncResult(NamedTuple):
     """A SyncGroup answer; protocol type and name only on success (Kafka's, SyncGroup v5+)."""
 
     error: ErrorCode

@@ -21,6 +21,7 @@ from __future__ import annotations
 import logging
 import uuid
 from collections.abc import Iterable
+from typing import NamedTuple
 
 import attrs
 import trio
@@ -40,8 +41,7 @@ _S = GroupState
 CLASSIC_GROUP_TYPE = "classic"
 
 
-@attrs.frozen
-class MemberSummary:
+class MemberSummary(NamedTuple):
     member_id: str
     group_instance_id: str | None
     client_id: str
@@ -50,8 +50,7 @@ class MemberSummary:
     assignment: bytes
 
 
-@attrs.frozen
-class GroupSummary:
+class GroupSummary(NamedTuple):
     """What DescribeGroups reports (metadata and assignments only for a Stable group)."""
 
     group_id: str
@@ -61,8 +60,7 @@ class GroupSummary:
     members: list[MemberSummary]
 
 
-@attrs.frozen
-class ListedGroup:
+class ListedGroup(NamedTuple):
     group_id: str
     protocol_type: str
     #: a classic or a consumer (KIP-848) group's state; ``str()`` is Kafka's name
@@ -70,8 +68,7 @@ class ListedGroup:
     group_type: str = CLASSIC_GROUP_TYPE
 
 
-@attrs.frozen
-class LeavingMember:
+class LeavingMember(NamedTuple):
     """One entry of a LeaveGroup request (v3+ batches them; v0-2 name one member id)."""
 
     member_id: str
@@ -79,8 +76,7 @@ class LeavingMember:
     reason: str | None = None
 
 
-@attrs.frozen
-class JoinRequest:
+class JoinRequest(NamedTuple):
     """A JoinGroup request as the coordinator needs it."""
 
     group_id: str
@@ -119,7 +115,7 @@ class GroupMetadataManager(RebalanceEngine):
                 <= cfg.group_max_session_timeout_ms):
             return respond(JoinResult(ErrorCode.INVALID_SESSION_TIMEOUT, member_id))
         if r.rebalance_timeout_ms < 0:
-            r = attrs.evolve(r, rebalance_timeout_ms=r.session_timeout_ms)
+            r = r._replace(rebalance_timeout_ms=r.session_timeout_ms)
         group = self.groups.get(r.group_id)
         if group is None:
             if member_id:

@@ -48,8 +48,7 @@ import logging
 import struct
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-
-import attrs
+from typing import NamedTuple
 
 from ..protocol.crc import crc32c
 from .record_file import RecordFile
@@ -86,8 +85,7 @@ class OffsetLogError(Exception):
     """The offsets file cannot be used (not ours, or unreadable); never a torn tail."""
 
 
-@attrs.frozen
-class OffsetAndMetadata:
+class OffsetAndMetadata(NamedTuple):
     """One committed offset, as OffsetFetch returns it and retention judges it."""
 
     offset: int

@@ -16,6 +16,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Iterable
 from pathlib import Path
+from typing import NamedTuple
 
 import attrs
 import trio
@@ -44,8 +45,7 @@ LOGGER = logging.getLogger(__name__)
 _S = GroupState
 
 
-@attrs.frozen
-class OffsetCommitEntry:
+class OffsetCommitEntry(NamedTuple):
     topic: str
     partition: int
     offset: int
@@ -56,8 +56,7 @@ class OffsetCommitEntry:
     commit_timestamp_ms: int = -1
 
 
-@attrs.frozen
-class CommitRequest:
+class CommitRequest(NamedTuple):
     """The request-level fields of an OffsetCommit, as the coordinator validates them."""
 
     group_id: str

@@ -21,7 +21,7 @@ import logging
 import time
 from collections.abc import Awaitable, Callable, Iterable
 from pathlib import Path
-from typing import Protocol
+from typing import NamedTuple, Protocol
 
 import attrs
 import trio
@@ -61,8 +61,7 @@ def _copy(meta: TransactionMetadata) -> TransactionMetadata:
                         offsets={g: dict(p) for g, p in meta.offsets.items()})
 
 
-@attrs.frozen
-class TxnOffset:
+class TxnOffset(NamedTuple):
     topic: str
     partition: int
     offset: int

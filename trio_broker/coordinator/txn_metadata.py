@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import enum
 import math
-from typing import Any
+from typing import Any, NamedTuple
 
 import attrs
 
@@ -77,8 +77,7 @@ def check_transition(current: TxnState, target: TxnState) -> None:
         raise IllegalTransition(f"{current.value} -> {target.value}")
 
 
-@attrs.frozen(slots=True)
-class PendingOffset:
+class PendingOffset(NamedTuple):
     """A TxnOffsetCommit's offset, visible to OffsetFetch only once the transaction commits."""
 
     offset: int

@@ -7,9 +7,7 @@ internals, and ``Log`` itself stays one readable class.
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING
-
-import attrs
+from typing import TYPE_CHECKING, NamedTuple
 
 if TYPE_CHECKING:
     from .file_region import FileRegion
@@ -26,8 +24,7 @@ def parse_partition_dir(name: str) -> tuple[str, int] | None:
     return match.group(1), int(match.group(2))
 
 
-@attrs.frozen(slots=True)
-class LogAppendInfo:
+class LogAppendInfo(NamedTuple):
     first_offset: int
     last_offset: int
     #: the broker time written into the batch under LogAppendTime, else -1
@@ -39,8 +36,7 @@ class LogAppendInfo:
     duplicate: bool = False
 
 
-@attrs.frozen(slots=True)
-class FetchDataInfo:
+class FetchDataInfo(NamedTuple):
     #: whole batches, starting with the one that contains the requested offset (a region of
     #: the segment file when the read asked for one: ``Log.read``'s ``region_min``)
     records: bytes | FileRegion

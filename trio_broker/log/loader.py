@@ -23,8 +23,7 @@ import re
 from bisect import bisect_right
 from collections.abc import Iterator
 from pathlib import Path
-
-import attrs
+from typing import NamedTuple
 
 from ..protocol.batch import BatchHeader
 from ..protocol.control import read_marker
@@ -41,8 +40,7 @@ LOGGER = logging.getLogger(__name__)
 _SEGMENT_FILE = re.compile(r"^(\d{20})\.(log|index|timeindex|txnindex)$")
 
 
-@attrs.frozen(eq=False)
-class LoadedLog:
+class LoadedLog(NamedTuple):
     """What loading found: the segments (oldest first) and the offsets they imply."""
 
     segments: list[LogSegment]

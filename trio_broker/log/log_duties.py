@@ -15,7 +15,6 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TypeVar
 
@@ -40,6 +39,8 @@ def in_parallel(work: Callable[[_T], _R], items: Sequence[_T]) -> list[_R]:
     is raised once all have run)."""
     if len(items) <= 1:
         return [work(item) for item in items]
+    from concurrent.futures import ThreadPoolExecutor  # an empty or one-log start needs none
+
     with ThreadPoolExecutor(min(PARALLEL_THREADS, len(items)),
                             thread_name_prefix="log-io") as pool:
         return list(pool.map(work, items))

@@ -62,8 +62,7 @@ _BATCH = struct.Struct(">iiqqq")
 _VERSION = 2
 
 
-@attrs.frozen(slots=True)
-class BatchMetadata:
+class BatchMetadata(NamedTuple):
     first_seq: int
     last_seq: int
     first_offset: int

@@ -26,7 +26,6 @@ import trio
 
 from ..apis.bodies import ResponseBody
 from ..apis.context import CloseConnection, Deferred, HandlerContext
-from ..apis.faults import cluster_handlers
 from ..apis.registry import HANDLERS, advertised_versions
 from ..apis.state import BrokerState
 from ..apis.throttle import throttle_ms
@@ -72,7 +71,11 @@ class RequestHandlerPool:
         self.metrics = broker.metrics
         self.metrics.handler_idle.workers = num_handlers
         # a test cluster's node answers through its checks and injected faults (faults.py)
-        self.handlers = cluster_handlers(HANDLERS) if broker.cluster.intercepting else HANDLERS
+        self.handlers = HANDLERS
+        if broker.cluster.intercepting:
+            from ..apis.faults import cluster_handlers  # a test cluster's only
+
+            self.handlers = cluster_handlers(HANDLERS)
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         async with trio.open_nursery() as nursery:

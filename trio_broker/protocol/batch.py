@@ -33,8 +33,7 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Iterator
-
-import attrs
+from typing import NamedTuple
 
 from .compression import Buffer, Compression
 from .crc import crc32c
@@ -87,8 +86,7 @@ CREATE_TIME = 0
 LOG_APPEND_TIME = 1
 
 
-@attrs.frozen(slots=True)
-class BatchHeader:
+class BatchHeader(NamedTuple):
     """The 61 fixed bytes of a batch, so the broker can work without touching the records."""
 
     base_offset: int

@@ -13,8 +13,6 @@ import enum
 import struct
 from typing import TypeAlias
 
-import cramjam
-
 from .errors import CorruptRecordError, UnsupportedCompressionError
 
 Buffer: TypeAlias = bytes | bytearray | memoryview
@@ -32,17 +30,18 @@ class Compression(enum.IntEnum):
 _XERIAL_MAGIC = b"\x82SNAPPY\x00"
 _XERIAL_HEADER = _XERIAL_MAGIC + struct.pack(">ii", 1, 1)
 _XERIAL_BLOCK_SIZE = 32 * 1024  # what the Java client (xerial snappy-java) uses
-_CRAMJAM_STREAM_CODECS = {
-    Compression.GZIP: cramjam.gzip,
-    Compression.LZ4: cramjam.lz4,
-    Compression.ZSTD: cramjam.zstd,
-}
+_STREAM_CODEC_NAMES = {Compression.GZIP: "gzip", Compression.LZ4: "lz4", Compression.ZSTD: "zstd"}
+
+# cramjam is imported by the first batch compressed or decompressed, not with this module: a
+# broker passes batches on as bytes, and most of its starts never need a codec.
 
 
 def compress(codec: Compression, data: Buffer) -> bytes:
     """Compress a records block the way the Java client does, so every consumer can read it."""
     if codec == Compression.NONE:
         return bytes(data)
+    import cramjam
+
     if codec == Compression.GZIP:
         return bytes(cramjam.gzip.compress(data, level=6))
     if codec == Compression.SNAPPY:
@@ -71,12 +70,15 @@ def decompress(codec: Compression | int, data: Buffer, *, max_output: int | None
     """
     if codec == Compression.NONE:
         return bytes(data)
+    import cramjam
+
     try:
         if codec == Compression.SNAPPY:
             return _snappy_decompress(data, max_output)
-        module = _CRAMJAM_STREAM_CODECS.get(codec)  # type: ignore[call-overload]
-        if module is None:
+        name = _STREAM_CODEC_NAMES.get(codec)  # type: ignore[call-overload]
+        if name is None:
             raise UnsupportedCompressionError(f"unknown compression codec id {int(codec)}")
+        module = getattr(cramjam, name)
         if max_output is None:
             return bytes(module.decompress(data))
         return _bounded_decompress(module, data, max_output)
@@ -89,6 +91,8 @@ def decompress(codec: Compression | int, data: Buffer, *, max_output: int | None
 def _bounded_decompress(module: object, data: Buffer, max_output: int) -> bytes:
     # The output size of a gzip/lz4/zstd frame is not reliably known up front, so decompress
     # into a bounded buffer and grow it geometrically; cramjam fails fast when it overflows.
+    import cramjam
+
     size = min(max_output, max(4 * len(data), 64 * 1024))
     while True:
         out = bytearray(size)
@@ -106,6 +110,8 @@ def _bounded_decompress(module: object, data: Buffer, max_output: int) -> bytes:
 
 
 def _snappy_block(block: Buffer, budget: int | None) -> bytes:
+    import cramjam
+
     length = cramjam.snappy.decompress_raw_len(block)
     if budget is not None and length > budget:
         raise CorruptRecordError("snappy records exceed the decompression limit")

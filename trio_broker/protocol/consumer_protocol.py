@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Iterable, Mapping
+from typing import NamedTuple
 
 import attrs
 
@@ -47,8 +48,7 @@ class Subscription:
     rack_id: str | None = None
 
 
-@attrs.frozen
-class Assignment:
+class Assignment(NamedTuple):
     version: int
     partitions: dict[str, list[int]]
     user_data: bytes | None = None

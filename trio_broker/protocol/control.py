@@ -18,8 +18,7 @@ from __future__ import annotations
 
 import enum
 import struct
-
-import attrs
+from typing import NamedTuple
 
 from .batch import BATCH_HEADER_SIZE, CONTROL_BIT, TRANSACTIONAL_BIT, BatchHeader, finish_batch
 from .compression import Buffer
@@ -38,8 +37,7 @@ class ControlRecordType(enum.IntEnum):
     COMMIT = 1
 
 
-@attrs.frozen(slots=True)
-class EndTransactionMarker:
+class EndTransactionMarker(NamedTuple):
     """What a marker says: how the transaction ended, and which coordinator epoch wrote it."""
 
     committed: bool

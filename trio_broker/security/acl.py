@@ -13,8 +13,7 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Iterable
-
-import attrs
+from typing import NamedTuple
 
 
 class ResourceType(enum.IntEnum):
@@ -94,8 +93,7 @@ SUPPORTED_OPERATIONS: dict[ResourceType, frozenset[Operation]] = {
 }
 
 
-@attrs.frozen
-class AclBinding:
+class AclBinding(NamedTuple):
     """One ACL: a resource pattern and an access entry (Kafka's ``AclBinding``)."""
 
     resource_type: ResourceType
@@ -145,8 +143,7 @@ def validate_binding(binding: AclBinding) -> str | None:
     return None
 
 
-@attrs.frozen
-class AclFilter:
+class AclFilter(NamedTuple):
     """Kafka's ``AclBindingFilter``: None fields and ANY values match everything."""
 
     resource_type: ResourceType = ResourceType.ANY
