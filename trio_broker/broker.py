@@ -23,6 +23,7 @@ import trio.lowlevel
 from .apis.purgatory import Purgatory
 from .apis.state import BrokerState
 from .config import BrokerConfig, ConfigError, build_config
+from .config.broker import normalise
 from .config.dynamic import DynamicBrokerConfigs
 from .coordinator import GroupCoordinator
 from .coordinator.transactions import TransactionCoordinator
@@ -87,8 +88,10 @@ ConfigInput = BrokerConfig | Mapping[str, object] | None
 
 def as_config(config: ConfigInput, overrides: Mapping[str, object]) -> BrokerConfig:
     if config is None:
-        # the defaults and the overrides validated once, not the defaults first
-        return BrokerConfig().evolve(**overrides) if overrides else build_config({})
+        # the overrides validated once, onto the defaults: what ``BrokerConfig().evolve`` gives,
+        # without building and validating the defaults first
+        changed = normalise(overrides, "override")
+        return build_config(changed, dict.fromkeys(changed, "override"))
     cfg = config if isinstance(config, BrokerConfig) else BrokerConfig().evolve(**config)
     return cfg.evolve(**overrides) if overrides else cfg
 

@@ -15,6 +15,8 @@ import trio
 import trio.testing
 
 from trio_broker import open_broker
+from trio_broker.broker import as_config
+from trio_broker.config import BrokerConfig, ConfigError
 from trio_broker.log.log_duties import CLEAN_SHUTDOWN_FILE
 
 
@@ -95,3 +97,24 @@ def test_a_start_stopped_in_its_storage_thread_ends_and_closes_its_logs(
                                "print(len(os.listdir('/proc/self/fd')))"],
                               capture_output=True, text=True, timeout=60, check=True)
     assert int(lines[-1]) <= int(baseline.stdout) + 1  # the listing's own descriptor at most
+
+
+@pytest.mark.parametrize("overrides", [
+    {},
+    {"listeners": "PLAINTEXT://127.0.0.1:0", "log_dirs": "/var/lib/broker"},
+    {"log.dirs": "a,b", "num_partitions": 3, "auto.create.topics.enable": "false"},
+])
+def test_the_embedded_config_is_the_defaults_evolved_by_the_overrides(
+        overrides: dict[str, object]) -> None:
+    """``open_broker(**overrides)`` builds its config without validating the defaults first:
+    the same config, originals and origins as ``BrokerConfig().evolve(**overrides)``."""
+    built = as_config(None, overrides)
+    evolved = BrokerConfig().evolve(**overrides)
+    assert built == evolved
+    assert built.originals == evolved.originals
+    assert built.origins == evolved.origins
+
+
+def test_an_unknown_embedded_override_is_named() -> None:
+    with pytest.raises(ConfigError, match="override: unknown config key 'no_such_key'"):
+        as_config(None, {"no_such_key": 1})
