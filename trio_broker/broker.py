@@ -116,7 +116,7 @@ async def serve(config: ConfigInput = None, *,
                         ) -> None:
         with parts_scope:
             async with trio.open_nursery() as nursery:
-                await nursery.start(metrics.loop_stalls.run)
+                nursery.start_soon(metrics.loop_stalls.run)
                 with _names_key(cfg, "log.dirs"):
                     logs, coordinator, producer_ids, transactions = await start_storage(
                         cfg, nursery)
@@ -140,8 +140,10 @@ async def serve(config: ConfigInput = None, *,
                     with _names_key(cfg, "metrics.listener"):
                         metrics_addr = await nursery.start(serve_metrics, cfg.metrics_listener,
                                                            metrics)
-                with _names_key(cfg, "http.listener"):
-                    http_addr = await nursery.start(serve_http, cfg, state, bound)
+                http_addr = None
+                if cfg.http_listener:
+                    with _names_key(cfg, "http.listener"):
+                        http_addr = await nursery.start(serve_http, cfg, state, bound)
                 cleaner = start_log_duties(state, nursery)
                 metrics.add_collector(lambda: cleaner_metrics(cleaner))
                 task_status.started(Broker(cfg, state, bound, metrics_addr, http_addr,

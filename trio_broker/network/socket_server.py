@@ -460,7 +460,7 @@ class SocketServer:
                 acceptors.append(Acceptor(sock_listener, listener, processors=self.processors,
                                           quotas=self.quotas, metrics=self.metrics))
         for processor in self.processors:
-            await nursery.start(processor.run)
+            nursery.start_soon(processor.run)
         nursery.start_soon(self._run_acceptors, acceptors)
         return self.bound
 
