@@ -245,13 +245,17 @@ Storage = tuple[LogManager, GroupCoordinator, ProducerIdManager, TransactionCoor
 async def start_storage(cfg: BrokerConfig, nursery: trio.Nursery) -> Storage:
     """Load the logs, then start the group and transaction coordinators on them (what one
     broker and a test cluster's shared storage both are)."""
+    # first: the constructors below read files in the first log dir, and an OSError here
+    # names the log dir itself (a path through a file, a directory that cannot be made)
+    for d in cfg.log_dir_list:
+        d.mkdir(parents=True, exist_ok=True)
     logs = LogManager(cfg.log_dir_list, log_config_from(cfg),
                       producer_id_expiration_ms=cfg.producer_id_expiration_ms)
     groups = GroupCoordinator(cfg, cfg.log_dir_list[0])
-    producer_ids = ProducerIdManager(cfg.log_dir_list[0], read=False)  # read with the logs
+    producer_ids = ProducerIdManager(cfg.log_dir_list[0])
     transactions = TransactionCoordinator(cfg, cfg.log_dir_list[0], logs=logs, groups=groups,
                                           producer_ids=producer_ids)
-    await run_io(_open_storage, logs, groups, producer_ids, transactions)
+    await run_io(_open_storage, logs, groups, transactions)
     await transactions.load()
     await nursery.start(groups.run)
     # after the logs and the groups: it finishes prepared transactions in both
@@ -259,16 +263,12 @@ async def start_storage(cfg: BrokerConfig, nursery: trio.Nursery) -> Storage:
     return logs, groups, producer_ids, transactions
 
 
-def _open_storage(logs: LogManager, groups: GroupCoordinator, producer_ids: ProducerIdManager,
+def _open_storage(logs: LogManager, groups: GroupCoordinator,
                   transactions: TransactionCoordinator) -> None:
     """Every file the start reads, in one worker thread (each hand-off to a thread and back
-    costs the start a pass of the event loop): the log dirs (created first, so that a bad one
-    fails as ``log.dirs``), every partition log (recovery included), the producer id block,
-    the transaction log and the group coordinator's two files."""
-    for d in logs.log_dirs:
-        d.mkdir(parents=True, exist_ok=True)
+    costs the start a pass of the event loop): every partition log (recovery included), the
+    transaction log and the group coordinator's two files."""
     logs.load()
-    producer_ids.read()
     transactions.read_log()
     groups.read_files()
 

@@ -27,10 +27,7 @@ DEFAULT_BLOCK_SIZE = 1000
 
 
 class ProducerIdManager:
-    def __init__(self, directory: Path | str, *, block_size: int = DEFAULT_BLOCK_SIZE,
-                 read: bool = True) -> None:
-        """``read=False``: the file is read by ``read()`` later (a broker's start reads it in
-        the worker thread that creates and opens its log dirs)."""
+    def __init__(self, directory: Path | str, *, block_size: int = DEFAULT_BLOCK_SIZE) -> None:
         if block_size < 1:
             raise ValueError("block_size must be positive")
         self.path = Path(directory) / PRODUCER_ID_FILE
@@ -38,12 +35,6 @@ class ProducerIdManager:
         self._lock = threading.Lock()
         self._next_id = 0
         self._block_end = 0  # nothing reserved yet: the first allocate() reserves a block
-        self._next_block_start = 0
-        if read:
-            self.read()
-
-    def read(self) -> None:
-        """Read the next block's start from the file; KafkaStorageError when unreadable."""
         self._next_block_start = self._read()
 
     def _read(self) -> int:
