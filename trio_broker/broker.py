@@ -240,6 +240,10 @@ Storage = tuple[LogManager, GroupCoordinator, ProducerIdManager, TransactionCoor
 async def start_storage(cfg: BrokerConfig, nursery: trio.Nursery) -> Storage:
     """Load the logs, then start the group and transaction coordinators on them (what one
     broker and a test cluster's shared storage both are)."""
+    # first: the constructors below read files in the first log dir, and an OSError here
+    # names the log dir itself (a path through a file, a directory that cannot be made)
+    for d in cfg.log_dir_list:
+        d.mkdir(parents=True, exist_ok=True)
     logs = LogManager(cfg.log_dir_list, log_config_from(cfg),
                       producer_id_expiration_ms=cfg.producer_id_expiration_ms)
     groups = GroupCoordinator(cfg, cfg.log_dir_list[0])
@@ -257,10 +261,8 @@ async def start_storage(cfg: BrokerConfig, nursery: trio.Nursery) -> Storage:
 def _open_storage(logs: LogManager, groups: GroupCoordinator,
                   transactions: TransactionCoordinator) -> None:
     """Every file the start reads, in one worker thread (each hand-off to a thread and back
-    costs the start a pass of the event loop): the log dirs, every partition log (recovery
-    included), the transaction log and the group coordinator's two files."""
-    for d in logs.log_dirs:
-        d.mkdir(parents=True, exist_ok=True)
+    costs the start a pass of the event loop): every partition log (recovery included), the
+    transaction log and the group coordinator's two files."""
     logs.load()
     transactions.read_log()
     groups.read_files()
