@@ -19,6 +19,7 @@ coordinator before they are appended.
 from __future__ import annotations
 
 import logging
+import struct
 
 from ..log import Log, LogAppendInfo, StorageError
 from ..log.offload import run_io
@@ -40,7 +41,8 @@ from ..protocol.errors import (
     UnsupportedCompressionError,
 )
 from ..protocol.legacy import entry_magic
-from ..protocol.messages import response_type
+from ..protocol.messages import Encoded, response_type
+from ..protocol.wire import uvarint
 from . import authz
 from .bodies import ProduceRequest, Struct
 from .context import CloseConnection, HandlerContext, HandlerResult
@@ -135,6 +137,10 @@ async def handle_produce(ctx: HandlerContext, request: ProduceRequest) -> Handle
         if any(p.error_code for t in results for p in t.partition_responses):
             return CloseConnection("acks=0 produce failed")
         return None
+    if len(results) == 1 and not hint_nodes and not broker.quotas.enabled:
+        answer = _one_partition_answer(ctx.version, results[0])
+        if answer is not None:
+            return answer
     if hint_nodes and ctx.version >= 10:
         return ctx.response(responses=results, throttle_time_ms=0,
                             node_endpoints=leader_endpoints(cluster, _R.NodeEndpoint, results))
@@ -211,3 +217,45 @@ def _recompressed(batch: bytes, codec: Compression,
     """The batch rebuilt with the topic's codec, checked again (its size may have grown)."""
     rebuilt = recompress_batch(batch, codec)
     return rebuilt, validate_batch(rebuilt, max_message_bytes=max_message_bytes)
+
+
+_PARTITION = struct.Struct(">ihqqq")
+_NO_RECORD_ERRORS = {8: b"\x00\x00\x00\x00\xff\xff", 9: b"\x01\x00\x00"}
+_THROTTLE_NONE = b"\x00\x00\x00\x00"
+#: (topic name, version) -> the answer's bytes before the partition's fields
+_prefixes: dict[tuple[str, int], bytes] = {}
+
+
+def _one_partition_answer(version: int, topic: Struct) -> Encoded | None:
+    """The answer to a produce to one partition, encoded without the generic encoder's walk
+    (most produces name one partition), or None where the generic encoder must write it:
+    another shape, a version before v3 or with topic ids, record errors or a message."""
+    parts = topic.partition_responses
+    if len(parts) != 1 or not 3 <= version <= 12:
+        return None
+    part = parts[0]
+    if part.record_errors or part.error_message is not None:
+        return None
+    prefix = _prefixes.get((topic.name, version))
+    if prefix is None:
+        prefix = _prefixes[topic.name, version] = _prefix(topic.name, version)
+    fields = _PARTITION.pack(part.index, part.error_code, part.base_offset,
+                             part.log_append_time_ms, part.log_start_offset)
+    if version < 5:  # no log_start_offset
+        fields = fields[:-8]
+    if version < 8:
+        data = b"".join((prefix, fields, _THROTTLE_NONE))
+    elif version == 8:
+        data = b"".join((prefix, fields, _NO_RECORD_ERRORS[8], _THROTTLE_NONE))
+    else:  # flexible: the partition's and the topic's empty tag sections, then the answer's
+        data = b"".join((prefix, fields, _NO_RECORD_ERRORS[9], b"\x00", _THROTTLE_NONE,
+                         b"\x00"))
+    return Encoded.of(data, version, [part.error_code])
+
+
+def _prefix(name: str, version: int) -> bytes:
+    """One topic array of one element: its name, then one partition array of one element."""
+    raw = name.encode()
+    if version >= 9:  # compact: array lengths and the string's length are stored plus one
+        return b"\x02" + uvarint(len(raw) + 1) + raw + b"\x02"
+    return struct.pack(">ih", 1, len(raw)) + raw + struct.pack(">i", 1)

@@ -77,6 +77,8 @@ _MAX_TIMESTAMP_POS = 35
 _MIN_BATCH_LENGTH = BATCH_HEADER_SIZE - BATCH_OVERHEAD
 
 _CODEC_MASK = 0x07
+#: codec id -> Compression: an index, not an enum call (every produced batch asks)
+_CODECS = tuple(Compression)
 _TIMESTAMP_TYPE_BIT = 0x08
 TRANSACTIONAL_BIT = 0x10
 CONTROL_BIT = 0x20
@@ -110,9 +112,9 @@ class BatchHeader(NamedTuple):
     @property
     def compression(self) -> Compression:
         codec = self.attributes & _CODEC_MASK
-        if codec > Compression.ZSTD:
+        if codec >= len(_CODECS):
             raise UnsupportedCompressionError(f"unknown compression codec id {codec}")
-        return Compression(codec)
+        return _CODECS[codec]
 
     @property
     def timestamp_type(self) -> int:
@@ -190,20 +192,21 @@ def validate_batch(buf: Buffer, *, max_message_bytes: int) -> BatchHeader:
     ``buf`` must hold exactly one batch (Produce v3+ carries one batch per partition).
     """
     header = read_batch_header(buf)
-    if header.size > len(buf):
-        raise CorruptRecordError(
-            f"record batch declares {header.size} bytes but {len(buf)} were sent"
-        )
-    if header.size < len(buf):
+    size = header.batch_length + BATCH_OVERHEAD
+    if size != len(buf):
+        if size > len(buf):
+            raise CorruptRecordError(
+                f"record batch declares {size} bytes but {len(buf)} were sent"
+            )
         raise InvalidRecordError(
-            f"expected exactly one record batch, found {len(buf) - header.size} trailing bytes"
+            f"expected exactly one record batch, found {len(buf) - size} trailing bytes"
         )
-    if header.size > max_message_bytes:
+    if size > max_message_bytes:
         raise RecordTooLargeError(
-            f"record batch of {header.size} bytes exceeds max.message.bytes={max_message_bytes}"
+            f"record batch of {size} bytes exceeds max.message.bytes={max_message_bytes}"
         )
     verify_crc(buf, 0, header)
-    header.compression  # noqa: B018 -- raises UnsupportedCompressionError for ids 5..7
+    compression = header.compression  # raises UnsupportedCompressionError for ids 5..7
     if header.records_count <= 0:
         raise InvalidRecordError(f"record batch has records_count={header.records_count}")
     if header.last_offset_delta + 1 != header.records_count:
@@ -211,10 +214,10 @@ def validate_batch(buf: Buffer, *, max_message_bytes: int) -> BatchHeader:
             f"lastOffsetDelta {header.last_offset_delta} disagrees with "
             f"records_count {header.records_count}"
         )
-    if header.is_control:
+    if header.attributes & CONTROL_BIT:
         raise InvalidRecordError("clients may not produce control batches")
-    payload = header.size - BATCH_HEADER_SIZE
-    if header.compression == Compression.NONE and header.records_count * _MIN_RECORD_SIZE > payload:
+    payload = size - BATCH_HEADER_SIZE
+    if compression is Compression.NONE and header.records_count * _MIN_RECORD_SIZE > payload:
         # Records are never decoded here, but an uncompressed batch cannot hold more records
         # than its payload has room for: this catches a header that claims, say, 2**31 - 1
         # records (which would move the log end offset that far) at no per-record cost.

@@ -226,6 +226,14 @@ class Encoded(Message):
         self.version = version
         self.errors = error_codes(body)
 
+    @classmethod
+    def of(cls, data: bytes, version: int, errors: list[int]) -> Encoded:
+        """A body encoded by hand (an answer too common for the generic encoder's walk), with
+        the error codes it carries."""
+        answer = cls.__new__(cls)
+        answer.data, answer.version, answer.errors = data, version, errors
+        return answer
+
 
 def _encode_body(body: Message, version: int, parts: list[Any]) -> None:
     cls = type(body)
