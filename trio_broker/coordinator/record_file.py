@@ -8,11 +8,12 @@ records; a torn tail is cut off on open; and the live state is rewritten (temp f
 rename, directory fsync) when the file has grown past twice its live size. Subclasses give the
 magic header, the file names, the replay and the records of a live state.
 
-A new file's header is written without an fsync: a file that is missing or shorter than its
-header opens as an empty one, so a crash before the first record loses nothing. Its directory
-entry (and the directory's, in the log dir) is fsynced together with the first record, before
-that record's request is answered; a broker with an empty log dir thus starts without waiting
-on the disk.
+A file that is missing or shorter than its header opens as an empty one, and nothing is
+created on open: the directory and the file (header, no fsync) are made by the first record or
+compaction, as Kafka makes its internal topics on first use. Their directory entries (the file's
+and the directory's, in the log dir) are fsynced together with the first record, before that
+record's request is answered; a broker with an empty log dir thus starts without touching the
+disk, and one that never sees a group or a commit writes no file.
 
 Plain synchronous code run in worker threads; every call holds one lock, since ``close()`` may
 come from the event loop while a write runs.
@@ -55,6 +56,8 @@ class RecordFile(Generic[State]):
         self.truncated_bytes = 0
         #: a new file whose directory entries are not yet known durable (the first append syncs)
         self._entry_unsynced = False
+        #: the file was missing or short at open: the first append or compaction writes it anew
+        self._create_on_write = False
 
     # --- what a subclass gives -------------------------------------------------------------
 
@@ -86,14 +89,20 @@ class RecordFile(Generic[State]):
     def open(self) -> State:
         """Recover the file (truncating a torn tail) and return its live state."""
         with self._lock:
-            self.directory.mkdir(parents=True, exist_ok=True)
             tmp = self.directory / self.TMP_NAME
             if tmp.exists():  # a compaction that did not reach its rename: the old file is whole
                 tmp.unlink()
-            if not self.path.exists() or self.path.stat().st_size < len(self.MAGIC):
-                self.path.write_bytes(self.MAGIC)  # no fsync: missing or short means empty
-                self._entry_unsynced = True
-                state, valid = self.replay(self.MAGIC)
+            try:
+                size = self.path.stat().st_size
+            except FileNotFoundError:
+                size = 0
+            if size < len(self.MAGIC):  # missing or short means empty: made on the first write
+                self._create_on_write = True
+                self._opened = True
+                self._size = self._size_after_compaction = len(self.MAGIC)
+                state, _ = self.replay(self.MAGIC)
+                LOGGER.info("%s %s: none yet, %s", self.WHAT, self.path, self.describe(state))
+                return state
             else:
                 data = self.path.read_bytes()
                 state, valid = self.replay(data)
@@ -182,10 +191,23 @@ class RecordFile(Generic[State]):
         if self._file is None:
             if not self._opened:
                 raise self.not_open()
+            if self._create_on_write:
+                self._create()
+                assert self._file is not None
+                return self._file
             # A failed write could not even be cut off last time: try again before appending.
             self._truncate_to_known_size()
         assert self._file is not None
         return self._file
+
+    def _create(self) -> None:
+        """Make the directory and the file with its header (no fsync: the first record's
+        append or compaction makes the entries durable)."""
+        self.directory.mkdir(parents=True, exist_ok=True)
+        self.path.write_bytes(self.MAGIC)  # a failure here leaves it to the next write
+        self._file = open(self.path, "ab")  # noqa: SIM115 - held open until close()
+        self._create_on_write = False
+        self._entry_unsynced = True
 
     def _write_new(self, path: Path, chunks: Iterable[bytes]) -> int:
         """Write ``chunks`` to a new file, fsync it and its directory; the bytes written."""

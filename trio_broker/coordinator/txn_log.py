@@ -73,15 +73,20 @@ class TransactionLog:
         self._fd: int | None = None
         self._size = 0
         self._entry_unsynced = False
+        #: the file was missing at open: the first append or compaction makes it
+        self._create_on_write = False
         self._lock = threading.Lock()
 
     def open(self) -> dict[str, TransactionMetadata]:
-        """Read every state back (cutting a torn tail) and open the file for appends."""
-        self.directory.mkdir(parents=True, exist_ok=True)
+        """Read every state back (cutting a torn tail) and open the file for appends; a
+        missing file reads as an empty one and is made by the first write (nothing is created
+        here, as Kafka makes ``__transaction_state`` on first use)."""
         try:
             data = self.path.read_bytes()
         except FileNotFoundError:
-            data = b""
+            self._create_on_write = True
+            self._size = 0
+            return {}
         states, good = replay(data)
         if good < len(data):
             LOGGER.warning("cutting %d bytes of torn transaction records from %s",
@@ -120,6 +125,7 @@ class TransactionLog:
         data = b"".join(encode(m) for m in live)
         tmp = self.path.with_name(_FILE_NAME + ".tmp")
         with self._lock:
+            self._require_open()  # a log never written: make its directory first
             fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
             try:
                 os.write(fd, data)
@@ -133,19 +139,28 @@ class TransactionLog:
                 os.fsync(dir_fd)
             finally:
                 os.close(dir_fd)
+            if self._entry_unsynced:  # a directory made by this compaction
+                fsync_dir(self.directory.parent)
+                self._entry_unsynced = False
             if self._fd is not None:
                 os.close(self._fd)
             self._fd, self._size = fd, len(data)
 
     def close(self) -> None:
         with self._lock:
+            self._create_on_write = False
             if self._fd is not None:
                 os.close(self._fd)
                 self._fd = None
 
     def _require_open(self) -> int:
         if self._fd is None:
-            raise OSError("the transaction log is closed")
+            if not self._create_on_write:
+                raise OSError("the transaction log is closed")
+            self.directory.mkdir(parents=True, exist_ok=True)
+            self._fd = os.open(self.path, os.O_WRONLY | os.O_CREAT, 0o644)
+            self._create_on_write = False
+            self._entry_unsynced = True
         return self._fd
 
 
