@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
 import time
 from collections.abc import AsyncIterator, Iterator, Mapping
 from pathlib import Path
@@ -255,12 +256,27 @@ async def start_storage(cfg: BrokerConfig, nursery: trio.Nursery) -> Storage:
     producer_ids = ProducerIdManager(cfg.log_dir_list[0])
     transactions = TransactionCoordinator(cfg, cfg.log_dir_list[0], logs=logs, groups=groups,
                                           producer_ids=producer_ids)
-    await run_io(_open_storage, logs, groups, transactions)
+    if all(_is_empty(d) for d in cfg.log_dir_list):
+        # nothing to read (a few stat calls, nothing written: the coordinators make their files
+        # on first use), so no hand-off to a worker thread and back
+        _open_storage(logs, groups, transactions)
+    else:
+        await run_io(_open_storage, logs, groups, transactions)
     await transactions.load()
     await nursery.start(groups.run)
     # after the logs and the groups: it finishes prepared transactions in both
     await nursery.start(transactions.run)
     return logs, groups, producer_ids, transactions
+
+
+def _is_empty(log_dir: Path) -> bool:
+    """A log dir that holds nothing (one that cannot be listed is left to the log manager,
+    which takes it offline)."""
+    try:
+        with os.scandir(log_dir) as entries:
+            return next(entries, None) is None
+    except OSError:
+        return False
 
 
 def _open_storage(logs: LogManager, groups: GroupCoordinator,
