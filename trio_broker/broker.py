@@ -259,7 +259,7 @@ async def start_storage(cfg: BrokerConfig, nursery: trio.Nursery) -> Storage:
     if all(_is_empty(d) for d in cfg.log_dir_list):
         # nothing to read (a few stat calls, nothing written: the coordinators make their files
         # on first use), so no hand-off to a worker thread and back
-        _open_storage(logs, groups, transactions)
+        _open_storage_on_loop(logs, groups, transactions)
     else:
         await run_io(_open_storage, logs, groups, transactions)
     await transactions.load()
@@ -277,6 +277,14 @@ def _is_empty(log_dir: Path) -> bool:
             return next(entries, None) is None
     except OSError:
         return False
+
+
+@trio.lowlevel.enable_ki_protection
+def _open_storage_on_loop(logs: LogManager, groups: GroupCoordinator,
+                          transactions: TransactionCoordinator) -> None:
+    """``_open_storage`` on the loop, a Ctrl-C deferred to the next checkpoint: the start
+    finishes what it began, as when the files are opened in the thread."""
+    _open_storage(logs, groups, transactions)
 
 
 def _open_storage(logs: LogManager, groups: GroupCoordinator,

@@ -1,8 +1,10 @@
-"""The embedded start (``open_broker``): its file work takes one hand-off to a worker thread,
-and a start cancelled or interrupted half-way still ends, with its logs cleanly closed."""
+"""The embedded start (``open_broker``): its file work takes one hand-off to a worker thread
+(none for an empty log dir), and a start cancelled or interrupted half-way still ends, with its
+logs cleanly closed."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import textwrap
@@ -30,11 +32,30 @@ async def test_a_start_hands_its_file_work_to_one_worker_thread(
         return await real(fn, *args, **kwargs)
 
     monkeypatch.setattr(trio.to_thread, "run_sync", spy)
+    (tmp_path / "topic-configs").mkdir()  # a log dir that holds something
     async with open_broker(log_dirs=str(tmp_path)):
         assert handed == ["_open_storage"]
         # every background task had its first pass; with no log the cleaner hands off nothing
         await trio.testing.wait_all_tasks_blocked()
         assert handed == ["_open_storage"]
+
+
+async def test_an_empty_log_dirs_start_hands_nothing_to_a_thread_and_writes_no_file(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Nothing to read and, with the coordinators' files made on first use, nothing to write:
+    the files are opened on the loop, without the thread's hand-off and back."""
+    handed: list[str] = []
+    real = trio.to_thread.run_sync
+
+    async def spy(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        handed.append(getattr(fn, "__qualname__", repr(fn)))
+        return await real(fn, *args, **kwargs)
+
+    monkeypatch.setattr(trio.to_thread, "run_sync", spy)
+    async with open_broker(log_dirs=str(tmp_path)):
+        await trio.testing.wait_all_tasks_blocked()
+        assert handed == []
+        assert os.listdir(tmp_path) == []
 
 
 # Run in a process of its own: a start that does not end would hang the test run, not fail it.
@@ -44,12 +65,14 @@ _INTERRUPTED_START = textwrap.dedent("""
     from trio_broker import broker
 
     mode, log_dir = sys.argv[1], pathlib.Path(sys.argv[2])
+    if mode != "ctrl-c-empty":  # a log dir that holds something is opened in the thread
+        (log_dir / "topic-configs").mkdir()
     real = broker._open_storage
     in_thread, cancelled = threading.Event(), threading.Event()
 
     def opening_storage(*args):
         in_thread.set()
-        if mode == "ctrl-c":
+        if mode.startswith("ctrl-c"):
             os.kill(os.getpid(), signal.SIGINT)
         else:
             cancelled.wait(10)
@@ -81,7 +104,8 @@ _INTERRUPTED_START = textwrap.dedent("""
 """)
 
 
-@pytest.mark.parametrize(("mode", "ending"), [("cancel", "cancelled"), ("ctrl-c", "interrupted")])
+@pytest.mark.parametrize(("mode", "ending"), [("cancel", "cancelled"), ("ctrl-c", "interrupted"),
+                                             ("ctrl-c-empty", "interrupted")])
 def test_a_start_stopped_in_its_storage_thread_ends_and_closes_its_logs(
         tmp_path: Path, mode: str, ending: str) -> None:
     """Cancelled (or Ctrl-C) while the start's worker thread opens the logs: the start finishes
