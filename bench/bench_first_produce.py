@@ -29,21 +29,22 @@ sys.path.insert(0, str(REPO))  # this tree's package, not the one installed
 PHASES = ("start", "connect", "metadata", "produce", "total")
 
 
-def frames() -> tuple[bytes, bytes]:
-    """Metadata v9 auto-creating topic "first", and Produce v7 (acks=1) of one 100-byte record."""
+def frames(topic: str = "first") -> tuple[bytes, bytes]:
+    """Metadata v9 auto-creating ``topic``, and Produce v7 (acks=1) of one 100-byte record to
+    its partition 0."""
     from trio_broker.protocol.api_keys import ApiKey, request_class
     from trio_broker.protocol.messages import encode_request, make_request
     from trio_broker.protocol.records import build_batch
 
     md, pr = request_class(ApiKey.Metadata), request_class(ApiKey.Produce)
     metadata = encode_request(ApiKey.Metadata, 9, 1, "bench", make_request(
-        ApiKey.Metadata, 9, topics=[md.MetadataRequestTopic(name="first")],
+        ApiKey.Metadata, 9, topics=[md.MetadataRequestTopic(name=topic)],
         allow_auto_topic_creation=True, include_topic_authorized_operations=False))
     part = pr.TopicProduceData.PartitionProduceData(
         index=0, records=build_batch([(None, b"x" * 100, ())]))
     produce = encode_request(ApiKey.Produce, 7, 2, "bench", make_request(
         ApiKey.Produce, 7, transactional_id=None, acks=1, timeout_ms=5000,
-        topic_data=[pr.TopicProduceData(name="first", partition_data=[part])]))
+        topic_data=[pr.TopicProduceData(name=topic, partition_data=[part])]))
     return metadata, produce
 
 
@@ -150,8 +151,10 @@ def main() -> None:
         return
     with tempfile.TemporaryDirectory() as base_tree:
         archive = subprocess.run(["git", "-C", str(REPO), "archive", args.base],
-                                 capture_output=True, check=True).stdout
-        subprocess.run(["tar", "-x", "-C", base_tree], input=archive, check=True)
+                                 capture_output=True, check=False)
+        if archive.returncode:
+            parser.error(f"--base {args.base}: {archive.stderr.decode().strip()}")
+        subprocess.run(["tar", "-x", "-C", base_tree], input=archive.stdout, check=True)
         # the base runs this script's measuring code against its own package
         Path(base_tree, "bench", Path(__file__).name).write_text(Path(__file__).read_text())
         trees = {args.base: Path(base_tree), "this tree": REPO}

@@ -34,19 +34,9 @@ PRODUCE_TOPIC = "bench-requests"
 def produce_frames() -> tuple[bytes, bytes]:
     """(Metadata v9 auto-creating ``PRODUCE_TOPIC``, Produce v7 acks=1 of one batch of one
     100-byte record to its partition 0): what ``--api produce`` sends."""
-    from trio_broker.protocol.api_keys import request_class
-    from trio_broker.protocol.records import build_batch
+    from bench_first_produce import frames
 
-    md, pr = request_class(ApiKey.Metadata), request_class(ApiKey.Produce)
-    create = encode_request(ApiKey.Metadata, 9, 1, "bench", make_request(
-        ApiKey.Metadata, 9, topics=[md.MetadataRequestTopic(name=PRODUCE_TOPIC)],
-        allow_auto_topic_creation=True, include_topic_authorized_operations=False))
-    part = pr.TopicProduceData.PartitionProduceData(
-        index=0, records=build_batch([(None, b"x" * 100, ())]))
-    produce = encode_request(ApiKey.Produce, 7, 2, "bench", make_request(
-        ApiKey.Produce, 7, transactional_id=None, acks=1, timeout_ms=5000,
-        topic_data=[pr.TopicProduceData(name=PRODUCE_TOPIC, partition_data=[part])]))
-    return create, produce
+    return frames(PRODUCE_TOPIC)
 
 
 def _free_port() -> int:
@@ -202,28 +192,16 @@ def first_produce_ms(repeats: int) -> list[float]:
     for a new topic (auto-created), then Produce v7 (acks=1) of one record, raw frames over
     a Trio socket, so the figure is the broker's (no client library's start-up in it)."""
     import trio
+    from bench_first_produce import frames, read_frame
 
     from trio_broker import open_broker
-    from trio_broker.protocol.api_keys import request_class
-    from trio_broker.protocol.records import build_batch
 
-    md, pr = request_class(ApiKey.Metadata), request_class(ApiKey.Produce)
-    metadata = encode_request(ApiKey.Metadata, 9, 1, "bench", make_request(
-        ApiKey.Metadata, 9, topics=[md.MetadataRequestTopic(name="first")],
-        allow_auto_topic_creation=True, include_topic_authorized_operations=False))
-    part = pr.TopicProduceData.PartitionProduceData(
-        index=0, records=build_batch([(None, b"x" * 100, ())]))
-    produce = encode_request(ApiKey.Produce, 7, 2, "bench", make_request(
-        ApiKey.Produce, 7, transactional_id=None, acks=1, timeout_ms=5000,
-        topic_data=[pr.TopicProduceData(name="first", partition_data=[part])]))
+    metadata, produce = frames()
     times: list[float] = []
 
     async def exchange(stream: trio.SocketStream, frame: bytes) -> bytes:
         await stream.send_all(frame)
-        buf = b""
-        while len(buf) < 4 or len(buf) < 4 + struct.unpack_from(">i", buf)[0]:
-            buf += await stream.receive_some(65536)
-        return buf
+        return await read_frame(stream)
 
     async def main() -> None:
         for _ in range(repeats):

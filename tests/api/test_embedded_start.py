@@ -22,16 +22,22 @@ from trio_broker.config import BrokerConfig, ConfigError
 from trio_broker.log.log_duties import CLEAN_SHUTDOWN_FILE
 
 
-async def test_a_start_hands_its_file_work_to_one_worker_thread(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    handed: list[str] = []
+@pytest.fixture
+def handed(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The names of the functions handed to a worker thread from now on."""
+    names: list[str] = []
     real = trio.to_thread.run_sync
 
     async def spy(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
-        handed.append(getattr(fn, "__qualname__", repr(fn)))
+        names.append(getattr(fn, "__qualname__", repr(fn)))
         return await real(fn, *args, **kwargs)
 
     monkeypatch.setattr(trio.to_thread, "run_sync", spy)
+    return names
+
+
+async def test_a_start_hands_its_file_work_to_one_worker_thread(
+        tmp_path: Path, handed: list[str]) -> None:
     (tmp_path / "topic-configs").mkdir()  # a log dir that holds something
     async with open_broker(log_dirs=str(tmp_path)):
         assert handed == ["_open_storage"]
@@ -41,17 +47,9 @@ async def test_a_start_hands_its_file_work_to_one_worker_thread(
 
 
 async def test_an_empty_log_dirs_start_hands_nothing_to_a_thread_and_writes_no_file(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        tmp_path: Path, handed: list[str]) -> None:
     """Nothing to read and, with the coordinators' files made on first use, nothing to write:
     the files are opened on the loop, without the thread's hand-off and back."""
-    handed: list[str] = []
-    real = trio.to_thread.run_sync
-
-    async def spy(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
-        handed.append(getattr(fn, "__qualname__", repr(fn)))
-        return await real(fn, *args, **kwargs)
-
-    monkeypatch.setattr(trio.to_thread, "run_sync", spy)
     async with open_broker(log_dirs=str(tmp_path)):
         await trio.testing.wait_all_tasks_blocked()
         assert handed == []

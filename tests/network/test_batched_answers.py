@@ -6,12 +6,15 @@ from __future__ import annotations
 import struct
 from pathlib import Path
 
+import pytest
+
 from tests.wire import RawClient
 from trio_broker.client_core.metadata import metadata_request
 from trio_broker.cluster import open_cluster
 from trio_broker.network import socket_server
 from trio_broker.protocol import messages
 from trio_broker.protocol.api_keys import ApiKey
+from trio_broker.protocol.errors import RemoteProtocolError
 from trio_broker.protocol.messages import (
     Encoded,
     decode_request_header,
@@ -128,3 +131,24 @@ def test_the_header_fast_path_reads_what_the_full_decoder_reads():
         fast, full = decode_request_header(frame), messages._decode_request_header(frame)
         assert [getattr(fast, f) for f in fast.__slots__] == [
             getattr(full, f) for f in full.__slots__]
+
+
+@pytest.mark.parametrize("frame", [
+    struct.pack(">hhih", ApiKey.Metadata, 1, 7, 2) + b"\xff\xfe",  # client id not UTF-8
+    struct.pack(">hhih", ApiKey.Metadata, 12, 7, 2) + b"\xc3\x28\x00",
+    struct.pack(">hhih", ApiKey.Metadata, 1, 7, 9) + b"abc",  # client id past the frame's end
+    struct.pack(">hhih", ApiKey.Metadata, 1, 7, -2),  # a length below null's -1
+    struct.pack(">hhih", ApiKey.Metadata, 99, 7, 1) + b"c",  # a version nobody supports
+    struct.pack(">hhih", 30000, 0, 7, 1) + b"c",  # an API key nobody knows
+    struct.pack(">hhi", ApiKey.Metadata, 1, 7),  # shorter than the fixed part
+], ids=["not-utf8", "not-utf8-flexible", "past-end", "below-null", "version", "api-key",
+        "short"])
+def test_a_malformed_header_fails_the_same_on_the_fast_path(frame: bytes) -> None:
+    """Bad input takes the fast path's checks or falls through to the full decoder: either way
+    the same error, with the same words, as the full decoder alone gives."""
+    with pytest.raises(RemoteProtocolError) as fast:
+        decode_request_header(frame)
+    with pytest.raises(RemoteProtocolError) as full:
+        messages._decode_request_header(frame)
+    assert (type(fast.value), str(fast.value)) == (type(full.value), str(full.value))
+

@@ -224,6 +224,7 @@ _NO_RECORD_ERRORS = {8: b"\x00\x00\x00\x00\xff\xff", 9: b"\x01\x00\x00"}
 _THROTTLE_NONE = b"\x00\x00\x00\x00"
 #: (topic name, version) -> the answer's bytes before the partition's fields
 _prefixes: dict[tuple[str, int], bytes] = {}
+_PREFIXES_MAX = 4096
 
 
 def _one_partition_answer(version: int, topic: Struct) -> Encoded | None:
@@ -238,6 +239,8 @@ def _one_partition_answer(version: int, topic: Struct) -> Encoded | None:
         return None
     prefix = _prefixes.get((topic.name, version))
     if prefix is None:
+        if len(_prefixes) >= _PREFIXES_MAX:  # topics come and go over a broker's life
+            _prefixes.clear()
         prefix = _prefixes[topic.name, version] = _prefix(topic.name, version)
     fields = _PARTITION.pack(part.index, part.error_code, part.base_offset,
                              part.log_append_time_ms, part.log_start_offset)

@@ -107,10 +107,9 @@ class RequestMetrics:
         #: (api key, error code) -> responses (or partitions) answered with it
         self._errors: dict[tuple[int, int], int] = {}
 
-    def record(self, api_key: int, times_ms: tuple[float, ...], *, version: int = -1,
-               now_ns: int | None = None) -> None:
-        """``times_ms`` in the order of ``TIMINGS``."""
-        window = (time.monotonic_ns() if now_ns is None else now_ns) // WINDOW_NS
+    def _counted(self, api_key: int, window: int, version: int) -> _ApiTimes:
+        """``api_key``'s entry for ``window`` (rotated to it), with one request of ``version``
+        counted."""
         entry = self._times.get(api_key)
         if entry is None:
             entry = self._times[api_key] = _ApiTimes(window)
@@ -118,6 +117,13 @@ class RequestMetrics:
             entry.rotate(window)
         versions = entry.versions
         versions[version] = versions.get(version, 0) + 1
+        return entry
+
+    def record(self, api_key: int, times_ms: tuple[float, ...], *, version: int = -1,
+               now_ns: int | None = None) -> None:
+        """``times_ms`` in the order of ``TIMINGS``."""
+        window = (time.monotonic_ns() if now_ns is None else now_ns) // WINDOW_NS
+        entry = self._counted(api_key, window, version)
         bounds = self.BOUNDS
         counts, sums = entry.counts, entry.sums
         for i, value in enumerate(times_ms):
@@ -136,15 +142,7 @@ class RequestMetrics:
         remote = times.api_remote_done_ns or local
         response_dequeued = times.response_dequeued_ns or remote
         # ``record`` written out for the six values: every request passes here
-        window = send_done_ns // WINDOW_NS
-        entry = self._times.get(api_key)
-        if entry is None:
-            entry = self._times[api_key] = _ApiTimes(window)
-        elif entry.window != window:
-            entry.rotate(window)
-        versions = entry.versions
-        version = times.api_version
-        versions[version] = versions.get(version, 0) + 1
+        entry = self._counted(api_key, send_done_ns // WINDOW_NS, times.api_version)
         bounds = self.BOUNDS
         (queue, local_c, remote_c, resp_queue, send, total), sums = entry.counts, entry.sums
         v = (dequeued - received) / 1e6  # RequestQueueTimeMs
