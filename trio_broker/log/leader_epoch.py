@@ -36,9 +36,12 @@ class EpochEntry(NamedTuple):
 class LeaderEpochCache:
     """The epoch entries of one partition, oldest first. Not thread safe: ``Log`` locks."""
 
-    def __init__(self, directory: Path) -> None:
+    def __init__(self, directory: Path, *, new: bool = False) -> None:
+        """``new``: the partition directory was just made, so there is no file to read."""
         self.path = directory / LEADER_EPOCH_CHECKPOINT
         self._entries: list[EpochEntry] = []
+        if new:
+            return
         try:
             entries = _read(self.path)
         except (OSError, ValueError) as exc:

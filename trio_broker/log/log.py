@@ -53,7 +53,7 @@ from .durability import LogDurability
 from .errors import KafkaStorageError, OffsetOutOfRangeError
 from .info import FetchDataInfo, LogAppendInfo, parse_partition_dir
 from .leader_epoch import LeaderEpochCache
-from .loader import LogLoader
+from .loader import LoadedLog, LogLoader
 from .lookups import TimestampAndOffset, legacy_offsets_before, offset_by_timestamp
 from .producer_state import (
     DEFAULT_PRODUCER_ID_EXPIRATION_MS,
@@ -71,7 +71,7 @@ class Log(LogDurability):
     def __init__(self, directory: Path, config: LogConfig, *, recovery_point: int = 0,
                  clean_shutdown: bool = False,
                  producer_id_expiration_ms: int = DEFAULT_PRODUCER_ID_EXPIRATION_MS,
-                 now_ms: int | None = None) -> None:
+                 now_ms: int | None = None, new: bool = False) -> None:
         parsed = parse_partition_dir(directory.name)
         if parsed is None:
             raise ValueError(f"{directory.name!r} is not a <topic>-<partition> directory name")
@@ -86,11 +86,13 @@ class Log(LogDurability):
         self._dir_synced_generation = 0
         self._last_flush_monotonic = time.monotonic()
         self._producer_state = ProducerStateManager(
-            directory, producer_id_expiration_ms=producer_id_expiration_ms
-        )
-        directory.mkdir(parents=True, exist_ok=True)
-        loaded = LogLoader(directory, config, self._producer_state).load(
-            recovery_point, clean_shutdown, wall_ms() if now_ms is None else now_ms)
+            directory, producer_id_expiration_ms=producer_id_expiration_ms)
+        if new:  # a new partition: its directory just made, empty (nothing to scan or read)
+            loaded = LoadedLog([LogSegment(directory, 0, config)], [0], 0, 0, 0, True)
+        else:
+            directory.mkdir(parents=True, exist_ok=True)
+            loaded = LogLoader(directory, config, self._producer_state).load(
+                recovery_point, clean_shutdown, wall_ms() if now_ms is None else now_ms)
         self._segments = loaded.segments
         self._base_offsets = loaded.base_offsets
         self._log_start_offset = loaded.log_start_offset
@@ -99,7 +101,7 @@ class Log(LogDurability):
         if loaded.created_segment:
             self._dir_generation += 1
         try:
-            self._epochs = LeaderEpochCache(directory)
+            self._epochs = LeaderEpochCache(directory, new=new)
             self._epochs.truncate_from_end(self._next_offset)
             self._epochs.truncate_from_start(self._log_start_offset)
         except BaseException:
@@ -110,10 +112,8 @@ class Log(LogDurability):
         self._leader_epoch = -1
 
     def __repr__(self) -> str:
-        return (
-            f"Log({self.name}, start={self._log_start_offset}, end={self._next_offset}, "
-            f"segments={len(self._segments)})"
-        )
+        return (f"Log({self.name}, start={self._log_start_offset}, end={self._next_offset}, "
+                f"segments={len(self._segments)})")
 
     @property
     def name(self) -> str:

@@ -217,7 +217,7 @@ class LogManager(LogDuties):
                 path.mkdir(parents=True, exist_ok=False)
             log = Log(path, meta.config, recovery_point=recovery_point,
                       clean_shutdown=clean_shutdown,
-                      producer_id_expiration_ms=self.producer_id_expiration_ms)
+                      producer_id_expiration_ms=self.producer_id_expiration_ms, new=create)
             if create:
                 log.defer_parent_dir_sync()
             try:
