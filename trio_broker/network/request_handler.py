@@ -70,6 +70,8 @@ class RequestHandlerPool:
         self.num_handlers = num_handlers
         self.metrics = broker.metrics
         self.metrics.handler_idle.workers = num_handlers
+        #: where the handlers after the first start, until the first queued request starts them
+        self._nursery: trio.Nursery | None = None
         # a test cluster's node answers through its checks and injected faults (faults.py)
         self.handlers = HANDLERS
         if broker.cluster.intercepting:
@@ -78,19 +80,28 @@ class RequestHandlerPool:
             self.handlers = cluster_handlers(HANDLERS)
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        """One handler task at first; the others start with the first queued request (a
+        client that sends only inline APIs never needs them, and each task costs the start a
+        spawn and a step). They count as waiting from now, as if started."""
         async with trio.open_nursery() as nursery:
-            for index in range(self.num_handlers):
-                nursery.start_soon(self._handler_loop, index)
+            now = time.monotonic_ns()
+            for index in range(1, self.num_handlers):
+                self.metrics.handler_idle.begin(index, now)
+            self._nursery = nursery
+            nursery.start_soon(self._handler_loop, 0)
             self.channel.set_inline(
                 self.handle_inline, INLINE_APIS,
                 batched=() if self.broker.cluster.intercepting else BATCHED_APIS)
             task_status.started()
 
-    async def _handler_loop(self, index: int) -> None:
+    async def _handler_loop(self, index: int, waiting: bool = False) -> None:
+        """``waiting``: the idle meter already counts this handler as waiting."""
         receiver = self.channel.request_receiver
         idle = self.metrics.handler_idle
         while True:
-            idle.begin(index, time.monotonic_ns())
+            if not waiting:
+                idle.begin(index, time.monotonic_ns())
+            waiting = False
             try:
                 request = await receiver.receive()
             except trio.EndOfChannel:
@@ -99,6 +110,10 @@ class RequestHandlerPool:
                 now = time.monotonic_ns()
                 idle.end(index, now)
             request.dequeued_ns = now
+            if self._nursery is not None:  # the first queued request: the others start
+                for other in range(1, self.num_handlers):
+                    self._nursery.start_soon(self._handler_loop, other, True)
+                self._nursery = None
             await self.handle(request)
 
     async def handle_inline(self, request: Request) -> None:
