@@ -206,7 +206,19 @@ class LogConfig:
 
 def log_config_from(config: BrokerConfig) -> LogConfig:
     """The default topic config implied by a validated broker config's ``log.*`` keys."""
-    return LogConfig.from_broker_config(config.log_config_values())
+    values = config.log_config_values()
+    # LogConfig is frozen: brokers started with the same keys (tests, embedded brokers) share
+    # one, built once (~50 µs a start)
+    key = repr(sorted(values.items()))
+    cached = _LOG_CONFIGS.get(key)
+    if cached is None:
+        if len(_LOG_CONFIGS) >= 16:
+            _LOG_CONFIGS.clear()
+        cached = _LOG_CONFIGS[key] = LogConfig.from_broker_config(values)
+    return cached
+
+
+_LOG_CONFIGS: dict[str, LogConfig] = {}
 
 
 #: topic config name -> (LogConfig attribute, Kafka default as a string, description)
