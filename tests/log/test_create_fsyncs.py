@@ -1,10 +1,13 @@
 """What creating a topic fsyncs before it is answered, and what waits for the first flush.
 
-Kafka's rule: the topic's record is made durable (here its config file and that file's
-directory entry) and the new partition's leader epoch checkpoint is written with an fsync (the
-file, then its directory); the log dir's entry for the new partition directory is not synced by
-Kafka's ``createLogDirectory``. Here that entry is synced by the partition's first flush (or
-clean close), so records made durable by a flush are always findable after a crash.
+The topic's record is made durable before the answer (its config file and that file's directory
+entry), as a KRaft controller commits it; the log dir's entry for the new partition directory is
+not synced by Kafka's ``createLogDirectory`` either. Here that entry, the new partition's first
+leader epoch checkpoint (the file and its directory) are synced by the partition's first flush
+(or clean close), so records made durable by a flush are always findable after a crash, with
+their epoch. Syncing the checkpoint earlier would buy nothing: until then the directory holding
+it may itself be lost, and a partition that loses it comes back in the same state
+(``test_a_lost_first_epoch_checkpoint_gives_the_same_epochs``).
 """
 
 from __future__ import annotations
@@ -39,33 +42,60 @@ def _manager(log_dir: Path) -> LogManager:
     return manager
 
 
-def test_creating_a_topic_syncs_its_record_and_leader_epochs_not_the_log_dir(
+def test_creating_a_topic_syncs_its_record_only(
         tmp_path: Path, fsynced: list[str]) -> None:
     manager = _manager(tmp_path)
     fsynced.clear()
     manager.create_topic("first", 2, {})
-    log_dir = str(tmp_path)
-    assert log_dir not in fsynced
-    # the topic's record first (before a partition directory exists: a directory found
-    # without its topic's file at the next start is adopted with default configs) ...
+    # the topic's record, before a partition directory exists (a directory found without its
+    # topic's file at the next start is adopted with default configs): two fsyncs in all
     configs = tmp_path / "topic-configs"
-    assert fsynced[:2] == [str(configs / "first.json.tmp"), str(configs)]
-    # ... then each partition's leader epoch checkpoint (the partitions in parallel): 6 in all
-    assert sorted(fsynced[2:]) == sorted(
-        str(tmp_path / f"first-{p}" / name)
-        for p in (0, 1) for name in ("leader-epoch-checkpoint.tmp", ""))
+    assert fsynced == [str(configs / "first.json.tmp"), str(configs)]
+    for p in (0, 1):  # the first epoch is written, for a process crash to keep
+        assert (tmp_path / f"first-{p}" / "leader-epoch-checkpoint").read_text() == "0\n1\n0 0\n"
 
     log = manager.get_log("first", 0)
     assert log is not None
     append(log, 3)
     fsynced.clear()
     log.flush()
-    assert log_dir in fsynced  # the new directory's entry, with the first records made durable
+    partition = tmp_path / "first-0"
+    # with the first records made durable: the epoch checkpoint before its directory, and the
+    # new directory's entry in the log dir
+    checkpoint = fsynced.index(str(partition / "leader-epoch-checkpoint"))
+    assert checkpoint < fsynced.index(str(partition)) < fsynced.index(str(tmp_path))
     fsynced.clear()
     append(log, 1)
     log.flush()
-    assert log_dir not in fsynced  # once is enough
+    assert not {str(tmp_path), str(partition), str(partition / "leader-epoch-checkpoint")} & set(
+        fsynced)  # once is enough
     manager.close()
+
+
+def test_a_lost_first_epoch_checkpoint_gives_the_same_epoch_answers(tmp_path: Path) -> None:
+    """A machine crash before a new partition's first flush may lose its checkpoint (with or
+    without its directory): the next start answers OffsetForLeaderEpoch as when it is kept."""
+    kept, lost = tmp_path / "kept", tmp_path / "lost"
+    for log_dir in (kept, lost):
+        manager = _manager(log_dir)
+        manager.create_topic("t", 1, {})
+        log = manager.get_log("t", 0)
+        assert log is not None
+        append(log, 3)  # records the OS wrote back without a flush
+        log.close(flush=False)  # a crash: no clean shutdown
+    (lost / "t-0" / "leader-epoch-checkpoint").unlink()
+    answers, entries = [], []
+    for log_dir in (kept, lost):
+        again = _manager(log_dir)
+        log = again.get_log("t", 0)
+        assert log is not None
+        assert log.leader_epoch == 1
+        answers.append([log.end_offset_for_epoch(e) for e in (0, 1, 2)])
+        entries.append([tuple(e) for e in log.epochs.entries])
+        again.close()
+    assert answers[0] == answers[1] == [(0, 3), (1, 3), (-1, -1)]
+    # only the ``0 0`` entry is gone (ListOffsets' earliest epoch is then -1, "unknown")
+    assert entries == [[(0, 0), (1, 3)], [(1, 3)]]
 
 
 def test_a_clean_close_syncs_the_entry_of_a_partition_never_flushed(
@@ -77,6 +107,7 @@ def test_a_clean_close_syncs_the_entry_of_a_partition_never_flushed(
     fsynced.clear()
     log.close()
     assert str(tmp_path) in fsynced
+    assert str(tmp_path / "quiet-0" / "leader-epoch-checkpoint") in fsynced
     manager.close()
 
 

@@ -6,6 +6,16 @@ segments the event loop appends to, and their locking rule deserves one place: o
 fds taken under the lock, so a concurrent roll, retention delete or close can never leave it
 syncing a closed (or reused) descriptor, and the slow fsync itself runs without the lock.
 ``Log`` inherits these methods; the attributes below are the ``Log`` state they use.
+
+A new partition's first leader epoch (0 from offset 0) is written to its
+``leader-epoch-checkpoint`` without an fsync; the log's first flush (or clean close) syncs it,
+before the directories. Nothing is lost by that: until that flush the partition directory's own
+entry in its log dir is not synced either (``defer_parent_dir_sync``), so an fsync of the file
+could not make it survive a machine crash; and a partition that loses the file before its first
+flush comes back with the same state as one that kept it: the topic's record holds the epoch,
+the next start takes epoch 1 at the log end offset, and that entry replaces ``0 0`` (an
+empty log's start offset) or, for records written back without a flush, answers the epoch 0
+queries with the same end offset. Once a flush has made records durable, the file is too.
 """
 
 from __future__ import annotations
@@ -18,6 +28,7 @@ from pathlib import Path
 from ._files import close_fds, fsync_dir
 from .config import LogConfig
 from .errors import KafkaStorageError
+from .leader_epoch import LeaderEpochCache
 from .producer_state import ProducerStateManager
 from .segment import LogSegment
 
@@ -38,6 +49,7 @@ class LogDurability:
     _parent_dir_synced: bool = True
     _last_flush_monotonic: float
     _producer_state: ProducerStateManager
+    _epochs: LeaderEpochCache
 
     @property
     def name(self) -> str:
@@ -90,6 +102,10 @@ class LogDurability:
                     if segment.base_offset < target and segment.size > segment.synced_size:
                         fds.extend(segment.sync_fds())
                         synced.append((segment, segment.size))
+                epochs = self._epochs
+                epochs_version = epochs.version if epochs.unsynced else None
+                if epochs_version is not None:  # a new partition's first epoch, before the dirs
+                    fds.append(os.open(epochs.path, os.O_RDONLY))
                 if dir_generation != self._dir_synced_generation:
                     fds.append(os.open(self.directory, os.O_RDONLY | os.O_DIRECTORY))
                 parent_synced = self._parent_dir_synced
@@ -110,6 +126,8 @@ class LogDurability:
                 segment.synced_size = max(segment.synced_size, size)
             self._dir_synced_generation = max(self._dir_synced_generation, dir_generation)
             self._parent_dir_synced = self._parent_dir_synced or not parent_synced
+            if epochs_version is not None and epochs.version == epochs_version:
+                epochs.unsynced = False
             self._recovery_point = max(self._recovery_point, target)
             self._last_flush_monotonic = time.monotonic()
 
@@ -139,6 +157,9 @@ class LogDurability:
                             finally:
                                 close_fds(fds)
                             segment.synced_size = segment.size
+                    if self._epochs.unsynced:  # a new partition's first epoch
+                        _fsync_file(self._epochs.path)
+                        self._epochs.unsynced = False
                     fsync_dir(self.directory)
                     if not self._parent_dir_synced:  # a new partition's entry in its log dir
                         fsync_dir(self.directory.parent)
@@ -154,3 +175,11 @@ class LogDurability:
                         error = error or exc
             if error is not None:
                 raise KafkaStorageError(f"closing {self.name} failed: {error}") from error
+
+
+def _fsync_file(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)

@@ -40,6 +40,12 @@ class LeaderEpochCache:
         """``new``: the partition directory was just made, so there is no file to read."""
         self.path = directory / LEADER_EPOCH_CHECKPOINT
         self._entries: list[EpochEntry] = []
+        #: the file was written without an fsync by ``assign(durable=False)``: the log's next
+        #: flush or clean close syncs it
+        self.unsynced = False
+        #: how many times the file was written (a flush clears ``unsynced`` only for the
+        #: version it synced)
+        self.version = 0
         if new:
             return
         try:
@@ -62,12 +68,15 @@ class LeaderEpochCache:
     def earliest_entry(self) -> EpochEntry | None:
         return self._entries[0] if self._entries else None
 
-    def assign(self, epoch: int, start_offset: int) -> bool:
+    def assign(self, epoch: int, start_offset: int, *, durable: bool = True) -> bool:
         """Record that ``epoch`` starts at ``start_offset``; written durably if it changed
-        anything. Entries at or after it (by epoch or offset) are replaced, as in Kafka."""
+        anything. Entries at or after it (by epoch or offset) are replaced, as in Kafka.
+        ``durable=False`` (a new partition's first epoch) leaves the fsync to the log's first
+        flush: ``Log.become_leader`` says why that is as safe."""
         if not self._assign(EpochEntry(epoch, start_offset)):
             return False
-        self._write(durable=True)
+        self._write(durable=durable, raise_errors=True)
+        self.unsynced = not durable
         return True
 
     def _assign(self, entry: EpochEntry) -> bool:
@@ -125,7 +134,7 @@ class LeaderEpochCache:
             return
         while self._entries and self._entries[-1].start_offset >= end_offset:
             self._entries.pop()
-        self._write(durable=False)
+        self._write(durable=False, raise_errors=False)
 
     def truncate_from_start(self, start_offset: int) -> None:
         """Drop epochs wholly before ``start_offset``; the last of them now starts there."""
@@ -136,17 +145,18 @@ class LeaderEpochCache:
         self._entries = [EpochEntry(removed[-1].epoch, start_offset), *kept]
         if removed == [self._entries[0]]:
             return  # already started exactly there
-        self._write(durable=False)
+        self._write(durable=False, raise_errors=False)
 
-    def _write(self, *, durable: bool) -> None:
+    def _write(self, *, durable: bool, raise_errors: bool) -> None:
         """Replace the file; a failed truncation is only logged (the next load redoes it from
         the log), a failed new epoch raises OSError (it must be on disk before it is used)."""
         lines = ["0", str(len(self._entries))]
         lines += [f"{e.epoch} {e.start_offset}" for e in self._entries]
+        self.version += 1
         try:
             atomic_write(self.path, ("\n".join(lines) + "\n").encode(), durable=durable)
         except OSError as exc:
-            if durable:
+            if raise_errors:
                 raise
             LOGGER.warning("Rewriting %s failed: %s", self.path, exc)
 

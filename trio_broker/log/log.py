@@ -157,13 +157,13 @@ class Log(LogDurability):
     def epochs(self) -> LeaderEpochCache:
         return self._epochs
 
-    def become_leader(self, epoch: int) -> None:
-        """Start leader epoch ``epoch`` at the log end offset (Kafka's ``makeLeader``), durably;
-        raises KafkaStorageError if the epoch could not be recorded."""
+    def become_leader(self, epoch: int, *, durable: bool = True) -> None:
+        """Start leader epoch ``epoch`` at the log end offset (Kafka's ``makeLeader``), durably
+        (``durable=False``: a new partition's first, see ``durability.py``); else raises."""
         with self._lock:
             self._ensure_open()
             try:
-                self._epochs.assign(epoch, self._next_offset)
+                self._epochs.assign(epoch, self._next_offset, durable=durable)
             except OSError as exc:
                 raise KafkaStorageError(f"recording leader epoch {epoch} of {self.name} "
                                         f"failed: {exc}") from exc

@@ -226,7 +226,8 @@ class LogManager(LogDuties):
                 else:  # each start is a new leadership, as a re-elected KRaft broker's is
                     cached = log.epochs.latest_epoch
                     epoch = max(meta.leader_epoch(partition), -1 if cached is None else cached) + 1
-                log.become_leader(epoch)
+                # a new partition's first epoch: synced by its first flush (durability.py)
+                log.become_leader(epoch, durable=not create)
                 meta.set_leader_epoch(partition, epoch)
             except KafkaStorageError:
                 log.close(flush=False)
