@@ -133,7 +133,7 @@ async def serve(config: ConfigInput = None, *,
                     cleaner=log_cleaner(cfg, logs))
                 register_state_metrics(state)
                 pool = RequestHandlerPool(state, server.request_channel, cfg.num_io_threads)
-                await nursery.start(pool.run)
+                pool.start(nursery)
                 metrics_addr = None
                 if cfg.metrics_listener:
                     from .network.metrics_http import serve_metrics  # only when configured
@@ -248,20 +248,26 @@ async def start_storage(cfg: BrokerConfig, nursery: trio.Nursery) -> Storage:
     broker and a test cluster's shared storage both are)."""
     # first: the constructors below read files in the first log dir, and an OSError here
     # names the log dir itself (a path through a file, a directory that cannot be made)
-    for d in cfg.log_dir_list:
+    log_dirs = cfg.log_dir_list
+    for d in log_dirs:
         d.mkdir(parents=True, exist_ok=True)
-    logs = LogManager(cfg.log_dir_list, log_config_from(cfg),
+    logs = LogManager(log_dirs, log_config_from(cfg),
                       producer_id_expiration_ms=cfg.producer_id_expiration_ms)
-    groups = GroupCoordinator(cfg, cfg.log_dir_list[0])
-    producer_ids = ProducerIdManager(cfg.log_dir_list[0])
-    transactions = TransactionCoordinator(cfg, cfg.log_dir_list[0], logs=logs, groups=groups,
+    groups = GroupCoordinator(cfg, log_dirs[0])
+    producer_ids = ProducerIdManager(log_dirs[0])
+    transactions = TransactionCoordinator(cfg, log_dirs[0], logs=logs, groups=groups,
                                           producer_ids=producer_ids)
-    if all(_is_empty(d) for d in cfg.log_dir_list):
+    if all(_is_empty(d) for d in log_dirs):
         # nothing to read (a few stat calls, nothing written: the coordinators make their files
         # on first use), so no hand-off to a worker thread and back
         _open_storage_on_loop(logs, groups, transactions)
-    else:
-        await run_io(_open_storage, logs, groups, transactions)
+        # and no group or transaction to restore: both are loaded at their first step, which
+        # comes before anything can be asked (the listener's bind is a checkpoint), without
+        # the two passes of the event loop each ``nursery.start`` costs
+        nursery.start_soon(groups.run)
+        nursery.start_soon(transactions.run)
+        return logs, groups, producer_ids, transactions
+    await run_io(_open_storage, logs, groups, transactions)
     await transactions.load()
     await nursery.start(groups.run)
     # after the logs and the groups: it finishes prepared transactions in both

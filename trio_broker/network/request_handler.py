@@ -80,19 +80,24 @@ class RequestHandlerPool:
             self.handlers = cluster_handlers(HANDLERS)
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
-        """One handler task at first; the others start with the first queued request (a
-        client that sends only inline APIs never needs them, and each task costs the start a
-        spawn and a step). They count as waiting from now, as if started."""
+        """``start`` in a nursery of its own."""
         async with trio.open_nursery() as nursery:
-            now = time.monotonic_ns()
-            for index in range(1, self.num_handlers):
-                self.metrics.handler_idle.begin(index, now)
-            self._nursery = nursery
-            nursery.start_soon(self._handler_loop, 0)
-            self.channel.set_inline(
-                self.handle_inline, INLINE_APIS,
-                batched=() if self.broker.cluster.intercepting else BATCHED_APIS)
+            self.start(nursery)
             task_status.started()
+
+    def start(self, nursery: trio.Nursery) -> None:
+        """Serve from now on, the handler tasks in ``nursery`` (no pass of the event loop, as
+        ``nursery.start`` costs two). One handler task at first; the others start with the
+        first queued request (a client that sends only inline APIs never needs them, and each
+        task costs the start a spawn and a step). They count as waiting from now."""
+        now = time.monotonic_ns()
+        for index in range(1, self.num_handlers):
+            self.metrics.handler_idle.begin(index, now)
+        self._nursery = nursery
+        nursery.start_soon(self._handler_loop, 0)
+        self.channel.set_inline(
+            self.handle_inline, INLINE_APIS,
+            batched=() if self.broker.cluster.intercepting else BATCHED_APIS)
 
     async def _handler_loop(self, index: int, waiting: bool = False) -> None:
         """``waiting``: the idle meter already counts this handler as waiting."""
