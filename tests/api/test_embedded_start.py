@@ -50,7 +50,10 @@ async def test_an_empty_log_dirs_start_hands_nothing_to_a_thread_and_writes_no_f
         tmp_path: Path, handed: list[str]) -> None:
     """Nothing to read and, with the coordinators' files made on first use, nothing to write:
     the files are opened on the loop, without the thread's hand-off and back."""
-    async with open_broker(log_dirs=str(tmp_path)):
+    async with open_broker(log_dirs=str(tmp_path)) as broker:
+        # the coordinators, started without waiting for them, are loaded by now
+        assert broker.state.groups.loaded
+        assert broker.state.transactions.loaded
         await trio.testing.wait_all_tasks_blocked()
         assert handed == []
         assert os.listdir(tmp_path) == []
