@@ -88,7 +88,7 @@ async def _create_one(broker: BrokerState, t: Struct, validate_only: bool) -> St
     topic_id = None  # validate_only: no topic, no id (Kafka's zero uuid on the wire)
     if not validate_only:
         try:
-            # its fsyncs (milliseconds per partition) run off the event loop
+            # its fsyncs (milliseconds) run off the event loop
             topic_id = await run_io(broker.logs.create_topic, t.name, partitions, configs)
         except StorageError as exc:
             return failed(exc.error_code, str(exc))

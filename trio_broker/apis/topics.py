@@ -31,7 +31,7 @@ def partition_count(broker: BrokerState, topic: str) -> int | None:
 async def ensure_topic(broker: BrokerState, topic: str, *,
                        allow_auto_create: bool) -> tuple[ErrorCode, int]:
     """(error, partition count) for ``topic``, creating it if allowed and configured (in a
-    worker thread: its fsyncs take milliseconds per partition)."""
+    worker thread: the fsyncs of its record take milliseconds)."""
     if validate_topic_name(topic) is not None:
         return ErrorCode.INVALID_TOPIC_EXCEPTION, 0
     count = partition_count(broker, topic)

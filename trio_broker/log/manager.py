@@ -19,9 +19,10 @@ and in the first log dir only::
 Leader epochs: this broker is the leader of every partition it holds, and each opening of a
 partition (its creation, every start) is a new leadership with a new epoch: 0 at creation, then
 one above both the epoch in the topic's file and the newest in the partition's epoch cache. It is
-recorded in the partition's ``leader-epoch-checkpoint`` before the partition serves, and in the
-topic's file once all are loaded (the record a KRaft controller would keep). A cluster that moves
-leaders calls ``Log.become_leader`` with its controller's epoch instead.
+recorded in the partition's ``leader-epoch-checkpoint`` before the partition serves (a new
+partition's epoch 0 is fsynced by its first flush: ``durability.py``), and in the topic's file
+(the record a KRaft controller would keep), at creation and once all are loaded. A cluster
+that moves leaders calls ``Log.become_leader`` with its controller's epoch instead.
 
 Metadata files are replaced atomically (temp file, fsync, rename, fsync dir); the checkpoint's
 format is Kafka's (``checkpoint.py``).
@@ -317,9 +318,9 @@ class LogManager(LogDuties):
         """Create a topic with a new topic id and return the id (None with ``validate_only``).
 
         Raises InvalidTopicError, TopicAlreadyExistsError, InvalidPartitionsError,
-        InvalidConfigError or KafkaStorageError. Its fsyncs take milliseconds per partition: a
-        broker calls it in a worker thread (readers of the topic maps are not disturbed, and
-        admin changes are serialised)."""
+        InvalidConfigError or KafkaStorageError. Its fsyncs (the topic's record) take
+        milliseconds: a broker calls it in a worker thread (readers of the topic maps are not
+        disturbed, and admin changes are serialised)."""
         if validate_only:
             return self._create_topic(name, num_partitions, configs, validate_only=True)
         with self._admin_lock:
@@ -364,8 +365,8 @@ class LogManager(LogDuties):
     def _create_partitions(self, topic: str, partitions: range, *,
                            meta: TopicMetadata | None = None) -> None:
         placed = list(zip(partitions, self._place(len(partitions)), strict=True))
-        # two fsyncs each (its leader epoch file and directory), in parallel, committed together;
-        # the log dirs' new entries are synced by each log's first flush (defer_parent_dir_sync)
+        # no fsync: each partition's first epoch, its directory and the log dir's new entry are
+        # synced by the log's first flush (durability.py, defer_parent_dir_sync)
         in_parallel(lambda p: self._open_log(topic, p[0], p[1], create=True, meta=meta), placed)
 
     def add_partitions(self, name: str, new_total: int, *, validate_only: bool = False) -> None:
