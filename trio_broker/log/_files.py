@@ -81,6 +81,16 @@ def atomic_write(path: Path, data: bytes, *, durable: bool = True) -> None:
         fsync_dir(path.parent)
 
 
+def write_new(path: Path, data: bytes) -> None:
+    """Create ``path`` with ``data``, no fsync (one file-system operation where ``atomic_write``
+    makes two: for a file no reader can see before it is whole)."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+    try:
+        write_all(fd, data, 0)
+    finally:
+        os.close(fd)
+
+
 def close_fds(fds: list[int]) -> None:
     """Close duplicated descriptors; a failure is logged, not raised (they were only synced)."""
     for fd in fds:

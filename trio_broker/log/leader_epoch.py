@@ -18,7 +18,7 @@ import logging
 from pathlib import Path
 from typing import NamedTuple
 
-from ._files import atomic_write
+from ._files import atomic_write, write_new
 
 LOGGER = logging.getLogger(__name__)
 
@@ -46,6 +46,9 @@ class LeaderEpochCache:
         #: how many times the file was written (a flush clears ``unsynced`` only for the
         #: version it synced)
         self.version = 0
+        #: no file exists yet (a new partition's): the first write makes it directly, as no
+        #: reader can see it half written before the partition is answered
+        self._no_file = new
         if new:
             return
         try:
@@ -153,8 +156,13 @@ class LeaderEpochCache:
         lines = ["0", str(len(self._entries))]
         lines += [f"{e.epoch} {e.start_offset}" for e in self._entries]
         self.version += 1
+        data = ("\n".join(lines) + "\n").encode()
         try:
-            atomic_write(self.path, ("\n".join(lines) + "\n").encode(), durable=durable)
+            if self._no_file and not durable:
+                write_new(self.path, data)
+                self._no_file = False
+            else:
+                atomic_write(self.path, data, durable=durable)
         except OSError as exc:
             if raise_errors:
                 raise

@@ -54,6 +54,14 @@ class LoadedLog(NamedTuple):
     created_segment: bool
 
 
+def new_log(directory: Path, config: LogConfig) -> LoadedLog:
+    """A new partition's log, in the directory just made for it: one empty segment, whose
+    index files wait for its first flush or close (two file creations fewer before the
+    partition is answered; a missing index reads as empty)."""
+    segment = LogSegment(directory, 0, config, index_files=False)
+    return LoadedLog([segment], [0], 0, 0, 0, created_segment=True)
+
+
 class LogLoader:
     """Opens the segments of one partition directory, recovering what may be torn."""
 

@@ -53,7 +53,7 @@ from .durability import LogDurability
 from .errors import KafkaStorageError, OffsetOutOfRangeError
 from .info import FetchDataInfo, LogAppendInfo, parse_partition_dir
 from .leader_epoch import LeaderEpochCache
-from .loader import LoadedLog, LogLoader
+from .loader import LogLoader, new_log
 from .lookups import TimestampAndOffset, legacy_offsets_before, offset_by_timestamp
 from .producer_state import (
     DEFAULT_PRODUCER_ID_EXPIRATION_MS,
@@ -88,7 +88,7 @@ class Log(LogDurability):
         self._producer_state = ProducerStateManager(
             directory, producer_id_expiration_ms=producer_id_expiration_ms)
         if new:  # a new partition: its directory just made, empty (nothing to scan or read)
-            loaded = LoadedLog([LogSegment(directory, 0, config)], [0], 0, 0, 0, True)
+            loaded = new_log(directory, config)
         else:
             directory.mkdir(parents=True, exist_ok=True)
             loaded = LogLoader(directory, config, self._producer_state).load(
