@@ -1,8 +1,8 @@
 """Produce and consume throughput and end-to-end latency with confluent-kafka (librdkafka).
 
 Run: ``.venv/bin/python bench/bench_produce_consume.py [--records 2000000] [--runs 3]``. Not
-part of the test suite. Starts ``trio-broker serve`` as a subprocess on a free loopback port with its data in
-a temporary directory, then measures, with one partition and 100-byte values:
+part of the test suite. Starts ``trio-broker serve`` as a subprocess on a free loopback port with
+its data in a temporary directory, then measures, with one partition and 100-byte values:
 
 1. produce: ``--records`` records, acks=1, linger.ms=5, librdkafka's default batching;
 2. consume: all of them back from offset 0, ``consume(num_messages=10000)`` with
@@ -35,6 +35,7 @@ the client and swing from run to run (the produce rate is the CPU time of the th
 ``produce()``, printed with it): ``--runs N`` repeats everything and prints each ratio's min /
 median / max. The process's first produce is an untimed warm-up: it also pays for the client's
 queue memory, which would penalise whichever broker came first.
+
 Figures go to docs/benchmarks.md ("Produce and consume (confluent-kafka)").
 """
 
