@@ -147,10 +147,25 @@ def create_topic(bootstrap: str, topic: str, mock: bool) -> None:
 
 
 class Produced(NamedTuple):
-    """A produce run: seconds, and the CPU seconds of the thread that called ``produce()``."""
+    """A produce run: seconds in all, seconds of them in the final ``flush()`` (the records
+    still undelivered when the last ``produce()`` returned), and the CPU seconds of the thread
+    that called ``produce()`` and the seconds it waited, runnable, for a CPU (Linux
+    schedstat; 0 elsewhere): the rate is bound by that thread, so a slow run is either more CPU
+    per record on the client's side or less CPU given to it."""
 
     seconds: float
+    flush_seconds: float
     thread_cpu: float
+    thread_waited: float
+
+
+def _thread_waited() -> float:
+    """Seconds the calling thread has waited on a run queue (0 without schedstat)."""
+    try:
+        with open("/proc/thread-self/schedstat") as f:
+            return int(f.read().split()[1]) / 1e9
+    except (OSError, IndexError, ValueError):
+        return 0.0
 
 
 def bench_produce(bootstrap: str, topic: str, records: int) -> Produced:
@@ -160,7 +175,7 @@ def bench_produce(bootstrap: str, topic: str, records: int) -> Produced:
     value = os.urandom(VALUE_BYTES)
     produce = producer.produce
     poll = producer.poll
-    cpu0 = time.thread_time()
+    cpu0, waited0 = time.thread_time(), _thread_waited()
     started = time.perf_counter()
     for _ in range(records):
         try:
@@ -168,11 +183,13 @@ def bench_produce(bootstrap: str, topic: str, records: int) -> Produced:
         except BufferError:
             poll(0.001)
             produce(topic, value, partition=0)
+    flushing = time.perf_counter()
     remaining = producer.flush(120)
-    elapsed = time.perf_counter() - started
+    ended = time.perf_counter()
     if remaining:
         raise RuntimeError(f"{remaining} records were not delivered")
-    return Produced(elapsed, time.thread_time() - cpu0)
+    return Produced(ended - started, ended - flushing, time.thread_time() - cpu0,
+                    _thread_waited() - waited0)
 
 
 def bench_consume(bootstrap: str, topic: str, records: int) -> float:
@@ -400,8 +417,10 @@ def run(sides: list[Side], args: argparse.Namespace, index: int) -> dict[str, di
         out[side.name]["produce"] = records / produced.seconds
         print(f"[{side.name}] produce {records:,} x {VALUE_BYTES} B: "
               f"{records / produced.seconds:,.0f} rec/s, {mb / produced.seconds:,.1f} MB/s "
-              f"({produced.seconds:.2f} s; the thread calling produce() on CPU "
-              f"{produced.thread_cpu:.2f} s); CPU s per million records: "
+              f"({produced.seconds:.2f} s, {produced.flush_seconds:.2f} s of it in flush(); "
+              f"the thread calling produce() on CPU {produced.thread_cpu:.2f} s, waiting for "
+              f"a CPU {produced.thread_waited:.2f} s); "
+              f"CPU s per million records: "
               f"{_per_m(cpu0, side.cpu(), side, records)}", flush=True)
     for side in order:
         if side.mock:
