@@ -252,7 +252,6 @@ class _RoundConsumer:
             "fetch.wait.max.ms": side.fetch_wait_ms})
         part = confluent_kafka.TopicPartition(topic, 0)
         self.next_offset = self.consumer.get_watermark_offsets(part, timeout=10)[1]
-        self.consumer.assign([confluent_kafka.TopicPartition(topic, 0, self.next_offset)])
         self.elapsed = self.from_first = 0.0
         self.after_first = 0
         self.queued: list[int] = []
@@ -262,13 +261,14 @@ class _RoundConsumer:
     def round(self, n: int, timed: bool) -> None:
         """Produce ``n`` records (untimed), then consume them (timed)."""
         consumer, topic = self.consumer, self.topic
+        where = [confluent_kafka.TopicPartition(topic, 0, self.next_offset)]
         cpu0 = self.side.cpu()
-        if self.fresh:
-            consumer.unassign()
+        if not self.fresh:
+            consumer.assign(where)
         bench_produce(self.side.bootstrap, topic, n)
         started = time.perf_counter()
         if self.fresh:
-            consumer.assign([confluent_kafka.TopicPartition(topic, 0, self.next_offset)])
+            consumer.assign(where)
         # what the consumer holds already when the clock starts (non-blocking)
         got = len(consumer.consume(num_messages=n, timeout=0))
         self.queued.append(got)
@@ -281,6 +281,9 @@ class _RoundConsumer:
             if time.perf_counter() - started > 60:
                 raise RuntimeError(f"consumed only {got} of {n} records in 60 s")
         ended = time.perf_counter()
+        # Unassigned between its rounds: an assigned consumer of the mock fetches every
+        # MOCK_FETCH_WAIT_MS, which would load the client while the other broker's round runs.
+        consumer.unassign()
         self.next_offset += n
         if timed:
             self.elapsed += ended - started
@@ -309,7 +312,8 @@ def consume_rounds(sides: list[Side], topic: str, records: int, round_size: int,
     at the beginning of 200 MB would find its offsets deleted and jump to the end. ``fresh``:
     the partition is unassigned while a round is produced and assigned at the round's first
     offset when the clock starts, so every record is fetched inside the timed part; without it
-    (the old method) the consumer stays assigned and prefetches the round while it is produced.
+    (the old method) the consumer is assigned before the round is produced and prefetches it.
+    Either way it is unassigned when its round is over.
     """
     consumers = [_RoundConsumer(side, topic, fresh) for side in sides]
     done = -round_size  # one untimed warm-up round: connections and the fetch path set up
