@@ -441,8 +441,8 @@ def run(sides: list[Side], args: argparse.Namespace, index: int) -> dict[str, di
     for side in order:
         for label, r in (("assigned per round, every record fetched in the timed part",
                           fresh[side.name]),
-                         ("old method: assigned throughout, the round prefetched while "
-                          "produced", prefetched[side.name])):
+                         ("old method: assigned while the round is produced, which it "
+                          "prefetches", prefetched[side.name])):
             cpu = r.cpu
             print(f"[{side.name}] consume {records:,} in rounds of {MOCK_ROUND:,} ({label}): "
                   f"{records / r.seconds:,.0f} rec/s ({r.seconds:.2f} s); from each round's "
