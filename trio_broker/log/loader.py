@@ -55,11 +55,9 @@ class LoadedLog(NamedTuple):
 
 
 def new_log(directory: Path, config: LogConfig) -> LoadedLog:
-    """A new partition's log, in the directory just made for it: one empty segment, whose
-    index files wait for its first flush or close (two file creations fewer before the
-    partition is answered; a missing index reads as empty)."""
-    segment = LogSegment(directory, 0, config, index_files=False)
-    return LoadedLog([segment], [0], 0, 0, 0, created_segment=True)
+    """A new partition's log, in the directory just made for it: one empty segment (its log
+    and index files created), nothing to scan, recover or read."""
+    return LoadedLog([LogSegment(directory, 0, config)], [0], 0, 0, 0, created_segment=True)
 
 
 class LogLoader:

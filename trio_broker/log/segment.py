@@ -49,17 +49,14 @@ def segment_file_name(base_offset: int, suffix: str) -> str:
 
 
 class LogSegment:
-    def __init__(self, directory: Path, base_offset: int, config: LogConfig, *,
-                 index_files: bool = True) -> None:
-        """``index_files=False``: a new, empty segment's index files are made by its first
-        flush or close, not now (``loader.new_log``)."""
+    def __init__(self, directory: Path, base_offset: int, config: LogConfig) -> None:
         self.base_offset = base_offset
         self.log_path = directory / segment_file_name(base_offset, LOG_SUFFIX)
         self.fd = os.open(self.log_path, os.O_RDWR | os.O_CREAT, 0o644)
         try:
             self.size = os.fstat(self.fd).st_size
             # The indexes hold no descriptor (``index.py``): the log file is the segment's one.
-            new = self.size == 0 and index_files
+            new = self.size == 0
             self.offset_index = OffsetIndex(
                 directory / segment_file_name(base_offset, INDEX_SUFFIX),
                 base_offset,
