@@ -52,7 +52,7 @@ from ..protocol.errors import RemoteProtocolError, UnsupportedVersionError
 from ..protocol.framing import NEED_DATA
 from ..protocol.messages import decode_request_header, peek_correlation_id
 from .acceptor import Acceptor
-from .connection import Connection, ProcessorSettings, peer_address
+from .connection import Connection, ProcessorSettings, peer_address, receive_bytes
 from .quotas import ConnectionQuotas
 from .request_channel import (
     CloseConnectionResponse,
@@ -74,6 +74,10 @@ LOGGER = logging.getLogger(__name__)
 _RECEIVE_SIZE = 65536
 #: the rest of a big frame is read in reads of up to this size (fewer loop passes per MB)
 _RECEIVE_MAX = 1 << 20
+#: pipelined frames answered between two yields of a connection task: this many bytes of them,
+#: each counted as YIELD_FRAME_MIN at least (16 small ones), so one connection's buffer does not
+#: hold the loop, nor does each small request pay a loop pass (docs/architecture.md)
+YIELD_BYTES, YIELD_FRAME_MIN = 65536, 4096
 #: how long closing may take (a TLS close_notify to a peer that does not read)
 _CLOSE_TIMEOUT_S = 1.0
 #: TCP_NOTSENT_LOWAT of every connection: the socket reports writable only while less than this
@@ -219,6 +223,7 @@ class Processor:
         # a SASL listener's connections write each answer on its own (authentication state)
         batched = channel.batched_keys if conn.sasl is None else frozenset()
         eof = False
+        ran = 0  # pipelined frames' bytes answered since this task last yielded (a read yields)
         with trio.CancelScope(deadline=trio.current_time() + idle_s) as idle:
             conn.idle_scope = idle
             if isinstance(conn.stream, trio.SSLStream):
@@ -240,8 +245,9 @@ class Processor:
                         await self._send_unsent(conn)
                     if eof or self.draining:
                         return "client_closed" if eof else "shutdown"
-                    data = await conn.stream.receive_some(
-                        min(max(_RECEIVE_SIZE, decoder.missing_bytes()), _RECEIVE_MAX))
+                    data = await receive_bytes(
+                        conn.stream, min(max(_RECEIVE_SIZE, decoder.missing_bytes()), _RECEIVE_MAX))
+                    ran = 0
                     if not data:
                         # Half-closed: still answer whatever whole frames are buffered.
                         eof = True
@@ -324,10 +330,11 @@ class Processor:
                 deadline = trio.current_time() + idle_s
                 if deadline - idle.deadline > slack_s:
                     idle.deadline = deadline
-                if decoder.buffered:
-                    # Pipelined frames: yield between requests, as the queue's hand-off did
-                    # (an inline request answered by one write has not yielded yet).
-                    await trio.lowlevel.checkpoint()
+                if decoder.buffered:  # pipelined frames (an answer's one write did not yield)
+                    ran += max(len(frame), YIELD_FRAME_MIN)
+                    if ran >= YIELD_BYTES:
+                        ran = 0
+                        await trio.lowlevel.checkpoint()
         return "idle_timeout"
 
     async def _send_unsent(self, conn: Connection) -> None:
