@@ -1,8 +1,11 @@
 """Pipeline benchmark: Metadata requests/s through the broker's full request path, next to a
 bare Trio echo server answering the same bytes, plus start-up times.
 
-Run: ``.venv/bin/python bench/bench_pipeline.py [--seconds 5]``. The load generator is a separate
-process using blocking sockets, so it never shares a core's event loop with the server.
+Run: ``.venv/bin/python bench/bench_pipeline.py [--seconds 5] [--rounds 5]``. The load generator
+is a separate process using blocking sockets, so it never shares a core's event loop with the
+server. The request rates are measured in rounds, broker and echo server alternating, and each
+figure is printed as the median with the spread of the rounds: the one-in-flight ratio moves by
+more between runs than most changes move it.
 """
 
 from __future__ import annotations
@@ -71,13 +74,15 @@ def _load(port: int, depth: int, seconds: float, out: mp.Queue, request: bytes) 
     buf = bytearray()
     batch = request * depth
     done = 0
-    end = time.perf_counter() + seconds
+    start = time.perf_counter()
+    end = start + seconds
     while time.perf_counter() < end:
         sock.sendall(batch)
         _read_frames(sock, buf, depth)
         done += depth
+    took = time.perf_counter() - start
     sock.close()
-    out.put(done)
+    out.put((done, took))
 
 
 def cpu_seconds(pid: int) -> float:
@@ -94,14 +99,15 @@ def measure(port: int, *, connections: int, depth: int, seconds: float,
     out: mp.Queue = mp.Queue()
     procs = [mp.Process(target=_load, args=(port, depth, seconds, out, request))
              for _ in range(connections)]
-    t0 = time.perf_counter()
     for p in procs:
         p.start()
-    total = sum(out.get() for _ in procs)
+    runs = [out.get() for _ in procs]
     for p in procs:
         p.join()
     cpu = cpu_seconds(pid) - cpu0 if pid else 0.0
-    return total / (time.perf_counter() - t0), cpu / max(1, total) * 1e6
+    # timed by the load processes themselves, so their start-up is not counted in the rate
+    total = sum(done for done, _ in runs)
+    return total / max(took for _, took in runs), cpu / max(1, total) * 1e6
 
 
 ECHO_SERVER = r'''
@@ -242,7 +248,11 @@ def mock_first_produce_ms(repeats: int) -> list[float]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--seconds", type=float, default=5.0)
+    parser.add_argument("--seconds", type=float, default=5.0,
+                        help="per server and scenario, split into the rounds")
+    parser.add_argument("--rounds", type=int, default=5,
+                        help="rounds per scenario, broker and echo server alternating; the "
+                             "median and (min-max) over them are printed")
     parser.add_argument("--requests-only", action="store_true",
                         help="skip the start-up figures; measure only the request rates")
     parser.add_argument("--api", choices=("metadata", "produce"), action="append",
@@ -255,7 +265,7 @@ def main() -> None:
     if not args.requests_only:
         startup_figures()
     for api in args.api or ["metadata"]:
-        request_rates(args.seconds, api)
+        request_rates(args.seconds, api, args.rounds)
 
 
 def startup_figures() -> None:
@@ -284,13 +294,18 @@ def startup_figures() -> None:
           f"(min {min(mock_first):.1f}, n=20)")
 
 
-def request_rates(seconds: float, api: str = "metadata") -> None:
-    """Requests/s and CPU per request of the broker and the bare Trio echo server, same run."""
+def request_rates(seconds: float, api: str = "metadata", rounds: int = 5) -> None:
+    """Requests/s and CPU per request of the broker and the bare Trio echo server, same run:
+    each scenario in ``rounds`` rounds of ``seconds / rounds``, the two servers alternating
+    (which goes first alternates too), so the spread between rounds is printed next to each
+    figure: the median, then (min-max) over the rounds; a round's ratio is its broker rate
+    over its echo rate."""
     setup, request, title = b"", REQUEST, "Metadata v1 (no topics)"
     if api == "produce":
         (setup, request), title = produce_frames(), "Produce v7 acks=1, 1 record"
     scenarios = [("1 connection, 1 in flight", 1, 1), ("1 connection, 16 pipelined", 1, 16),
                  ("4 connections, 16 pipelined each", 4, 16)]
+    each = seconds / rounds
     rows = []
     with tempfile.TemporaryDirectory() as data:
         bport = _free_port()
@@ -300,23 +315,38 @@ def request_rates(seconds: float, api: str = "metadata") -> None:
         echo = subprocess.Popen([sys.executable, "-c", ECHO_SERVER, str(eport), response.hex()],
                                 stdout=subprocess.PIPE, text=True)
         _wait_line(echo, "ready")
+        servers = [(bport, broker.pid), (eport, echo.pid)]
         try:
             for name, conns, depth in scenarios:
-                b = measure(bport, connections=conns, depth=depth, seconds=seconds,
-                            pid=broker.pid, request=request)
-                e = measure(eport, connections=conns, depth=depth, seconds=seconds,
-                            pid=echo.pid, request=request)
-                rows.append((name, b, e))
+                b_runs, e_runs = [], []
+                for round_ in range(rounds):
+                    for port, pid in servers[::-1] if round_ % 2 else servers:
+                        figure = measure(port, connections=conns, depth=depth, seconds=each,
+                                         pid=pid, request=request)
+                        (b_runs if port == bport else e_runs).append(figure)
+                rows.append((name, b_runs, e_runs))
         finally:
             broker.terminate()
             echo.terminate()
             broker.wait()
             echo.wait()
-    print(f"\n{title:36} {'broker req/s':>14} {'echo req/s':>12} "
-          f"{'ratio':>7} {'broker CPU us/req':>18} {'echo CPU us/req':>16}")
-    for name, (b, b_cpu), (e, e_cpu) in rows:
-        print(f"{name:36} {b:14,.0f} {e:12,.0f} {b / e:7.2f} {b_cpu:18.1f} {e_cpu:16.1f}")
+    print(f"\n{title}: median (min-max) of {rounds} rounds of {each:g} s, broker and echo "
+          "alternating")
+    print(f"{'':34} {'broker req/s':>24} {'echo req/s':>26} {'ratio':>16} "
+          f"{'broker CPU us/req':>20} {'echo CPU us/req':>18}")
+    for name, b_runs, e_runs in rows:
+        ratios = [b[0] / e[0] for b, e in zip(b_runs, e_runs, strict=True)]
+        print(f"{name:34} {spread([b[0] for b in b_runs], ',.0f'):>24} "
+              f"{spread([e[0] for e in e_runs], ',.0f'):>26} {spread(ratios, '.2f'):>16} "
+              f"{spread([b[1] for b in b_runs], '.1f'):>20} "
+              f"{spread([e[1] for e in e_runs], '.1f'):>18}")
     print(f"load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+
+
+def spread(values: list[float], fmt: str) -> str:
+    """``median (min-max)``: a figure with the spread it was measured with."""
+    return (f"{format(statistics.median(values), fmt)} "
+            f"({format(min(values), fmt)}-{format(max(values), fmt)})")
 
 
 if __name__ == "__main__":
