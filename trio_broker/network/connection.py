@@ -6,9 +6,7 @@ responses meet at (the response slot), and it is all a connection task needs to 
 
 from __future__ import annotations
 
-import errno
 import itertools
-import os
 from typing import TYPE_CHECKING
 
 import attrs
@@ -129,42 +127,6 @@ class Connection:
             response.close()
 
 
-async def receive_bytes(stream: trio.abc.Stream, max_bytes: int) -> bytes | bytearray:
-    """``stream.receive_some(max_bytes)``, with a plain socket read by hand: the same read
-    first, yield if it got bytes, else wait until readable (Trio's order), without the layers
-    of Trio's socket wrappers around the one system call (their context managers and the
-    conflict check cost about as much per small request as its own header decoding)."""
-    if type(stream) is not trio.SocketStream:
-        return await stream.receive_some(max_bytes)
-    sock = stream.socket
-    fd = sock.fileno()
-    try:
-        data: bytes = os.read(fd, max_bytes)
-    except BlockingIOError:
-        pass
-    except OSError as exc:
-        raise _stream_error(exc) from exc
-    else:
-        await trio.lowlevel.checkpoint()
-        return data
-    while True:
-        await trio.lowlevel.wait_readable(sock)
-        try:
-            return os.read(fd, max_bytes)
-        except BlockingIOError:
-            continue
-        except OSError as exc:
-            raise _stream_error(exc) from exc
-
-
-def _stream_error(exc: OSError) -> trio.BrokenResourceError | trio.ClosedResourceError:
-    """The error ``SocketStream.receive_some`` reports for ``exc`` (a closed descriptor, or
-    a peer that went away)."""
-    if exc.errno == errno.EBADF:
-        return trio.ClosedResourceError("this socket was already closed")
-    return trio.BrokenResourceError(f"socket connection broken: {exc}")
-
-
 def peer_address(stream: trio.SocketStream) -> tuple[str, int]:
     """(host, port) of the connection's peer; ("unknown", 0) when the socket cannot tell."""
     try:
@@ -174,5 +136,4 @@ def peer_address(stream: trio.SocketStream) -> tuple[str, int]:
     return str(host), int(port)
 
 
-__all__ = ["UNSENT_MAX_BYTES", "Connection", "ProcessorSettings", "UnsentResponses",
-           "peer_address", "receive_bytes"]
+__all__ = ["UNSENT_MAX_BYTES", "Connection", "ProcessorSettings", "UnsentResponses", "peer_address"]

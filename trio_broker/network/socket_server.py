@@ -52,7 +52,7 @@ from ..protocol.errors import RemoteProtocolError, UnsupportedVersionError
 from ..protocol.framing import NEED_DATA
 from ..protocol.messages import decode_request_header, peek_correlation_id
 from .acceptor import Acceptor
-from .connection import Connection, ProcessorSettings, peer_address, receive_bytes
+from .connection import Connection, ProcessorSettings, peer_address
 from .quotas import ConnectionQuotas
 from .request_channel import (
     CloseConnectionResponse,
@@ -245,8 +245,8 @@ class Processor:
                         await self._send_unsent(conn)
                     if eof or self.draining:
                         return "client_closed" if eof else "shutdown"
-                    data = await receive_bytes(
-                        conn.stream, min(max(_RECEIVE_SIZE, decoder.missing_bytes()), _RECEIVE_MAX))
+                    data = await conn.stream.receive_some(
+                        min(max(_RECEIVE_SIZE, decoder.missing_bytes()), _RECEIVE_MAX))
                     ran = 0
                     if not data:
                         # Half-closed: still answer whatever whole frames are buffered.
