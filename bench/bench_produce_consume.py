@@ -1,8 +1,8 @@
 """Produce and consume throughput and end-to-end latency with confluent-kafka (librdkafka).
 
-Run: ``.venv/bin/python bench/bench_produce_consume.py [--records 2000000]``. Not part of the
-test suite. Starts ``trio-broker serve`` as a subprocess on a free loopback port with its data in
-a temporary directory, then measures, with one partition and 100-byte values:
+Run: ``.venv/bin/python bench/bench_produce_consume.py [--records 2000000] [--runs 3]``. Not
+part of the test suite. Starts ``trio-broker serve`` as a subprocess on a free loopback port with
+its data in a temporary directory, then measures, with one partition and 100-byte values:
 
 1. produce: ``--records`` records, acks=1, linger.ms=5, librdkafka's default batching;
 2. consume: all of them back from offset 0, ``consume(num_messages=10000)`` with
@@ -27,6 +27,15 @@ produced and assigned at the round's first offset when the clock starts: every r
 round is fetched inside the timed part, on both brokers alike (the bench prints how many records
 the consumer held at the start: 0 is expected). The consume figure of the mock is that; ours is
 printed both ways, with the old method's figures and the read from offset 0 for comparison.
+
+Both brokers run for the whole invocation and take turns: each produce, read and latency figure
+is measured on one broker after the other, in an order that alternates from run to run, and the
+consume rounds alternate round by round, so both meet the same machine. The figures are bound by
+the client and swing from run to run (the produce rate is the CPU time of the thread calling
+``produce()``, printed with it): ``--runs N`` repeats everything and prints each ratio's min /
+median / max. The process's first produce is an untimed warm-up: it also pays for the client's
+queue memory, which would penalise whichever broker came first.
+
 Figures go to docs/benchmarks.md ("Produce and consume (confluent-kafka)").
 """
 
@@ -47,7 +56,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from typing import NamedTuple
 
 import confluent_kafka
@@ -137,13 +146,36 @@ def create_topic(bootstrap: str, topic: str, mock: bool) -> None:
     _wait_for_topic(bootstrap, topic)  # the mock cluster auto-creates on Metadata
 
 
-def bench_produce(bootstrap: str, topic: str, records: int) -> float:
+class Produced(NamedTuple):
+    """A produce run: seconds in all, seconds of them in the final ``flush()`` (the records
+    still undelivered when the last ``produce()`` returned), and the CPU seconds of the thread
+    that called ``produce()`` and the seconds it waited, runnable, for a CPU (Linux
+    schedstat; 0 elsewhere): the rate is bound by that thread, so a slow run is either more CPU
+    per record on the client's side or less CPU given to it."""
+
+    seconds: float
+    flush_seconds: float
+    thread_cpu: float
+    thread_waited: float
+
+
+def _thread_waited() -> float:
+    """Seconds the calling thread has waited on a run queue (0 without schedstat)."""
+    try:
+        with open("/proc/thread-self/schedstat") as f:
+            return int(f.read().split()[1]) / 1e9
+    except (OSError, IndexError, ValueError):
+        return 0.0
+
+
+def bench_produce(bootstrap: str, topic: str, records: int) -> Produced:
     producer = confluent_kafka.Producer({
         "bootstrap.servers": bootstrap, "acks": 1, "linger.ms": 5,
         "queue.buffering.max.messages": 1_000_000, "queue.buffering.max.kbytes": 1_048_576})
     value = os.urandom(VALUE_BYTES)
     produce = producer.produce
     poll = producer.poll
+    cpu0, waited0 = time.thread_time(), _thread_waited()
     started = time.perf_counter()
     for _ in range(records):
         try:
@@ -151,11 +183,13 @@ def bench_produce(bootstrap: str, topic: str, records: int) -> float:
         except BufferError:
             poll(0.001)
             produce(topic, value, partition=0)
+    flushing = time.perf_counter()
     remaining = producer.flush(120)
-    elapsed = time.perf_counter() - started
+    ended = time.perf_counter()
     if remaining:
         raise RuntimeError(f"{remaining} records were not delivered")
-    return elapsed
+    return Produced(ended - started, ended - flushing, time.thread_time() - cpu0,
+                    _thread_waited() - waited0)
 
 
 def bench_consume(bootstrap: str, topic: str, records: int) -> float:
@@ -176,50 +210,68 @@ def bench_consume(bootstrap: str, topic: str, records: int) -> float:
     return elapsed
 
 
+class Side(NamedTuple):
+    """One broker under test: ``pid`` is the broker's process (``None``: the in-process mock)."""
+
+    name: str
+    bootstrap: str
+    pid: int | None
+    #: the consumers' ``fetch.wait.max.ms`` (see MOCK_FETCH_WAIT_MS)
+    fetch_wait_ms: int
+
+    @property
+    def mock(self) -> bool:
+        return self.pid is None
+
+    def cpu(self) -> tuple[float, float]:
+        """CPU seconds so far: (the broker's process, this process)."""
+        return (_cpu_s(self.pid) if self.pid else 0.0), _cpu_s(None)
+
+
 class Rounds(NamedTuple):
     """A consume in rounds: seconds timed; records/s from each round's first fetched record
     to its last (without the time to the first record); median records the consumer held
     already when a round's clock started; median ms from the clock's start to the first
-    record."""
+    record; CPU seconds of (the broker, this process) over the rounds, production included."""
 
     seconds: float
     after_first_rate: float
     queued_at_start: float
     first_ms: float
+    cpu: tuple[float, float]
 
 
-def bench_consume_rounds(bootstrap: str, topic: str, records: int, round_size: int,
-                         fetch_wait_ms: int, fresh: bool) -> Rounds:
-    """Consume time for ``records`` produced in rounds of ``round_size`` (timed: consume only).
+class _RoundConsumer:
+    """One broker's consumer of rounds; ``fresh``: see ``consume_rounds``."""
 
-    For the mock broker, which keeps only the newest ~5 MB of a partition: a consumer starting
-    at the beginning of 200 MB would find its offsets deleted and jump to the end. ``fresh``:
-    the partition is unassigned while a round is produced and assigned at the round's first
-    offset when the clock starts, so every record is fetched inside the timed part; without it
-    (the old method) the consumer stays assigned and prefetches the round while it is produced.
-    """
-    consumer = confluent_kafka.Consumer({
-        "bootstrap.servers": bootstrap, "group.id": "bench-rounds", "enable.auto.commit": False,
-        "fetch.queue.backoff.ms": 1, "fetch.wait.max.ms": fetch_wait_ms})
-    part = confluent_kafka.TopicPartition(topic, 0)
-    next_offset = consumer.get_watermark_offsets(part, timeout=10)[1]
-    consumer.assign([confluent_kafka.TopicPartition(topic, 0, next_offset)])
-    elapsed = from_first = 0.0
-    after_first = 0
-    queued: list[int] = []
-    firsts: list[float] = []
-    done = -round_size  # one untimed warm-up round: connections and the fetch path set up
-    while done < records:
-        n = min(round_size, records - max(done, 0))
-        if fresh:
-            consumer.unassign()
-        bench_produce(bootstrap, topic, n)
+    def __init__(self, side: Side, topic: str, fresh: bool) -> None:
+        self.side, self.topic, self.fresh = side, topic, fresh
+        self.consumer = confluent_kafka.Consumer({
+            "bootstrap.servers": side.bootstrap, "group.id": "bench-rounds",
+            "enable.auto.commit": False, "fetch.queue.backoff.ms": 1,
+            "fetch.wait.max.ms": side.fetch_wait_ms})
+        part = confluent_kafka.TopicPartition(topic, 0)
+        self.next_offset = self.consumer.get_watermark_offsets(part, timeout=10)[1]
+        self.elapsed = self.from_first = 0.0
+        self.after_first = 0
+        self.queued: list[int] = []
+        self.firsts: list[float] = []
+        self.broker_cpu = self.client_cpu = 0.0
+
+    def round(self, n: int, timed: bool) -> None:
+        """Produce ``n`` records (untimed), then consume them (timed)."""
+        consumer, topic = self.consumer, self.topic
+        where = [confluent_kafka.TopicPartition(topic, 0, self.next_offset)]
+        cpu0 = self.side.cpu()
+        if not self.fresh:
+            consumer.assign(where)
+        bench_produce(self.side.bootstrap, topic, n)
         started = time.perf_counter()
-        if fresh:
-            consumer.assign([confluent_kafka.TopicPartition(topic, 0, next_offset)])
+        if self.fresh:
+            consumer.assign(where)
         # what the consumer holds already when the clock starts (non-blocking)
         got = len(consumer.consume(num_messages=n, timeout=0))
-        queued.append(got)
+        self.queued.append(got)
         first, first_got = (started, 0) if got else (0.0, 0)
         while got < n:
             batch = consumer.consume(num_messages=min(10_000, n - got), timeout=1.0)
@@ -229,16 +281,49 @@ def bench_consume_rounds(bootstrap: str, topic: str, records: int, round_size: i
             if time.perf_counter() - started > 60:
                 raise RuntimeError(f"consumed only {got} of {n} records in 60 s")
         ended = time.perf_counter()
-        if done >= 0:
-            elapsed += ended - started
-            from_first += ended - first
-            after_first += n - first_got
-            firsts.append((first - started) * 1000)
+        # Unassigned between its rounds: an assigned consumer of the mock fetches every
+        # MOCK_FETCH_WAIT_MS, which would load the client while the other broker's round runs.
+        consumer.unassign()
+        self.next_offset += n
+        if timed:
+            self.elapsed += ended - started
+            self.from_first += ended - first
+            self.after_first += n - first_got
+            self.firsts.append((first - started) * 1000)
+            cpu1 = self.side.cpu()
+            self.broker_cpu += cpu1[0] - cpu0[0]
+            self.client_cpu += cpu1[1] - cpu0[1]
+
+    def close(self) -> Rounds:
+        self.consumer.close()
+        return Rounds(self.elapsed, self.after_first / self.from_first,
+                      statistics.median(self.queued[1:]), statistics.median(self.firsts),
+                      (self.broker_cpu, self.client_cpu))
+
+
+def consume_rounds(sides: list[Side], topic: str, records: int, round_size: int,
+                   fresh: bool) -> dict[str, Rounds]:
+    """Consume time for ``records`` produced in rounds of ``round_size`` (timed: consume only),
+    on each broker, the brokers' rounds interleaved (one round each in turn) so that both meet
+    the same machine: measured one broker after the other, the time to a round's first record
+    drifted by 2-4 ms between the two halves of a run, more than the brokers differ.
+
+    For the mock broker, which keeps only the newest ~5 MB of a partition: a consumer starting
+    at the beginning of 200 MB would find its offsets deleted and jump to the end. ``fresh``:
+    the partition is unassigned while a round is produced and assigned at the round's first
+    offset when the clock starts, so every record is fetched inside the timed part; without it
+    (the old method) the consumer is assigned before the round is produced and prefetches it.
+    Either way it is unassigned when its round is over.
+    """
+    consumers = [_RoundConsumer(side, topic, fresh) for side in sides]
+    done = -round_size  # one untimed warm-up round: connections and the fetch path set up
+    while done < records:
+        n = min(round_size, records - max(done, 0))
+        for c in consumers:
+            c.round(n, timed=done >= 0)
+        consumers.reverse()  # neither broker always goes first
         done += n
-        next_offset += n
-    consumer.close()
-    return Rounds(elapsed, after_first / from_first, statistics.median(queued[1:]),
-                  statistics.median(firsts))
+    return {c.side.name: c.close() for c in consumers}
 
 
 def bench_latency(bootstrap: str, topic: str, rate: int, seconds: float,
@@ -312,60 +397,112 @@ def _cpu_s(pid: int | None) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def run(name: str, bootstrap: str, args: argparse.Namespace, mock: bool,
-        broker_pid: int | None = None) -> dict[str, float]:
-    create_topic(bootstrap, "bench", mock)
-    create_topic(bootstrap, "latency", mock)
-    create_topic(bootstrap, "rounds", mock)
-    mb = args.records * VALUE_BYTES / 1e6
-    cpu = [(_cpu_s(broker_pid) if broker_pid else 0.0, _cpu_s(None))]
-    produce_s = bench_produce(bootstrap, "bench", args.records)
-    cpu.append((_cpu_s(broker_pid) if broker_pid else 0.0, _cpu_s(None)))
-    print(f"[{name}] produce {args.records:,} x {VALUE_BYTES} B: {args.records / produce_s:,.0f} "
-          f"rec/s, {mb / produce_s:,.1f} MB/s ({produce_s:.2f} s)", flush=True)
-    if mock:
-        fresh = bench_consume_rounds(bootstrap, "rounds", args.records, MOCK_ROUND,
-                                     MOCK_FETCH_WAIT_MS, fresh=True)
-        consume_s = fresh.seconds
-    else:
-        consume_s = bench_consume(bootstrap, "bench", args.records)
-        print(f"[{name}] consume {args.records:,} from offset 0 (one read): "
-              f"{args.records / consume_s:,.0f} rec/s, {mb / consume_s:,.1f} MB/s "
-              f"({consume_s:.2f} s)", flush=True)
-    cpu.append((_cpu_s(broker_pid) if broker_pid else 0.0, _cpu_s(None)))
-    if not mock:
-        fresh = bench_consume_rounds(bootstrap, "rounds", args.records, MOCK_ROUND, 500,
-                                     fresh=True)
-    prefetched = bench_consume_rounds(bootstrap, "rounds", args.records, MOCK_ROUND,
-                                      MOCK_FETCH_WAIT_MS if mock else 500, fresh=False)
-    for label, r in (("assigned per round, every record fetched in the timed part", fresh),
-                     ("old method: assigned throughout, the round prefetched while produced",
-                      prefetched)):
-        print(f"[{name}] consume {args.records:,} in rounds of {MOCK_ROUND:,} ({label}): "
-              f"{args.records / r.seconds:,.0f} rec/s ({r.seconds:.2f} s); from each round's "
-              f"first record {r.after_first_rate:,.0f} rec/s; median records held at the "
-              f"clock's start {r.queued_at_start:,.0f}, ms to the first record "
-              f"{r.first_ms:.2f}", flush=True)
-    per_m = 1e6 / args.records
-    (b0, c0), (b1, c1), (b2, c2) = cpu
-    where = "broker {:.2f}, client process {:.2f}" if broker_pid else (
-        "client process with the mock inside {1:.2f}")
-    print(f"[{name}] CPU s per million records: produce "
-          f"{where.format((b1 - b0) * per_m, (c1 - c0) * per_m)}; consume "
-          f"{where.format((b2 - b1) * per_m, (c2 - c1) * per_m)}"
-          + (" (the mock's: the rounds assigned per round, their production included)"
-             if mock else " (the read from offset 0)"),
-          flush=True)
-    latencies = bench_latency(bootstrap, "latency", args.rate, args.seconds,
-                              MOCK_FETCH_WAIT_MS if mock else 500)
-    p50, p99, p999 = (_pct(latencies, q) for q in (0.5, 0.99, 0.999))
-    print(f"[{name}] end-to-end latency at {args.rate:,} msg/s, linger.ms=0, {args.seconds:g} s: "
-          f"p50 {p50:.2f} ms, p99 {p99:.2f} ms, p99.9 {p999:.2f} ms, "
-          f"max {max(latencies):.2f} ms, mean {statistics.fmean(latencies):.2f} ms", flush=True)
-    return {"produce": args.records / produce_s, "consume_read": args.records / consume_s,
-            "consume": args.records / fresh.seconds, "consume_first": fresh.after_first_rate,
-            "consume_prefetched": args.records / prefetched.seconds,
-            "p50": p50, "p99": p99, "p999": p999}
+def _per_m(cpu0: tuple[float, float], cpu1: tuple[float, float], side: Side,
+           records: int) -> str:
+    broker, client = ((b - a) * 1e6 / records for a, b in zip(cpu0, cpu1))
+    if side.mock:
+        return f"client process with the mock inside {client:.2f}"
+    return f"broker {broker:.2f}, client process {client:.2f}"
+
+
+def run(sides: list[Side], args: argparse.Namespace, index: int) -> dict[str, dict[str, float]]:
+    """One run: each figure measured on every broker, one broker after the other (the order
+    alternates from run to run; consume rounds alternate round by round)."""
+    order = sides if index % 2 == 0 else sides[::-1]
+    records = args.records
+    mb = records * VALUE_BYTES / 1e6
+    topic = f"bench-{index}"
+    out: dict[str, dict[str, float]] = {side.name: {} for side in sides}
+    for side in order:
+        create_topic(side.bootstrap, topic, side.mock)
+    for side in order:
+        cpu0 = side.cpu()
+        produced = bench_produce(side.bootstrap, topic, records)
+        out[side.name]["produce"] = records / produced.seconds
+        print(f"[{side.name}] produce {records:,} x {VALUE_BYTES} B: "
+              f"{records / produced.seconds:,.0f} rec/s, {mb / produced.seconds:,.1f} MB/s "
+              f"({produced.seconds:.2f} s, {produced.flush_seconds:.2f} s of it in flush(); "
+              f"the thread calling produce() on CPU {produced.thread_cpu:.2f} s, waiting for "
+              f"a CPU {produced.thread_waited:.2f} s); "
+              f"CPU s per million records: "
+              f"{_per_m(cpu0, side.cpu(), side, records)}", flush=True)
+    for side in order:
+        if side.mock:
+            continue  # its partition keeps only the newest ~5 MB
+        cpu0 = side.cpu()
+        consume_s = bench_consume(side.bootstrap, topic, records)
+        out[side.name]["consume_read"] = records / consume_s
+        print(f"[{side.name}] consume {records:,} from offset 0 (one read): "
+              f"{records / consume_s:,.0f} rec/s, {mb / consume_s:,.1f} MB/s "
+              f"({consume_s:.2f} s); CPU s per million records: "
+              f"{_per_m(cpu0, side.cpu(), side, records)}", flush=True)
+    fresh = consume_rounds(order, "rounds", records, MOCK_ROUND, fresh=True)
+    prefetched = consume_rounds(order, "rounds", records, MOCK_ROUND, fresh=False)
+    for side in order:
+        for label, r in (("assigned per round, every record fetched in the timed part",
+                          fresh[side.name]),
+                         ("old method: assigned while the round is produced, which it "
+                          "prefetches", prefetched[side.name])):
+            cpu = r.cpu
+            print(f"[{side.name}] consume {records:,} in rounds of {MOCK_ROUND:,} ({label}): "
+                  f"{records / r.seconds:,.0f} rec/s ({r.seconds:.2f} s); from each round's "
+                  f"first record {r.after_first_rate:,.0f} rec/s; median records held at the "
+                  f"clock's start {r.queued_at_start:,.0f}, ms to the first record "
+                  f"{r.first_ms:.2f}; CPU s per million records, production included: "
+                  f"{_per_m((0.0, 0.0), cpu, side, records)}", flush=True)
+        r = fresh[side.name]
+        out[side.name].update(consume=records / r.seconds, consume_first=r.after_first_rate,
+                              first_ms=r.first_ms,
+                              consume_prefetched=records / prefetched[side.name].seconds)
+    for side in order:
+        latencies = bench_latency(side.bootstrap, "latency", args.rate, args.seconds,
+                                  side.fetch_wait_ms)
+        p50, p99, p999 = (_pct(latencies, q) for q in (0.5, 0.99, 0.999))
+        out[side.name].update(p50=p50, p99=p99, p999=p999)
+        print(f"[{side.name}] end-to-end latency at {args.rate:,} msg/s, linger.ms=0, "
+              f"{args.seconds:g} s: p50 {p50:.2f} ms, p99 {p99:.2f} ms, p99.9 {p999:.2f} ms, "
+              f"max {max(latencies):.2f} ms, mean {statistics.fmean(latencies):.2f} ms",
+              flush=True)
+    if len(sides) == 2:
+        ours, theirs = (out[side.name] for side in sides)
+        ratios = _ratios(ours, theirs)
+        print("trio-broker / mock{}: produce {produce:.2f}x, consume {consume:.2f}x (rounds "
+              "assigned per round; from the first record {consume_first:.2f}x; ms to the first "
+              "record {ours:.2f} / {theirs:.2f}), p99 latency {p99:.2f}x".format(
+                  f" (run {index + 1} of {args.runs})" if args.runs > 1 else "",
+                  ours=ours["first_ms"], theirs=theirs["first_ms"], **ratios))
+        print("  not the same measurement, for comparison with earlier runs: our read from "
+              "offset 0 / the mock's prefetched rounds {:.2f}x; prefetched rounds on both "
+              "{:.2f}x; load average {:.2f}".format(
+                  ours["consume_read"] / theirs["consume_prefetched"],
+                  ours["consume_prefetched"] / theirs["consume_prefetched"],
+                  os.getloadavg()[0]), flush=True)
+    return out
+
+
+def _ratios(ours: dict[str, float], theirs: dict[str, float]) -> dict[str, float]:
+    return {key: ours[key] / theirs[key] for key in ("produce", "consume", "consume_first", "p99")}
+
+
+def _summary(results: list[dict[str, dict[str, float]]], sides: list[Side]) -> None:
+    """Each ratio's min / median / max over the runs (the figures swing from run to run)."""
+    per_run = [_ratios(*(r[side.name] for side in sides)) for r in results]
+
+    def spread(values: list[float], fmt: str = "{:.2f}") -> str:
+        return " / ".join(fmt.format(v) for v in
+                          (min(values), statistics.median(values), max(values)))
+
+    print(f"trio-broker / mock over {len(results)} runs, min / median / max:")
+    for key, label in (("produce", "produce"), ("consume", "consume (rounds assigned per round)"),
+                       ("consume_first", "consume from each round's first record"),
+                       ("p99", "p99 latency")):
+        print(f"  {label}: {spread([r[key] for r in per_run])}")
+    for side in sides:
+        figures = [r[side.name] for r in results]
+        print(f"  [{side.name}] produce {spread([f['produce'] for f in figures], '{:,.0f}')} "
+              f"rec/s; consume {spread([f['consume'] for f in figures], '{:,.0f}')} rec/s; "
+              f"ms to the first record {spread([f['first_ms'] for f in figures])}; p99 "
+              f"{spread([f['p99'] for f in figures])} ms")
 
 
 def main() -> int:
@@ -373,6 +510,9 @@ def main() -> int:
     parser.add_argument("--records", type=int, default=2_000_000)
     parser.add_argument("--rate", type=int, default=10_000, help="latency run msg/s")
     parser.add_argument("--seconds", type=float, default=10.0, help="latency run length")
+    parser.add_argument("--runs", type=int, default=1,
+                        help="runs of every figure on both brokers, their order alternating; "
+                             "prints each ratio's min / median / max")
     parser.add_argument("--no-mock", action="store_true", help="skip the mock-broker baseline")
     parser.add_argument("--override", action="append", default=[], metavar="KEY=VALUE",
                         help="broker config override (repeatable)")
@@ -381,26 +521,33 @@ def main() -> int:
                              "needs root): on a shared machine, keeps other load from "
                              "preempting the measurement")
     args = parser.parse_args()
+    if args.runs < 1:
+        parser.error("--runs must be at least 1")
     if args.nice:
         os.setpriority(os.PRIO_PROCESS, 0, args.nice)
     print(f"machine: {platform.machine()}, {os.cpu_count()} cpu(s), Python "
           f"{platform.python_version()}, librdkafka {confluent_kafka.libversion()[0]}, "
           f"load average {os.getloadavg()[0]:.2f}, nice {args.nice}", flush=True)
-    with trio_broker(args.override, args.nice) as (bootstrap, pid):
+    with ExitStack() as stack:
+        bootstrap, pid = stack.enter_context(trio_broker(args.override, args.nice))
         print(f"trio-broker pid {pid} on {bootstrap}", flush=True)
-        ours = run("trio-broker", bootstrap, args, mock=False, broker_pid=pid)
-    if args.no_mock:
-        return 0
-    with mock_broker() as (bootstrap, _):
-        theirs = run("librdkafka mock", bootstrap, args, mock=True)
-    print("trio-broker / mock: produce {:.2f}x, consume {:.2f}x (rounds assigned per round; "
-          "from the first record {:.2f}x), p99 latency {:.2f}x".format(
-              ours["produce"] / theirs["produce"], ours["consume"] / theirs["consume"],
-              ours["consume_first"] / theirs["consume_first"], ours["p99"] / theirs["p99"]))
-    print("  not the same measurement, for comparison with earlier runs: our read from offset 0 "
-          "/ the mock's prefetched rounds {:.2f}x; prefetched rounds on both {:.2f}x".format(
-              ours["consume_read"] / theirs["consume_prefetched"],
-              ours["consume_prefetched"] / theirs["consume_prefetched"]))
+        sides = [Side("trio-broker", bootstrap, pid, 500)]
+        if not args.no_mock:
+            bootstrap, _ = stack.enter_context(mock_broker())
+            sides.append(Side("librdkafka mock", bootstrap, None, MOCK_FETCH_WAIT_MS))
+        for side in sides:
+            for topic in ("latency", "rounds"):
+                create_topic(side.bootstrap, topic, side.mock)
+        # The process's first produce also pays for the client's queue memory (~78,000 page
+        # faults on the producing thread): untimed here, on the mock if there (no disk writes).
+        warm = sides[-1]
+        create_topic(warm.bootstrap, "warm-up", warm.mock)
+        produced = bench_produce(warm.bootstrap, "warm-up", args.records)
+        print(f"warm-up (untimed): produce {args.records:,} to {warm.name} in "
+              f"{produced.seconds:.2f} s", flush=True)
+        results = [run(sides, args, index) for index in range(args.runs)]
+    if len(sides) == 2 and args.runs > 1:
+        _summary(results, sides)
     print(f"load average after: {os.getloadavg()[0]:.2f}")
     return 0
 
