@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import compileall
+import contextlib
 import multiprocessing as mp
 import os
 import socket
@@ -21,6 +22,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -160,13 +162,17 @@ def _wait_line(proc: subprocess.Popen, needle: str) -> float:
     raise RuntimeError(f"process exited before printing {needle!r}")
 
 
-def start_broker(data: str, port: int) -> tuple[subprocess.Popen, float]:
+def start_broker(data: str, port: int, tree: Path | None = None,
+                 ) -> tuple[subprocess.Popen, float]:
+    """A ``trio-broker serve`` process (of the checkout ``tree``, else of this one's package)
+    and the seconds it took to listen."""
+    env = None if tree is None else dict(os.environ, PYTHONPATH=str(tree))
     t0 = time.perf_counter()
     proc = subprocess.Popen(
         [sys.executable, "-m", "trio_broker", "serve", "--override",
          f"listeners=PLAINTEXT://127.0.0.1:{port}", "--override", f"log.dirs={data}",
          "--override", "log.level=WARNING"],
-        stdout=subprocess.PIPE, text=True)
+        stdout=subprocess.PIPE, text=True, cwd=tree, env=env)
     ready = _wait_line(proc, "listening on")
     return proc, ready - t0
 
@@ -250,6 +256,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--seconds", type=float, default=5.0,
                         help="per server and scenario, split into the rounds")
+    parser.add_argument("--base", metavar="REV",
+                        help="also measure the broker of git revision REV (checked out into a "
+                             "temporary worktree), in the same rounds: a same-run comparison")
     parser.add_argument("--rounds", type=int, default=5,
                         help="rounds per scenario, broker and echo server alternating; the "
                              "median and (min-max) over them are printed")
@@ -264,8 +273,27 @@ def main() -> None:
 
     if not args.requests_only:
         startup_figures()
-    for api in args.api or ["metadata"]:
-        request_rates(args.seconds, api, args.rounds)
+    with base_checkout(args.base) as base:
+        for api in args.api or ["metadata"]:
+            request_rates(args.seconds, api, args.rounds, base)
+
+
+@contextlib.contextmanager
+def base_checkout(rev: str | None) -> Iterator[tuple[str, Path] | None]:
+    """(rev, a temporary git worktree of ``rev``), removed afterwards; None without ``rev``."""
+    if rev is None:
+        yield None
+        return
+    root = Path(__file__).resolve().parent.parent
+    with tempfile.TemporaryDirectory(prefix="trio-broker-base-") as tmp:
+        tree = Path(tmp) / "base"
+        subprocess.run(["git", "worktree", "add", "--detach", "-q", str(tree), rev], cwd=root,
+                       check=True)
+        try:
+            yield rev, tree
+        finally:
+            subprocess.run(["git", "worktree", "remove", "--force", str(tree)], cwd=root,
+                           check=False)
 
 
 def startup_figures() -> None:
@@ -294,52 +322,62 @@ def startup_figures() -> None:
           f"(min {min(mock_first):.1f}, n=20)")
 
 
-def request_rates(seconds: float, api: str = "metadata", rounds: int = 5) -> None:
+def request_rates(seconds: float, api: str = "metadata", rounds: int = 5,
+                  base: tuple[str, Path] | None = None) -> None:
     """Requests/s and CPU per request of the broker and the bare Trio echo server, same run:
-    each scenario in ``rounds`` rounds of ``seconds / rounds``, the two servers alternating
-    (which goes first alternates too), so the spread between rounds is printed next to each
-    figure: the median, then (min-max) over the rounds; a round's ratio is its broker rate
-    over its echo rate."""
+    each scenario in ``rounds`` rounds of ``seconds / rounds``, the servers taking turns (the
+    order rotating each round), so the spread between rounds is printed next to each figure:
+    the median, then (min-max) over the rounds; a round's ratio is a broker's rate over the
+    echo server's in that round. ``base`` (revision, its checkout): that revision's broker is
+    measured in the same turns, so the two revisions see the same machine."""
     setup, request, title = b"", REQUEST, "Metadata v1 (no topics)"
     if api == "produce":
         (setup, request), title = produce_frames(), "Produce v7 acks=1, 1 record"
     scenarios = [("1 connection, 1 in flight", 1, 1), ("1 connection, 16 pipelined", 1, 16),
                  ("4 connections, 16 pipelined each", 4, 16)]
     each = seconds / rounds
-    rows = []
-    with tempfile.TemporaryDirectory() as data:
-        bport = _free_port()
-        broker, _ = start_broker(data, bport)
-        response = _broker_response(bport, request, setup)
-        eport = _free_port()
-        echo = subprocess.Popen([sys.executable, "-c", ECHO_SERVER, str(eport), response.hex()],
-                                stdout=subprocess.PIPE, text=True)
-        _wait_line(echo, "ready")
-        servers = [(bport, broker.pid), (eport, echo.pid)]
+    names = ["this code", *([f"base {base[0]}"] if base else []), "echo"]
+    runs: dict[tuple[str, str], list[tuple[float, float]]] = {}
+    procs: list[subprocess.Popen] = []
+    with tempfile.TemporaryDirectory() as data, tempfile.TemporaryDirectory() as base_data:
         try:
-            for name, conns, depth in scenarios:
-                b_runs, e_runs = [], []
+            servers, responses = [], []
+            for tree, directory in [(None, data)] + ([(base[1], base_data)] if base else []):
+                port = _free_port()
+                proc, _ = start_broker(directory, port, tree)
+                procs.append(proc)
+                responses.append(_broker_response(port, request, setup))
+                servers.append((port, proc.pid))
+            eport = _free_port()  # the echo server answers with this code's answer
+            echo = subprocess.Popen([sys.executable, "-c", ECHO_SERVER, str(eport),
+                                     responses[0].hex()], stdout=subprocess.PIPE, text=True)
+            procs.append(echo)
+            _wait_line(echo, "ready")
+            servers.append((eport, echo.pid))
+            for scenario, conns, depth in scenarios:
                 for round_ in range(rounds):
-                    for port, pid in servers[::-1] if round_ % 2 else servers:
-                        figure = measure(port, connections=conns, depth=depth, seconds=each,
-                                         pid=pid, request=request)
-                        (b_runs if port == bport else e_runs).append(figure)
-                rows.append((name, b_runs, e_runs))
+                    order = list(zip(names, servers, strict=True))
+                    turn = round_ % len(order)
+                    for name, (port, pid) in order[turn:] + order[:turn]:
+                        runs.setdefault((scenario, name), []).append(measure(
+                            port, connections=conns, depth=depth, seconds=each, pid=pid,
+                            request=request))
         finally:
-            broker.terminate()
-            echo.terminate()
-            broker.wait()
-            echo.wait()
-    print(f"\n{title}: median (min-max) of {rounds} rounds of {each:g} s, broker and echo "
-          "alternating")
-    print(f"{'':34} {'broker req/s':>24} {'echo req/s':>26} {'ratio':>16} "
-          f"{'broker CPU us/req':>20} {'echo CPU us/req':>18}")
-    for name, b_runs, e_runs in rows:
-        ratios = [b[0] / e[0] for b, e in zip(b_runs, e_runs, strict=True)]
-        print(f"{name:34} {spread([b[0] for b in b_runs], ',.0f'):>24} "
-              f"{spread([e[0] for e in e_runs], ',.0f'):>26} {spread(ratios, '.2f'):>16} "
-              f"{spread([b[1] for b in b_runs], '.1f'):>20} "
-              f"{spread([e[1] for e in e_runs], '.1f'):>18}")
+            for proc in procs:
+                proc.terminate()
+            for proc in procs:
+                proc.wait()
+    print(f"\n{title}: median (min-max) of {rounds} rounds of {each:g} s, the servers taking "
+          "turns")
+    print(f"{'':34} {'server':>12} {'req/s':>26} {'ratio to echo':>18} {'CPU us/req':>20}")
+    for scenario, _, _ in scenarios:
+        echo_runs = runs[scenario, "echo"]
+        for i, name in enumerate(names):
+            figures = runs[scenario, name]
+            ratios = [b[0] / e[0] for b, e in zip(figures, echo_runs, strict=True)]
+            print(f"{scenario if i == 0 else '':34} {name:>12} "
+                  f"{spread([f[0] for f in figures], ',.0f'):>26} {spread(ratios, '.2f'):>18} "
+                  f"{spread([f[1] for f in figures], '.1f'):>20}")
     print(f"load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
 
 

@@ -11,8 +11,8 @@ import trio
 from tests.wire import RawClient
 from trio_broker.apis import registry
 from trio_broker.metrics.idle import IdleMeter
+from trio_broker.network.connection import YIELD_BYTES, YIELD_FRAME_MIN
 from trio_broker.network.request_handler import INLINE_APIS
-from trio_broker.network.socket_server import YIELD_BYTES, YIELD_FRAME_MIN
 from trio_broker.protocol.api_keys import ApiKey
 
 

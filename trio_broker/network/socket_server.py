@@ -52,7 +52,7 @@ from ..protocol.errors import RemoteProtocolError, UnsupportedVersionError
 from ..protocol.framing import NEED_DATA
 from ..protocol.messages import decode_request_header, peek_correlation_id
 from .acceptor import Acceptor
-from .connection import Connection, ProcessorSettings, peer_address
+from .connection import YIELD_BYTES, YIELD_FRAME_MIN, Connection, ProcessorSettings, peer_address
 from .quotas import ConnectionQuotas
 from .request_channel import (
     CloseConnectionResponse,
@@ -74,10 +74,6 @@ LOGGER = logging.getLogger(__name__)
 _RECEIVE_SIZE = 65536
 #: the rest of a big frame is read in reads of up to this size (fewer loop passes per MB)
 _RECEIVE_MAX = 1 << 20
-#: pipelined frames answered between two yields of a connection task: this many bytes of them,
-#: each counted as YIELD_FRAME_MIN at least (16 small ones), so one connection's buffer does not
-#: hold the loop, nor does each small request pay a loop pass (docs/architecture.md)
-YIELD_BYTES, YIELD_FRAME_MIN = 65536, 4096
 #: how long closing may take (a TLS close_notify to a peer that does not read)
 _CLOSE_TIMEOUT_S = 1.0
 #: TCP_NOTSENT_LOWAT of every connection: the socket reports writable only while less than this
@@ -220,10 +216,10 @@ class Processor:
         channel = self._channel
         decoder = conn.decoder
         unsent = conn.unsent
+        ran = 0  # pipelined frames' bytes answered since this task last yielded (a read yields)
         # a SASL listener's connections write each answer on its own (authentication state)
         batched = channel.batched_keys if conn.sasl is None else frozenset()
         eof = False
-        ran = 0  # pipelined frames' bytes answered since this task last yielded (a read yields)
         with trio.CancelScope(deadline=trio.current_time() + idle_s) as idle:
             conn.idle_scope = idle
             if isinstance(conn.stream, trio.SSLStream):
@@ -241,13 +237,13 @@ class Processor:
             while True:
                 frame = decoder.next_frame()
                 if frame is NEED_DATA:
+                    ran = 0  # the read below yields, whether it waits or not
                     if unsent:  # the answers to the frames read so far go out before a read
                         await self._send_unsent(conn)
                     if eof or self.draining:
                         return "client_closed" if eof else "shutdown"
                     data = await conn.stream.receive_some(
                         min(max(_RECEIVE_SIZE, decoder.missing_bytes()), _RECEIVE_MAX))
-                    ran = 0
                     if not data:
                         # Half-closed: still answer whatever whole frames are buffered.
                         eof = True
