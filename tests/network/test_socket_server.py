@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import socket
+import struct
+
 import pytest
 import trio
 import trio.testing
@@ -292,3 +295,44 @@ async def test_failed_acks0_produce_closes_the_connection(trio_broker):
     assert await client.is_closed_by_peer()
     assert trio_broker.state.logs.get_log("acks0", 0).high_watermark == 0
     assert (await good.request(API_VERSIONS, 0)).error_code == 0
+
+
+async def test_big_request_sent_in_pieces_is_read_whole(trio_broker):
+    """A ~600 KB produce arriving in uneven pieces (its rest read into the frame's own buffer),
+    pipelined between two small requests, is answered in order and fetched back byte for byte;
+    a connection reset half-way through another big frame closes only that connection."""
+    from tests.wire import create_topic, fetch, records_of
+    from trio_broker.client_core.produce import parse_produce, produce_request
+    from trio_broker.protocol.records import build_batch
+
+    client = await connect(trio_broker)
+    await create_topic(client, "big")
+    values = [bytes([i % 251]) * 3000 + i.to_bytes(4, "big") for i in range(200)]
+    batch = build_batch([(None, v) for v in values])
+    body = produce_request(7, [("big", 0, batch)], acks=1, timeout_ms=10_000)
+    _, produce = client.encode(ApiKey.Produce, 7, correlation_id=2, body=body)
+    _, before = client.encode(API_VERSIONS, 0, correlation_id=1)
+    _, after = client.encode(METADATA, 1, correlation_id=3, topics=[])
+    stream = before + produce + after
+    for start, end in ((0, 40_000), (40_000, 41_000), (41_000, 300_000),
+                       (300_000, len(stream))):
+        await client.send_raw(stream[start:end])
+        await trio.sleep(0.01)
+    assert (await client.receive(API_VERSIONS, 0))[0] == 1
+    cid, answer = await client.receive(ApiKey.Produce, 7)
+    [result] = parse_produce(answer).values()
+    assert (cid, result.error, result.base_offset) == (2, 0, 0)
+    assert (await client.receive(METADATA, 1))[0] == 3
+    fetched = await fetch(client, "big", {0: 0})
+    assert [r.value for r in records_of(fetched[0].records)] == values
+
+    bad = await connect(trio_broker)
+    await bad.send_raw(produce[:len(produce) // 3])
+    bad.stream.socket.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER,
+                                 struct.pack("ii", 1, 0))  # close with RST
+    await bad.aclose()
+    assert (await client.request(API_VERSIONS, 0)).error_code == 0
+    with trio.fail_after(5):
+        while "reason=\"client_closed\"" not in trio_broker.state.metrics.expose().decode():
+            await trio.sleep(0.01)
+    await client.aclose()

@@ -125,6 +125,57 @@ def test_frame_size_checked_before_buffering(size):
         dec.next_frame()
 
 
+def test_big_frame_read_into_its_own_buffer():
+    """A big frame's rest is read into one buffer of its size (``frame_view``), only once the
+    peer sent 1/16 of it; pipelined frames around it and ``receive_data`` while it fills keep
+    their order and bytes."""
+    big = bytes(range(256)) * 1000  # 256,000 bytes
+    stream = frame(b"a") + frame(big) + frame(b"bc") + frame(b"")
+    dec = FrameDecoder()
+    assert dec.frame_view(100, 16) is None  # nothing received
+    dec.receive_data(stream[:5 + 4 + 10_000])
+    assert dec.next_frame() == b"a"
+    assert dec.next_frame() is NEED_DATA
+    assert dec.frame_view(100, 16) is None  # 10,000 of 256,000 bytes: under 1/16
+    dec.receive_data(stream[5 + 4 + 10_000:5 + 4 + 20_000])
+    assert dec.buffered == 4 + 20_000
+    view = dec.frame_view(100, 16)
+    assert view is not None and len(view) == len(big) - 20_000
+    pos = 5 + 4 + 20_000
+    view[:50_000] = stream[pos:pos + 50_000]
+    dec.received_into(50_000)
+    pos += 50_000
+    assert dec.next_frame() is NEED_DATA
+    assert dec.missing_bytes() == len(big) - 70_000
+    # a TLS-style read may still arrive by receive_data, past the frame's end
+    dec.receive_data(stream[pos:pos + 100_000])
+    pos += 100_000
+    view = dec.frame_view(100, 16)
+    assert view is not None and len(view) == len(big) - 170_000
+    rest = len(view)
+    view[:] = stream[pos:pos + rest]
+    dec.received_into(rest)
+    pos += rest
+    assert dec.frame_view(100, 16) is None
+    dec.receive_data(stream[pos:])
+    assert dec.buffered == len(stream) - 5
+    assert [dec.next_frame() for _ in range(3)] == [big, b"bc", b""]
+    assert dec.next_frame() is NEED_DATA and dec.buffered == 0
+
+
+def test_big_frame_view_needs_a_valid_size():
+    """No buffer is reserved for a size claim the decoder refuses, nor for one whose bytes did
+    not arrive (a size claim alone costs nothing)."""
+    dec = FrameDecoder(max_frame_bytes=1000)
+    dec.receive_data(struct.pack(">i", 5000) + b"x" * 400)
+    assert dec.frame_view(10, 16) is None
+    with pytest.raises(RemoteProtocolError):
+        dec.next_frame()
+    dec = FrameDecoder()
+    dec.receive_data(struct.pack(">i", 100_000_000) + b"x" * 1000)
+    assert dec.frame_view(10, 16) is None
+
+
 def _valid_frames() -> list[bytes]:
     return [encode_request(k, v, 1, "c", _sample_request(k, v))[4:] for k, v in PAIRS]
 

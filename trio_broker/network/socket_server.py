@@ -36,6 +36,7 @@ finish what is in flight within the grace period, then everything is cancelled a
 
 from __future__ import annotations
 
+import errno
 import logging
 import socket
 import sys
@@ -75,6 +76,8 @@ LOGGER = logging.getLogger(__name__)
 _RECEIVE_SIZE = 65536
 #: the rest of a big frame is read in reads of up to this size (fewer loop passes per MB)
 _RECEIVE_MAX = 1 << 20
+#: a big frame is read into a buffer of its size once the peer sent 1/this of it (framing.py)
+_DIRECT_GROWTH = 16
 #: how long closing may take (a TLS close_notify to a peer that does not read)
 _CLOSE_TIMEOUT_S = 1.0
 #: TCP_NOTSENT_LOWAT of every connection: the socket reports writable only while less than this
@@ -85,6 +88,19 @@ _NOTSENT_LOWAT = 1 << 20
 _TCP_NOTSENT_LOWAT = getattr(socket, "TCP_NOTSENT_LOWAT", 25 if sys.platform == "linux" else None)
 _TLS_PROTOCOLS = frozenset({"SSL", "SASL_SSL"})
 _SASL_PROTOCOLS = frozenset({"SASL_PLAINTEXT", "SASL_SSL"})
+
+
+async def _recv_into(sock: trio.socket.SocketType, view: memoryview) -> int:
+    """``recv_into`` with ``SocketStream.receive_some``'s errors (a reset connection is
+    ``BrokenResourceError``, a closed socket ``ClosedResourceError``)."""
+    try:
+        return await sock.recv_into(view)
+    except trio.ClosedResourceError:
+        raise
+    except OSError as exc:
+        if exc.errno in (errno.EBADF, errno.ENOTSOCK):
+            raise trio.ClosedResourceError("this socket was already closed") from None
+        raise trio.BrokenResourceError from exc
 
 
 class Processor:
@@ -221,6 +237,8 @@ class Processor:
         # a SASL listener's connections write each answer on its own (authentication state)
         batched = channel.batched_keys if conn.sasl is None else frozenset()
         eof = False
+        # a plain TCP connection's socket, read into a big frame's own buffer (frame_view)
+        plain = conn.stream.socket if type(conn.stream) is trio.SocketStream else None
         with trio.CancelScope(deadline=trio.current_time() + idle_s) as idle:
             conn.idle_scope = idle
             if isinstance(conn.stream, trio.SSLStream):
@@ -243,6 +261,14 @@ class Processor:
                         await self._send_unsent(conn)
                     if eof or self.draining:
                         return "client_closed" if eof else "shutdown"
+                    if plain is not None and (view := decoder.frame_view(
+                            _RECEIVE_SIZE, _DIRECT_GROWTH)) is not None:
+                        # the rest of a big frame, read into its own buffer
+                        got = await _recv_into(plain, view[:_RECEIVE_MAX])
+                        bytes_in.inc(got)
+                        decoder.received_into(got)
+                        eof = not got
+                        continue
                     data = await conn.stream.receive_some(
                         min(max(_RECEIVE_SIZE, decoder.missing_bytes()), _RECEIVE_MAX))
                     if not data:

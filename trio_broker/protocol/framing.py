@@ -29,24 +29,69 @@ NEED_DATA = _Sentinel.NEED_DATA
 class FrameDecoder:
     """Splits a byte stream into frames, refusing sizes outside ``[0, max_frame_bytes]``."""
 
-    __slots__ = ("_buf", "_pos", "max_frame_bytes")
+    __slots__ = ("_big", "_big_got", "_buf", "_pos", "max_frame_bytes")
 
     def __init__(self, max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES) -> None:
         self.max_frame_bytes = max_frame_bytes
         self._buf = bytearray()
         self._pos = 0
+        #: a big frame's payload being read straight into it (``frame_view``), and its bytes so far
+        self._big: bytearray | None = None
+        self._big_got = 0
 
     def receive_data(self, data: bytes | bytearray | memoryview) -> None:
         """Append bytes read from the peer."""
+        if self._big is not None:
+            n = min(len(data), len(self._big) - self._big_got)
+            self._big[self._big_got:self._big_got + n] = data[:n]
+            self._big_got += n
+            data = data[n:]
+            if not data:
+                return
         if self._pos:
             # Drop consumed bytes lazily, once, rather than on every frame.
             del self._buf[: self._pos]
             self._pos = 0
         self._buf += data
 
+    def frame_view(self, min_missing: int, max_growth: int) -> memoryview | None:
+        """A view of the still-missing part of the frame being received, for the socket to read
+        into (``recv_into``); None unless more than ``min_missing`` bytes are missing.
+
+        Why: growing the buffer read by read and copying the frame out of it cost a big produce
+        request (~570 KB) ~0.7 ms of CPU and ~250 page faults; one buffer of the frame's size,
+        filled in place, ~0.1 ms. It is allocated only once the peer has sent at least
+        1/``max_growth`` of the frame, so a size claim alone never reserves memory (as the
+        module's docstring promises); ``receive_data`` still works while it fills.
+        """
+        big = self._big
+        if big is None:
+            pos, buf = self._pos, self._buf
+            avail = len(buf) - pos - 4
+            if avail < 0:
+                return None
+            (size,) = _SIZE.unpack_from(buf, pos)
+            if (size - avail <= min_missing or size > avail * max_growth
+                    or size > self.max_frame_bytes):
+                return None
+            big = self._big = bytearray(size)
+            big[:avail] = memoryview(buf)[pos + 4:]
+            self._big_got = avail
+            buf.clear()
+            self._pos = 0
+        elif len(big) - self._big_got <= 0:
+            return None
+        return memoryview(big)[self._big_got:]
+
+    def received_into(self, n: int) -> None:
+        """Count ``n`` bytes the socket wrote into the last ``frame_view``."""
+        self._big_got += n
+
     @property
     def buffered(self) -> int:
         """Bytes received but not yet returned as frames."""
+        if self._big is not None:
+            return self._big_got + 4 + len(self._buf) - self._pos
         return len(self._buf) - self._pos
 
     def next_frame(self) -> bytes | _Sentinel:
@@ -54,6 +99,12 @@ class FrameDecoder:
 
         Raises ``RemoteProtocolError`` as soon as a size prefix is out of bounds.
         """
+        big = self._big
+        if big is not None:
+            if self._big_got < len(big):
+                return NEED_DATA
+            self._big = None
+            return bytes(big)
         buf, pos = self._buf, self._pos
         if len(buf) - pos < 4:
             return NEED_DATA
@@ -78,6 +129,8 @@ class FrameDecoder:
 
     def missing_bytes(self) -> int:
         """How many more bytes the current partial frame needs (4 if even the size is missing)."""
+        if self._big is not None:
+            return len(self._big) - self._big_got
         avail = len(self._buf) - self._pos
         if avail < 4:
             return 4 - avail
