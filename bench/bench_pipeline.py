@@ -1,14 +1,18 @@
 """Pipeline benchmark: Metadata requests/s through the broker's full request path, next to a
 bare Trio echo server answering the same bytes, plus start-up times.
 
-Run: ``.venv/bin/python bench/bench_pipeline.py [--seconds 5]``. The load generator is a separate
-process using blocking sockets, so it never shares a core's event loop with the server.
+Run: ``.venv/bin/python bench/bench_pipeline.py [--seconds 5] [--rounds 5]``. The load generator
+is a separate process using blocking sockets, so it never shares a core's event loop with the
+server. The request rates are measured in rounds, broker and echo server alternating, and each
+figure is printed as the median with the spread of the rounds: the one-in-flight ratio moves by
+more between runs than most changes move it.
 """
 
 from __future__ import annotations
 
 import argparse
 import compileall
+import contextlib
 import multiprocessing as mp
 import os
 import socket
@@ -18,6 +22,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -71,13 +76,15 @@ def _load(port: int, depth: int, seconds: float, out: mp.Queue, request: bytes) 
     buf = bytearray()
     batch = request * depth
     done = 0
-    end = time.perf_counter() + seconds
+    start = time.perf_counter()
+    end = start + seconds
     while time.perf_counter() < end:
         sock.sendall(batch)
         _read_frames(sock, buf, depth)
         done += depth
+    took = time.perf_counter() - start
     sock.close()
-    out.put(done)
+    out.put((done, took))
 
 
 def cpu_seconds(pid: int) -> float:
@@ -94,14 +101,15 @@ def measure(port: int, *, connections: int, depth: int, seconds: float,
     out: mp.Queue = mp.Queue()
     procs = [mp.Process(target=_load, args=(port, depth, seconds, out, request))
              for _ in range(connections)]
-    t0 = time.perf_counter()
     for p in procs:
         p.start()
-    total = sum(out.get() for _ in procs)
+    runs = [out.get() for _ in procs]
     for p in procs:
         p.join()
     cpu = cpu_seconds(pid) - cpu0 if pid else 0.0
-    return total / (time.perf_counter() - t0), cpu / max(1, total) * 1e6
+    # timed by the load processes themselves, so their start-up is not counted in the rate
+    total = sum(done for done, _ in runs)
+    return total / max(took for _, took in runs), cpu / max(1, total) * 1e6
 
 
 ECHO_SERVER = r'''
@@ -154,13 +162,17 @@ def _wait_line(proc: subprocess.Popen, needle: str) -> float:
     raise RuntimeError(f"process exited before printing {needle!r}")
 
 
-def start_broker(data: str, port: int) -> tuple[subprocess.Popen, float]:
+def start_broker(data: str, port: int, tree: Path | None = None,
+                 ) -> tuple[subprocess.Popen, float]:
+    """A ``trio-broker serve`` process (of the checkout ``tree``, else of this one's package)
+    and the seconds it took to listen."""
+    env = None if tree is None else dict(os.environ, PYTHONPATH=str(tree))
     t0 = time.perf_counter()
     proc = subprocess.Popen(
         [sys.executable, "-m", "trio_broker", "serve", "--override",
          f"listeners=PLAINTEXT://127.0.0.1:{port}", "--override", f"log.dirs={data}",
          "--override", "log.level=WARNING"],
-        stdout=subprocess.PIPE, text=True)
+        stdout=subprocess.PIPE, text=True, cwd=tree, env=env)
     ready = _wait_line(proc, "listening on")
     return proc, ready - t0
 
@@ -242,7 +254,14 @@ def mock_first_produce_ms(repeats: int) -> list[float]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--seconds", type=float, default=5.0)
+    parser.add_argument("--seconds", type=float, default=5.0,
+                        help="per server and scenario, split into the rounds")
+    parser.add_argument("--base", metavar="REV",
+                        help="also measure the broker of git revision REV (checked out into a "
+                             "temporary worktree), in the same rounds: a same-run comparison")
+    parser.add_argument("--rounds", type=int, default=5,
+                        help="rounds per scenario, broker and echo server alternating; the "
+                             "median and (min-max) over them are printed")
     parser.add_argument("--requests-only", action="store_true",
                         help="skip the start-up figures; measure only the request rates")
     parser.add_argument("--api", choices=("metadata", "produce"), action="append",
@@ -254,8 +273,27 @@ def main() -> None:
 
     if not args.requests_only:
         startup_figures()
-    for api in args.api or ["metadata"]:
-        request_rates(args.seconds, api)
+    with base_checkout(args.base) as base:
+        for api in args.api or ["metadata"]:
+            request_rates(args.seconds, api, args.rounds, base)
+
+
+@contextlib.contextmanager
+def base_checkout(rev: str | None) -> Iterator[tuple[str, Path] | None]:
+    """(rev, a temporary git worktree of ``rev``), removed afterwards; None without ``rev``."""
+    if rev is None:
+        yield None
+        return
+    root = Path(__file__).resolve().parent.parent
+    with tempfile.TemporaryDirectory(prefix="trio-broker-base-") as tmp:
+        tree = Path(tmp) / "base"
+        subprocess.run(["git", "worktree", "add", "--detach", "-q", str(tree), rev], cwd=root,
+                       check=True)
+        try:
+            yield rev, tree
+        finally:
+            subprocess.run(["git", "worktree", "remove", "--force", str(tree)], cwd=root,
+                           check=False)
 
 
 def startup_figures() -> None:
@@ -284,39 +322,69 @@ def startup_figures() -> None:
           f"(min {min(mock_first):.1f}, n=20)")
 
 
-def request_rates(seconds: float, api: str = "metadata") -> None:
-    """Requests/s and CPU per request of the broker and the bare Trio echo server, same run."""
+def request_rates(seconds: float, api: str = "metadata", rounds: int = 5,
+                  base: tuple[str, Path] | None = None) -> None:
+    """Requests/s and CPU per request of the broker and the bare Trio echo server, same run:
+    each scenario in ``rounds`` rounds of ``seconds / rounds``, the servers taking turns (the
+    order rotating each round), so the spread between rounds is printed next to each figure:
+    the median, then (min-max) over the rounds; a round's ratio is a broker's rate over the
+    echo server's in that round. ``base`` (revision, its checkout): that revision's broker is
+    measured in the same turns, so the two revisions see the same machine."""
     setup, request, title = b"", REQUEST, "Metadata v1 (no topics)"
     if api == "produce":
         (setup, request), title = produce_frames(), "Produce v7 acks=1, 1 record"
     scenarios = [("1 connection, 1 in flight", 1, 1), ("1 connection, 16 pipelined", 1, 16),
                  ("4 connections, 16 pipelined each", 4, 16)]
-    rows = []
-    with tempfile.TemporaryDirectory() as data:
-        bport = _free_port()
-        broker, _ = start_broker(data, bport)
-        response = _broker_response(bport, request, setup)
-        eport = _free_port()
-        echo = subprocess.Popen([sys.executable, "-c", ECHO_SERVER, str(eport), response.hex()],
-                                stdout=subprocess.PIPE, text=True)
-        _wait_line(echo, "ready")
+    each = seconds / rounds
+    names = ["this code", *([f"base {base[0]}"] if base else []), "echo"]
+    runs: dict[tuple[str, str], list[tuple[float, float]]] = {}
+    procs: list[subprocess.Popen] = []
+    with tempfile.TemporaryDirectory() as data, tempfile.TemporaryDirectory() as base_data:
         try:
-            for name, conns, depth in scenarios:
-                b = measure(bport, connections=conns, depth=depth, seconds=seconds,
-                            pid=broker.pid, request=request)
-                e = measure(eport, connections=conns, depth=depth, seconds=seconds,
-                            pid=echo.pid, request=request)
-                rows.append((name, b, e))
+            servers, responses = [], []
+            for tree, directory in [(None, data)] + ([(base[1], base_data)] if base else []):
+                port = _free_port()
+                proc, _ = start_broker(directory, port, tree)
+                procs.append(proc)
+                responses.append(_broker_response(port, request, setup))
+                servers.append((port, proc.pid))
+            eport = _free_port()  # the echo server answers with this code's answer
+            echo = subprocess.Popen([sys.executable, "-c", ECHO_SERVER, str(eport),
+                                     responses[0].hex()], stdout=subprocess.PIPE, text=True)
+            procs.append(echo)
+            _wait_line(echo, "ready")
+            servers.append((eport, echo.pid))
+            for scenario, conns, depth in scenarios:
+                for round_ in range(rounds):
+                    order = list(zip(names, servers, strict=True))
+                    turn = round_ % len(order)
+                    for name, (port, pid) in order[turn:] + order[:turn]:
+                        runs.setdefault((scenario, name), []).append(measure(
+                            port, connections=conns, depth=depth, seconds=each, pid=pid,
+                            request=request))
         finally:
-            broker.terminate()
-            echo.terminate()
-            broker.wait()
-            echo.wait()
-    print(f"\n{title:36} {'broker req/s':>14} {'echo req/s':>12} "
-          f"{'ratio':>7} {'broker CPU us/req':>18} {'echo CPU us/req':>16}")
-    for name, (b, b_cpu), (e, e_cpu) in rows:
-        print(f"{name:36} {b:14,.0f} {e:12,.0f} {b / e:7.2f} {b_cpu:18.1f} {e_cpu:16.1f}")
+            for proc in procs:
+                proc.terminate()
+            for proc in procs:
+                proc.wait()
+    print(f"\n{title}: median (min-max) of {rounds} rounds of {each:g} s, the servers taking "
+          "turns")
+    print(f"{'':34} {'server':>12} {'req/s':>26} {'ratio to echo':>18} {'CPU us/req':>20}")
+    for scenario, _, _ in scenarios:
+        echo_runs = runs[scenario, "echo"]
+        for i, name in enumerate(names):
+            figures = runs[scenario, name]
+            ratios = [b[0] / e[0] for b, e in zip(figures, echo_runs, strict=True)]
+            print(f"{scenario if i == 0 else '':34} {name:>12} "
+                  f"{spread([f[0] for f in figures], ',.0f'):>26} {spread(ratios, '.2f'):>18} "
+                  f"{spread([f[1] for f in figures], '.1f'):>20}")
     print(f"load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+
+
+def spread(values: list[float], fmt: str) -> str:
+    """``median (min-max)``: a figure with the spread it was measured with."""
+    return (f"{format(statistics.median(values), fmt)} "
+            f"({format(min(values), fmt)}-{format(max(values), fmt)})")
 
 
 if __name__ == "__main__":

@@ -25,6 +25,8 @@ ROOT = Path(__file__).resolve().parent.parent
 #: name -> the benchmark's command line (relative to a checkout), sized to take about a minute
 BENCHES: dict[str, list[str]] = {
     "pipeline": ["bench/bench_pipeline.py", "--seconds", "3"],
+    "requests": ["bench/bench_pipeline.py", "--requests-only", "--seconds", "3", "--api",
+                 "metadata", "--api", "produce"],
     "produce_consume": ["bench/bench_produce_consume.py", "--records", "500000", "--no-mock",
                         "--seconds", "5"],
     "clients": ["bench/bench_clients.py", "--records", "50000", "--clients",

@@ -11,6 +11,7 @@ import trio
 from tests.wire import RawClient
 from trio_broker.apis import registry
 from trio_broker.metrics.idle import IdleMeter
+from trio_broker.network.connection import YIELD_BYTES, YIELD_FRAME_MIN
 from trio_broker.network.request_handler import INLINE_APIS
 from trio_broker.protocol.api_keys import ApiKey
 
@@ -104,7 +105,7 @@ class _Steps(trio.abc.Instrument):
             self.steps += 1
 
 
-async def test_pipelined_inline_requests_yield_between_requests(trio_broker):
+async def test_pipelined_inline_requests_yield_once_per_burst_of_sixteen(trio_broker):
     client = await connect(trio_broker)
     await client.request(ApiKey.ApiVersions, 0)
     n = 200
@@ -117,7 +118,29 @@ async def test_pipelined_inline_requests_yield_between_requests(trio_broker):
             await client.receive(ApiKey.ApiVersions, 0)
     finally:
         trio.lowlevel.remove_instrument(steps)
-    # one yield per request at least: a connection pipelining requests cannot hold the loop
-    # for its whole buffer (answered inline, each response is written without a yield)
-    assert steps.steps >= n
+    # a yield per 16 small frames at least: a connection pipelining requests cannot hold the
+    # loop for its whole buffer (answered inline, each response is written without a yield)...
+    per_yield = YIELD_BYTES // YIELD_FRAME_MIN
+    assert per_yield == 16
+    assert steps.steps >= n // per_yield
+    # ...and not a yield (a pass of the event loop) per frame
+    assert steps.steps < n // 4
     await client.aclose()
+
+
+async def test_a_connection_pipelining_a_long_burst_lets_another_be_answered(trio_broker):
+    busy, other = await connect(trio_broker), await connect(trio_broker)
+    await busy.request(ApiKey.ApiVersions, 0)
+    await other.request(ApiKey.ApiVersions, 0)
+    n = 2000
+    metrics = trio_broker.state.metrics.request_metrics
+    before = metrics.count(ApiKey.Metadata)
+    frames = b"".join(busy.encode(ApiKey.Metadata, 1, topics=[])[1] for _ in range(n))
+    await busy.send_raw(frames)  # one write, read at once: 2,000 frames in the buffer
+    assert (await other.request(ApiKey.ApiVersions, 0)).error_code == 0
+    # answered while the busy connection's burst was still being answered
+    assert metrics.count(ApiKey.Metadata) - before < n
+    for _ in range(n):
+        await busy.receive(ApiKey.Metadata, 1)
+    await busy.aclose()
+    await other.aclose()

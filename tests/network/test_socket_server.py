@@ -333,6 +333,7 @@ async def test_big_request_sent_in_pieces_is_read_whole(trio_broker):
     await bad.aclose()
     assert (await client.request(API_VERSIONS, 0)).error_code == 0
     with trio.fail_after(5):
-        while "reason=\"client_closed\"" not in trio_broker.state.metrics.expose().decode():
+        closed = 'reason="client_closed"'
+        while closed not in trio_broker.state.metrics.expose().decode():  # noqa: ASYNC110
             await trio.sleep(0.01)
     await client.aclose()

@@ -140,7 +140,8 @@ def test_big_frame_read_into_its_own_buffer():
     dec.receive_data(stream[5 + 4 + 10_000:5 + 4 + 20_000])
     assert dec.buffered == 4 + 20_000
     view = dec.frame_view(100, 16)
-    assert view is not None and len(view) == len(big) - 20_000
+    assert view is not None
+    assert len(view) == len(big) - 20_000
     pos = 5 + 4 + 20_000
     view[:50_000] = stream[pos:pos + 50_000]
     dec.received_into(50_000)
@@ -151,7 +152,8 @@ def test_big_frame_read_into_its_own_buffer():
     dec.receive_data(stream[pos:pos + 100_000])
     pos += 100_000
     view = dec.frame_view(100, 16)
-    assert view is not None and len(view) == len(big) - 170_000
+    assert view is not None
+    assert len(view) == len(big) - 170_000
     rest = len(view)
     view[:] = stream[pos:pos + rest]
     dec.received_into(rest)
@@ -160,7 +162,8 @@ def test_big_frame_read_into_its_own_buffer():
     dec.receive_data(stream[pos:])
     assert dec.buffered == len(stream) - 5
     assert [dec.next_frame() for _ in range(3)] == [big, b"bc", b""]
-    assert dec.next_frame() is NEED_DATA and dec.buffered == 0
+    assert dec.next_frame() is NEED_DATA
+    assert dec.buffered == 0
 
 
 def test_big_frame_view_needs_a_valid_size():

@@ -22,6 +22,10 @@ if TYPE_CHECKING:
 _connection_ids = itertools.count(1)
 #: answers held back for one write stop growing here (a socket buffer's worth)
 UNSENT_MAX_BYTES = 65536
+#: pipelined frames a connection task answers between two yields: this many bytes of them,
+#: each counted as YIELD_FRAME_MIN at least (so 16 small ones), so one connection's buffer does
+#: not hold the loop, nor does each small request pay a loop pass (docs/architecture.md)
+YIELD_BYTES, YIELD_FRAME_MIN = 65536, 4096
 
 
 @attrs.frozen
@@ -136,4 +140,5 @@ def peer_address(stream: trio.SocketStream) -> tuple[str, int]:
     return str(host), int(port)
 
 
-__all__ = ["UNSENT_MAX_BYTES", "Connection", "ProcessorSettings", "UnsentResponses", "peer_address"]
+__all__ = ["UNSENT_MAX_BYTES", "YIELD_BYTES", "YIELD_FRAME_MIN", "Connection", "ProcessorSettings",
+           "UnsentResponses", "peer_address"]

@@ -19,7 +19,7 @@ connection a ``SaslAuthenticator``. Until it completes, only ApiVersions and the
 pass ``_parse`` (anything else closes the connection before a handler sees it) and frames are
 limited to ``sasl.server.max.receive.size``; a failed login is answered after
 ``connection.failed.authentication.delay.ms`` and the connection is closed. After SaslHandshake v0
-the tokens come as bare size-prefixed frames (``_raw_sasl_token``), as before KIP-152.
+the tokens come as bare size-prefixed frames (``sasl_steps.py``), as before KIP-152.
 
 Zero-copy fetch: on a plain socket, a Fetch response may come as a ``SendFileResponse``: its
 bytes and, between them, regions of segment files, sent with ``sendfile`` (``send_file.py``);
@@ -53,7 +53,7 @@ from ..protocol.errors import RemoteProtocolError, UnsupportedVersionError
 from ..protocol.framing import NEED_DATA
 from ..protocol.messages import decode_request_header, peek_correlation_id
 from .acceptor import Acceptor
-from .connection import Connection, ProcessorSettings, peer_address
+from .connection import YIELD_BYTES, YIELD_FRAME_MIN, Connection, ProcessorSettings, peer_address
 from .quotas import ConnectionQuotas
 from .request_channel import (
     CloseConnectionResponse,
@@ -63,6 +63,7 @@ from .request_channel import (
     SendFileResponse,
     SendResponse,
 )
+from .sasl_steps import fail_authentication, raw_sasl_token
 from .send_file import send_bytes, send_parts
 
 if TYPE_CHECKING:
@@ -232,6 +233,7 @@ class Processor:
         channel = self._channel
         decoder = conn.decoder
         unsent = conn.unsent
+        ran = 0  # pipelined frames' bytes answered since this task last yielded (a read yields)
         # a SASL listener's connections write each answer on its own (authentication state)
         batched = channel.batched_keys if conn.sasl is None else frozenset()
         eof = False
@@ -254,6 +256,7 @@ class Processor:
             while True:
                 frame = decoder.next_frame()
                 if frame is NEED_DATA:
+                    ran = 0  # the read below yields, whether it waits or not
                     if unsent:  # the answers to the frames read so far go out before a read
                         await self._send_unsent(conn)
                     if eof or self.draining:
@@ -288,7 +291,8 @@ class Processor:
                         await self._send_unsent(conn)
                     return "shutdown"
                 if conn.raw_sasl:
-                    if not await self._raw_sasl_token(conn, frame):
+                    if not await raw_sasl_token(conn, frame, self._sasl_settings,
+                                                self._metrics):
                         return "authentication_failed"
                     self._note_authenticated(conn)
                     idle.deadline = trio.current_time() + idle_s
@@ -314,7 +318,8 @@ class Processor:
                     self._request_finished()
                 sasl = conn.sasl
                 if sasl is not None and sasl.failed:
-                    return await self._fail_authentication(conn, request, response)
+                    return await fail_authentication(conn, request, response,
+                                                     self._sasl_settings, self._metrics)
                 if isinstance(response, SendResponse):
                     if unsent or (batch and decoder.buffered):
                         # Pipelined frames of batched APIs: their answers are written together
@@ -350,10 +355,11 @@ class Processor:
                 deadline = trio.current_time() + idle_s
                 if deadline - idle.deadline > slack_s:
                     idle.deadline = deadline
-                if decoder.buffered:
-                    # Pipelined frames: yield between requests, as the queue's hand-off did
-                    # (an inline request answered by one write has not yielded yet).
-                    await trio.lowlevel.checkpoint()
+                if decoder.buffered:  # pipelined frames (an answer's one write did not yield)
+                    ran += max(len(frame), YIELD_FRAME_MIN)
+                    if ran >= YIELD_BYTES:
+                        ran = 0
+                        await trio.lowlevel.checkpoint()
         return "idle_timeout"
 
     async def _send_unsent(self, conn: Connection) -> None:
@@ -366,46 +372,12 @@ class Processor:
         for request in requests:
             record(request.header.api_key, request, now)
 
-    async def _fail_authentication(self, conn: Connection, request: Request,
-                                   response: Response) -> str:
-        """Answer a failed login after the configured delay, then close (KIP-306)."""
-        settings = self._sasl_settings
-        assert settings is not None
-        LOGGER.info("closing connection %s from %s: SASL authentication failed", conn.id,
-                    conn.client_host)
-        await trio.sleep(settings.failed_authentication_delay_s)
-        if isinstance(response, SendResponse):
-            await conn.stream.send_all(response.data)
-            self._metrics.bytes_out.inc(len(response.data))
-        self._metrics.request_metrics.record_timings(request.header.api_key, request,
-                                                     time.monotonic_ns())
-        return "authentication_failed"
-
     def _note_authenticated(self, conn: Connection) -> None:
         sasl = conn.sasl
         if sasl is not None and sasl.complete and conn.principal != sasl.principal:
             conn.principal = sasl.principal
             conn.decoder.max_frame_bytes = self._settings.socket_request_max_bytes
             LOGGER.debug("connection %s authenticated as %s", conn.id, conn.principal)
-
-    async def _raw_sasl_token(self, conn: Connection, token: bytes) -> bool:
-        """A bare SASL token (after SaslHandshake v0); a failed one is not answered (Kafka)."""
-        sasl, settings = conn.sasl, self._sasl_settings
-        assert sasl is not None
-        assert settings is not None
-        try:  # PLAIN costs a PBKDF2 of a few milliseconds: keep it off the event loop
-            data = await trio.to_thread.run_sync(sasl.authenticate_bare, bytes(token))
-        except Exception:  # a bug stays in this connection, as a handler's would
-            LOGGER.exception("bare SASL token failed; closing connection %s", conn.id)
-            return False
-        if data is None:
-            LOGGER.info("closing connection %s: SASL authentication failed", conn.id)
-            await trio.sleep(settings.failed_authentication_delay_s)
-            return False
-        await conn.stream.send_all(data)
-        self._metrics.bytes_out.inc(len(data))
-        conn.raw_sasl = not sasl.complete  # then back to Kafka requests
-        return True
 
     def _parse(self, conn: Connection, frame: bytes) -> Request:
         try:
