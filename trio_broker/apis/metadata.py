@@ -14,14 +14,15 @@ from __future__ import annotations
 from collections.abc import Container
 
 from ..log import LogManager
-from ..protocol.api_keys import ApiKey
+from ..protocol.api_keys import SUPPORTED_VERSIONS, ApiKey
 from ..protocol.errors import ErrorCode
-from ..protocol.messages import Encoded, response_type
+from ..protocol.messages import Encoded, encode_data, make_request, make_response, response_type
 from ..security.acl import CLUSTER_NAME
 from . import authz
 from .bodies import MetadataRequest, ResponseBody, Struct
 from .context import HandlerContext, HandlerResult
 from .replicas import ClusterModel
+from .state import BrokerState
 from .topics import ensure_topic, partition_count, validate_topic_name
 
 _R = response_type(ApiKey.Metadata)
@@ -43,7 +44,7 @@ async def handle_metadata(ctx: HandlerContext, request: MetadataRequest) -> Hand
         return _error_response(ctx, request, ErrorCode.INVALID_REQUEST)
     if (not requested and not all_topics and not broker.quotas.enabled
             and not (8 <= v <= 10 and request.include_cluster_authorized_operations)):
-        return _no_topics(ctx)
+        return no_topics_answer(broker, v)
     ids = [] if all_topics else [t.topic_id for t in requested if t.topic_id is not None]
     topics: list[Struct] = []
     names: list[str]
@@ -106,23 +107,47 @@ async def handle_metadata(ctx: HandlerContext, request: MetadataRequest) -> Hand
 _NO_TOPICS: dict[tuple[object, ...], Encoded] = {}
 
 
-def _no_topics(ctx: HandlerContext) -> Encoded:
+def no_topics_answer(broker: BrokerState, version: int) -> Encoded:
     """The answer to a Metadata request naming no topic (a client's periodic refresh of the
     brokers), encoded once per version and cluster state: nothing else goes into it."""
-    broker = ctx.broker
     cluster = broker.cluster
     live = tuple((n.node_id, n.host, n.port) for n in cluster.live_nodes())
-    key = (ctx.version, broker.config.cluster_id, cluster.controller_id(broker.node_id), live)
+    key = (version, broker.config.cluster_id, cluster.controller_id(broker.node_id), live)
     answer = _NO_TOPICS.get(key)
     if answer is None:
         if len(_NO_TOPICS) >= 64:  # brokers of many tests in one process
             _NO_TOPICS.clear()
-        body = ctx.response(throttle_time_ms=0, error_code=0, topics=[], cluster_id=key[1],
-                            controller_id=key[2], authorized_operations=None,
-                            brokers=[_Broker(node_id=i, host=h, port=p, rack=None)
-                                     for i, h, p in live])
-        answer = _NO_TOPICS[key] = Encoded(body, ctx.version)
+        body = make_response(ApiKey.Metadata, version, throttle_time_ms=0, error_code=0,
+                             topics=[], cluster_id=key[1], controller_id=key[2],
+                             authorized_operations=None,
+                             brokers=[_Broker(node_id=i, host=h, port=p, rack=None)
+                                      for i, h, p in live])
+        answer = _NO_TOPICS[key] = Encoded(body, version)
     return answer
+
+
+#: version -> the request bodies that name no topic and ask for nothing the answer above lacks
+_NO_TOPICS_BODIES: dict[int, frozenset[bytes]] = {}
+
+
+def no_topics_body(version: int, body: bytes) -> bool:
+    """Whether ``body`` (a Metadata request's encoded body) is one ``no_topics_answer`` answers
+    as ``handle_metadata`` would: no topic named (v1+: v0 reads an empty list as all topics),
+    no cluster operations asked for, no tagged fields. Lets the request path answer the
+    periodic refresh without decoding it; anything else (bodies equal in meaning but spelt
+    otherwise among them) goes through ``handle_metadata``."""
+    bodies = _NO_TOPICS_BODIES.get(version)
+    if bodies is None:
+        if version < 1 or version > SUPPORTED_VERSIONS[ApiKey.Metadata].max:
+            return False
+        bodies = _NO_TOPICS_BODIES[version] = frozenset(
+            encode_data(make_request(ApiKey.Metadata, version, topics=[],
+                                     allow_auto_topic_creation=auto,
+                                     include_topic_authorized_operations=ops,
+                                     include_cluster_authorized_operations=False),
+                        version)[2:]
+            for auto in (True, False) for ops in (True, False))
+    return body in bodies
 
 
 def _error_response(ctx: HandlerContext, request: MetadataRequest, error: int) -> ResponseBody:

@@ -26,6 +26,7 @@ import trio
 
 from ..apis.bodies import ResponseBody
 from ..apis.context import CloseConnection, Deferred, HandlerContext
+from ..apis.metadata import no_topics_answer, no_topics_body
 from ..apis.registry import HANDLERS, advertised_versions
 from ..apis.state import BrokerState
 from ..apis.throttle import throttle_ms
@@ -125,6 +126,19 @@ class RequestHandlerPool:
         """Answer ``request`` in the caller's task: never queued, and its handling counted as
         one handler's work."""
         request.dequeued_ns = start = request.received_ns
+        header = request.header
+        if (header.api_key == ApiKey.Metadata and self.handlers is HANDLERS
+                and not self.broker.quotas.enabled
+                and no_topics_body(header.api_version, request.frame[header.body_offset:])):
+            # a client's periodic refresh of the brokers: its answer without decoding it,
+            # building a handler context or walking the answer (what ``handle`` would give)
+            answer = no_topics_answer(self.broker, header.api_version)
+            request.api_local_done_ns = now = time.monotonic_ns()
+            request.frame = b""
+            self.metrics.request_metrics.count_errors(header.api_key, answer.errors)
+            self.channel.send_response(SendResponse(request, encode_response(header, answer)))
+            self.metrics.handler_idle.add_busy(start, now)
+            return
         await self.handle(request)
         # answered (or parked) just now: that stamp is the end of its handling, one clock read
         # less per request
