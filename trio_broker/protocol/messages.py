@@ -35,6 +35,8 @@ ApiMessage = Message
 _HEADER_FIXED = struct.Struct(">hhih")  # api_key, api_version, correlation_id, client_id length
 _I32 = struct.Struct(">i")
 _I16 = struct.Struct(">h")
+#: a response frame's size and correlation id
+_SIZE_ID = struct.Struct(">ii")
 
 
 class RequestHeader:
@@ -264,6 +266,14 @@ def encode_response(header: RequestHeader, body: Message, *,
 
     ``version`` overrides the body's version (the ApiVersions error reply is always v0).
     """
+    if type(body) is Encoded and version is None:  # an answer encoded once: one pack, one join
+        assert isinstance(body, Encoded)
+        if body.version != header.api_version:
+            raise ValueError(f"cannot encode a v{body.version} answer as v{header.api_version}")
+        data = body.data
+        if header.flexible and header.api_key != ApiKey.ApiVersions:
+            return _SIZE_ID.pack(len(data) + 5, header.correlation_id) + b"\x00" + data
+        return _SIZE_ID.pack(len(data) + 4, header.correlation_id) + data
     if header.flexible and header.api_key != ApiKey.ApiVersions:
         head = _I32.pack(header.correlation_id) + b"\x00"
     else:
