@@ -126,6 +126,15 @@ def no_topics_answer(broker: BrokerState, version: int) -> Encoded:
     return answer
 
 
+def refresh_answer(broker: BrokerState, version: int, body: bytes) -> Encoded | None:
+    """The answer to a client's periodic refresh (a Metadata request naming no topic) straight
+    from the request's encoded ``body``, as ``handle_metadata`` would give it; None for any
+    other request, which ``handle_metadata`` answers."""
+    if broker.quotas.enabled or not no_topics_body(version, body):
+        return None
+    return no_topics_answer(broker, version)
+
+
 #: version -> the request bodies that name no topic and ask for nothing the answer above lacks
 _NO_TOPICS_BODIES: dict[int, frozenset[bytes]] = {}
 

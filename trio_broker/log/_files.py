@@ -16,7 +16,12 @@ LOGGER = logging.getLogger(__name__)
 
 
 def fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    fsync_file(path, os.O_DIRECTORY)
+
+
+def fsync_file(path: Path, flags: int = 0) -> None:
+    """fsync the file (or, with ``os.O_DIRECTORY``, the directory) at ``path``."""
+    fd = os.open(path, os.O_RDONLY | flags)
     try:
         os.fsync(fd)
     finally:

@@ -25,7 +25,7 @@ import threading
 import time
 from pathlib import Path
 
-from ._files import close_fds, fsync_dir
+from ._files import close_fds, fsync_dir, fsync_file
 from .config import LogConfig
 from .errors import KafkaStorageError
 from .leader_epoch import LeaderEpochCache
@@ -158,7 +158,7 @@ class LogDurability:
                                 close_fds(fds)
                             segment.synced_size = segment.size
                     if self._epochs.unsynced:  # a new partition's first epoch
-                        _fsync_file(self._epochs.path)
+                        fsync_file(self._epochs.path)
                         self._epochs.unsynced = False
                     fsync_dir(self.directory)
                     if not self._parent_dir_synced:  # a new partition's entry in its log dir
@@ -175,11 +175,3 @@ class LogDurability:
                         error = error or exc
             if error is not None:
                 raise KafkaStorageError(f"closing {self.name} failed: {error}") from error
-
-
-def _fsync_file(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)

@@ -26,7 +26,7 @@ import trio
 
 from ..apis.bodies import ResponseBody
 from ..apis.context import CloseConnection, Deferred, HandlerContext
-from ..apis.metadata import handle_metadata, no_topics_answer, no_topics_body
+from ..apis.metadata import handle_metadata, refresh_answer
 from ..apis.registry import HANDLERS, advertised_versions
 from ..apis.state import BrokerState
 from ..apis.throttle import throttle_ms
@@ -127,13 +127,13 @@ class RequestHandlerPool:
         one handler's work."""
         request.dequeued_ns = start = request.received_ns
         header = request.header
-        if (header.api_key == ApiKey.Metadata and not self.broker.quotas.enabled
+        # a client's periodic refresh of the brokers, answered as ``handle_metadata`` (the
+        # handler of this table: not a test cluster's, which checks and injects faults) would,
+        # without decoding it, building a handler context or walking the answer
+        if (header.api_key == ApiKey.Metadata
                 and self.handlers.get(ApiKey.Metadata) is handle_metadata
-                and no_topics_body(header.api_version, request.frame[header.body_offset:])):
-            # a client's periodic refresh of the brokers, answered as ``handle_metadata`` (the
-            # handler of this table: not a test cluster's, which checks and injects faults)
-            # would, without decoding it, building a handler context or walking the answer
-            answer = no_topics_answer(self.broker, header.api_version)
+                and (answer := refresh_answer(self.broker, header.api_version,
+                                              request.frame[header.body_offset:])) is not None):
             request.api_local_done_ns = now = time.monotonic_ns()
             request.frame = b""
             self.metrics.request_metrics.count_errors(header.api_key, answer.errors)

@@ -36,7 +36,6 @@ finish what is in flight within the grace period, then everything is cancelled a
 
 from __future__ import annotations
 
-import errno
 import logging
 import socket
 import sys
@@ -91,16 +90,11 @@ _SASL_PROTOCOLS = frozenset({"SASL_PLAINTEXT", "SASL_SSL"})
 
 
 async def _recv_into(sock: trio.socket.SocketType, view: memoryview) -> int:
-    """``recv_into`` with ``SocketStream.receive_some``'s errors (a reset connection is
-    ``BrokenResourceError``, a closed socket ``ClosedResourceError``)."""
+    """``recv_into``, a peer gone reported as ``SocketStream.receive_some`` reports it."""
     try:
         return await sock.recv_into(view)
-    except trio.ClosedResourceError:
-        raise
-    except OSError as exc:
-        if exc.errno in (errno.EBADF, errno.ENOTSOCK):
-            raise trio.ClosedResourceError("this socket was already closed") from None
-        raise trio.BrokenResourceError from exc
+    except OSError as exc:  # as send_file.py's writes do
+        raise trio.BrokenResourceError(f"socket connection broken: {exc}") from exc
 
 
 class Processor:

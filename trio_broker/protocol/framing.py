@@ -58,11 +58,12 @@ class FrameDecoder:
         """A view of the still-missing part of the frame being received, for the socket to read
         into (``recv_into``); None unless more than ``min_missing`` bytes are missing.
 
-        Why: growing the buffer read by read and copying the frame out of it cost a big produce
-        request (~570 KB) ~0.7 ms of CPU and ~250 page faults; one buffer of the frame's size,
-        filled in place, ~0.1 ms. It is allocated only once the peer has sent at least
-        1/``max_growth`` of the frame, so a size claim alone never reserves memory (as the
-        module's docstring promises); ``receive_data`` still works while it fills.
+        Why: growing the buffer read by read and copying the frame out of it cost a 570 KB
+        frame 465-540 µs of CPU and ~150 page faults; one buffer of the frame's size, filled
+        in place, 107-110 µs and none (docs/benchmarks.md). It is allocated only once the peer
+        has sent at least 1/``max_growth`` of the frame, so a size claim alone never reserves
+        memory (as the module's docstring promises); ``receive_data`` still works while it
+        fills.
         """
         big = self._big
         if big is None:

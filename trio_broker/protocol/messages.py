@@ -228,6 +228,12 @@ class Encoded(Message):
         self.version = version
         self.errors = error_codes(body)
 
+    def at(self, version: int) -> bytes:
+        """The encoded body, which can only answer the version it was encoded for."""
+        if self.version != version:
+            raise ValueError(f"cannot encode a v{self.version} answer as v{version}")
+        return self.data
+
     @classmethod
     def of(cls, data: bytes, version: int, errors: list[int]) -> Encoded:
         """A body encoded by hand (an answer too common for the generic encoder's walk), with
@@ -241,9 +247,7 @@ def _encode_body(body: Message, version: int, parts: list[Any]) -> None:
     cls = type(body)
     if cls is Encoded:
         assert isinstance(body, Encoded)
-        if body.version != version:
-            raise ValueError(f"cannot encode a v{body.version} answer as v{version}")
-        parts.append(body.data)
+        parts.append(body.at(version))
         return
     encode = _encoders.get((cls, version)) or _encoder(cls, version)
     try:
@@ -268,9 +272,7 @@ def encode_response(header: RequestHeader, body: Message, *,
     """
     if type(body) is Encoded and version is None:  # an answer encoded once: one pack, one join
         assert isinstance(body, Encoded)
-        if body.version != header.api_version:
-            raise ValueError(f"cannot encode a v{body.version} answer as v{header.api_version}")
-        data = body.data
+        data = body.at(header.api_version)
         if header.flexible and header.api_key != ApiKey.ApiVersions:
             return _SIZE_ID.pack(len(data) + 5, header.correlation_id) + b"\x00" + data
         return _SIZE_ID.pack(len(data) + 4, header.correlation_id) + data
