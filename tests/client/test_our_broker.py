@@ -6,9 +6,14 @@ from typing import Any
 
 import pytest
 import trio
+import trio.testing
 
+from tests.wire import RawClient
 from trio_broker.client import TopicPartition, errors, open_consumer, open_producer
 from trio_broker.client.admin import NewTopic, open_admin
+from trio_broker.client_core.groups import join_group_request
+from trio_broker.protocol.api_keys import ApiKey
+from trio_broker.protocol.consumer_protocol import encode_subscription
 
 CODECS = ["none", "gzip", "snappy", "lz4", "zstd"]
 FAST_GROUP = {"heartbeat_interval_ms": 100, "session_timeout_ms": 6000,
@@ -300,3 +305,55 @@ async def test_producer_uses_partitions_added_later(trio_broker: Any) -> None:
             await admin.create_partitions({"grow": 3})
             await producer.client.refresh_metadata()
             assert (await producer.send("grow", b"b", partition=2)).partition == 2
+
+
+async def test_closing_during_a_rebalance_leaves_no_member_behind(trio_broker: Any) -> None:
+    """A consumer closed while its group task is mid-rebalance (here: in the listener's
+    ``on_partitions_revoked``) leaves, and its group task joins no more: a JoinGroup sent after
+    the leave, with the member id the leave forgot, would make a new (pending) member, which
+    the group then waits for, up to ``session.timeout.ms``, before it can empty or rebalance."""
+    group_id, topic = "closing", "closing-t"
+    groups = trio_broker.state.groups.membership.groups
+    revoking, release = trio.Event(), trio.Event()
+
+    class SlowRevoke:
+        async def on_partitions_revoked(self, revoked: set[TopicPartition]) -> None:
+            if revoked:
+                revoking.set()
+                await release.wait()
+
+        async def on_partitions_assigned(self, assigned: set[TopicPartition]) -> None:
+            pass
+
+    with trio.fail_after(30):
+        async with open_admin(trio_broker.bootstrap_servers) as admin:
+            await admin.create_topics([NewTopic(topic, 2, 1)])
+        other = await RawClient.connect(trio_broker.host, trio_broker.port)
+        async with (
+            trio.open_nursery() as nursery,
+            open_consumer(bootstrap_servers=trio_broker.bootstrap_servers,
+                          group_id=group_id, **FAST_GROUP) as consumer,
+        ):
+            consumer.subscribe([topic], listener=SlowRevoke())
+            while not consumer.assignment():
+                await consumer.getmany(timeout_ms=20)
+            (consumer_id,) = groups[group_id].members
+            # another member's join starts a rebalance, which the consumer's heartbeat
+            # hears of: its group task revokes (eagerly) and waits in the listener
+            await other.send(ApiKey.JoinGroup, 3, body=join_group_request(
+                3, group_id, "", session_timeout_ms=30_000, rebalance_timeout_ms=30_000,
+                protocols=[("range", encode_subscription([topic]))]))
+            await revoking.wait()
+
+            async def release_once_leaving() -> None:
+                while consumer._member.member_id:  # leave() forgets the id, then sends
+                    await trio.lowlevel.checkpoint()
+                release.set()
+
+            nursery.start_soon(release_once_leaving)
+        await trio.testing.wait_all_tasks_blocked()
+        group = groups[group_id]
+        assert consumer_id not in group.members
+        assert not group.pending_members, "a join sent after the leave made a new member"
+        assert group.state.value == "CompletingRebalance"  # the other member's generation
+        await other.aclose()

@@ -124,6 +124,7 @@ class Consumer:
         ``commit_budget_s`` so the leave still gets its turn), then leave the group."""
         self._closed = True
         if self._member is not None:
+            self._member.stop_joining()
             if self._member.assignment:  # as Java's close: commit, on_partitions_revoked
                 revoked, self._member.assignment = self._member.assignment, set()
                 with trio.move_on_after(commit_budget_s):
@@ -162,6 +163,7 @@ class Consumer:
         """Drop the subscription (leaving the group) or the manual assignment."""
         if self._member is not None and self._subs.subscription is not None:
             self._member.subscribe(())
+            self._member.stop_joining()
             if self._member.assignment:
                 revoked, self._member.assignment = self._member.assignment, set()
                 await self._on_revoke(revoked)

@@ -99,6 +99,10 @@ class ConsumerMember:
             self._left = False
             self._wakeup.set()
 
+    def stop_joining(self) -> None:
+        """Heartbeat no more until subscribed again (the leave heartbeat is the last word)."""
+        self._left = True
+
     def request_rejoin(self, reason: str) -> None:
         LOGGER.info("group %s: heartbeat now (%s)", self.group_id, reason)
         self._wakeup.set()

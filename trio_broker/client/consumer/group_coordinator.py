@@ -175,6 +175,9 @@ class GroupMember:
         self.fatal_error: KafkaError | None = None
         self._rejoin_needed = True
         self._rejoin = Wakeup()
+        #: set by ``stop_joining`` (a leave), cleared by a new subscription
+        self._left = False
+        self._join_scope: trio.CancelScope | None = None
         self._stable_event = trio.Event()
         self._partition_counts: dict[str, int] = {}
         self._last_heartbeat_ok = -math.inf
@@ -186,7 +189,19 @@ class GroupMember:
         topics = set(topics)
         if topics != self.topics:
             self.topics = topics
+            self._left = not topics
             self.request_rejoin("subscription changed")
+
+    def stop_joining(self) -> None:
+        """End a JoinGroup or SyncGroup in flight and join no more until subscribed again.
+
+        Called before the LeaveGroup, which must be the member's last word: a join loop told
+        afterwards that its member is unknown would join again as a new member, which the group
+        then waits for (``session.timeout.ms``) before it can rebalance or empty.
+        """
+        self._left = True
+        if self._join_scope is not None:
+            self._join_scope.cancel()
 
     def request_rejoin(self, reason: str) -> None:
         if not self._rejoin_needed:
@@ -206,7 +221,7 @@ class GroupMember:
     async def run(self) -> None:
         attempts = 0
         while True:
-            if self._rejoin_needed and self.topics:
+            if self._rejoin_needed and self.topics and not self._left:
                 try:
                     await self._rebalance()
                 except KafkaError as exc:
@@ -233,8 +248,13 @@ class GroupMember:
         while True:
             self._rejoin_needed = False
             self._rejoin.clear()
+            if self._left:
+                return
             try:
-                assignment = await self._join_and_sync()
+                with trio.CancelScope() as self._join_scope:
+                    assignment = await self._join_and_sync()
+                if self._join_scope.cancelled_caught:
+                    return
             except KafkaError as exc:
                 if not exc.retriable:
                     raise
@@ -412,6 +432,7 @@ class GroupMember:
 
     async def leave(self) -> None:
         """LeaveGroup (best effort) so the group rebalances now rather than after a timeout."""
+        self.stop_joining()
         if not self.member_id or self._coordinator.node_id is None:
             return
         member_id, self.member_id = self.member_id, ""
