@@ -39,7 +39,7 @@ from ..client_core.structs import (
 from ..protocol.api_keys import ApiKey
 from ..protocol.errors import ErrorCode
 from .config import ADMIN_DEFAULTS, normalize
-from .consumer.group_coordinator import CoordinatorLookup, fetch_committed
+from .consumer.coordinator import CoordinatorLookup, fetch_committed
 from .network import NetworkClient
 from .offsets import list_offsets
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping
 
-from ..client.consumer.group_coordinator import CoordinatorLookup
+from ..client.consumer.coordinator import CoordinatorLookup
 from ..client_core.admin import NewTopic
 from ..client_core.errors import describe_code, error_for
 from ..client_core.metadata import TopicInfo

@@ -48,8 +48,9 @@ from ..config import CONSUMER_DEFAULTS, normalize
 from ..network import NetworkClient
 from ..offsets import list_offsets
 from .consumer_member import COMMIT_VERSION, ConsumerMember
+from .coordinator import CoordinatorLookup, commit_offsets, fetch_committed
 from .fetcher import Fetcher
-from .group_coordinator import CoordinatorLookup, GroupMember, commit_offsets, fetch_committed
+from .group_coordinator import GroupMember
 from .positions import PositionResolver
 from .subscription_state import ConsumerRebalanceListener, PartitionState, SubscriptionState
 

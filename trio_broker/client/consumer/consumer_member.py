@@ -36,7 +36,7 @@ from ...protocol.api_keys import ApiKey, request_class
 from ...protocol.errors import ErrorCode
 from ...protocol.messages import make_request
 from ..network import NetworkClient, Wakeup
-from .group_coordinator import CoordinatorLookup
+from .coordinator import CoordinatorLookup
 
 LOGGER = logging.getLogger(__name__)
 

@@ -1,4 +1,5 @@
-"""Classic consumer-group membership: find the coordinator, join, sync, heartbeat, leave.
+"""Classic consumer-group membership: join, sync, heartbeat, leave (the coordinator itself is
+found and asked through ``coordinator.CoordinatorLookup``).
 
 Why two tasks: a JoinGroup may legitimately wait minutes (until every member rejoins), while
 heartbeats must keep flowing on schedule whenever the group is stable. So the *group task* runs
@@ -30,7 +31,7 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Awaitable, Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable
 from functools import partial
 from typing import Any
 
@@ -39,18 +40,11 @@ import trio
 from ...client_core import groups as requests
 from ...client_core.errors import (
     ConfigError,
-    KafkaConnectionError,
     KafkaError,
     describe_code,
     error_for,
 )
-from ...client_core.offsets import (
-    offset_commit_request,
-    offset_fetch_request,
-    parse_offset_commit,
-    parse_offset_fetch,
-)
-from ...client_core.structs import OffsetAndMetadata, TopicPartition
+from ...client_core.structs import TopicPartition
 from ...protocol.api_keys import ApiKey
 from ...protocol.consumer_protocol import (
     PayloadError,
@@ -62,13 +56,10 @@ from ...protocol.consumer_protocol import (
 from ...protocol.errors import ErrorCode
 from ..network import NetworkClient, Wakeup
 from .assignors import ASSIGNORS
+from .coordinator import COORDINATOR_ERRORS, CoordinatorLookup
 
 LOGGER = logging.getLogger(__name__)
 
-_COORDINATOR_ERRORS = frozenset({
-    ErrorCode.COORDINATOR_NOT_AVAILABLE,
-    ErrorCode.NOT_COORDINATOR,
-})
 _FATAL_JOIN_ERRORS = frozenset({
     ErrorCode.INVALID_GROUP_ID,
     ErrorCode.INCONSISTENT_GROUP_PROTOCOL,
@@ -78,65 +69,6 @@ _FATAL_JOIN_ERRORS = frozenset({
     ErrorCode.FENCED_INSTANCE_ID,
     ErrorCode.UNSUPPORTED_VERSION,
 })
-
-OffsetMap = Mapping[TopicPartition, OffsetAndMetadata]
-
-
-class CoordinatorLookup:
-    """Finds and remembers a group's coordinator node (FindCoordinator, key type 0)."""
-
-    def __init__(self, client: NetworkClient, group_id: str) -> None:
-        self._client = client
-        self.group_id = group_id
-        self.node_id: int | None = None
-
-    def mark_unknown(self) -> None:
-        if self.node_id is not None:
-            LOGGER.info("group %s: coordinator node %s marked unknown", self.group_id,
-                        self.node_id)
-        self.node_id = None
-
-    async def find(self) -> int:
-        """The coordinator's node id, asking the least loaded broker until one answers."""
-        attempts = 0
-        while self.node_id is None:
-            try:
-                found = requests.parse_find_coordinator(await self._client.request_any(
-                    ApiKey.FindCoordinator,
-                    lambda v: requests.find_coordinator_request(v, self.group_id)))
-                code = found.error
-                if code == ErrorCode.NONE:
-                    self.node_id = self._client.coordinator_node(found.node_id, found.host,
-                                                                 found.port)
-                    break
-                error = error_for(code, f"FindCoordinator for group {self.group_id!r}: "
-                                  f"{describe_code(code)}")
-                if not error.retriable:
-                    raise error
-            except KafkaError as exc:
-                if not exc.retriable:
-                    raise
-                error = exc
-            LOGGER.debug("group %s: FindCoordinator failed: %r", self.group_id, error)
-            await trio.sleep(self._client.retry_backoff.backoff_ms(attempts) / 1000)
-            attempts += 1
-        return self.node_id
-
-    async def request(self, api_key: int, body: Any, *, timeout_s: float | None = None,
-                      version: int | None = None) -> Any:
-        """A request to the coordinator; a broken connection marks the coordinator unknown."""
-        node_id = await self.find()
-        try:
-            return await self._client.request(node_id, api_key, body, timeout_s=timeout_s,
-                                              version=version)
-        except KafkaConnectionError:
-            self.mark_unknown()
-            raise
-        except KafkaError as exc:
-            if exc.retriable:
-                self.mark_unknown()
-            raise
-
 
 class GroupMember:
     """This consumer's membership in a classic group (the group and heartbeat tasks)."""
@@ -335,7 +267,7 @@ class GroupMember:
         if code == ErrorCode.UNKNOWN_MEMBER_ID:
             self.member_id = ""
             self.generation = -1
-        elif code in _COORDINATOR_ERRORS:
+        elif code in COORDINATOR_ERRORS:
             self._coordinator.mark_unknown()
         if code in (ErrorCode.REBALANCE_IN_PROGRESS, ErrorCode.UNKNOWN_MEMBER_ID,
                     ErrorCode.ILLEGAL_GENERATION):
@@ -411,7 +343,7 @@ class GroupMember:
                 self.member_id = ""
                 self.generation = -1
                 self.request_rejoin("heartbeat answered UNKNOWN_MEMBER_ID")
-            elif code in _COORDINATOR_ERRORS:
+            elif code in COORDINATOR_ERRORS:
                 self._coordinator.mark_unknown()
             if (self.stable and now - self._last_heartbeat_ok
                     > self._session_timeout_ms / 1000):
@@ -445,72 +377,3 @@ class GroupMember:
                 LOGGER.info("group %s: member %s left", self.group_id, member_id)
             except KafkaError as exc:
                 LOGGER.info("group %s: LeaveGroup failed: %r", self.group_id, exc)
-
-
-async def commit_offsets(coordinator: CoordinatorLookup, client: NetworkClient,
-                         offsets: OffsetMap, *, generation: int, member_id: str,
-                         timeout_s: float, version: int | None = None) -> None:
-    """OffsetCommit, retrying retriable errors until ``timeout_s``; raises the rest.
-    ``version`` pins one (a consumer-protocol member commits at v9+, with its epoch)."""
-    if not offsets:
-        await trio.lowlevel.checkpoint()
-        return
-    group_id = coordinator.group_id
-
-    def body(version: int) -> Any:
-        return offset_commit_request(version, group_id, offsets, generation=generation,
-                                     member_id=member_id)
-
-    attempts = 0
-    with trio.fail_after(timeout_s):
-        while True:
-            try:
-                response = await coordinator.request(ApiKey.OffsetCommit, body,
-                                                     version=version)
-                error: KafkaError | None = None
-                for tp, code in parse_offset_commit(response).items():
-                    if code and error is None:
-                        error = error_for(code, f"committing {tp.topic}-{tp.partition}: "
-                                          f"{describe_code(code)}")
-                if error is None:
-                    return
-                if error.code in _COORDINATOR_ERRORS:
-                    coordinator.mark_unknown()
-                raise error
-            except KafkaError as exc:
-                if not exc.retriable:
-                    raise
-                LOGGER.debug("commit failed (%r); retrying", exc)
-            await trio.sleep(client.retry_backoff.backoff_ms(attempts) / 1000)
-            attempts += 1
-
-
-async def fetch_committed(coordinator: CoordinatorLookup, client: NetworkClient,
-                          partitions: Iterable[TopicPartition] | None, *,
-                          timeout_s: float) -> dict[TopicPartition, OffsetAndMetadata]:
-    """OffsetFetch: committed (offset, metadata) per partition; partitions never committed are
-    absent. ``partitions=None`` asks for every partition the group committed."""
-    group_id = coordinator.group_id
-    wanted = None if partitions is None else list(partitions)
-
-    def body(version: int) -> Any:
-        return offset_fetch_request(version, group_id, wanted)
-
-    attempts = 0
-    with trio.fail_after(timeout_s):
-        while True:
-            try:
-                code, result = parse_offset_fetch(await coordinator.request(
-                    ApiKey.OffsetFetch, body))
-                if code == ErrorCode.NONE:
-                    return result
-                if code in _COORDINATOR_ERRORS:
-                    coordinator.mark_unknown()
-                raise error_for(code, f"OffsetFetch for group {coordinator.group_id!r}: "
-                                f"{describe_code(code)}")
-            except KafkaError as exc:
-                if not exc.retriable:
-                    raise
-                LOGGER.debug("offset fetch failed (%r); retrying", exc)
-            await trio.sleep(client.retry_backoff.backoff_ms(attempts) / 1000)
-            attempts += 1

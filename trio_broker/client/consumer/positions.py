@@ -21,8 +21,8 @@ from ...client_core.errors import (
 from ...client_core.structs import EARLIEST, LATEST, OffsetAndMetadata, TopicPartition
 from ..network import NetworkClient, Wakeup
 from ..offsets import list_offsets
+from .coordinator import CoordinatorLookup, fetch_committed
 from .fetcher import Fetcher
-from .group_coordinator import CoordinatorLookup, fetch_committed
 from .subscription_state import PartitionState, SubscriptionState
 
 LOGGER = logging.getLogger(__name__)
