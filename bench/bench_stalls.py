@@ -3,9 +3,10 @@
 Run: ``.venv/bin/python bench/bench_stalls.py [--topics 1000]``. Not part of the test suite.
 Starts ``trio-broker serve`` as a subprocess (loopback, data in a temporary directory, a metrics
 listener) and reads ``kafka_server_eventloopmetrics_lateness_seconds`` (how late a task asking
-to wake every 5 ms woke) from ``/metrics`` before and after each phase:
+to wake every 5 ms woke; every 100 ms after a second without bytes received) from ``/metrics``
+before and after each phase:
 
-1. ``idle``: nothing but the detector, ``--idle`` seconds;
+1. ``idle``: nothing but the detector, ``--idle`` seconds (so mostly 100 ms wake-ups);
 2. ``create``: ``--topics`` one-partition topics created with confluent-kafka's AdminClient,
    ``--batch`` topics per CreateTopics request, one request at a time;
 3. ``produce``: ``--rate`` records/s of 100 bytes for ``--seconds`` (linger.ms=0, acks=1) to a

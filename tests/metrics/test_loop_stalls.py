@@ -11,9 +11,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import trio
 from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic
 
-from trio_broker.metrics.stalls import LoopStallMeter
+from trio_broker.metrics.stalls import DEFAULT_INTERVAL_S, QUIET_INTERVAL_S, LoopStallMeter
 from trio_broker.testing import TEST_DEFAULTS, ThreadedBroker
 
 from .test_metrics import scrape, value
@@ -50,6 +51,56 @@ def test_garbage_collections_are_timed(broker):
     before = value(scrape(broker), f"{GC_PAUSE}_count")
     broker.call(gc.collect)
     assert value(scrape(broker), f"{GC_PAUSE}_count") >= before + 1
+
+
+def test_a_quiet_broker_wakes_ten_times_a_second_and_still_sees_a_300_ms_stall(broker):
+    """No bytes received for a second: the detector wakes every 100 ms instead of every 5 ms
+    (an idle broker cost ~3% of a core), a stall of 300 ms still shows, and the first request
+    brings the 5 ms wake-ups back."""
+    meter = broker.broker.state.metrics.loop_stalls
+    deadline = time.monotonic() + 10
+    while meter.current_interval_s != QUIET_INTERVAL_S:
+        assert time.monotonic() < deadline, "the detector never went quiet"
+        time.sleep(0.05)
+    count = broker.call(lambda: meter.lateness.count)
+    time.sleep(0.5)
+    woke = broker.call(lambda: meter.lateness.count) - count
+    assert 2 <= woke <= 7, woke  # ~5 at 100 ms (100 at 5 ms)
+    before = scrape(broker)
+    broker.call(time.sleep, 0.3)
+    time.sleep(0.15)  # the next wake-up, late
+    assert _late(scrape(broker), "0.1") - _late(before, "0.1") >= 1
+    AdminClient({"bootstrap.servers": broker.bootstrap_servers}).list_topics(timeout=10)
+    deadline = time.monotonic() + 10
+    while meter.current_interval_s != DEFAULT_INTERVAL_S:
+        assert time.monotonic() < deadline, "a request did not wake the detector up"
+        time.sleep(0.02)
+
+
+def test_the_detector_goes_quiet_only_while_activity_stays_the_same():
+    activity = [0]
+    meter = LoopStallMeter(activity=lambda: activity[0], quiet_after_s=0.2)
+
+    async def interval_becomes(wanted: float) -> None:
+        while True:
+            if meter.current_interval_s == wanted:
+                return
+            await trio.sleep(0.01)
+
+    async def main() -> None:
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(meter.run)
+            with trio.fail_after(5):
+                for _ in range(40):  # 0.4 s of activity, twice quiet_after_s: it stays at 5 ms
+                    activity[0] += 1
+                    await trio.sleep(0.01)
+                    assert meter.current_interval_s == DEFAULT_INTERVAL_S
+                await interval_becomes(QUIET_INTERVAL_S)
+                activity[0] += 1
+                await interval_becomes(DEFAULT_INTERVAL_S)
+            nursery.cancel_scope.cancel()
+
+    trio.run(main)
 
 
 def test_blocking_work_timed_on_the_loop_is_counted_by_operation():

@@ -96,8 +96,9 @@ class BrokerMetrics:
         self.node_id = node_id
         self.request_metrics = RequestMetrics()
         self.topics = TopicMetrics()
-        #: the event loop's stall detector (run by the broker: ``loop_stalls.run``)
-        self.loop_stalls = LoopStallMeter()
+        #: the event loop's stall detector (run by the broker: ``loop_stalls.run``), waking
+        #: less often while no bytes arrive
+        self.loop_stalls = LoopStallMeter(activity=lambda: self.bytes_in.get())
         f = self.families = Families()
         self.connections = f.gauge("kafka_server_socket_server_metrics_connection_count",
                                    "Open connections (socket-server-metrics connection-count).")
