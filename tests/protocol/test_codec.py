@@ -166,6 +166,30 @@ def test_big_frame_read_into_its_own_buffer():
     assert dec.buffered == 0
 
 
+def test_a_big_frame_read_in_place_can_be_taken_without_a_copy():
+    """``next_frame`` copies a big frame read in place to bytes (the broker keeps its slices);
+    ``next_frame_in_place`` hands over the buffer itself, and is ``next_frame`` otherwise."""
+    big = bytes(range(256)) * 1000
+    for take, kind in ((FrameDecoder.next_frame, bytes),
+                       (FrameDecoder.next_frame_in_place, bytearray)):
+        dec = FrameDecoder()
+        dec.receive_data(frame(b"a") + frame(big)[:30_000])
+        assert take(dec) == b"a"
+        assert take(dec) is NEED_DATA  # the big frame is partial
+        view = dec.frame_view(100, 16)
+        assert view is not None
+        view[:] = frame(big)[30_000:]
+        dec.received_into(len(view))
+        got = take(dec)
+        assert got == big
+        assert type(got) is kind
+        dec.receive_data(frame(b"bc"))
+        small = take(dec)
+        assert small == b"bc"
+        assert type(small) is bytes
+        assert take(dec) is NEED_DATA
+
+
 def test_big_frame_view_needs_a_valid_size():
     """No buffer is reserved for a size claim the decoder refuses, nor for one whose bytes did
     not arrive (a size claim alone costs nothing)."""

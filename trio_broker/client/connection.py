@@ -51,6 +51,9 @@ from ..protocol.messages import make_request
 LOGGER = logging.getLogger(__name__)
 
 _RECEIVE_BYTES = 1 << 18
+#: an answer with more than ``_RECEIVE_BYTES`` still missing, and at least 1/16 of it here, is
+#: read into one buffer of its size (``frame_view``) instead of a buffer grown read by read
+_DIRECT_GROWTH = 16
 
 #: Body builders: keyword fields (any version ignores fields it lacks) or a callable of the
 #: chosen version.
@@ -335,13 +338,23 @@ class BrokerConnection:
         assert stream is not None
         state = self._state
         in_flight = self.in_flight
+        # a plain TCP connection's socket, read into a big answer's own buffer (frame_view)
+        plain = stream.socket if type(stream) is trio.SocketStream else None
         while True:
             idle_deadline = self._last_active + self.idle_timeout_s
             deadline = min(self._earliest_deadline(), idle_deadline)
+            got = 0
             with trio.CancelScope(deadline=deadline) as scope:
                 self._read_scope = scope
                 try:
-                    data = await stream.receive_some(_RECEIVE_BYTES)
+                    if plain is not None and (view := state.frame_view(
+                            _RECEIVE_BYTES, _DIRECT_GROWTH)) is not None:
+                        got = await plain.recv_into(view)
+                        state.received_into(got)
+                    else:
+                        data = await stream.receive_some(_RECEIVE_BYTES)
+                        got = len(data)
+                        state.receive_data(data)
                 except (trio.BrokenResourceError, trio.ClosedResourceError, OSError) as exc:
                     self._fail(KafkaConnectionError(
                         f"read from node {self.node_id} failed: {exc!r}"))
@@ -358,11 +371,10 @@ class BrokerConnection:
                     self._fail(KafkaConnectionError(f"connection to node {self.node_id} idle"))
                     return
                 continue
-            if not data:
+            if not got:
                 self._fail(KafkaConnectionError(f"node {self.node_id} closed the connection"))
                 return
             self._last_active = now
-            state.receive_data(data)
             try:
                 while (response := state.next_response()) is not NEED_DATA:
                     self._slots.release()

@@ -131,10 +131,20 @@ class ClientConnection:
             self._head += bytes(data[:4 - len(self._head)])
         self._decoder.receive_data(data)
 
+    def frame_view(self, min_missing: int, max_growth: int) -> memoryview | None:
+        """Where the socket may read the rest of a big answer straight into (the decoder's
+        ``frame_view``), or None: read with ``receive_data`` then."""
+        return self._decoder.frame_view(min_missing, max_growth)
+
+    def received_into(self, n: int) -> None:
+        """Count ``n`` bytes the socket wrote into the last ``frame_view``."""
+        self._decoder.received_into(n)
+
     def next_frame(self) -> bytes | Any:
-        """The next whole response frame (size prefix stripped), unmatched, or ``NEED_DATA``."""
+        """The next whole response frame (size prefix stripped), unmatched, or ``NEED_DATA``;
+        a big one read in place (``frame_view``) is the bytearray it was read into."""
         try:
-            return self._decoder.next_frame()
+            return self._decoder.next_frame_in_place()
         except RemoteProtocolError as exc:
             other = _not_kafka(int.from_bytes(self._head, "big")) if len(self._head) == 4 else None
             raise InvalidResponseError(other.format(self.address) if other else

@@ -128,6 +128,17 @@ class FrameDecoder:
             self._pos = 0
         return frame
 
+    def next_frame_in_place(self) -> bytes | bytearray | _Sentinel:
+        """``next_frame``, except that a big frame read in place (``frame_view``) comes back as
+        the buffer it was read into, not copied to ``bytes``: for a reader that only decodes
+        its frames (the client's ~1 MB fetch answers). The broker keeps ``next_frame``'s bytes,
+        whose slices it stores."""
+        big = self._big
+        if big is not None and self._big_got == len(big):
+            self._big = None
+            return big
+        return self.next_frame()
+
     def missing_bytes(self) -> int:
         """How many more bytes the current partial frame needs (4 if even the size is missing)."""
         if self._big is not None:
