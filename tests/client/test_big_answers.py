@@ -4,6 +4,7 @@ and a broker gone half-way through one fails the connection instead of hanging i
 
 from __future__ import annotations
 
+import contextlib
 import socket
 import struct
 from typing import Any
@@ -96,12 +97,31 @@ async def test_a_big_answer_between_small_ones_is_read_in_place(monkeypatch) -> 
             nursery.cancel_scope.cancel()
 
 
-@pytest.mark.parametrize("how", ["closed", "reset"])
-async def test_a_broker_gone_half_way_through_a_big_answer_fails_the_connection(how) -> None:
+async def one_request_fails(answer: Any, error: type[Exception], match: str | None = None,
+                            ) -> None:
+    """One Metadata request, which the broker side's ``answer(stream, header)`` answers
+    badly: it fails with ``error`` and closes the connection (nothing hangs)."""
     async def broker_side(stream: trio.SocketStream) -> None:
         broker = ScriptedBroker(stream)
         await broker.answer_api_versions()
         header, _ = await broker.read()
+        await answer(stream, header)
+
+    with trio.fail_after(30):
+        async with trio.open_nursery() as nursery:
+            port = await serve_once(nursery, broker_side)
+            conn = await connect(port, nursery)
+            request = await conn.send(ApiKey.Metadata, {"topics": []})
+            assert request is not None
+            with pytest.raises(error, match=match):
+                await request.wait()
+            assert conn.closed
+            nursery.cancel_scope.cancel()
+
+
+@pytest.mark.parametrize("how", ["closed", "reset"])
+async def test_a_broker_gone_half_way_through_a_big_answer_fails_the_connection(how) -> None:
+    async def half_then_gone(stream: trio.SocketStream, header: Any) -> None:
         frame = encode_response(header, big_metadata(header.api_version, 60_000))
         await stream.send_all(frame[:len(frame) // 2])
         await trio.sleep(0.05)
@@ -110,13 +130,16 @@ async def test_a_broker_gone_half_way_through_a_big_answer_fails_the_connection(
                                      struct.pack("ii", 1, 0))
         await stream.aclose()
 
-    with trio.fail_after(30):
-        async with trio.open_nursery() as nursery:
-            port = await serve_once(nursery, broker_side)
-            conn = await connect(port, nursery)
-            request = await conn.send(ApiKey.Metadata, {"topics": []})
-            assert request is not None
-            with pytest.raises(errors.KafkaConnectionError):
-                await request.wait()
-            assert conn.closed
-            nursery.cancel_scope.cancel()
+    await one_request_fails(half_then_gone, errors.KafkaConnectionError)
+
+
+async def test_an_answer_bigger_than_the_client_takes_fails_the_connection() -> None:
+    """A size prefix over the client's limit (a broken or hostile peer) fails the connection
+    with an error naming the size, however many bytes follow it."""
+    async def too_big(stream: trio.SocketStream, header: Any) -> None:
+        with contextlib.suppress(trio.BrokenResourceError):
+            await stream.send_all(struct.pack(">ii", 0x7FFF_FFF0, header.correlation_id)
+                                  + bytes(1 << 20))
+        await trio.sleep_forever()
+
+    await one_request_fails(too_big, errors.InvalidResponseError, match="2147483632 bytes")

@@ -50,10 +50,9 @@ from ..protocol.messages import make_request
 
 LOGGER = logging.getLogger(__name__)
 
+#: reads of this size; an answer with more than this still missing is read into one buffer of
+#: its size (``frame_view``) instead of a buffer grown read by read
 _RECEIVE_BYTES = 1 << 18
-#: an answer with more than ``_RECEIVE_BYTES`` still missing, and at least 1/16 of it here, is
-#: read into one buffer of its size (``frame_view``) instead of a buffer grown read by read
-_DIRECT_GROWTH = 16
 
 #: Body builders: keyword fields (any version ignores fields it lacks) or a callable of the
 #: chosen version.
@@ -347,8 +346,8 @@ class BrokerConnection:
             with trio.CancelScope(deadline=deadline) as scope:
                 self._read_scope = scope
                 try:
-                    if plain is not None and (view := state.frame_view(
-                            _RECEIVE_BYTES, _DIRECT_GROWTH)) is not None:
+                    if plain is not None and (
+                            view := state.frame_view(_RECEIVE_BYTES)) is not None:
                         got = await plain.recv_into(view)
                         state.received_into(got)
                     else:

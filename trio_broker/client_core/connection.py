@@ -131,10 +131,10 @@ class ClientConnection:
             self._head += bytes(data[:4 - len(self._head)])
         self._decoder.receive_data(data)
 
-    def frame_view(self, min_missing: int, max_growth: int) -> memoryview | None:
+    def frame_view(self, min_missing: int) -> memoryview | None:
         """Where the socket may read the rest of a big answer straight into (the decoder's
         ``frame_view``), or None: read with ``receive_data`` then."""
-        return self._decoder.frame_view(min_missing, max_growth)
+        return self._decoder.frame_view(min_missing)
 
     def received_into(self, n: int) -> None:
         """Count ``n`` bytes the socket wrote into the last ``frame_view``."""

@@ -75,7 +75,7 @@ class LeaderEpochCache:
         """Record that ``epoch`` starts at ``start_offset``; written durably if it changed
         anything. Entries at or after it (by epoch or offset) are replaced, as in Kafka.
         ``durable=False`` (a new partition's first epoch) leaves the fsync to the log's first
-        flush: ``Log.become_leader`` says why that is as safe."""
+        flush: ``durability.py`` says why that is as safe."""
         if not self._assign(EpochEntry(epoch, start_offset)):
             return False
         self._write(durable=durable, raise_errors=True)

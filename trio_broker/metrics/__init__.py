@@ -96,9 +96,6 @@ class BrokerMetrics:
         self.node_id = node_id
         self.request_metrics = RequestMetrics()
         self.topics = TopicMetrics()
-        #: the event loop's stall detector (run by the broker: ``loop_stalls.run``), waking
-        #: less often while no bytes arrive
-        self.loop_stalls = LoopStallMeter(activity=lambda: self.bytes_in.get())
         f = self.families = Families()
         self.connections = f.gauge("kafka_server_socket_server_metrics_connection_count",
                                    "Open connections (socket-server-metrics connection-count).")
@@ -108,6 +105,9 @@ class BrokerMetrics:
                                              "Connections refused by a quota.", ["reason"])
         self.bytes_in = f.counter("kafka_server_socket_server_metrics_incoming_byte",
                                   "Bytes received on every listener.")
+        #: the event loop's stall detector (run by the broker: ``loop_stalls.run``), waking
+        #: less often while no bytes arrive
+        self.loop_stalls = LoopStallMeter(activity=self.bytes_in.get)
         self.bytes_out = f.counter("kafka_server_socket_server_metrics_outgoing_byte",
                                    "Bytes sent on every listener.")
         self.sendfile_bytes = f.counter("kafka_server_socket_server_metrics_sendfile_byte",

@@ -128,8 +128,9 @@ class RequestHandlerPool:
         request.dequeued_ns = start = request.received_ns
         header = request.header
         # a client's periodic refresh of the brokers, answered as ``handle_metadata`` (the
-        # handler of this table: not a test cluster's, which checks and injects faults) would,
-        # without decoding it, building a handler context or walking the answer
+        # handler of this table now: not a test cluster's, which checks and injects faults, nor
+        # one put in its place) would, without decoding it, building a handler context or
+        # walking the answer
         if (header.api_key == ApiKey.Metadata
                 and self.handlers.get(ApiKey.Metadata) is handle_metadata
                 and (answer := refresh_answer(self.broker, header.api_version,

@@ -75,8 +75,6 @@ LOGGER = logging.getLogger(__name__)
 _RECEIVE_SIZE = 65536
 #: the rest of a big frame is read in reads of up to this size (fewer loop passes per MB)
 _RECEIVE_MAX = 1 << 20
-#: a big frame is read into a buffer of its size once the peer sent 1/this of it (framing.py)
-_DIRECT_GROWTH = 16
 #: how long closing may take (a TLS close_notify to a peer that does not read)
 _CLOSE_TIMEOUT_S = 1.0
 #: TCP_NOTSENT_LOWAT of every connection: the socket reports writable only while less than this
@@ -255,8 +253,8 @@ class Processor:
                         await self._send_unsent(conn)
                     if eof or self.draining:
                         return "client_closed" if eof else "shutdown"
-                    if plain is not None and (view := decoder.frame_view(
-                            _RECEIVE_SIZE, _DIRECT_GROWTH)) is not None:
+                    if plain is not None and (
+                            view := decoder.frame_view(_RECEIVE_SIZE)) is not None:
                         # the rest of a big frame, read into its own buffer
                         got = await _recv_into(plain, view[:_RECEIVE_MAX])
                         bytes_in.inc(got)

@@ -26,6 +26,11 @@ class _Sentinel(enum.Enum):
 NEED_DATA = _Sentinel.NEED_DATA
 
 
+#: a big frame is read into a buffer of its size once the peer has sent 1/this of it
+#: (``FrameDecoder.frame_view``; the broker's produce requests, the client's fetch answers)
+DIRECT_GROWTH = 16
+
+
 class FrameDecoder:
     """Splits a byte stream into frames, refusing sizes outside ``[0, max_frame_bytes]``."""
 
@@ -54,7 +59,7 @@ class FrameDecoder:
             self._pos = 0
         self._buf += data
 
-    def frame_view(self, min_missing: int, max_growth: int) -> memoryview | None:
+    def frame_view(self, min_missing: int, max_growth: int = DIRECT_GROWTH) -> memoryview | None:
         """A view of the still-missing part of the frame being received, for the socket to read
         into (``recv_into``); None unless more than ``min_missing`` bytes are missing.
 

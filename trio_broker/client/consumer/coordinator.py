@@ -9,8 +9,8 @@ consumer's positions, the admin client and the web console's writes.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Mapping
-from typing import Any
+from collections.abc import Awaitable, Callable, Iterable, Mapping
+from typing import Any, TypeVar
 
 import trio
 
@@ -36,6 +36,7 @@ COORDINATOR_ERRORS = frozenset({
 })
 
 OffsetMap = Mapping[TopicPartition, OffsetAndMetadata]
+T = TypeVar("T")
 
 
 class CoordinatorLookup:
@@ -78,6 +79,13 @@ class CoordinatorLookup:
             attempts += 1
         return self.node_id
 
+    def error(self, code: int, message: str) -> KafkaError:
+        """The error for an answer's ``code``; one saying this node is not (or no longer) the
+        coordinator marks it unknown, so the next request finds it again."""
+        if code in COORDINATOR_ERRORS:
+            self.mark_unknown()
+        return error_for(code, message)
+
     async def request(self, api_key: int, body: Any, *, timeout_s: float | None = None,
                       version: int | None = None) -> Any:
         """A request to the coordinator; a broken connection marks the coordinator unknown."""
@@ -108,28 +116,14 @@ async def commit_offsets(coordinator: CoordinatorLookup, client: NetworkClient,
         return offset_commit_request(version, group_id, offsets, generation=generation,
                                      member_id=member_id)
 
-    attempts = 0
-    with trio.fail_after(timeout_s):
-        while True:
-            try:
-                response = await coordinator.request(ApiKey.OffsetCommit, body,
-                                                     version=version)
-                error: KafkaError | None = None
-                for tp, code in parse_offset_commit(response).items():
-                    if code and error is None:
-                        error = error_for(code, f"committing {tp.topic}-{tp.partition}: "
-                                          f"{describe_code(code)}")
-                if error is None:
-                    return
-                if error.code in COORDINATOR_ERRORS:
-                    coordinator.mark_unknown()
-                raise error
-            except KafkaError as exc:
-                if not exc.retriable:
-                    raise
-                LOGGER.debug("commit failed (%r); retrying", exc)
-            await trio.sleep(client.retry_backoff.backoff_ms(attempts) / 1000)
-            attempts += 1
+    async def commit() -> None:
+        response = await coordinator.request(ApiKey.OffsetCommit, body, version=version)
+        for tp, code in parse_offset_commit(response).items():
+            if code:
+                raise coordinator.error(code, f"committing {tp.topic}-{tp.partition}: "
+                                        f"{describe_code(code)}")
+
+    await _retrying(client, timeout_s, "commit", commit)
 
 
 async def fetch_committed(coordinator: CoordinatorLookup, client: NetworkClient,
@@ -143,22 +137,29 @@ async def fetch_committed(coordinator: CoordinatorLookup, client: NetworkClient,
     def body(version: int) -> Any:
         return offset_fetch_request(version, group_id, wanted)
 
+    async def fetch() -> dict[TopicPartition, OffsetAndMetadata]:
+        code, result = parse_offset_fetch(await coordinator.request(ApiKey.OffsetFetch, body))
+        if code != ErrorCode.NONE:
+            raise coordinator.error(code, f"OffsetFetch for group {group_id!r}: "
+                                    f"{describe_code(code)}")
+        return result
+
+    return await _retrying(client, timeout_s, "offset fetch", fetch)
+
+
+async def _retrying(client: NetworkClient, timeout_s: float, what: str,
+                    attempt: Callable[[], Awaitable[T]]) -> T:
+    """``attempt()`` until it returns, retrying retriable errors with the client's backoff, for
+    at most ``timeout_s`` (then ``trio.TooSlowError``); other errors are raised."""
     attempts = 0
     with trio.fail_after(timeout_s):
         while True:
             try:
-                code, result = parse_offset_fetch(await coordinator.request(
-                    ApiKey.OffsetFetch, body))
-                if code == ErrorCode.NONE:
-                    return result
-                if code in COORDINATOR_ERRORS:
-                    coordinator.mark_unknown()
-                raise error_for(code, f"OffsetFetch for group {coordinator.group_id!r}: "
-                                f"{describe_code(code)}")
+                return await attempt()
             except KafkaError as exc:
                 if not exc.retriable:
                     raise
-                LOGGER.debug("offset fetch failed (%r); retrying", exc)
+                LOGGER.debug("%s failed (%r); retrying", what, exc)
             await trio.sleep(client.retry_backoff.backoff_ms(attempts) / 1000)
             attempts += 1
 

@@ -121,7 +121,7 @@ class GroupMember:
         topics = set(topics)
         if topics != self.topics:
             self.topics = topics
-            self._left = not topics
+            self._left = False
             self.request_rejoin("subscription changed")
 
     def stop_joining(self) -> None:
