@@ -214,7 +214,7 @@ PROFILE_TARGETS = {"trio-produce": ("trio-broker client", 0),
 
 
 def create_topics(bootstrap: str, names: list[str], partitions: int) -> None:
-    from trio_broker.client.admin import NewTopic, open_admin
+    from trio_broker.client.trio.admin import NewTopic, open_admin
 
     async def run() -> None:
         async with open_admin(bootstrap) as admin:

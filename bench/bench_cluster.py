@@ -18,7 +18,7 @@ import time
 import trio
 
 from trio_broker import open_broker
-from trio_broker.cluster import open_cluster
+from trio_broker.testing import open_cluster
 
 
 async def _cluster_once(brokers: int) -> float:

@@ -12,8 +12,13 @@ import time
 
 import trio
 
-from trio_broker.config import BrokerConfig
-from trio_broker.coordinator import CommitRequest, GroupCoordinator, OffsetCommitEntry, offset_log
+from trio_broker.broker.config import BrokerConfig
+from trio_broker.broker.coordinator import (
+    CommitRequest,
+    GroupCoordinator,
+    OffsetCommitEntry,
+    offset_log,
+)
 
 _fsyncs = 0
 _real_fsync = os.fsync

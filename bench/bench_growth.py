@@ -328,7 +328,7 @@ def partitions(limit: int, records: int,
 
 CLIENTS_LOAD = r"""
 import json, sys, time, trio
-from trio_broker.client_core.produce import produce_request
+from trio_broker.client.core.produce import produce_request
 from trio_broker.protocol.api_keys import ApiKey
 from trio_broker.protocol.messages import encode_request
 from trio_broker.protocol.records import build_batch

@@ -15,7 +15,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from trio_broker.log import Log, LogConfig
+from trio_broker.broker.storage import Log, LogConfig
 from trio_broker.protocol.batch import validate_batch
 from trio_broker.protocol.records import build_batch
 

@@ -43,7 +43,7 @@ _GC = re.compile(r'kafka_server_eventloopmetrics_gcpause_seconds_(count|sum) ([0
 _REFERENCE = r"""
 import sys, threading, trio
 from bisect import bisect_left
-from trio_broker.metrics.stalls import BOUNDS
+from trio_broker.broker.metrics.stalls import BOUNDS
 counts = [0] * (len(BOUNDS) + 1)
 def answer():
     for _ in sys.stdin:
@@ -102,7 +102,7 @@ class Reference:
         assert self.proc.stdout.readline().strip() == "ready"
 
     def buckets(self) -> dict[str, float]:
-        from trio_broker.metrics.stalls import BOUNDS
+        from trio_broker.broker.metrics.stalls import BOUNDS
         assert self.proc.stdin is not None
         assert self.proc.stdout is not None
         self.proc.stdin.write("\n")

@@ -35,7 +35,7 @@ from bench_produce_consume import _cpu_s, create_topic, trio_broker
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from trio_broker.client_core.fetch import fetch_entry, fetch_request
+from trio_broker.client.core.fetch import fetch_entry, fetch_request
 from trio_broker.protocol.api_keys import ApiKey
 from trio_broker.protocol.messages import encode_request
 
@@ -157,8 +157,8 @@ def send_path_cpu(mb_per_send: float, gb: float) -> dict[str, float]:
     header, ``send_all``) against its ``sendfile`` path (``send_parts``), alternately."""
     import trio
 
-    from trio_broker.log import FileRegion
-    from trio_broker.network.send_file import send_parts
+    from trio_broker.broker.network.send_file import send_parts
+    from trio_broker.broker.storage import FileRegion
 
     size = int(mb_per_send * 1e6)
     sends = max(1, int(gb * 1e9 / size))

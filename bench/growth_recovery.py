@@ -42,7 +42,7 @@ RECORD_BYTES = 1000
 
 def write_log(data: Path, gb: float) -> float:
     """Write ``gb`` GB into one partition with the broker's append API; seconds taken."""
-    from trio_broker.log import LogConfig, LogManager
+    from trio_broker.broker.storage import LogConfig, LogManager
     from trio_broker.protocol.batch import validate_batch
     from trio_broker.protocol.records import build_batch
 
@@ -92,7 +92,7 @@ def read_once(data: Path) -> float:
 
 
 def _fetch(port: int) -> None:
-    from trio_broker.client_core.fetch import fetch_entry, fetch_request
+    from trio_broker.client.core.fetch import fetch_entry, fetch_request
     from trio_broker.protocol.api_keys import ApiKey
     from trio_broker.protocol.messages import encode_request
 

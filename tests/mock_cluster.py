@@ -7,7 +7,7 @@ import logging
 
 import confluent_kafka
 
-from trio_broker.blocking_client import BlockingClient
+from trio_broker.client.blocking import BlockingClient
 
 _MOCK_LOGGER = logging.getLogger("librdkafka.mock")
 

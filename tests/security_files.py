@@ -8,7 +8,7 @@ from pathlib import Path
 import attrs
 import trustme
 
-from trio_broker.security import add_user
+from trio_broker.broker.security import add_user
 
 #: users every SASL test broker knows (password = user name + "-secret")
 USERS = ("alice", "bob")

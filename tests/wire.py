@@ -15,22 +15,22 @@ from typing import Any
 
 import trio
 
-from trio_broker.client_core.admin import NewTopic, create_topics_request, parse_create_topics
-from trio_broker.client_core.connection import NEED_DATA, ClientConnection
-from trio_broker.client_core.fetch import (
+from trio_broker.client.core.admin import NewTopic, create_topics_request, parse_create_topics
+from trio_broker.client.core.connection import NEED_DATA, ClientConnection
+from trio_broker.client.core.fetch import (
     FetchedPartition,
     fetch_entry,
     fetch_request,
     parse_fetch,
 )
-from trio_broker.client_core.offsets import list_offsets_request, parse_list_offsets
-from trio_broker.client_core.produce import (
+from trio_broker.client.core.offsets import list_offsets_request, parse_list_offsets
+from trio_broker.client.core.produce import (
     init_producer_id_request,
     parse_init_producer_id,
     parse_produce,
     produce_request,
 )
-from trio_broker.client_core.structs import EARLIEST, LATEST, TopicPartition
+from trio_broker.client.core.structs import EARLIEST, LATEST, TopicPartition
 from trio_broker.protocol.api_keys import ApiKey
 from trio_broker.protocol.batch import iter_batches
 from trio_broker.protocol.messages import decode_response, make_request

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from . import _moved
 from .lazy_names import lazy_names
 
 __version__ = "0.1.0"
@@ -18,21 +19,22 @@ __version__ = "0.1.0"
 __all__ = ["Broker", "BrokerConfig", "ConfigError", "load_config", "open_broker", "serve"]
 
 _LAZY = {
-    "Broker": "broker",
-    "open_broker": "broker",
-    "serve": "broker",
-    "BrokerConfig": "config",
-    "ConfigError": "config",
-    "load_config": "config",
+    "Broker": "broker.lifecycle",
+    "open_broker": "broker.lifecycle",
+    "serve": "broker.lifecycle",
+    "BrokerConfig": "broker.config",
+    "ConfigError": "broker.config",
+    "load_config": "broker.config",
 }
 
 if TYPE_CHECKING:
-    from .broker import Broker as Broker
-    from .broker import open_broker as open_broker
-    from .broker import serve as serve
-    from .config import BrokerConfig as BrokerConfig
-    from .config import ConfigError as ConfigError
-    from .config import load_config as load_config
+    from .broker.config import BrokerConfig as BrokerConfig
+    from .broker.config import ConfigError as ConfigError
+    from .broker.config import load_config as load_config
+    from .broker.lifecycle import Broker as Broker
+    from .broker.lifecycle import open_broker as open_broker
+    from .broker.lifecycle import serve as serve
 
 
 __getattr__, __dir__ = lazy_names(__name__, _LAZY)
+_moved.install()

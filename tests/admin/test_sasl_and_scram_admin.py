@@ -17,7 +17,7 @@ import trio
 from tests.security_files import password
 from tests.wire import RawClient
 from trio_broker import open_broker
-from trio_broker.client_core.sasl import ScramClient
+from trio_broker.client.core.sasl import ScramClient
 from trio_broker.protocol.api_keys import ApiKey, request_class
 from trio_broker.protocol.errors import ErrorCode as E
 

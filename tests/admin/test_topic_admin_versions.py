@@ -8,7 +8,7 @@ import uuid
 import pytest
 
 from tests.wire import RawClient
-from trio_broker.apis.registry import advertised_versions
+from trio_broker.broker.apis.registry import advertised_versions
 from trio_broker.protocol.api_keys import ApiKey, request_class
 from trio_broker.protocol.errors import ErrorCode as E
 

@@ -17,9 +17,9 @@ import trio
 import trio.testing
 
 from trio_broker import open_broker
-from trio_broker.broker import as_config
-from trio_broker.config import BrokerConfig, ConfigError
-from trio_broker.log.log_duties import CLEAN_SHUTDOWN_FILE
+from trio_broker.broker.config import BrokerConfig, ConfigError
+from trio_broker.broker.lifecycle import as_config
+from trio_broker.broker.storage.log_duties import CLEAN_SHUTDOWN_FILE
 
 
 @pytest.fixture
@@ -63,7 +63,7 @@ async def test_an_empty_log_dirs_start_hands_nothing_to_a_thread_and_writes_no_f
 _INTERRUPTED_START = textwrap.dedent("""
     import os, pathlib, signal, sys, threading
     import trio
-    from trio_broker import broker
+    from trio_broker.broker import lifecycle as broker
 
     mode, log_dir = sys.argv[1], pathlib.Path(sys.argv[2])
     if mode != "ctrl-c-empty":  # a log dir that holds something is opened in the thread
@@ -118,7 +118,7 @@ def test_a_start_stopped_in_its_storage_thread_ends_and_closes_its_logs(
     lines = done.stdout.split()
     assert lines[:-1] == ["started", ending] or lines[:-1] == [ending], done.stdout
     assert (tmp_path / CLEAN_SHUTDOWN_FILE).exists()
-    baseline = subprocess.run([sys.executable, "-c", "import os, trio_broker.broker; "
+    baseline = subprocess.run([sys.executable, "-c", "import os, trio_broker.broker.lifecycle; "
                                "print(len(os.listdir('/proc/self/fd')))"],
                               capture_output=True, text=True, timeout=60, check=True)
     assert int(lines[-1]) <= int(baseline.stdout) + 1  # the listing's own descriptor at most

@@ -14,25 +14,26 @@ from pathlib import Path
 import confluent_kafka
 
 from tests.broker_process import BrokerProcess
-from trio_broker.apis import registry
+from trio_broker.broker.apis import registry
 
 #: imported by the first request, scrape or setting that needs them, not by a start
-DEFERRED = ("trio_broker.apis.admin", "trio_broker.apis.configs", "trio_broker.apis.describe",
-            "trio_broker.apis.acls", "trio_broker.apis.quotas", "trio_broker.apis.cluster",
-            "trio_broker.apis.scram", "trio_broker.apis.telemetry", "trio_broker.apis.records",
-            "trio_broker.apis.consumer_groups", "trio_broker.apis.sasl",
-            "trio_broker.config.describe", "trio_broker.network.metrics_http",
-            "trio_broker.security.sasl",
-            "trio_broker.security.credentials", "trio_broker.security.tls", "cryptography", "re2",
-            "importlib.metadata", "crc32c", "prometheus_client",
+_APIS = "trio_broker.broker.apis."
+_COORDINATOR = "trio_broker.broker.coordinator."
+_SECURITY = "trio_broker.broker.security."
+#: imported by the first request, scrape or setting that needs them, not by a start
+DEFERRED = (*(_APIS + m for m in ("admin", "configs", "describe", "acls", "quotas",
+                                  "cluster_admin", "scram", "telemetry", "delete_records",
+                                  "consumer_groups", "sasl")),
+            "trio_broker.broker.config.describe", "trio_broker.broker.network.metrics_http",
+            _SECURITY + "sasl", _SECURITY + "credentials", _SECURITY + "tls", "cryptography",
+            "re2", "importlib.metadata", "crc32c", "prometheus_client",
             # a consumer's, a group's and a transaction's handlers: their API's first request
-            "trio_broker.apis.fetch", "trio_broker.apis.list_offsets", "trio_broker.apis.offsets",
-            "trio_broker.apis.leader_epochs", "trio_broker.apis.groups",
-            "trio_broker.apis.init_producer_id", "trio_broker.apis.transactions",
+            *(_APIS + m for m in ("fetch", "list_offsets", "offsets", "leader_epochs", "groups",
+                                  "init_producer_id", "transactions")),
             # a test cluster's fault wrapper; the KIP-848 engine (the first consumer group)
-            "trio_broker.apis.faults", "trio_broker.apis.fault_responses",
-            "trio_broker.coordinator.consumer_groups", "trio_broker.coordinator.consumer_rebalance",
-            "trio_broker.coordinator.reconciliation", "trio_broker.coordinator.assignors",
+            "trio_broker.testing.faults", "trio_broker.testing.fault_responses",
+            *(_COORDINATOR + m for m in ("consumer_groups", "consumer_rebalance",
+                                         "reconciliation", "assignors")),
             # codecs (the first batch compressed or decompressed), the parallel log opener
             "cramjam", "concurrent.futures")
 
@@ -64,7 +65,7 @@ def test_every_deferred_handler_loads_and_is_its_apis() -> None:
     for key, entry in deferred.items():
         handler = entry.resolve()
         assert inspect.iscoroutinefunction(handler), entry
-        assert handler.__module__.startswith("trio_broker.apis."), entry
+        assert handler.__module__.startswith("trio_broker.broker.apis."), entry
         assert entry.resolve() is handler
         assert int(entry.key) == key
 

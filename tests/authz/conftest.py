@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from tests.security_files import password
-from trio_broker.security import add_user
+from trio_broker.broker.security import add_user
 from trio_broker.testing import ThreadedBroker
 
 AUTHORIZER = "org.apache.kafka.metadata.authorizer.StandardAuthorizer"

@@ -13,11 +13,11 @@ from hypothesis import strategies as st
 from tests.authz.conftest import start_acl_broker
 from tests.authz.wire_login import any_filter, creation, describe_all, login
 from tests.wire import RawClient
+from trio_broker.broker.security.acl_store import AclStore
+from trio_broker.broker.security.client_quotas import ClientQuotas
 from trio_broker.protocol.api_keys import SUPPORTED_VERSIONS, ApiKey, request_class
 from trio_broker.protocol.errors import ErrorCode
 from trio_broker.protocol.records import build_batch
-from trio_broker.security.acl_store import AclStore
-from trio_broker.security.client_quotas import ClientQuotas
 from trio_broker.testing import ThreadedBroker
 
 TOPIC, GROUP, CLUSTER, TXN = 2, 3, 4, 5

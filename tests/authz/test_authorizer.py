@@ -7,8 +7,8 @@ import json
 
 import pytest
 
-from trio_broker.config import ConfigError, build_config
-from trio_broker.security.acl import (
+from trio_broker.broker.config import ConfigError, build_config
+from trio_broker.broker.security.acl import (
     AclBinding,
     AclFilter,
     Authorizer,
@@ -18,7 +18,7 @@ from trio_broker.security.acl import (
     ResourceType,
     validate_binding,
 )
-from trio_broker.security.acl_store import ACL_FILE, AclStore, AclStoreError
+from trio_broker.broker.security.acl_store import ACL_FILE, AclStore, AclStoreError
 
 T, G, C, X = (ResourceType.TOPIC, ResourceType.GROUP, ResourceType.CLUSTER,
               ResourceType.TRANSACTIONAL_ID)

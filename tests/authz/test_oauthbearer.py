@@ -14,7 +14,7 @@ from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.asymmetric import padding, rsa
 
 from tests.cli.conftest import run_cli
-from trio_broker.security.oauthbearer import (
+from trio_broker.broker.security.oauthbearer import (
     OAuthBearerError,
     OAuthBearerValidator,
     OAuthSettings,
@@ -108,7 +108,7 @@ def _producer(broker: ThreadedBroker, token: str, errors: list[Any],
 
 
 def test_confluent_kafka_authenticates_and_re_authenticates(oauth_broker, caplog):
-    caplog.set_level(logging.INFO, logger="trio_broker.security.sasl")
+    caplog.set_level(logging.INFO, logger="trio_broker.broker.security.sasl")
     errors: list[Any] = []
     producer = _producer(oauth_broker, unsecured("alice", time.time() + 3600), errors)
     delivered: list[Any] = []

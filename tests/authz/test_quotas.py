@@ -10,15 +10,15 @@ from hypothesis import strategies as st
 
 from tests.authz.wire_login import login
 from tests.wire import RawClient
-from trio_broker.protocol.api_keys import SUPPORTED_VERSIONS, ApiKey, request_class
-from trio_broker.protocol.errors import ErrorCode
-from trio_broker.security.client_quotas import (
+from trio_broker.broker.security.client_quotas import (
     QUOTA_FILE,
     ClientQuotas,
     QuotaError,
     TokenBucket,
     validate,
 )
+from trio_broker.protocol.api_keys import SUPPORTED_VERSIONS, ApiKey, request_class
+from trio_broker.protocol.errors import ErrorCode
 from trio_broker.testing import ThreadedBroker
 
 P = "producer_byte_rate"

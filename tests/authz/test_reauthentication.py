@@ -13,7 +13,7 @@ from tests.authz.conftest import MECHANISM
 from tests.authz.wire_login import login
 from tests.security_files import password
 from tests.wire import RawClient
-from trio_broker.client_core.sasl import ScramClient
+from trio_broker.client.core.sasl import ScramClient
 from trio_broker.protocol.api_keys import ApiKey
 from trio_broker.protocol.errors import ErrorCode
 from trio_broker.testing import ThreadedBroker

@@ -9,7 +9,7 @@ import trio
 from tests.authz.conftest import MECHANISM
 from tests.security_files import password
 from tests.wire import RawClient
-from trio_broker.client_core.sasl import ScramClient
+from trio_broker.client.core.sasl import ScramClient
 from trio_broker.protocol.api_keys import ApiKey, request_class
 from trio_broker.testing import ThreadedBroker
 

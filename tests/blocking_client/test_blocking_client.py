@@ -10,7 +10,7 @@ from collections.abc import Iterator
 import pytest
 
 from tests.mock_cluster import MockCluster
-from trio_broker.blocking_client import (
+from trio_broker.client.blocking import (
     EARLIEST,
     LATEST,
     BlockingClient,
@@ -24,7 +24,7 @@ from trio_broker.blocking_client import (
     next_fetch_offset,
     source_name,
 )
-from trio_broker.client_core import errors
+from trio_broker.client.core import errors
 from trio_broker.protocol.api_keys import SUPPORTED_VERSIONS, ApiKey
 from trio_broker.protocol.errors import ErrorCode
 from trio_broker.protocol.records import build_batch, decode_batches

@@ -11,7 +11,7 @@ import pytest
 
 from tests.idempotence.checks import check_exactly_once, value_of
 from tests.idempotence.harness import ProxiedBroker
-from trio_broker.blocking_client import (
+from trio_broker.client.blocking import (
     BlockingClient,
     BlockingProducer,
     ConfigError,
@@ -19,7 +19,7 @@ from trio_broker.blocking_client import (
     RecordBlock,
     TopicPartition,
 )
-from trio_broker.client_core import errors
+from trio_broker.client.core import errors
 from trio_broker.protocol.batch import BATCH_HEADER_SIZE
 from trio_broker.protocol.records import build_batch, decode_batches
 

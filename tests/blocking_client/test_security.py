@@ -11,8 +11,8 @@ import pytest
 import trustme
 
 from tests.security_files import LIGATURE_PASSWORD, TlsFiles, password
-from trio_broker.blocking_client import BlockingClient, KafkaConnectionError, TopicPartition
-from trio_broker.client_core import errors
+from trio_broker.client.blocking import BlockingClient, KafkaConnectionError, TopicPartition
+from trio_broker.client.core import errors
 from trio_broker.protocol.records import build_batch
 from trio_broker.testing import ThreadedBroker
 

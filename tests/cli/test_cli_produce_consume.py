@@ -17,8 +17,8 @@ import pytest
 from tests.broker_process import BrokerProcess
 from tests.cli.conftest import Cli
 from tests.stamps import BASE_MS, iso
-from trio_broker.blocking_client import BlockingClient
 from trio_broker.cli import main
+from trio_broker.client.blocking import BlockingClient
 
 
 def _one_line_error(err: str) -> str:

@@ -36,7 +36,7 @@ def test_help_and_serve_import_no_client_tool_and_no_spark(argv: list[str]) -> N
             "with contextlib.redirect_stdout(io.StringIO()), contextlib.suppress(SystemExit):\n"
             f"    main({argv!r})\n"
             "loaded = sorted(m for m in sys.modules if m.startswith(('trio_broker.cli.',\n"
-            "    'trio_broker.spark', 'trio_broker.blocking_client', 'pyspark')))\n"
+            "    'trio_broker.spark', 'trio_broker.client.blocking', 'pyspark')))\n"
             "print(' '.join(loaded))\n")
     done = _run_python(code)
     assert done.returncode == 0, done.stderr

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from trio_broker.client import TopicPartition
-from trio_broker.client.consumer import ConsumerRebalanceListener
+from trio_broker.client.trio.consumer import ConsumerRebalanceListener
 
 
 class Ledger(ConsumerRebalanceListener):

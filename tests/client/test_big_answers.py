@@ -13,9 +13,9 @@ import pytest
 import trio
 
 from tests.client.test_connection import ScriptedBroker, metadata_body
-from trio_broker.client import errors
-from trio_broker.client.connection import BrokerConnection
-from trio_broker.client_core.connection import ClientConnection
+from trio_broker.client.core.connection import ClientConnection
+from trio_broker.client.trio import errors
+from trio_broker.client.trio.connection import BrokerConnection
 from trio_broker.protocol.api_keys import ApiKey
 from trio_broker.protocol.messages import encode_response, make_response, response_type
 

@@ -15,9 +15,9 @@ import pytest
 import trio
 import trio.testing
 
-from trio_broker.client import errors
-from trio_broker.client.connection import BrokerConnection
-from trio_broker.client_core.versions import CLIENT_VERSIONS
+from trio_broker.client.core.versions import CLIENT_VERSIONS
+from trio_broker.client.trio import errors
+from trio_broker.client.trio.connection import BrokerConnection
 from trio_broker.protocol.api_keys import SUPPORTED_VERSIONS, ApiKey
 from trio_broker.protocol.framing import NEED_DATA, FrameDecoder
 from trio_broker.protocol.messages import (

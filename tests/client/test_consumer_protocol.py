@@ -11,7 +11,7 @@ import trio
 
 from tests.client.ledger import Ledger
 from trio_broker.client import TopicPartition, open_consumer, open_producer
-from trio_broker.client.admin import NewTopic, open_admin
+from trio_broker.client.trio.admin import NewTopic, open_admin
 
 pytestmark = pytest.mark.broker_config(**{
     "group.consumer.heartbeat.interval.ms": 200,

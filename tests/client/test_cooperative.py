@@ -10,8 +10,8 @@ import trio
 
 from tests.client.ledger import Ledger
 from trio_broker.client import TopicPartition, open_consumer
-from trio_broker.client.admin import NewTopic, open_admin
-from trio_broker.client.consumer.assignors import CooperativeStickyAssignor
+from trio_broker.client.trio.admin import NewTopic, open_admin
+from trio_broker.client.trio.consumer.assignors import CooperativeStickyAssignor
 
 assign = CooperativeStickyAssignor.assign
 SETTINGS = {"heartbeat_interval_ms": 100, "session_timeout_ms": 6000,

@@ -12,8 +12,8 @@ from crc32c import crc32c
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from trio_broker.client_core.fetch import decode_fetched
-from trio_broker.client_core.structs import ConsumerRecord, TopicPartition
+from trio_broker.client.core.fetch import decode_fetched
+from trio_broker.client.core.structs import ConsumerRecord, TopicPartition
 from trio_broker.protocol.batch import BATCH_HEADER_SIZE, iter_batches, set_log_append_time
 from trio_broker.protocol.compression import Compression, decompress
 from trio_broker.protocol.errors import CorruptRecordError

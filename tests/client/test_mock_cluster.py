@@ -22,14 +22,9 @@ import confluent_kafka
 import pytest
 import trio
 
-from trio_broker.client import (
-    TopicPartition,
-    errors,
-    open_consumer,
-    open_producer,
-    partition_for_key,
-)
-from trio_broker.client.admin import NewTopic, open_admin
+from trio_broker.client import TopicPartition, open_consumer, open_producer, partition_for_key
+from trio_broker.client.trio import errors
+from trio_broker.client.trio.admin import NewTopic, open_admin
 
 CODECS = ["none", "gzip", "snappy", "lz4", "zstd"]
 FAST_GROUP = {"heartbeat_interval_ms": 100, "session_timeout_ms": 6000,

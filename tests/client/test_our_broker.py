@@ -9,9 +9,10 @@ import trio
 import trio.testing
 
 from tests.wire import RawClient
-from trio_broker.client import TopicPartition, errors, open_consumer, open_producer
-from trio_broker.client.admin import NewTopic, open_admin
-from trio_broker.client_core.groups import join_group_request
+from trio_broker.client import TopicPartition, open_consumer, open_producer
+from trio_broker.client.core.groups import join_group_request
+from trio_broker.client.trio import errors
+from trio_broker.client.trio.admin import NewTopic, open_admin
 from trio_broker.protocol.api_keys import ApiKey
 from trio_broker.protocol.consumer_protocol import encode_subscription
 

@@ -13,7 +13,7 @@ import trio
 import trio_broker
 from tests.hostile.process_stats import fd_targets
 from trio_broker.client import TopicPartition, open_consumer, open_producer
-from trio_broker.client.admin import NewTopic, open_admin
+from trio_broker.client.trio.admin import NewTopic, open_admin
 
 
 class CuttingProxy:

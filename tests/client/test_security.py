@@ -13,7 +13,8 @@ import trustme
 
 from tests.security_files import LIGATURE_PASSWORD, TlsFiles, password
 from trio_broker import open_broker
-from trio_broker.client import NewTopic, errors, open_admin, open_consumer, open_producer
+from trio_broker.client import NewTopic, open_admin, open_consumer, open_producer
+from trio_broker.client.trio import errors
 
 MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
 

@@ -8,7 +8,8 @@ import pytest
 import trio
 
 from tests.transactions.test_confluent_transactions import _consume_all
-from trio_broker.client import TopicPartition, errors, open_producer
+from trio_broker.client import TopicPartition, open_producer
+from trio_broker.client.trio import errors
 
 
 async def _fail_inside(producer: Any) -> None:

@@ -8,12 +8,12 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from trio_broker.client import errors
-from trio_broker.client.config import PRODUCER_DEFAULTS, normalize
-from trio_broker.client.consumer.assignors import RangeAssignor, RoundRobinAssignor
-from trio_broker.client_core.backoff import ExponentialBackoff
-from trio_broker.client_core.bootstrap import parse_bootstrap
-from trio_broker.client_core.partitioner import StickyPartitioner, murmur2, partition_for_key
+from trio_broker.client.core.backoff import ExponentialBackoff
+from trio_broker.client.core.bootstrap import parse_bootstrap
+from trio_broker.client.core.partitioner import StickyPartitioner, murmur2, partition_for_key
+from trio_broker.client.trio import errors
+from trio_broker.client.trio.config import PRODUCER_DEFAULTS, normalize
+from trio_broker.client.trio.consumer.assignors import RangeAssignor, RoundRobinAssignor
 from trio_broker.protocol.consumer_protocol import (
     decode_assignment,
     decode_subscription,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from trio_broker.client_core.bootstrap import (
+from trio_broker.client.core.bootstrap import (
     BrokerAddress,
     format_address,
     parse_address,
@@ -12,7 +12,7 @@ from trio_broker.client_core.bootstrap import (
     prefix_protocol,
     resolve_security_protocol,
 )
-from trio_broker.client_core.errors import ConfigError
+from trio_broker.client.core.errors import ConfigError
 
 
 def test_every_accepted_form() -> None:

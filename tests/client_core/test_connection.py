@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from trio_broker.client_core.connection import NEED_DATA, ClientConnection
-from trio_broker.client_core.errors import (
+from trio_broker.client.core.connection import NEED_DATA, ClientConnection
+from trio_broker.client.core.errors import (
     CorrelationIdMismatchError,
     InvalidResponseError,
     KafkaConnectionError,

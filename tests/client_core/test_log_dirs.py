@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from trio_broker.client_core.admin import describe_log_dirs_request, parse_describe_log_dirs
-from trio_broker.client_core.structs import TopicPartition
-from trio_broker.client_core.versions import CLIENT_VERSIONS
+from trio_broker.client.core.admin import describe_log_dirs_request, parse_describe_log_dirs
+from trio_broker.client.core.structs import TopicPartition
+from trio_broker.client.core.versions import CLIENT_VERSIONS
 from trio_broker.protocol.api_keys import ApiKey
 from trio_broker.protocol.messages import (
     decode_request_body,

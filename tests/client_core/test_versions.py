@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from trio_broker.client_core.errors import KafkaConnectionError, UnsupportedVersionError
-from trio_broker.client_core.versions import (
+from trio_broker.client.core.errors import KafkaConnectionError, UnsupportedVersionError
+from trio_broker.client.core.versions import (
     CLIENT_VERSIONS,
     ApiVersionsExchange,
     choose_version,

@@ -14,7 +14,7 @@ from contextlib import contextmanager
 
 import pytest
 
-from trio_broker.apis import registry
+from trio_broker.broker.apis import registry
 
 Seen = collections.Counter[tuple[str | None, str, int]]
 

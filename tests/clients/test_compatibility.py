@@ -23,7 +23,7 @@ import pytest
 from tests.clients.recorder import recording, versions_by_api
 from tests.clients.workloads import WORKLOADS, client_id
 from tests.security_files import make_users_file
-from trio_broker.apis.registry import (
+from trio_broker.broker.apis.registry import (
     HANDLERS,
     UNADVERTISED,
     _api_version_entries,

@@ -20,10 +20,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.hostile.fuzz import API_VERSIONS, record_batches, request_bodies, response_bodies
-from trio_broker.apis.registry import advertised_versions
-from trio_broker.client_core import admin, fetch, groups, metadata, offsets, produce
-from trio_broker.client_core.structs import OffsetAndMetadata, TopicPartition
-from trio_broker.client_core.versions import CLIENT_VERSIONS, api_versions_request
+from trio_broker.broker.apis.registry import advertised_versions
+from trio_broker.client.core import admin, fetch, groups, metadata, offsets, produce
+from trio_broker.client.core.structs import OffsetAndMetadata, TopicPartition
+from trio_broker.client.core.versions import CLIENT_VERSIONS, api_versions_request
 from trio_broker.protocol.api_keys import ApiKey
 from trio_broker.protocol.messages import (
     decode_request_body,

@@ -261,7 +261,7 @@ def _trio_client(bootstrap: str, sasl: str, topic: str) -> None:
 
 
 def _blocking_client(bootstrap: str, sasl: str, topic: str) -> None:
-    from trio_broker.blocking_client import EARLIEST, LATEST, BlockingClient, TopicPartition
+    from trio_broker.client.blocking import EARLIEST, LATEST, BlockingClient, TopicPartition
     from trio_broker.protocol.compression import Compression
     from trio_broker.protocol.records import build_batch
 

@@ -10,15 +10,15 @@ import pytest
 import trio
 
 from tests.wire import RawClient, fetch_body, produce
-from trio_broker.apis.fault_state import GROUP_KEY
-from trio_broker.client_core.fetch import parse_fetch
-from trio_broker.client_core.groups import join_group_request, list_groups_request
-from trio_broker.client_core.metadata import metadata_request
-from trio_broker.client_core.produce import produce_request
-from trio_broker.cluster import Cluster, open_cluster
+from trio_broker.broker.server.cluster_model import GROUP_KEY
+from trio_broker.client.core.fetch import parse_fetch
+from trio_broker.client.core.groups import join_group_request, list_groups_request
+from trio_broker.client.core.metadata import metadata_request
+from trio_broker.client.core.produce import produce_request
 from trio_broker.protocol.api_keys import ApiKey
 from trio_broker.protocol.errors import ErrorCode
 from trio_broker.protocol.records import build_batch
+from trio_broker.testing import Cluster, open_cluster
 
 BATCH = build_batch([(b"k", b"v")])
 
@@ -160,9 +160,9 @@ async def test_injected_errors_come_in_order_then_the_real_answer(tmp_path: Path
         codes = [(await produce(client, "t", {0: BATCH}, acks=-1))[0][0] for _ in range(3)]
         assert codes == [ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.REQUEST_TIMED_OUT, 0]
         # the fault for the other node is still pending
-        assert cluster.model.faults.pending() == {"Produce": 1}
+        assert cluster.faults.pending() == {"Produce": 1}
         cluster.clear_faults()
-        assert cluster.model.faults.pending() == {}
+        assert cluster.faults.pending() == {}
         await client.aclose()
 
 

@@ -11,8 +11,8 @@ import pytest
 import trio
 
 from tests.wire import EARLIEST, RawClient, fetch, list_offsets, produce
-from trio_broker.broker import Broker
-from trio_broker.client_core.groups import (
+from trio_broker.broker.lifecycle import Broker
+from trio_broker.client.core.groups import (
     JoinResult,
     describe_groups_request,
     join_group_request,
@@ -21,7 +21,7 @@ from trio_broker.client_core.groups import (
     parse_sync_group,
     sync_group_request,
 )
-from trio_broker.client_core.produce import init_producer_id_request, parse_init_producer_id
+from trio_broker.client.core.produce import init_producer_id_request, parse_init_producer_id
 from trio_broker.protocol.api_keys import ApiKey
 from trio_broker.protocol.errors import ErrorCode
 from trio_broker.protocol.messages import make_request

@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from trio_broker.apis.replicas import (
+from trio_broker.broker.config import build_config
+from trio_broker.broker.server.cluster_model import (
     NO_LEADER,
     OFFSETS_TOPIC,
     ClusterModel,
@@ -14,8 +15,7 @@ from trio_broker.apis.replicas import (
     java_string_hash,
     partition_for_key,
 )
-from trio_broker.config import build_config
-from trio_broker.log import LogManager, log_config_from
+from trio_broker.broker.storage import LogManager, log_config_from
 from trio_broker.protocol.errors import ErrorCode
 
 
@@ -122,7 +122,7 @@ def test_one_node_answers_every_partition(logs: LogManager) -> None:
 
 
 def test_node_ports_count_up_from_the_first_listeners() -> None:
-    from trio_broker.cluster.runtime import _node_configs
+    from trio_broker.testing.cluster import _node_configs
 
     cfg = build_config({"listeners": "PLAINTEXT://127.0.0.1:19092"})
     configs = _node_configs(cfg, 3)

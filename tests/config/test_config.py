@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from trio_broker.broker.config import BrokerConfig, ConfigError, load_config
 from trio_broker.cli import main
-from trio_broker.config import BrokerConfig, ConfigError, load_config
 
 
 def test_kafka_defaults():

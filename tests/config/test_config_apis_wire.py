@@ -254,18 +254,18 @@ async def test_dynamic_broker_configs_apply_to_topics_and_persist(tmp_path):
 
 
 async def test_broker_loggers(client):
-    logging.getLogger("trio_broker.apis").setLevel(logging.NOTSET)
+    logging.getLogger("trio_broker.broker.apis").setLevel(logging.NOTSET)
     result = await describe(client, 4, BROKER_LOGGER, "0")
     configs = by_name(result)
     assert configs["root"].config_source == 6
     assert await incremental(client, 1, BROKER_LOGGER, "0",
-                             [("trio_broker.apis", SET, "TRACE")]) == (0, None)
-    assert logging.getLogger("trio_broker.apis").level == 5
-    result = await describe(client, 4, BROKER_LOGGER, "0", ["trio_broker.apis"])
-    assert [(c.name, c.value) for c in result.configs] == [("trio_broker.apis", "TRACE")]
+                             [("trio_broker.broker.apis", SET, "TRACE")]) == (0, None)
+    assert logging.getLogger("trio_broker.broker.apis").level == 5
+    result = await describe(client, 4, BROKER_LOGGER, "0", ["trio_broker.broker.apis"])
+    assert [(c.name, c.value) for c in result.configs] == [("trio_broker.broker.apis", "TRACE")]
     assert await incremental(client, 1, BROKER_LOGGER, "0",
-                             [("trio_broker.apis", DELETE, None)]) == (0, None)
-    assert logging.getLogger("trio_broker.apis").level == logging.NOTSET
+                             [("trio_broker.broker.apis", DELETE, None)]) == (0, None)
+    assert logging.getLogger("trio_broker.broker.apis").level == logging.NOTSET
     assert await incremental(client, 1, BROKER_LOGGER, "0", [("root", DELETE, None)]) == (
         ErrorCode.INVALID_REQUEST, "Removing the log level of the root logger is not allowed")
     assert await incremental(client, 1, BROKER_LOGGER, "0", [("root", SET, "LOUD")]) == (

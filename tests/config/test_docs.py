@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from trio_broker.config.docgen import render_document, sections
-from trio_broker.config.keys import BROKER_KEYS
-from trio_broker.config.topic_keys import TOPIC_KEYS
+from trio_broker.broker.config.docgen import render_document, sections
+from trio_broker.broker.config.keys import BROKER_KEYS
+from trio_broker.broker.config.topic_keys import TOPIC_KEYS
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "configuration.md"
 
@@ -16,7 +16,7 @@ def test_generated_tables_are_current():
     for name in sections():
         assert f"<!-- BEGIN {name} -->" in text, name
     assert render_document(text) == text, (
-        "docs/configuration.md is out of date: run python -m trio_broker.config.docgen")
+        "docs/configuration.md is out of date: run python -m trio_broker.broker.config.docgen")
 
 
 def test_every_key_is_documented():

@@ -8,7 +8,7 @@ import logging
 import pytest
 
 from trio_broker import open_broker
-from trio_broker.config import BrokerConfig, ConfigError, load_config
+from trio_broker.broker.config import BrokerConfig, ConfigError, load_config
 
 
 def _file(tmp_path, text: str, name: str = "server.properties"):
@@ -158,7 +158,7 @@ def test_keys_without_meaning_on_one_node_are_listed_as_ignored():
 
 
 async def test_ignored_keys_are_named_once_in_the_log(tmp_path, caplog):
-    caplog.set_level(logging.INFO, logger="trio_broker.broker")
+    caplog.set_level(logging.INFO, logger="trio_broker.broker.lifecycle")
     async with open_broker(log_dirs=str(tmp_path), **{
             "process.roles": "broker,controller", "node.id": "1",
             "controller.quorum.voters": "1@localhost:9093",

@@ -163,7 +163,7 @@ def test_produce_from_the_page(page: Page, broker: ThreadedBroker,
     form.locator('input[name="key"]').fill("order-7")
     form.locator('textarea[name="value"]').fill('{"id": 7, "item": "lamp"}')
     form.locator('textarea[name="headers"]').fill("origin: console")
-    with caplog.at_level(logging.INFO, logger="trio_broker.http.audit"):
+    with caplog.at_level(logging.INFO, logger="trio_broker.broker.http.audit"):
         form.locator("button").click()
         expect(page.locator("#flash")).to_contain_text(f"produced to {topic}-1 at offset 0")
     assert any("user=(no login)" in r.message and f"produce to '{topic}'" in r.message

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import trio
 
-from trio_broker.broker import open_broker
+from trio_broker.broker.lifecycle import open_broker
 from trio_broker.testing import ThreadedBroker
 
 from .conftest import console_url
@@ -76,7 +76,7 @@ async def test_off_when_not_configured_or_disabled(tmp_path: Path,
                                                    caplog: pytest.LogCaptureFixture) -> None:
     async with open_broker(log_dirs=str(tmp_path / "a")) as broker:
         assert broker.http_address is None
-    with caplog.at_level(logging.INFO, logger="trio_broker.http"):
+    with caplog.at_level(logging.INFO, logger="trio_broker.broker.http"):
         async with open_broker(log_dirs=str(tmp_path / "b"), http_listener="http://127.0.0.1:0",
                                http_console_enabled=False) as broker:
             assert broker.http_address is None
@@ -87,6 +87,6 @@ async def test_off_when_not_configured_or_disabled(tmp_path: Path,
             status, body, _ = await trio.to_thread.run_sync(get, f"http://{host}:{port}/")
             assert status == 200
             assert 'id="broker-id">0<' in body
-    messages = [r.getMessage() for r in caplog.records if r.name == "trio_broker.http"]
+    messages = [r.getMessage() for r in caplog.records if r.name == "trio_broker.broker.http"]
     assert "web console off: http.console.enabled=false" in messages
     assert f"web console on http://127.0.0.1:{port}/ (read-write)" in messages

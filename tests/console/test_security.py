@@ -53,7 +53,7 @@ def test_read_only_refuses_writes(page: Page, read_only: ThreadedBroker,
     expect(page.locator("#create-topic")).to_have_count(0)
     page.goto(f"{url}/topics/kept")
     expect(page.locator("#delete-topic")).to_have_count(0)
-    with caplog.at_level(logging.INFO, logger="trio_broker.http.audit"):
+    with caplog.at_level(logging.INFO, logger="trio_broker.broker.http.audit"):
         for path, form in (("/topics", {"name": "sneaky"}), ("/topics/kept/delete", {}),
                            ("/topics/kept/produce", {"value": "x"})):
             answer = page.request.post(url + path, form=form, max_redirects=0)
@@ -122,7 +122,7 @@ def test_sasl_login_with_the_brokers_users(page: Page, sasl: ThreadedBroker,
     page.click("#login-form button")
     expect(page).to_have_url(f"{url}/topics")
     expect(page.locator("#user")).to_have_text("alice")
-    with caplog.at_level(logging.INFO, logger="trio_broker.http.audit"):
+    with caplog.at_level(logging.INFO, logger="trio_broker.broker.http.audit"):
         page.locator("#create-topic summary").click()
         page.fill('#create-topic input[name="name"]', "alices-topic")
         page.click("#create-topic button")

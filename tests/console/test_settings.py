@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from tests.security_files import TlsFiles
-from trio_broker.config import BrokerConfig, ConfigError, parse_http_listener
-from trio_broker.http.settings import (
+from trio_broker.broker.config import BrokerConfig, ConfigError, parse_http_listener
+from trio_broker.broker.http.settings import (
     ConsoleSettings,
     console_settings,
     is_loopback,

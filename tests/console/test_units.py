@@ -9,11 +9,11 @@ import random
 
 import pytest
 
-from trio_broker.http.live import LiveSampler, quantile
-from trio_broker.http.messages import MAX_SHOWN_BYTES, parse_headers, parse_time, show
-from trio_broker.http.web import duration, gc_paused, human_bytes, size_config
-from trio_broker.http.writes import parse_configs
-from trio_broker.metrics import BrokerMetrics, RequestMetrics, RequestTimes
+from trio_broker.broker.http.live import LiveSampler, quantile
+from trio_broker.broker.http.messages import MAX_SHOWN_BYTES, parse_headers, parse_time, show
+from trio_broker.broker.http.web import duration, gc_paused, human_bytes, size_config
+from trio_broker.broker.http.writes import parse_configs
+from trio_broker.broker.metrics import BrokerMetrics, RequestMetrics, RequestTimes
 from trio_broker.protocol.api_keys import ApiKey
 
 

@@ -16,11 +16,11 @@ from typing import Any
 import pytest
 import trio
 
-from trio_broker.apis.context import Deferred, HandlerContext, RequestContext
-from trio_broker.apis.registry import HANDLERS
-from trio_broker.apis.state import BrokerState, standalone_state
-from trio_broker.config import BrokerConfig
-from trio_broker.coordinator import GroupCoordinator
+from trio_broker.broker.apis.registry import HANDLERS
+from trio_broker.broker.config import BrokerConfig
+from trio_broker.broker.coordinator import GroupCoordinator
+from trio_broker.broker.server.context import Deferred, HandlerContext, RequestContext
+from trio_broker.broker.server.state import BrokerState, standalone_state
 from trio_broker.protocol import messages
 from trio_broker.protocol.api_keys import ApiKey, request_class
 from trio_broker.protocol.consumer_protocol import encode_subscription

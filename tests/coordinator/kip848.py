@@ -8,7 +8,7 @@ import uuid
 from collections.abc import Iterable
 from typing import Any
 
-from trio_broker.apis.state import TopicChange
+from trio_broker.broker.server.state import TopicChange
 from trio_broker.protocol.api_keys import ApiKey, request_class
 
 CGH = request_class(ApiKey.ConsumerGroupHeartbeat)

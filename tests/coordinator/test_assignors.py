@@ -8,8 +8,8 @@ import uuid
 
 import pytest
 
-from trio_broker.coordinator.assignors import MemberSpec, RangeAssignor, UniformAssignor
-from trio_broker.coordinator.consumer_group import assignment_of
+from trio_broker.broker.coordinator.assignors import MemberSpec, RangeAssignor, UniformAssignor
+from trio_broker.broker.coordinator.consumer_group import assignment_of
 
 T1, T2, T3 = (uuid.UUID(int=n) for n in (1, 2, 3))
 

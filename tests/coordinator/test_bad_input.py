@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from trio_broker.coordinator import GroupState
+from trio_broker.broker.coordinator import GroupState
 from trio_broker.protocol.consumer_protocol import encode_subscription
 from trio_broker.protocol.errors import ErrorCode as E
 

@@ -12,9 +12,9 @@ from confluent_kafka import TopicPartition
 
 from tests.broker_process import BrokerProcess
 from tests.transactions.test_confluent_transactions import _consume_all, _producer
-from trio_broker.coordinator import OFFSETS_DIR_NAME
-from trio_broker.coordinator.txn_log import TXN_DIR_NAME, TransactionLog
-from trio_broker.coordinator.txn_metadata import TxnState
+from trio_broker.broker.coordinator import OFFSETS_DIR_NAME
+from trio_broker.broker.coordinator.txn_log import TXN_DIR_NAME, TransactionLog
+from trio_broker.broker.coordinator.txn_metadata import TxnState
 
 
 def _committed(bootstrap: str, group: str, topic: str) -> int:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import trio
 
 from tests.coordinator.kip848 import Member
-from trio_broker.coordinator.group_log import FILE_NAME, GroupLog, encode_record
+from trio_broker.broker.coordinator.group_log import FILE_NAME, GroupLog, encode_record
 from trio_broker.protocol.api_keys import ApiKey
 from trio_broker.protocol.consumer_protocol import encode_assignment
 from trio_broker.protocol.errors import ErrorCode as E

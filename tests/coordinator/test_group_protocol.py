@@ -5,7 +5,7 @@ from __future__ import annotations
 import trio
 import trio.testing
 
-from trio_broker.coordinator import GroupState
+from trio_broker.broker.coordinator import GroupState
 from trio_broker.protocol.api_keys import ApiKey
 from trio_broker.protocol.consumer_protocol import (
     decode_assignment,

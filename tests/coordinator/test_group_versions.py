@@ -10,8 +10,8 @@ from __future__ import annotations
 import pytest
 import trio.testing
 
-from trio_broker.apis.registry import advertised_versions
-from trio_broker.coordinator import GroupState
+from trio_broker.broker.apis.registry import advertised_versions
+from trio_broker.broker.coordinator import GroupState
 from trio_broker.protocol.api_keys import ApiKey, request_class
 from trio_broker.protocol.consumer_protocol import encode_assignment, encode_subscription
 from trio_broker.protocol.errors import ErrorCode as E

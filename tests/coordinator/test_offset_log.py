@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from trio_broker.coordinator.offset_log import (
+from trio_broker.broker.coordinator.offset_log import (
     FILE_NAME,
     MAGIC,
     TMP_NAME,

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import os
 
-from trio_broker.coordinator import GroupState
-from trio_broker.coordinator.offset_log import FILE_NAME
+from trio_broker.broker.coordinator import GroupState
+from trio_broker.broker.coordinator.offset_log import FILE_NAME
 from trio_broker.protocol.api_keys import ApiKey
 from trio_broker.protocol.errors import ErrorCode as E
 

@@ -29,7 +29,7 @@ from tests.coordinator.group_workers import (
     RecordBook,
     wait_for,
 )
-from trio_broker.blocking_client import BrokerConnection, parse_address
+from trio_broker.client.blocking import BrokerConnection, parse_address
 from trio_broker.protocol.api_keys import ApiKey, request_class
 from trio_broker.protocol.consumer_protocol import decode_assignment, encode_subscription
 

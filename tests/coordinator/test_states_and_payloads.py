@@ -6,8 +6,8 @@ import itertools
 
 import pytest
 
-from trio_broker.coordinator.group import Group
-from trio_broker.coordinator.states import (
+from trio_broker.broker.coordinator.group import Group
+from trio_broker.broker.coordinator.states import (
     VALID_PREVIOUS_STATES,
     GroupState,
     IllegalStateTransition,

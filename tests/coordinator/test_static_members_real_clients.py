@@ -19,7 +19,7 @@ import pytest
 
 from tests.coordinator.group_workers import wait_for
 from tests.coordinator.test_real_clients import create_topic
-from trio_broker.blocking_client import BrokerConnection, parse_address
+from trio_broker.client.blocking import BrokerConnection, parse_address
 from trio_broker.protocol.api_keys import ApiKey
 
 PARTITIONS = 4

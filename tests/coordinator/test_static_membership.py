@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import trio
 
-from trio_broker.coordinator import GroupState
+from trio_broker.broker.coordinator import GroupState
 from trio_broker.protocol.api_keys import ApiKey, request_class
 from trio_broker.protocol.consumer_protocol import encode_assignment, encode_subscription
 from trio_broker.protocol.errors import ErrorCode as E

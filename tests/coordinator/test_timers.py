@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import trio
 
-from trio_broker.coordinator.timers import DeadlineQueue
+from trio_broker.broker.coordinator.timers import DeadlineQueue
 
 
 async def test_fires_in_order_and_honours_reschedule_and_cancel(autojump_clock, nursery):

@@ -196,8 +196,8 @@ async def test_v4_plus_serves_the_bytes_read_without_touching_records(trio_broke
                                                                       version):
     """No per-record work and no copy: the records of the response are the very bytes object
     the log's one read returned, and no decoder or converter runs."""
-    from trio_broker.apis import fetch as fetch_api
-    from trio_broker.log import log as log_module
+    from trio_broker.broker.apis import fetch as fetch_api
+    from trio_broker.broker.storage import log as log_module
     from trio_broker.protocol import records as records_module
 
     _fill(trio_broker, "zero-copy", Compression.LZ4)

@@ -9,7 +9,7 @@ import pytest
 
 from tests.data_path.raw import metadata_body
 from tests.wire import RawClient, idempotent_batch, init_producer_id, produce_one
-from trio_broker.apis.authorized_operations import CLUSTER_OPERATIONS, TOPIC_OPERATIONS
+from trio_broker.broker.server.authorized_operations import CLUSTER_OPERATIONS, TOPIC_OPERATIONS
 from trio_broker.protocol.api_keys import SUPPORTED_VERSIONS, ApiKey, request_class
 from trio_broker.protocol.errors import ErrorCode
 from trio_broker.protocol.messages import make_request
@@ -245,7 +245,7 @@ def test_telemetry_not_advertised_and_librdkafka_quiet(kafka_broker, unique_topi
     librdkafka (which logs a telemetry line when it sees them) says nothing at start-up."""
     import confluent_kafka
 
-    from trio_broker.apis.registry import advertised_versions
+    from trio_broker.broker.apis.registry import advertised_versions
 
     assert ApiKey.GetTelemetrySubscriptions not in advertised_versions()
     assert ApiKey.PushTelemetry not in advertised_versions()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from trio_broker.apis import produce
+from trio_broker.broker.apis import produce
 from trio_broker.protocol.errors import ErrorCode
 from trio_broker.protocol.messages import Encoded, RequestHeader, encode_response, error_codes
 

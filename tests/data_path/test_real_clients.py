@@ -22,7 +22,7 @@ import confluent_kafka
 import pytest
 
 from tests.stamps import BASE_MS
-from trio_broker.apis import registry
+from trio_broker.broker.apis import registry
 from trio_broker.protocol.api_keys import ApiKey
 from trio_broker.protocol.batch import iter_batches
 from trio_broker.testing import TEST_DEFAULTS, ThreadedBroker

@@ -18,7 +18,7 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from trio_broker.apis.registry import advertised_versions
+from trio_broker.broker.apis.registry import advertised_versions
 from trio_broker.protocol.api_keys import ApiKey, request_class, response_class
 from trio_broker.protocol.compression import Compression
 from trio_broker.protocol.messages import decode_response, encode_request

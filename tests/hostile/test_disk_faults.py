@@ -16,7 +16,7 @@ import pytest
 from tests import wire
 from tests.wire import RawClient, create_topic, produce_one
 from trio_broker import open_broker
-from trio_broker.client_core.fetch import FetchedPartition
+from trio_broker.client.core.fetch import FetchedPartition
 from trio_broker.protocol.api_keys import ApiKey
 from trio_broker.protocol.batch import iter_batches
 from trio_broker.protocol.errors import ErrorCode
@@ -135,7 +135,7 @@ async def test_an_unreadable_segment_takes_only_its_partition_offline(tmp_path, 
     victim = segments[1]  # neither the first nor the active segment
     _damage(victim, damage)
     sizes = {p.name: p.stat().st_size for p in segments[2:]}
-    caplog.set_level(logging.ERROR, logger="trio_broker.log")
+    caplog.set_level(logging.ERROR, logger="trio_broker.broker.storage")
     async with open_broker(log_dirs=str(log_dir), log_segment_bytes=2048) as broker:
         offline = broker.state.logs.offline_partitions
         assert list(offline) == [("damaged", 0)]

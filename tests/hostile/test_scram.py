@@ -9,10 +9,7 @@ import os
 
 import pytest
 
-from trio_broker.client_core.sasl import ScramClient
-from trio_broker.protocol.api_keys import ApiKey
-from trio_broker.protocol.errors import ErrorCode
-from trio_broker.security import (
+from trio_broker.broker.security import (
     CredentialStore,
     SaslAuthenticator,
     SaslSettings,
@@ -21,8 +18,11 @@ from trio_broker.security import (
     add_user,
     remove_user,
 )
-from trio_broker.security.credentials import CredentialsError, main
-from trio_broker.security.scram import ScramError, make_credential
+from trio_broker.broker.security.credentials import CredentialsError, main
+from trio_broker.broker.security.scram import ScramError, make_credential
+from trio_broker.client.core.sasl import ScramClient
+from trio_broker.protocol.api_keys import ApiKey
+from trio_broker.protocol.errors import ErrorCode
 
 # RFC 7677 section 3.
 RFC_SALT = base64.b64decode("W22ZaJ0SNY7soEsUEjb6gQ==")

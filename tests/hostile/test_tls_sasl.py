@@ -15,13 +15,13 @@ import trio
 from tests.security_files import LIGATURE_PASSWORD, TlsFiles, password
 from tests.wire import RawClient, size_prefix
 from trio_broker import open_broker
-from trio_broker.client_core.sasl import ScramClient
-from trio_broker.config import ConfigError
+from trio_broker.broker.config import ConfigError
+from trio_broker.broker.security import add_user
+from trio_broker.client.core.sasl import ScramClient
 from trio_broker.protocol.api_keys import ApiKey, request_class
 from trio_broker.protocol.batch import read_batch_header
 from trio_broker.protocol.errors import ErrorCode
 from trio_broker.protocol.records import build_batch, decode_batches
-from trio_broker.security import add_user
 from trio_broker.testing import ThreadedBroker
 
 API_VERSIONS, METADATA = ApiKey.ApiVersions, ApiKey.Metadata
@@ -96,7 +96,7 @@ async def test_ssl_listener_and_client_auth_modes(tmp_path, tls_files, caplog):
         assert 'reason="ssl_handshake_failed"' in closed_reasons(broker)
     async with open_broker(listeners="SSL://127.0.0.1:0", ssl_client_auth="requested",
                            **base) as broker:
-        with caplog.at_level(logging.DEBUG, logger="trio_broker.network.socket_server"):
+        with caplog.at_level(logging.DEBUG, logger="trio_broker.broker.network.socket_server"):
             for with_cert in (False, True):
                 client = await connect(broker, tls_files, with_cert=with_cert)
                 assert (await client.request(API_VERSIONS, 0)).error_code == 0
@@ -214,7 +214,7 @@ async def test_users_added_while_running_can_log_in(tmp_path, users_file):
 
 
 def test_security_config_errors(tmp_path, tls_files, users_file):
-    from trio_broker.config import load_config
+    from trio_broker.broker.config import load_config
 
     with pytest.raises(ConfigError, match=r"needs\ ssl\.certfile"):
         load_config(environ={}, overrides={"listeners": "SSL://127.0.0.1:0"})

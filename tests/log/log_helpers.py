@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from trio_broker.log import Log, LogAppendInfo, LogConfig
-from trio_broker.log.segment import LogSegment
+from trio_broker.broker.storage import Log, LogAppendInfo, LogConfig
+from trio_broker.broker.storage.segment import LogSegment
 from trio_broker.protocol.batch import BatchHeader, validate_batch
 from trio_broker.protocol.compression import Compression
 from trio_broker.protocol.records import build_batch, decode_batches

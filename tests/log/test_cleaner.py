@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from trio_broker.log import Log, LogConfig
-from trio_broker.log.cleaner import CLEANING_PREFIX, complete_swap
-from trio_broker.log.cleaner_manager import CLEANER_CHECKPOINT, LogCleaner
+from trio_broker.broker.storage import Log, LogConfig
+from trio_broker.broker.storage.cleaner import CLEANING_PREFIX, complete_swap
+from trio_broker.broker.storage.cleaner_manager import CLEANER_CHECKPOINT, LogCleaner
 from trio_broker.protocol.batch import validate_batch
 from trio_broker.protocol.records import build_batch, decode_batches
 
@@ -214,7 +214,12 @@ def test_the_offset_map_holds_digests_of_long_keys(tmp_path: Path) -> None:
     (each entry holds a 16-byte digest, as Kafka's SkimpyOffsetMap does)."""
     import tracemalloc
 
-    from trio_broker.log.cleaner import CleanerStats, Throttler, build_offset_map, map_key
+    from trio_broker.broker.storage.cleaner import (
+        CleanerStats,
+        Throttler,
+        build_offset_map,
+        map_key,
+    )
 
     config = LogConfig(**{**_fields(COMPACT), "segment_bytes": 256 * 1024})
     log = open_log(tmp_path / "t-0", config)
@@ -311,7 +316,7 @@ def test_each_tombstone_batch_carries_its_own_delete_horizon(tmp_path: Path) -> 
     """KIP-534: the first cleaning sets the batch's delete horizon (attribute bit 6, base
     timestamp = cleaning time + delete.retention.ms, record timestamps unchanged); tombstones
     cleaned later keep theirs longer, even once merged into one segment with earlier ones."""
-    from trio_broker.log.cleaner import DELETE_HORIZON_BIT
+    from trio_broker.broker.storage.cleaner import DELETE_HORIZON_BIT
 
     retention = 3_600_000
     config = LogConfig(**{**_fields(COMPACT), "delete_retention_ms": retention})
@@ -350,7 +355,7 @@ def test_each_tombstone_batch_carries_its_own_delete_horizon(tmp_path: Path) -> 
 
 
 def test_a_marker_without_data_gets_a_delete_horizon(tmp_path: Path) -> None:
-    from trio_broker.log.cleaner import DELETE_HORIZON_BIT
+    from trio_broker.broker.storage.cleaner import DELETE_HORIZON_BIT
 
     config = LogConfig(**{**_fields(COMPACT), "delete_retention_ms": 60_000})
     log = open_log(tmp_path / "t-0", config)

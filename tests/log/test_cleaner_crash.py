@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from trio_broker.log import Log
+from trio_broker.broker.storage import Log
 
 from .log_helpers import open_log
 from .test_cleaner import COMPACT, put, read_all
@@ -28,8 +28,8 @@ KEYS = 1500
 _CHILD = """
 import sys
 from pathlib import Path
-from trio_broker.log import Log
-from trio_broker.log.cleaner_manager import LogCleaner
+from trio_broker.broker.storage import Log
+from trio_broker.broker.storage.cleaner_manager import LogCleaner
 from tests.log.test_cleaner import COMPACT
 from tests.log.log_helpers import TS
 path = Path(sys.argv[1])

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from tests.log.log_helpers import SMALL, append
-from trio_broker.log import LogManager
+from trio_broker.broker.storage import LogManager
 
 
 @pytest.fixture

@@ -9,9 +9,13 @@ from pathlib import Path
 import pytest
 
 from tests.log.log_helpers import SMALL, TS, append, open_log
-from trio_broker.log import Log, LogManager
-from trio_broker.log.leader_epoch import LEADER_EPOCH_CHECKPOINT, EpochEntry, LeaderEpochCache
-from trio_broker.log.lookups import (
+from trio_broker.broker.storage import Log, LogManager
+from trio_broker.broker.storage.leader_epoch import (
+    LEADER_EPOCH_CHECKPOINT,
+    EpochEntry,
+    LeaderEpochCache,
+)
+from trio_broker.broker.storage.lookups import (
     EARLIEST_LOCAL_TIMESTAMP,
     EARLIEST_TIMESTAMP,
     LATEST_TIERED_TIMESTAMP,
@@ -167,7 +171,7 @@ def test_list_offsets_lookups(tmp_path: Path) -> None:
 
 
 def test_max_timestamp_across_segments_and_log_append_time(tmp_path: Path) -> None:
-    from trio_broker.log import LogConfig
+    from trio_broker.broker.storage import LogConfig
 
     config = LogConfig(segment_bytes=200, index_interval_bytes=1, retention_ms=-1)
     log = open_log(tmp_path / "t-0", config)
@@ -185,7 +189,7 @@ def test_max_timestamp_across_segments_and_log_append_time(tmp_path: Path) -> No
 
 
 def test_legacy_offsets_before(tmp_path: Path) -> None:
-    from trio_broker.log import LogConfig
+    from trio_broker.broker.storage import LogConfig
 
     config = LogConfig(segment_bytes=150, index_interval_bytes=1, retention_ms=-1)
     log = open_log(tmp_path / "t-0", config)

@@ -4,7 +4,7 @@ import attrs
 import pytest
 
 from tests.log.log_helpers import SMALL, TS, append, make_batch, open_log
-from trio_broker.log import LogConfig, OffsetOutOfRangeError
+from trio_broker.broker.storage import LogConfig, OffsetOutOfRangeError
 from trio_broker.protocol.batch import iter_batches, read_batch_header, validate_batch
 from trio_broker.protocol.compression import Compression
 from trio_broker.protocol.records import decode_batches

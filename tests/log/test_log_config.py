@@ -1,7 +1,7 @@
 import pytest
 
-from trio_broker.log import TOPIC_CONFIG_KEYS, InvalidConfigError, LogConfig
-from trio_broker.log.config import LONG_MAX
+from trio_broker.broker.storage import TOPIC_CONFIG_KEYS, InvalidConfigError, LogConfig
+from trio_broker.broker.storage.config import LONG_MAX
 
 
 def test_defaults_match_kafka() -> None:
@@ -123,8 +123,8 @@ def test_compression_and_min_insync_from_broker_keys() -> None:
 
 
 def test_log_config_from_broker_config_carries_codec_and_min_insync() -> None:
-    from trio_broker.config import BrokerConfig
-    from trio_broker.log import log_config_from
+    from trio_broker.broker.config import BrokerConfig
+    from trio_broker.broker.storage import log_config_from
 
     config = log_config_from(BrokerConfig(compression_type="gzip", min_insync_replicas=3))
     assert (config.compression_type, config.min_insync_replicas) == ("gzip", 3)

@@ -17,8 +17,8 @@ import pytest
 
 from tests.hostile.process_stats import fd_targets
 from tests.log.log_helpers import SMALL, TS, append, open_log, read_offsets, spy_recovery
-from trio_broker.log import LogManager
-from trio_broker.log.index import OffsetIndex, TimeIndex
+from trio_broker.broker.storage import LogManager
+from trio_broker.broker.storage.index import OffsetIndex, TimeIndex
 
 
 def _open_files(under: Path) -> list[str]:

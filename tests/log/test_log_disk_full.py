@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from tests.log.log_helpers import TS, make_batch
-from trio_broker.log import KafkaStorageError, Log, LogConfig
+from trio_broker.broker.storage import KafkaStorageError, Log, LogConfig
 from trio_broker.protocol.records import decode_batches
 
 

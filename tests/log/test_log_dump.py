@@ -1,7 +1,7 @@
 from pathlib import Path
 
 from tests.log.log_helpers import SMALL, append, open_log
-from trio_broker.log import dump_segment
+from trio_broker.broker.storage import dump_segment
 from trio_broker.protocol.compression import Compression
 
 

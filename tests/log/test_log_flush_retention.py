@@ -6,7 +6,7 @@ import attrs
 import pytest
 
 from tests.log.log_helpers import SMALL, TS, append, open_log
-from trio_broker.log import LogConfig
+from trio_broker.broker.storage import LogConfig
 from trio_broker.protocol.records import decode_batches
 
 DAY_MS = 24 * 3600 * 1000

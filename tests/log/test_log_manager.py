@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from tests.log.log_helpers import SMALL, TS, append
-from trio_broker.log import (
+from trio_broker.broker.storage import (
     InvalidConfigError,
     InvalidPartitionsError,
     InvalidTopicError,
@@ -16,7 +16,7 @@ from trio_broker.log import (
     UnknownTopicOrPartitionError,
     validate_topic_name,
 )
-from trio_broker.log.topic_metadata import parse_topic_id, topic_id_str
+from trio_broker.broker.storage.topic_metadata import parse_topic_id, topic_id_str
 from trio_broker.protocol.errors import ErrorCode
 
 
@@ -189,7 +189,7 @@ def test_unreadable_partition_goes_offline_alone(
     # And a segment of partition 2 that cannot be opened (a directory named like a segment).
     (tmp_path / "t-2" / "00000000000000000000.log").unlink()
     (tmp_path / "t-2" / "00000000000000000000.log").mkdir()
-    caplog.set_level(logging.ERROR, logger="trio_broker.log")
+    caplog.set_level(logging.ERROR, logger="trio_broker.broker.storage")
     again = _manager([tmp_path])
     assert set(again.offline_partitions) == {("t", 1), ("t", 2)}
     assert ("t", 1) in again.offline_partitions  # membership, as Metadata uses it

@@ -5,8 +5,8 @@ from pathlib import Path
 import pytest
 
 from tests.log.log_helpers import SMALL, append, make_batch, open_log, read_offsets, spy_recovery
-from trio_broker.log import LogManager
-from trio_broker.log.segment import LogSegment
+from trio_broker.broker.storage import LogManager
+from trio_broker.broker.storage.segment import LogSegment
 from trio_broker.protocol.batch import read_batch_header
 from trio_broker.protocol.errors import CorruptRecordError
 
@@ -53,7 +53,7 @@ def test_unclean_restart_truncates_to_last_whole_batch(
     }[damage]
     with open(active, "ab") as f:
         f.write(tail)
-    caplog.set_level(logging.WARNING, logger="trio_broker.log")
+    caplog.set_level(logging.WARNING, logger="trio_broker.broker.storage")
     log = open_log(path, clean_shutdown=False)
     assert log.log_end_offset == 120
     assert active.stat().st_size == size_before
@@ -75,7 +75,7 @@ def test_garbage_after_a_clean_shutdown_is_still_truncated(
     _fill(path)
     with open(_active_segment(path), "ab") as f:
         f.write(b"\xff" * 100)
-    caplog.set_level(logging.WARNING, logger="trio_broker.log")
+    caplog.set_level(logging.WARNING, logger="trio_broker.broker.storage")
     log = open_log(path, clean_shutdown=True)
     assert log.log_end_offset == 120
     assert any("Truncated 100 bytes" in r.getMessage() for r in caplog.records)
@@ -113,7 +113,7 @@ def test_corrupt_batch_mid_log_truncates_there_and_drops_later_segments(
     second_pos = first.size
     data[second_pos + 70] ^= 0xFF  # inside the second batch's records: CRC mismatch
     victim.write_bytes(data)
-    caplog.set_level(logging.WARNING, logger="trio_broker.log")
+    caplog.set_level(logging.WARNING, logger="trio_broker.broker.storage")
     log = open_log(path, clean_shutdown=False)
     assert log.log_end_offset == first.next_offset
     assert log.segment_base_offsets() == [0, first.base_offset]
@@ -155,7 +155,7 @@ def test_corrupt_index_is_rebuilt(
         index.write_bytes(good + (10_000).to_bytes(4, "big") + (99_999_999).to_bytes(4, "big"))
     else:
         index.write_bytes(good[8:16] + good[:8] + good[16:])
-    caplog.set_level(logging.WARNING, logger="trio_broker.log")
+    caplog.set_level(logging.WARNING, logger="trio_broker.broker.storage")
     log = open_log(path, clean_shutdown=True)
     assert any("Rebuilding the indexes" in r.getMessage() for r in caplog.records)
     assert index.read_bytes() == good

@@ -5,13 +5,13 @@ import attrs
 import pytest
 
 from tests.log.log_helpers import SMALL, TS, append, make_batch, open_log
-from trio_broker.log import (
+from trio_broker.broker.storage import (
     InvalidProducerEpochError,
     LogManager,
     OutOfOrderSequenceError,
     ProducerIdManager,
 )
-from trio_broker.log.producer_state import NUM_BATCHES_TO_RETAIN
+from trio_broker.broker.storage.producer_state import NUM_BATCHES_TO_RETAIN
 from trio_broker.protocol.batch import validate_batch
 from trio_broker.protocol.errors import InvalidRecordError
 from trio_broker.protocol.records import build_batch

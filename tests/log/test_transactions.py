@@ -15,10 +15,13 @@ from pathlib import Path
 import pytest
 
 from tests.log.log_helpers import SMALL, TS, open_log
-from trio_broker.log import InvalidProducerEpochError, Log, LogConfig
-from trio_broker.log.errors import InvalidTxnStateError, TransactionCoordinatorFencedError
-from trio_broker.log.producer_state import snapshot_file_name
-from trio_broker.log.txn_index import AbortedTxn
+from trio_broker.broker.storage import InvalidProducerEpochError, Log, LogConfig
+from trio_broker.broker.storage.errors import (
+    InvalidTxnStateError,
+    TransactionCoordinatorFencedError,
+)
+from trio_broker.broker.storage.producer_state import snapshot_file_name
+from trio_broker.broker.storage.txn_index import AbortedTxn
 from trio_broker.protocol.batch import iter_batches, validate_batch
 from trio_broker.protocol.control import read_marker
 from trio_broker.protocol.records import build_batch, decode_batches

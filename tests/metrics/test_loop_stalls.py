@@ -14,7 +14,7 @@ import pytest
 import trio
 from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic
 
-from trio_broker.metrics.stalls import DEFAULT_INTERVAL_S, QUIET_INTERVAL_S, LoopStallMeter
+from trio_broker.broker.metrics.stalls import DEFAULT_INTERVAL_S, QUIET_INTERVAL_S, LoopStallMeter
 from trio_broker.testing import TEST_DEFAULTS, ThreadedBroker
 
 from .test_metrics import scrape, value

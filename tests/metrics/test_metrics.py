@@ -15,9 +15,9 @@ import confluent_kafka
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from trio_broker.blocking_client import BlockingClient, TopicPartition
+from trio_broker.broker.metrics import IdleMeter
 from trio_broker.cli import main
-from trio_broker.metrics import IdleMeter
+from trio_broker.client.blocking import BlockingClient, TopicPartition
 from trio_broker.protocol.records import build_batch
 from trio_broker.testing import TEST_DEFAULTS, ThreadedBroker
 
@@ -209,8 +209,8 @@ def test_a_kafka_frame_on_the_metrics_port_is_answered_400_at_once(broker):
 
 
 def test_ready_is_503_while_the_broker_is_not_serving():
-    from trio_broker.metrics import BrokerMetrics
-    from trio_broker.network.metrics_http import metrics_response
+    from trio_broker.broker.metrics import BrokerMetrics
+    from trio_broker.broker.network.metrics_http import metrics_response
 
     metrics = BrokerMetrics()
     answer = metrics_response("/ready", metrics)
@@ -271,8 +271,8 @@ def test_the_dashboard_and_alerts_name_only_exported_metrics(broker):
 
 
 def test_request_time_quantiles_cover_the_last_minute_or_two():
-    from trio_broker.metrics import RequestMetrics
-    from trio_broker.metrics.requests import TIMINGS, WINDOW_NS
+    from trio_broker.broker.metrics import RequestMetrics
+    from trio_broker.broker.metrics.requests import TIMINGS, WINDOW_NS
 
     metrics = RequestMetrics()
     start = 10 * WINDOW_NS
@@ -295,8 +295,8 @@ def test_request_time_quantiles_cover_the_last_minute_or_two():
 
 
 def test_buckets_count_every_request_of_an_api_for_the_brokers_life():
-    from trio_broker.metrics import RequestMetrics
-    from trio_broker.metrics.requests import WINDOW_NS
+    from trio_broker.broker.metrics import RequestMetrics
+    from trio_broker.broker.metrics.requests import WINDOW_NS
 
     metrics = RequestMetrics()
     assert metrics.buckets(0) == [0] * (len(RequestMetrics.BOUNDS_MS) + 1)

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from trio_broker.metrics import BrokerMetrics
-from trio_broker.metrics.values import Families
+from trio_broker.broker.metrics import BrokerMetrics
+from trio_broker.broker.metrics.values import Families
 
 
 def _samples(metrics: BrokerMetrics) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:

@@ -9,9 +9,8 @@ from pathlib import Path
 import pytest
 
 from tests.wire import RawClient
-from trio_broker.client_core.metadata import metadata_request
-from trio_broker.cluster import open_cluster
-from trio_broker.network import socket_server
+from trio_broker.broker.network import socket_server
+from trio_broker.client.core.metadata import metadata_request
 from trio_broker.protocol import messages
 from trio_broker.protocol.api_keys import ApiKey
 from trio_broker.protocol.errors import RemoteProtocolError
@@ -23,6 +22,7 @@ from trio_broker.protocol.messages import (
     make_response,
     response_type,
 )
+from trio_broker.testing import open_cluster
 
 
 def counting_writes(monkeypatch) -> list[int]:

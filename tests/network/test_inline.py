@@ -9,10 +9,10 @@ import pytest
 import trio
 
 from tests.wire import RawClient
-from trio_broker.apis import registry
-from trio_broker.metrics.idle import IdleMeter
-from trio_broker.network.connection import YIELD_BYTES, YIELD_FRAME_MIN
-from trio_broker.network.request_handler import INLINE_APIS
+from trio_broker.broker.apis import registry
+from trio_broker.broker.metrics.idle import IdleMeter
+from trio_broker.broker.network.connection import YIELD_BYTES, YIELD_FRAME_MIN
+from trio_broker.broker.network.request_handler import INLINE_APIS
 from trio_broker.protocol.api_keys import ApiKey
 
 

@@ -9,7 +9,7 @@ import struct
 import pytest
 
 from tests.wire import RawClient
-from trio_broker.apis.metadata import no_topics_body
+from trio_broker.broker.apis.metadata import no_topics_body
 from trio_broker.protocol.api_keys import SUPPORTED_VERSIONS, ApiKey
 from trio_broker.protocol.errors import ErrorCode
 from trio_broker.protocol.messages import (

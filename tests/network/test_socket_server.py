@@ -11,7 +11,7 @@ import trio.testing
 
 from tests.wire import RawClient, size_prefix
 from trio_broker import open_broker
-from trio_broker.apis import registry
+from trio_broker.broker.apis import registry
 from trio_broker.protocol.api_keys import ApiKey
 
 API_VERSIONS = ApiKey.ApiVersions
@@ -302,7 +302,7 @@ async def test_big_request_sent_in_pieces_is_read_whole(trio_broker):
     pipelined between two small requests, is answered in order and fetched back byte for byte;
     a connection reset half-way through another big frame closes only that connection."""
     from tests.wire import create_topic, fetch, records_of
-    from trio_broker.client_core.produce import parse_produce, produce_request
+    from trio_broker.client.core.produce import parse_produce, produce_request
     from trio_broker.protocol.records import build_batch
 
     client = await connect(trio_broker)

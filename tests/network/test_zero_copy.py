@@ -24,9 +24,9 @@ import trio
 import trio.testing
 
 from tests.wire import RawClient, fetch_body, produce_one, records_of
-from trio_broker.log import FileRegion
-from trio_broker.metrics import BrokerMetrics
-from trio_broker.network.send_file import send_parts
+from trio_broker.broker.metrics import BrokerMetrics
+from trio_broker.broker.network.send_file import send_parts
+from trio_broker.broker.storage import FileRegion
 from trio_broker.protocol.api_keys import ApiKey, is_flexible
 from trio_broker.protocol.messages import (
     RequestHeader,

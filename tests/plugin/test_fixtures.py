@@ -34,7 +34,7 @@ def test_kafka_broker_fixture_serves_sync_clients(kafka_broker, unique_topic):
 
 
 def test_unique_topic_names_differ_and_are_legal(unique_topic):
-    from trio_broker.log import validate_topic_name
+    from trio_broker.broker.storage import validate_topic_name
 
     names = {unique_topic("x") for _ in range(5)}
     assert len(names) == 5

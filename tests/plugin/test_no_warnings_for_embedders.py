@@ -20,7 +20,7 @@ import sys
 
 import trio
 
-from trio_broker.blocking_client import BlockingClient, TopicPartition
+from trio_broker.client.blocking import BlockingClient, TopicPartition
 from trio_broker.client import open_consumer, open_producer
 
 

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from trio_broker.apis.registry import advertised_versions
+from trio_broker.broker.apis.registry import advertised_versions
 from trio_broker.protocol.api_keys import ApiKey, is_flexible, request_class
 from trio_broker.protocol.errors import RemoteProtocolError, UnsupportedVersionError
 from trio_broker.protocol.framing import NEED_DATA, FrameDecoder, frame

@@ -12,8 +12,8 @@ ROOT = Path(__file__).resolve().parents[2]
 CHECK = """
 import sys
 sys.modules["kafka"] = None
-import trio_broker.broker, trio_broker.cli, trio_broker.client, trio_broker.testing
-from trio_broker.apis.registry import advertised_versions
+import trio_broker.broker.lifecycle, trio_broker.cli, trio_broker.client, trio_broker.testing
+from trio_broker.broker.apis.registry import advertised_versions
 from trio_broker.protocol.api_keys import ApiKey
 from trio_broker.protocol.messages import (decode_request_body, decode_request_header,
                                            decode_response, encode_request, encode_response,

@@ -23,7 +23,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from tests.spark.producing import Produced, produce_confluent
-from trio_broker.blocking_client import BlockingClient, next_fetch_offset
+from trio_broker.client.blocking import BlockingClient, next_fetch_offset
 from trio_broker.protocol.records import decode_batches
 from trio_broker.testing import ThreadedBroker
 

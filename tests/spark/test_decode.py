@@ -7,7 +7,7 @@ from crc32c import crc32c
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from trio_broker.blocking_client import next_fetch_offset
+from trio_broker.client.blocking import next_fetch_offset
 from trio_broker.protocol.batch import set_log_append_time
 from trio_broker.protocol.compression import Compression
 from trio_broker.protocol.errors import CorruptRecordError

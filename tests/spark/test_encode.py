@@ -9,8 +9,8 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from trio_broker.blocking_client import partition_for_key, seal_batch
-from trio_broker.client_core.errors import ConfigError
+from trio_broker.client.blocking import partition_for_key, seal_batch
+from trio_broker.client.core.errors import ConfigError
 from trio_broker.protocol.compression import Compression
 from trio_broker.protocol.records import decode_records
 from trio_broker.spark._encode import (

@@ -15,8 +15,8 @@ import pytest
 
 from tests.spark.producing import Produced, produce_confluent
 from tests.stamps import BASE_MS
-from trio_broker.blocking_client import partition_for_key
 from trio_broker.cli import main as cli_main
+from trio_broker.client.blocking import partition_for_key
 
 pytestmark = pytest.mark.spark
 

@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from trio_broker.blocking_client import TopicPartition
+from trio_broker.client.blocking import TopicPartition
 from trio_broker.spark._options import (
     OffsetRange,
     SourceOptionError,

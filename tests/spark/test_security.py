@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from tests.security_files import TlsFiles, password
-from trio_broker.blocking_client import BlockingClient, TopicPartition
+from trio_broker.client.blocking import BlockingClient, TopicPartition
 from trio_broker.protocol.records import build_batch
 from trio_broker.spark._options import SourceOptionError, parse_options
 from trio_broker.spark.source import _ReadSettings, plan_batch, read_range

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from tests.stamps import BASE_MS
-from trio_broker.blocking_client import BlockingClient, TopicPartition, partition_for_key
+from trio_broker.client.blocking import BlockingClient, TopicPartition, partition_for_key
 from trio_broker.protocol.records import decode_batches
 from trio_broker.spark import user_message
 

@@ -11,7 +11,7 @@ import confluent_kafka
 import pytest
 
 from tests.stamps import BASE_MS
-from trio_broker.blocking_client import partition_for_key
+from trio_broker.client.blocking import partition_for_key
 
 RECORDS = 10_000
 PARTITIONS = 3

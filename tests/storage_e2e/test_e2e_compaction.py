@@ -15,7 +15,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 from tests.metrics.test_metrics import scrape
 from tests.metrics.test_metrics import value as sample
-from trio_broker.log.cleaner import DELETE_HORIZON_BIT
+from trio_broker.broker.storage.cleaner import DELETE_HORIZON_BIT
 from trio_broker.protocol.records import decode_batches
 from trio_broker.testing import TEST_DEFAULTS, ThreadedBroker
 

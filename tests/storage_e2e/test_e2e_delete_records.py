@@ -9,7 +9,7 @@ import pytest
 from confluent_kafka.admin import AdminClient, NewTopic
 from kafka.admin import KafkaAdminClient
 
-from trio_broker.blocking_client import EARLIEST, BlockingClient, TopicPartition
+from trio_broker.client.blocking import EARLIEST, BlockingClient, TopicPartition
 from trio_broker.testing import TEST_DEFAULTS, ThreadedBroker
 
 

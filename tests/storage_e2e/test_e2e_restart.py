@@ -18,7 +18,7 @@ from pathlib import Path
 import confluent_kafka
 from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic
 
-from trio_broker.blocking_client import (
+from trio_broker.client.blocking import (
     EARLIEST,
     LATEST,
     BlockingClient,

@@ -8,7 +8,7 @@ import time
 import confluent_kafka
 import pytest
 
-from trio_broker.blocking_client import EARLIEST, LATEST, BlockingClient, TopicPartition
+from trio_broker.client.blocking import EARLIEST, LATEST, BlockingClient, TopicPartition
 from trio_broker.protocol.errors import ErrorCode
 from trio_broker.protocol.records import build_batch
 

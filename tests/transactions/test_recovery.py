@@ -10,8 +10,8 @@ import pytest
 
 from tests.broker_process import BrokerProcess
 from tests.transactions.test_confluent_transactions import _consume_all, _producer
-from trio_broker.coordinator.txn_log import TXN_DIR_NAME, TransactionLog
-from trio_broker.coordinator.txn_metadata import TxnState
+from trio_broker.broker.coordinator.txn_log import TXN_DIR_NAME, TransactionLog
+from trio_broker.broker.coordinator.txn_metadata import TxnState
 
 
 def _create_topic(bootstrap: str, topic: str, partitions: int) -> None:

@@ -10,9 +10,9 @@ import trio
 import trio.testing
 
 from tests.wire import LATEST, RawClient, create_topic, fetch_body
-from trio_broker.client_core.offsets import list_offsets_request, parse_list_offsets
-from trio_broker.client_core.produce import parse_produce, produce_request
-from trio_broker.client_core.structs import TopicPartition
+from trio_broker.client.core.offsets import list_offsets_request, parse_list_offsets
+from trio_broker.client.core.produce import parse_produce, produce_request
+from trio_broker.client.core.structs import TopicPartition
 from trio_broker.protocol.api_keys import ApiKey, request_class
 from trio_broker.protocol.errors import ErrorCode as E
 from trio_broker.protocol.records import build_batch

@@ -14,10 +14,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from ..client_core.errors import error_for, error_name
-from ..protocol.api_keys import ApiKey, request_class
-from ..protocol.messages import make_request
-from ..security.acl import (
+from ..broker.security.acl import (
     CLUSTER_NAME,
     AclBinding,
     AclFilter,
@@ -27,6 +24,9 @@ from ..security.acl import (
     ResourceType,
     validate_binding,
 )
+from ..client.core.errors import error_for, error_name
+from ..protocol.api_keys import ApiKey, request_class
+from ..protocol.messages import make_request
 from .base import CommandError, Tool, UsageError
 from .connect import add_client_arguments, open_client
 

@@ -11,8 +11,8 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from ..blocking_client import BlockingClient
-from ..client_core.versions import CLIENT_VERSIONS, api_name
+from ..client.blocking import BlockingClient
+from ..client.core.versions import CLIENT_VERSIONS, api_name
 from .base import Tool
 from .connect import add_client_arguments, open_client
 from .output import Report, add_output_argument

@@ -13,7 +13,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from ..blocking_client import (
+from ..client.blocking import (
     BROKER_RESOURCE,
     TOPIC_RESOURCE,
     BlockingClient,

@@ -17,7 +17,9 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from ..blocking_client import (
+from ..broker.config import ConfigError as FileConfigError
+from ..broker.config.loader import read_config_entries
+from ..client.blocking import (
     DEFAULT_BOOTSTRAP,
     BlockingClient,
     ConfigError,
@@ -26,8 +28,6 @@ from ..blocking_client import (
     KafkaTimeoutError,
     error_name,
 )
-from ..config import ConfigError as FileConfigError
-from ..config.loader import read_config_entries
 from .base import CommandError, UsageError
 
 CLIENT_ID = "trio-broker-console"

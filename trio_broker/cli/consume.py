@@ -19,7 +19,7 @@ import argparse
 import sys
 import time
 
-from ..blocking_client import (
+from ..client.blocking import (
     EARLIEST,
     LATEST,
     BlockingClient,
@@ -29,8 +29,8 @@ from ..blocking_client import (
     TopicPartition,
     error_name,
 )
-from ..client_core.backoff import ExponentialBackoff
-from ..client_core.errors import error_for
+from ..client.core.backoff import ExponentialBackoff
+from ..client.core.errors import error_for
 from ..protocol.batch import iter_batches
 from ..protocol.errors import CorruptRecordError, ErrorCode, UnsupportedCompressionError
 from ..protocol.records import decode_records

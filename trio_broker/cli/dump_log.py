@@ -25,7 +25,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Dump every file given; a bad one is reported and the rest are still dumped (exit 1)."""
-    from ..log import dump_segment
+    from ..broker.storage import dump_segment
 
     failures = []
     names = [*args.files, *(f for item in args.more_files for f in item.split(",") if f)]

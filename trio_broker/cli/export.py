@@ -11,7 +11,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from ..client_core.security import SECURITY_DEFAULTS
+from ..client.core.security import SECURITY_DEFAULTS
 from .base import CommandError, Tool, UsageError
 from .connect import add_client_config_arguments, client_config, describe
 
@@ -56,7 +56,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     """Run an export from parsed ``add_arguments`` options."""
     require_spark()
-    from ..client_core.errors import ConfigError, KafkaError
+    from ..client.core.errors import ConfigError, KafkaError
     from ..spark.job import ExportFailed, ExportJob, ExportSettings
 
     if args.follow and args.ending_offsets != "latest":

@@ -24,8 +24,8 @@ import sys
 from collections.abc import Iterable
 from typing import Any
 
-from ..blocking_client import LATEST, BlockingClient, KafkaError, TopicPartition, error_name
-from ..client_core.errors import error_for
+from ..client.blocking import LATEST, BlockingClient, KafkaError, TopicPartition, error_name
+from ..client.core.errors import error_for
 from ..protocol.api_keys import ApiKey
 from ..protocol.errors import ErrorCode
 from ..protocol.messages import make_request

@@ -25,9 +25,9 @@ import sys
 from collections.abc import Iterator, Sequence
 from typing import Any, BinaryIO
 
-from ..blocking_client import BlockingClient, KafkaError, TopicInfo, TopicPartition, error_name
-from ..blocking_client import partition_for_key as partition_for_key
-from ..client_core.errors import error_for
+from ..client.blocking import BlockingClient, KafkaError, TopicInfo, TopicPartition, error_name
+from ..client.blocking import partition_for_key as partition_for_key
+from ..client.core.errors import error_for
 from ..protocol.compression import Compression
 from ..protocol.records import build_batch
 from .base import CommandError, Tool, UsageError

@@ -13,7 +13,7 @@ import argparse
 import json
 from pathlib import Path
 
-from ..blocking_client import TopicPartition, error_name
+from ..client.blocking import TopicPartition, error_name
 from .base import CommandError, Tool, UsageError
 from .connect import add_client_arguments, open_client
 from .output import Report, add_output_argument

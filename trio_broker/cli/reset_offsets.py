@@ -20,7 +20,7 @@ import sys
 import time
 from pathlib import Path
 
-from ..blocking_client import EARLIEST, LATEST, BlockingClient, TopicPartition
+from ..client.blocking import EARLIEST, LATEST, BlockingClient, TopicPartition
 from .base import CommandError, UsageError
 from .output import Report
 from .times import parse_duration_ms, parse_when

@@ -8,7 +8,7 @@ import logging
 import signal
 from collections.abc import Awaitable, Callable
 
-from ..config import BrokerConfig, ConfigError, describe_keys, load_config, parse_overrides
+from ..broker.config import BrokerConfig, ConfigError, describe_keys, load_config, parse_overrides
 from .base import CommandError, Tool, UsageError
 
 LOGGER = logging.getLogger("trio_broker")
@@ -45,7 +45,7 @@ def run(args: argparse.Namespace) -> int:
     logging.basicConfig(level=config.log_level,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
 
-    from ..broker import serve
+    from ..broker.lifecycle import serve
 
     _warn_unserved(config, cluster=args.brokers is not None)
     if args.brokers is not None:
@@ -107,7 +107,7 @@ def _serve_cluster_until_signalled(config: BrokerConfig,
     async def main() -> None:
         import trio
 
-        from ..cluster import serve_cluster
+        from ..testing import serve_cluster
 
         with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
             async with trio.open_nursery() as nursery:

@@ -19,7 +19,7 @@ import functools
 from collections.abc import Callable
 from typing import Any
 
-from ..blocking_client import (
+from ..client.blocking import (
     EARLIEST,
     LATEST,
     TOPIC_RESOURCE,
@@ -31,8 +31,8 @@ from ..blocking_client import (
     error_name,
     source_name,
 )
-from ..client_core import admin as admin_requests
-from ..client_core.errors import error_for
+from ..client.core import admin as admin_requests
+from ..client.core.errors import error_for
 from ..protocol.api_keys import ApiKey
 from ..protocol.errors import ErrorCode
 from .base import Tool, UsageError

@@ -11,7 +11,7 @@ Imported only with the ``spark`` extra, so the broker itself never pays for impo
     (df.write.format("trio_broker").mode("append")
        .option("kafka.bootstrap.servers", "127.0.0.1:9092").option("topic", "copy").save())
 
-It reads through the one blocking client (``trio_broker.blocking_client``), so its errors are
+It reads through the one blocking client (``trio_broker.client.blocking``), so its errors are
 the client core's: a ``KafkaError`` per Kafka error code (``OffsetOutOfRangeError`` when
 retention deleted planned offsets, ``UnknownTopicOrPartitionError``, ``KafkaConnectionError``),
 ``SourceOptionError`` and ``SinkError`` (``ValueError``s) for options and columns Spark's Kafka
@@ -30,7 +30,7 @@ except ImportError as exc:  # pragma: no cover - depends on what is installed
         "pip install 'trio-broker[spark]'"
     ) from exc
 
-from ..client_core.errors import (
+from ..client.core.errors import (
     KafkaConnectionError,
     KafkaError,
     OffsetOutOfRangeError,

@@ -31,9 +31,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..client_core.errors import ConfigError
-from ..client_core.partitioner import murmur2
-from ..client_core.produce import RecordBlock
+from ..client.core.errors import ConfigError
+from ..client.core.partitioner import murmur2
+from ..client.core.produce import RecordBlock
 from ..protocol.batch import BATCH_HEADER_SIZE
 
 #: keys up to this many bytes are hashed in the vectorised murmur2; longer ones one by one

@@ -21,7 +21,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ..blocking_client import (
+from ..client.blocking import (
     EARLIEST,
     LATEST,
     BlockingClient,
@@ -29,7 +29,7 @@ from ..blocking_client import (
     TopicPartition,
     parse_bootstrap,
 )
-from ..client_core.security import SECURITY_DEFAULTS, resolve_security
+from ..client.core.security import SECURITY_DEFAULTS, resolve_security
 
 LOGGER = logging.getLogger(__name__)
 

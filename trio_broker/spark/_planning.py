@@ -23,8 +23,8 @@ import math
 import re
 from collections.abc import Iterable, Mapping
 
-from ..blocking_client import EARLIEST, LATEST, BlockingClient, TopicPartition
-from ..client_core.errors import OffsetOutOfRangeError, UnknownTopicOrPartitionError
+from ..client.blocking import EARLIEST, LATEST, BlockingClient, TopicPartition
+from ..client.core.errors import OffsetOutOfRangeError, UnknownTopicOrPartitionError
 from ..protocol.errors import ErrorCode
 from ._options import DATA_LOSS_HINT, OffsetRange, OffsetSpec, SourceOptionError, SourceOptions
 

@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..blocking_client import LATEST, TopicPartition
+from ..client.blocking import LATEST, TopicPartition
 from ._options import PROGRESS_OPTION, offsets_json
 from ._progress import ProgressListener, show_import_summary, show_progress
 from .sink import SUMMARY_OPTION, SinkError, parse_sink_options

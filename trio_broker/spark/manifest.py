@@ -18,7 +18,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from ..blocking_client import TopicPartition
+from ..client.blocking import TopicPartition
 from ._options import OffsetRange, SourceOptionError, offsets_json
 
 MANIFEST_DIR = "_exports"

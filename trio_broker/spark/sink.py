@@ -58,7 +58,7 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
-from ..blocking_client import (
+from ..client.blocking import (
     PRODUCER_DEFAULTS,
     BlockingClient,
     BlockingProducer,
@@ -68,7 +68,7 @@ from ..blocking_client import (
     TopicPartition,
     parse_bootstrap,
 )
-from ..client_core.security import SECURITY_DEFAULTS, resolve_security
+from ..client.core.security import SECURITY_DEFAULTS, resolve_security
 from ._encode import HEADERS_TYPE, BatchEncoder, SinkRows, StickyPartitioner, murmur2_partitions
 from ._options import DEFAULT_REQUEST_TIMEOUT_MS, PROGRESS_OPTION
 from ._progress import ProgressSender

@@ -35,7 +35,7 @@ from pyspark.sql.datasource import (
 )
 from pyspark.sql.types import StructType
 
-from ..blocking_client import (
+from ..client.blocking import (
     EARLIEST,
     LATEST,
     BlockingClient,
@@ -43,8 +43,8 @@ from ..blocking_client import (
     error_name,
     next_fetch_offset,
 )
-from ..client_core import errors
-from ..client_core.errors import (
+from ..client.core import errors
+from ..client.core.errors import (
     KafkaConnectionError,
     KafkaError,
     KafkaTimeoutError,

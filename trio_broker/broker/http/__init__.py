@@ -1,0 +1,29 @@
+"""The broker's HTTP side: the web console (docs/console.md).
+
+Why a thin entry point: the console's web stack (Starlette, Hypercorn, Jinja2) is imported only
+when ``http.listener`` is set, so a broker without a console starts as fast as before.
+"""
+
+from __future__ import annotations
+
+import trio
+
+from ..config import BrokerConfig
+from ..server.state import BrokerState
+
+
+async def serve_http(config: BrokerConfig, state: BrokerState,
+                     listeners: list[tuple[str, str, int]], *,
+                     task_status: trio.TaskStatus[tuple[str, int] | None]
+                     = trio.TASK_STATUS_IGNORED) -> None:
+    """Serve the web console on ``http.listener`` until cancelled; ``task_status`` reports the
+    bound (host, port), or None when the console is off."""
+    if not config.http_listener:
+        task_status.started(None)
+        return
+    from .server import run_console
+
+    await run_console(config, state, listeners, task_status=task_status)
+
+
+__all__ = ["serve_http"]

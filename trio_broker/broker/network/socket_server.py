@@ -1,0 +1,479 @@
+"""Kafka's SocketServer, in Trio's structured concurrency.
+
+Threading model, Trio edition. One nursery owns, per listener, an ``Acceptor`` task; N
+``Processor``s, each owning a nursery of connection tasks, a new-connection channel and a response
+channel; one bounded ``RequestChannel``; and a pool of M request handler tasks
+(``request_handler.py``). A connection task reads one frame, decodes its header, hands a
+``Request`` to the request channel (which has the small APIs answered at once in this same task,
+``request_handler.INLINE_APIS``) and is then *muted*: it reads nothing more until its response
+is written, so responses keep request order and later frames wait in its buffer (Kafka's staged
+receives). Each connection lives in a cancel scope whose deadline moves on every request and
+response (``connections.max.idle.ms``); expiry closes that connection only. Bytes trickling in
+do not keep a connection alive forever: the deadline moves when a frame *starts*, so one frame
+must arrive within the idle time (slowloris). Anything a peer does wrong closes that peer's
+connection with one log line and a counted reason.
+
+Security (docs/security.md): an ``SSL``/``SASL_SSL`` listener wraps each accepted stream in a
+``trio.SSLStream`` and handshakes inside the idle scope; a ``SASL_*`` listener gives each
+connection a ``SaslAuthenticator``. Until it completes, only ApiVersions and the SASL requests
+pass ``_parse`` (anything else closes the connection before a handler sees it) and frames are
+limited to ``sasl.server.max.receive.size``; a failed login is answered after
+``connection.failed.authentication.delay.ms`` and the connection is closed. After SaslHandshake v0
+the tokens come as bare size-prefixed frames (``sasl_steps.py``), as before KIP-152.
+
+Zero-copy fetch: on a plain socket, a Fetch response may come as a ``SendFileResponse``: its
+bytes and, between them, regions of segment files, sent with ``sendfile`` (``send_file.py``);
+the regions' descriptors are closed once sent, or when the response is dropped unsent.
+
+Collaborators are passed in, as Kafka's are: a ``Processor`` gets the request channel, the
+metrics, the connection quotas, its settings and the TLS and SASL settings; an ``Acceptor`` gets
+its listener, the processors and the quotas. Nothing holds a pointer back to the server, and a
+``Request`` names its connection by id (``RequestContext.connection_id``), never by reference.
+
+Shutdown order (``SocketServer.stop``): acceptors, then processors stop reading new requests and
+finish what is in flight within the grace period, then everything is cancelled and closed.
+"""
+
+from __future__ import annotations
+
+import logging
+import socket
+import sys
+import time
+from typing import TYPE_CHECKING
+
+import trio
+
+from ...protocol.api_keys import ApiKey
+from ...protocol.errors import RemoteProtocolError, UnsupportedVersionError
+from ...protocol.framing import NEED_DATA
+from ...protocol.messages import decode_request_header, peek_correlation_id
+from ..config import BrokerConfig, ConfigError, Listener
+from ..metrics import BrokerMetrics
+from ..server.context import RequestContext
+from .acceptor import Acceptor
+from .connection import YIELD_BYTES, YIELD_FRAME_MIN, Connection, ProcessorSettings, peer_address
+from .quotas import ConnectionQuotas
+from .request_channel import (
+    CloseConnectionResponse,
+    Request,
+    RequestChannel,
+    Response,
+    SendFileResponse,
+    SendResponse,
+)
+from .sasl_steps import fail_authentication, raw_sasl_token
+from .send_file import send_bytes, send_parts
+
+if TYPE_CHECKING:
+    import ssl
+
+    from ..security.sasl import SaslSettings
+
+LOGGER = logging.getLogger(__name__)
+
+_RECEIVE_SIZE = 65536
+#: the rest of a big frame is read in reads of up to this size (fewer loop passes per MB)
+_RECEIVE_MAX = 1 << 20
+#: how long closing may take (a TLS close_notify to a peer that does not read)
+_CLOSE_TIMEOUT_S = 1.0
+#: TCP_NOTSENT_LOWAT of every connection: the socket reports writable only while less than this
+#: is queued unsent. Measured on loopback (docs/benchmarks.md, "Zero-copy fetch"): in a period
+#: when most ~1 MB fetch responses stalled for 200 ms (zero-window advertisements, retransmitted
+#: segments; 100 KB records consumed at ~5 MB/s, old and new code alike), with it they did not.
+_NOTSENT_LOWAT = 1 << 20
+_TCP_NOTSENT_LOWAT = getattr(socket, "TCP_NOTSENT_LOWAT", 25 if sys.platform == "linux" else None)
+_TLS_PROTOCOLS = frozenset({"SSL", "SASL_SSL"})
+_SASL_PROTOCOLS = frozenset({"SASL_PLAINTEXT", "SASL_SSL"})
+
+
+async def _recv_into(sock: trio.socket.SocketType, view: memoryview) -> int:
+    """``recv_into``, a peer gone reported as ``SocketStream.receive_some`` reports it."""
+    try:
+        return await sock.recv_into(view)
+    except OSError as exc:  # as send_file.py's writes do
+        raise trio.BrokenResourceError(f"socket connection broken: {exc}") from exc
+
+
+class Processor:
+    """Owns a set of connections: reads their requests, writes their responses."""
+
+    def __init__(self, index: int, *, request_channel: RequestChannel, metrics: BrokerMetrics,
+                 quotas: ConnectionQuotas, settings: ProcessorSettings,
+                 ssl_context: ssl.SSLContext | None = None,
+                 sasl_settings: SaslSettings | None = None) -> None:
+        self.index = index
+        self._channel = request_channel
+        self._metrics = metrics
+        self._quotas = quotas
+        self._settings = settings
+        self._ssl_context = ssl_context
+        self._sasl_settings = sasl_settings
+        self._new_send, self._new_recv = trio.open_memory_channel[
+            tuple[trio.SocketStream, Listener]](20)
+        self.connections: dict[str, Connection] = {}
+        #: set by ``stop_reading``: read no new request, finish the ones in flight
+        self.draining = False
+        self._drained: trio.Event | None = None
+
+    async def accept(self, stream: trio.SocketStream, listener: Listener) -> None:
+        await self._new_send.send((stream, listener))
+
+    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(self._process_new_responses)
+            self._channel.set_deliver(self.index, self._deliver_response)
+            task_status.started()
+            async for stream, listener in self._new_recv:
+                nursery.start_soon(self._serve_connection, stream, listener)
+
+    # -- shutdown ----------------------------------------------------------------------------
+    def stop_reading(self) -> None:
+        """Read no new request on any connection; in-flight ones still get their answers."""
+        self.draining = True
+
+    def in_flight(self) -> int:
+        return sum(1 for c in self.connections.values() if c.in_flight or c.unsent)
+
+    async def wait_in_flight_done(self) -> None:
+        """Return once no connection of this processor waits for a response."""
+        while self.in_flight():
+            self._drained = trio.Event()
+            await self._drained.wait()
+
+    def _request_finished(self) -> None:
+        """While draining, wake ``wait_in_flight_done`` to count again."""
+        if self._drained is not None:
+            self._drained.set()
+
+    # -- step: processNewResponses ---------------------------------------------------------
+    def _deliver_response(self, response: Response, now: int = 0) -> None:
+        """A handler's response, handed straight to its connection's task (``now``: when it
+        left the response queue; else it is handed over in the call that answered it, whose
+        stamp is the hand-over's too: one clock read less per request)."""
+        req = response.request
+        now = now or req.api_remote_done_ns or req.api_local_done_ns or time.monotonic_ns()
+        req.response_dequeued_ns = now
+        conn = self.connections.get(req.context.connection_id)
+        if conn is not None:
+            conn.deliver(response)
+        else:  # the client left before its answer: still record the request's timings
+            if isinstance(response, SendFileResponse):
+                response.close()
+            self._metrics.request_metrics.record_timings(req.header.api_key, req, now)
+
+    async def _process_new_responses(self) -> None:
+        """Responses that came through the queue (before ``set_deliver``, or after it)."""
+        async for response in self._channel.response_receiver(self.index):
+            self._deliver_response(response, time.monotonic_ns())
+
+    # -- one task per connection: processCompletedReceives / processCompletedSends -----------
+    async def _serve_connection(self, stream: trio.SocketStream, listener: Listener) -> None:
+        """Serve one accepted connection; its quota slot was taken by the acceptor."""
+        metrics = self._metrics
+        host, port = peer_address(stream)
+        if _TCP_NOTSENT_LOWAT is not None:
+            try:
+                stream.setsockopt(socket.IPPROTO_TCP, _TCP_NOTSENT_LOWAT, _NOTSENT_LOWAT)
+            except OSError:  # not a TCP socket, or a kernel without it
+                pass
+        transport: trio.abc.Stream = stream
+        protocol = listener.security_protocol
+        if protocol in _TLS_PROTOCOLS:
+            assert self._ssl_context is not None
+            transport = trio.SSLStream(stream, self._ssl_context, server_side=True)
+        conn = Connection(transport, listener, host, port,
+                          self._settings.socket_request_max_bytes)
+        if protocol in _SASL_PROTOCOLS:
+            assert self._sasl_settings is not None
+            from ..security.sasl import SaslAuthenticator
+
+            conn.sasl = SaslAuthenticator(self._sasl_settings)
+            conn.decoder.max_frame_bytes = min(self._sasl_settings.max_receive_size,
+                                               conn.decoder.max_frame_bytes)
+        self.connections[conn.id] = conn
+        metrics.connections.inc()
+        reason = "client_closed"
+        try:
+            reason = await self._connection_loop(conn)
+        except RemoteProtocolError as exc:
+            reason = exc.reason
+            LOGGER.info("closing connection %s: %s", conn.id, exc)
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            reason = "client_closed"
+        except OSError as exc:
+            reason = "socket_error"
+            LOGGER.info("closing connection %s: %s", conn.id, exc)
+        finally:
+            del self.connections[conn.id]
+            conn.drop_response()
+            if self.draining:
+                self._request_finished()
+            self._quotas.release(host)
+            metrics.connections.dec()
+            metrics.connections_closed.labels(reason).inc()
+            with trio.CancelScope(shield=True,
+                                  deadline=trio.current_time() + _CLOSE_TIMEOUT_S):
+                await transport.aclose()
+
+    async def _connection_loop(self, conn: Connection) -> str:
+        idle_s = self._settings.connections_max_idle_ms / 1000
+        slack_s = idle_s / 100
+        bytes_in = self._metrics.bytes_in
+        bytes_out = self._metrics.bytes_out
+        timings = self._metrics.request_metrics
+        channel = self._channel
+        decoder = conn.decoder
+        unsent = conn.unsent
+        ran = 0  # pipelined frames' bytes answered since this task last yielded (a read yields)
+        # a SASL listener's connections write each answer on its own (authentication state)
+        batched = channel.batched_keys if conn.sasl is None else frozenset()
+        eof = False
+        # a plain TCP connection's socket, read into a big frame's own buffer (frame_view)
+        plain = conn.stream.socket if type(conn.stream) is trio.SocketStream else None
+        with trio.CancelScope(deadline=trio.current_time() + idle_s) as idle:
+            conn.idle_scope = idle
+            if isinstance(conn.stream, trio.SSLStream):
+                try:
+                    await conn.stream.do_handshake()
+                except trio.BrokenResourceError as exc:
+                    LOGGER.info("closing connection %s: TLS handshake failed: %s", conn.id,
+                                exc.__cause__ or exc)
+                    return "ssl_handshake_failed"
+                from ..security.tls import peer_principal
+
+                conn.principal = peer_principal(conn.stream)
+                LOGGER.debug("connection %s: TLS %s, TLS principal %s", conn.id,
+                              conn.stream.version(), conn.principal)
+            while True:
+                frame = decoder.next_frame()
+                if frame is NEED_DATA:
+                    ran = 0  # the read below yields, whether it waits or not
+                    if unsent:  # the answers to the frames read so far go out before a read
+                        await self._send_unsent(conn)
+                    if eof or self.draining:
+                        return "client_closed" if eof else "shutdown"
+                    if plain is not None and (
+                            view := decoder.frame_view(_RECEIVE_SIZE)) is not None:
+                        # the rest of a big frame, read into its own buffer
+                        got = await _recv_into(plain, view[:_RECEIVE_MAX])
+                        bytes_in.inc(got)
+                        decoder.received_into(got)
+                        eof = not got
+                        continue
+                    data = await conn.stream.receive_some(
+                        min(max(_RECEIVE_SIZE, decoder.missing_bytes()), _RECEIVE_MAX))
+                    if not data:
+                        # Half-closed: still answer whatever whole frames are buffered.
+                        eof = True
+                        continue
+                    bytes_in.inc(len(data))
+                    if not decoder.buffered:
+                        # A frame starts: it must be complete within the idle time. Moving a
+                        # deadline costs a heap update: skipped while it would move less than
+                        # 1% of the idle time (a request a few ms after its predecessor's
+                        # response), so a connection expires after 99-100% of it.
+                        deadline = trio.current_time() + idle_s
+                        if deadline - idle.deadline > slack_s:
+                            idle.deadline = deadline
+                    decoder.receive_data(data)
+                    continue
+                if self.draining:
+                    if unsent:
+                        await self._send_unsent(conn)
+                    return "shutdown"
+                if conn.raw_sasl:
+                    if not await raw_sasl_token(conn, frame, self._sasl_settings,
+                                                self._metrics):
+                        return "authentication_failed"
+                    self._note_authenticated(conn)
+                    idle.deadline = trio.current_time() + idle_s
+                    continue
+                try:
+                    request = self._parse(conn, frame)
+                except RemoteProtocolError:
+                    if unsent:  # answered before this frame was read, as Kafka's would be
+                        await self._send_unsent(conn)
+                    raise
+                batch = request.header.api_key in batched
+                if unsent and not batch:
+                    await self._send_unsent(conn)
+                conn.in_flight = request
+                await channel.send_request(request)
+                response = conn.take_response()
+                if response is None:  # it waits (parked): the answers before it go out first
+                    if unsent:
+                        await self._send_unsent(conn)
+                    response = await conn.wait_response()
+                conn.in_flight = None
+                if self.draining:
+                    self._request_finished()
+                sasl = conn.sasl
+                if sasl is not None and sasl.failed:
+                    return await fail_authentication(conn, request, response,
+                                                     self._sasl_settings, self._metrics)
+                if isinstance(response, SendResponse):
+                    if unsent or (batch and decoder.buffered):
+                        # Pipelined frames of batched APIs: their answers are written together
+                        # once the buffer holds no more frames (or enough is held back).
+                        if (unsent.add(request, response.data) or not decoder.buffered
+                                or request.throttle_ms):
+                            await self._send_unsent(conn)
+                    else:
+                        await send_bytes(conn.stream, response.data)
+                        bytes_out.inc(len(response.data))
+                        timings.record_timings(request.header.api_key, request,
+                                               time.monotonic_ns())
+                    if (sasl is not None and sasl.awaits_token
+                            and request.header.api_key == ApiKey.SaslHandshake
+                            and request.header.api_version == 0):
+                        conn.raw_sasl = True  # v0: bare tokens follow (before KIP-152)
+                else:
+                    if unsent:
+                        await self._send_unsent(conn)
+                    if isinstance(response, SendFileResponse):
+                        try:
+                            by_sendfile = await send_parts(conn.stream, response.parts)
+                        finally:
+                            response.close()
+                        bytes_out.inc(response.size)
+                        self._metrics.sendfile_bytes.inc(by_sendfile)
+                    timings.record_timings(request.header.api_key, request, time.monotonic_ns())
+                    if isinstance(response, CloseConnectionResponse):
+                        return response.reason
+                if request.throttle_ms:  # client quota: muted (Kafka's ThrottledChannel)
+                    await trio.sleep(request.throttle_ms / 1000)
+                self._note_authenticated(conn)
+                deadline = trio.current_time() + idle_s
+                if deadline - idle.deadline > slack_s:
+                    idle.deadline = deadline
+                if decoder.buffered:  # pipelined frames (an answer's one write did not yield)
+                    ran += max(len(frame), YIELD_FRAME_MIN)
+                    if ran >= YIELD_BYTES:
+                        ran = 0
+                        await trio.lowlevel.checkpoint()
+        return "idle_timeout"
+
+    async def _send_unsent(self, conn: Connection) -> None:
+        """Write the answers held back while pipelined frames were answered, in one write."""
+        requests, data = conn.unsent.take()
+        await send_bytes(conn.stream, data)
+        self._metrics.bytes_out.inc(len(data))
+        now = time.monotonic_ns()
+        record = self._metrics.request_metrics.record_timings
+        for request in requests:
+            record(request.header.api_key, request, now)
+
+    def _note_authenticated(self, conn: Connection) -> None:
+        sasl = conn.sasl
+        if sasl is not None and sasl.complete and conn.principal != sasl.principal:
+            conn.principal = sasl.principal
+            conn.decoder.max_frame_bytes = self._settings.socket_request_max_bytes
+            LOGGER.debug("connection %s authenticated as %s", conn.id, conn.principal)
+
+    def _parse(self, conn: Connection, frame: bytes) -> Request:
+        try:
+            header = decode_request_header(frame)
+        except UnsupportedVersionError as exc:
+            # Kafka cannot parse such a body and closes the connection.
+            raise RemoteProtocolError(
+                f"{exc} (correlation id {peek_correlation_id(frame)})",
+                reason="unsupported_version") from exc
+        sasl = conn.sasl
+        if sasl is not None and not sasl.allows(header.api_key):
+            raise RemoteProtocolError(
+                f"{header.api_name} request during SASL {sasl.state.value} (only ApiVersions, "
+                "SaslHandshake and SaslAuthenticate are allowed before authentication)",
+                reason="authentication_required")
+        context = RequestContext(header, conn.id, client_host=conn.client_host,
+                                 client_port=conn.client_port, listener_name=conn.listener_name,
+                                 security_protocol=conn.security_protocol,
+                                 principal=conn.principal, sasl=sasl,
+                                 sendfile=type(conn.stream) is trio.SocketStream)
+        return Request(self.index, context, frame)
+
+
+class SocketServer:
+    """Listeners, acceptors, processors and the request channel of one broker."""
+
+    def __init__(self, config: BrokerConfig, metrics: BrokerMetrics) -> None:
+        self.config = config
+        self.metrics = metrics
+        n = config.num_network_threads
+        self.request_channel = RequestChannel(config.queued_max_requests, n)
+        self.quotas = ConnectionQuotas(config.max_connections, config.max_connections_per_ip,
+                                       config.per_ip_overrides)
+        protocols = {listener.security_protocol for listener in config.listener_list}
+        ssl_context: ssl.SSLContext | None = None
+        sasl_settings: SaslSettings | None = None
+        # TLS and SASL are imported by the listeners that use them, not by every broker.
+        if protocols & _TLS_PROTOCOLS:
+            from ..security.tls import TLSConfigError, server_ssl_context
+
+            try:
+                ssl_context = server_ssl_context(config)
+            except TLSConfigError as exc:
+                raise ConfigError(str(exc)) from None
+        if protocols & _SASL_PROTOCOLS:
+            from ..security.credentials import CredentialsError, CredentialStore
+            from ..security.sasl import SaslSettings, oauth_settings
+
+            try:
+                credentials = CredentialStore(config.sasl_credentials_file or None)
+            except CredentialsError as exc:
+                raise ConfigError(str(exc)) from None
+            sasl_settings = SaslSettings(
+                mechanisms=config.sasl_mechanism_list, credentials=credentials,
+                failed_authentication_delay_s=(
+                    config.connection_failed_authentication_delay_ms / 1000),
+                max_receive_size=config.sasl_server_max_receive_size,
+                reauth_ms=config.connections_max_reauth_ms, oauth=oauth_settings(config))
+        settings = ProcessorSettings.from_config(config)
+        self.processors = [
+            Processor(i, request_channel=self.request_channel, metrics=metrics,
+                      quotas=self.quotas, settings=settings, ssl_context=ssl_context,
+                      sasl_settings=sasl_settings)
+            for i in range(n)]
+        self.bound: list[tuple[str, str, int]] = []  # (listener name, host, port)
+        self._acceptor_scope = trio.CancelScope()
+        metrics.request_queue_size.set_function(self.request_channel.request_queue_size)
+        metrics.response_queue_size.set_function(self.request_channel.response_queue_size)
+
+    async def start(self, nursery: trio.Nursery) -> list[tuple[str, str, int]]:
+        """Bind every listener, start processors and acceptors; return what was bound."""
+        acceptors = []
+        for listener in self.config.listener_list:
+            sockets = await trio.open_tcp_listeners(listener.port, host=listener.host or None)
+            for sock_listener in sockets:
+                host, port = sock_listener.socket.getsockname()[:2]
+                self.bound.append((listener.name, host, port))
+                acceptors.append(Acceptor(sock_listener, listener, processors=self.processors,
+                                          quotas=self.quotas, metrics=self.metrics))
+        for processor in self.processors:
+            nursery.start_soon(processor.run)
+        nursery.start_soon(self._run_acceptors, acceptors)
+        return self.bound
+
+    async def _run_acceptors(self, acceptors: list[Acceptor]) -> None:
+        with self._acceptor_scope:
+            async with trio.open_nursery() as nursery:
+                for acceptor in acceptors:
+                    nursery.start_soon(acceptor.run)
+
+    def in_flight(self) -> int:
+        return sum(p.in_flight() for p in self.processors)
+
+    async def stop(self, grace_s: float) -> None:
+        """Stop accepting, stop reading new requests, wait for in-flight ones up to ``grace_s``."""
+        self._acceptor_scope.cancel()
+        for p in self.processors:
+            p.stop_reading()
+        with trio.move_on_after(grace_s):
+            for p in self.processors:
+                await p.wait_in_flight_done()
+        if self.in_flight():
+            LOGGER.warning("shutdown: %d requests still in flight after %.1fs grace",
+                           self.in_flight(), grace_s)
+
+
+__all__ = ["Acceptor", "Connection", "Processor", "ProcessorSettings", "SocketServer"]

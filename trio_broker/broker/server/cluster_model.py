@@ -1,0 +1,265 @@
+"""The cluster as clients see it: broker nodes, and per partition its replicas, ISR and leader.
+
+Why a model and not replication: every node of a test cluster shares one storage (one
+``LogManager``, one group coordinator, one transaction coordinator), so there is nothing to copy.
+What a client can observe of a real cluster is modelled faithfully instead: which nodes are up,
+which node leads each partition under which leader epoch, which replicas are in sync, and which
+node coordinates each group and transactional id. The handlers ask this model how the node that
+received a request would answer (``leader_error``, ``coordinator_for``), so a client meets the
+errors a Kafka cluster gives (NOT_LEADER_OR_FOLLOWER, FENCED_LEADER_EPOCH, NOT_COORDINATOR,
+NOT_ENOUGH_REPLICAS) and has to follow leaders as it would against Kafka.
+
+Placement is Kafka's: replicas of partition p of a topic are ``replication.factor`` consecutive
+nodes starting at ``(hash(topic) + p) % N`` (Kafka starts at a random node; a stable hash keeps a
+test repeatable), the leader is the first in-sync replica, and a group's (a transactional id's)
+coordinator is the leader of the ``__consumer_offsets`` (``__transaction_state``) partition its
+key hashes to (Java's ``String.hashCode``), as in Kafka. Those internal partitions have no log
+here: their leader epochs live in the model. A partition's leader epoch is its log's
+(``Log.become_leader``, durable in ``leader-epoch-checkpoint``), so it survives restarts.
+
+A single broker is the one-node case: every partition has the replicas ``[node]``, the ISR
+``[node]`` and the leader ``node``, and every check answers "no error".
+"""
+
+from __future__ import annotations
+
+import zlib
+from collections.abc import Iterable
+from typing import Any
+
+import attrs
+
+from ...protocol.errors import ErrorCode
+from ..storage import LogManager
+
+#: FindCoordinator's key types (``key_type``)
+GROUP_KEY, TRANSACTION_KEY = 0, 1
+
+OFFSETS_TOPIC = "__consumer_offsets"
+TRANSACTION_TOPIC = "__transaction_state"
+NO_LEADER = -1
+
+
+@attrs.define
+class Node:
+    """One broker endpoint of the cluster."""
+
+    node_id: int
+    host: str
+    port: int
+    alive: bool = True
+
+
+@attrs.define
+class PartitionState:
+    """Kafka's ``PartitionRegistration``, without the parts a client cannot see."""
+
+    replicas: list[int]
+    isr: list[int]
+    leader: int
+    #: the leader epoch of an internal partition (a partition with a log uses the log's)
+    epoch: int = 0
+
+
+def java_string_hash(value: str) -> int:
+    """Java's ``String.hashCode`` (over UTF-16 code units), as a signed 32-bit int."""
+    h = 0
+    data = value.encode("utf-16-be")
+    for i in range(0, len(data), 2):
+        h = (31 * h + ((data[i] << 8) | data[i + 1])) & 0xFFFFFFFF
+    return h - (1 << 32) if h & 0x80000000 else h
+
+
+def partition_for_key(key: str, partitions: int) -> int:
+    """Kafka's ``Utils.abs(key.hashCode) % partitions`` (``abs`` of MIN_VALUE is 0 there)."""
+    h = java_string_hash(key)
+    return (0 if h == -(1 << 31) else abs(h)) % partitions
+
+
+class ClusterModel:
+    """Nodes, partition leadership and coordinator placement of one (possibly one-node) cluster.
+
+    Partition states are made on first use from the placement rule and kept from then on, so a
+    leader moved or failed over stays where it went. Every method runs in the broker's Trio
+    thread (the cluster's blocking controls call in through ``trio.from_thread``).
+    """
+
+    def __init__(self, nodes: Iterable[Node], logs: LogManager, *, default_replication: int = 1,
+                 offsets_partitions: int = 50, offsets_replication: int = 3,
+                 transaction_partitions: int = 50, transaction_replication: int = 3,
+                 auto_failover: bool = True) -> None:
+        self.nodes: dict[int, Node] = {n.node_id: n for n in nodes}
+        self.logs = logs
+        self.auto_failover = auto_failover
+        self.default_replication = default_replication
+        self._internal = {OFFSETS_TOPIC: (offsets_partitions, offsets_replication),
+                          TRANSACTION_TOPIC: (transaction_partitions, transaction_replication)}
+        self._replication: dict[str, int] = {}
+        self._partitions: dict[tuple[str, int], PartitionState] = {}
+        #: whether this is a test cluster's model (a cluster of more than one node, or one
+        #: opened as a cluster): its nodes check leadership and write each answer on its own
+        self.intercepting = False
+
+    @property
+    def single(self) -> bool:
+        return len(self.nodes) == 1
+
+    @property
+    def size(self) -> int:
+        return len(self.nodes)
+
+    def controller_id(self, asking: int) -> int:
+        """The node named as controller: the lowest live one (``asking`` when it is alone)."""
+        live = [n.node_id for n in self.nodes.values() if n.alive]
+        return min(live) if live else asking
+
+    def live_nodes(self) -> list[Node]:
+        return [n for n in self.nodes.values() if n.alive]
+
+    def node(self, node_id: int) -> Node:
+        try:
+            return self.nodes[node_id]
+        except KeyError:
+            raise ValueError(f"no broker {node_id} in this cluster "
+                             f"(nodes {sorted(self.nodes)})") from None
+
+    # -- topics ----------------------------------------------------------------------------
+    def set_replication(self, topic: str, factor: int) -> None:
+        """A topic was created with ``factor`` replicas per partition (CreateTopics)."""
+        self._replication[topic] = max(1, min(factor, self.size))
+        for key in [k for k in self._partitions if k[0] == topic]:
+            del self._partitions[key]
+
+    def topic_changed(self, topic: str, partitions: int) -> None:
+        """A topic now has ``partitions`` partitions (0: deleted): forget the states of the
+        others, so a topic created again under that name is placed afresh."""
+        for key in [k for k in self._partitions if k[0] == topic and k[1] >= partitions]:
+            del self._partitions[key]
+        if not partitions:
+            self._replication.pop(topic, None)
+
+    def replication_of(self, topic: str) -> int:
+        if topic in self._internal:
+            return min(self._internal[topic][1], self.size)
+        return self._replication.get(topic, max(1, min(self.default_replication, self.size)))
+
+    def partition(self, topic: str, partition: int) -> PartitionState:
+        """The partition's replicas, ISR and leader (made from the placement rule on first use)."""
+        key = (topic, partition)
+        state = self._partitions.get(key)
+        if state is None:
+            state = self._partitions[key] = self._place(topic, partition)
+        return state
+
+    def _place(self, topic: str, partition: int) -> PartitionState:
+        ids = sorted(self.nodes)
+        n = len(ids)
+        start = (zlib.crc32(topic.encode()) + partition) % n
+        replicas = [ids[(start + i) % n] for i in range(self.replication_of(topic))]
+        isr = [r for r in replicas if self.nodes[r].alive]
+        return PartitionState(replicas, isr, isr[0] if isr else NO_LEADER)
+
+    def leader_epoch(self, topic: str, partition: int) -> int:
+        log = self.logs.get_log(topic, partition)
+        return self.partition(topic, partition).epoch if log is None else log.leader_epoch
+
+    def _bump_epoch(self, topic: str, partition: int, state: PartitionState) -> None:
+        log = self.logs.get_log(topic, partition)
+        if log is None:
+            state.epoch += 1
+        else:
+            log.become_leader(log.leader_epoch + 1)
+
+    def _all_partitions(self) -> list[tuple[str, int]]:
+        keys = [(t, p) for t, n in self.logs.topics().items() for p in range(n)]
+        keys += [(t, p) for t, (n, _) in self._internal.items() for p in range(n)]
+        return keys
+
+    # -- what a node answers ---------------------------------------------------------------
+    def leader_error(self, node_id: int, topic: str, partition: int) -> int:
+        """NOT_LEADER_OR_FOLLOWER when ``node_id`` does not lead the partition, else 0."""
+        if self.single:
+            return 0
+        leader = self.partition(topic, partition).leader
+        return 0 if leader == node_id else ErrorCode.NOT_LEADER_OR_FOLLOWER
+
+    def leader_of(self, topic: str, partition: int) -> tuple[int, int]:
+        """(leader node id or -1, leader epoch): the current-leader hint of KIP-951."""
+        return self.partition(topic, partition).leader, self.leader_epoch(topic, partition)
+
+    def in_sync(self, topic: str, partition: int) -> int:
+        """How many replicas are in sync (``min.insync.replicas`` is checked against this)."""
+        return len(self.partition(topic, partition).isr)
+
+    def coordinator_for(self, key_type: int, key: str) -> int:
+        """The node coordinating a group (key type 0) or a transactional id (1), or -1."""
+        if self.single:
+            return next(iter(self.nodes))
+        topic = OFFSETS_TOPIC if key_type == GROUP_KEY else TRANSACTION_TOPIC
+        return self.partition(topic, partition_for_key(key, self._internal[topic][0])).leader
+
+    # -- controls --------------------------------------------------------------------------
+    def stop_node(self, node_id: int) -> None:
+        """A broker went down: out of every ISR; partitions it led fail over to the next
+        in-sync replica (epoch bumped), or go offline without ``auto_failover``."""
+        self.node(node_id).alive = False
+        for topic, p in self._all_partitions():
+            state = self.partition(topic, p)
+            if node_id in state.isr:
+                state.isr.remove(node_id)
+            if state.leader == node_id:
+                state.leader = state.isr[0] if state.isr and self.auto_failover else NO_LEADER
+                self._bump_epoch(topic, p, state)
+
+    def start_node(self, node_id: int) -> None:
+        """A broker came back: in sync again at once (the storage is shared), and the leader of
+        every partition of its that had none."""
+        self.node(node_id).alive = True
+        for topic, p in self._all_partitions():
+            state = self.partition(topic, p)
+            if node_id in state.replicas and node_id not in state.isr:
+                state.isr.append(node_id)
+                state.isr.sort(key=state.replicas.index)
+            if state.leader == NO_LEADER and state.isr:
+                state.leader = state.isr[0]
+                self._bump_epoch(topic, p, state)
+
+    def move_leader(self, topic: str, partition: int, node_id: int) -> int:
+        """Make ``node_id`` the leader (a reassignment and election in one); returns the new
+        leader epoch. The node must be up; it joins the replicas if it was not one."""
+        if self.logs.get_log(topic, partition) is None and topic not in self._internal:
+            raise ValueError(f"no partition {topic}-{partition}")
+        if not self.node(node_id).alive:
+            raise ValueError(f"broker {node_id} is stopped")
+        state = self.partition(topic, partition)
+        if node_id not in state.replicas:
+            state.replicas.append(node_id)
+        if node_id not in state.isr:
+            state.isr.append(node_id)
+        state.leader = node_id
+        self._bump_epoch(topic, partition, state)
+        return self.leader_epoch(topic, partition)
+
+
+def leader_endpoints(cluster: ClusterModel, endpoint_cls: Any, topics: Iterable[Any]) -> list[Any]:
+    """The ``node_endpoints`` of a response (KIP-951): every live leader named in a
+    ``current_leader`` hint of ``topics``' partitions."""
+    named: set[int] = set()
+    for t in topics:
+        for p in getattr(t, "partition_responses", None) or getattr(t, "partitions", []):
+            hint = getattr(p, "current_leader", None)
+            if hint is not None and hint.leader_id >= 0:
+                named.add(hint.leader_id)
+    return [endpoint_cls(node_id=n.node_id, host=n.host, port=n.port, rack=None)
+            for n in cluster.live_nodes() if n.node_id in named]
+
+
+def coordinator_address(cluster: ClusterModel, key_type: int, key: str,
+                        ) -> tuple[int, str, int, int]:
+    """(node id, host, port, error) that FindCoordinator answers for a key: its coordinator, or
+    COORDINATOR_NOT_AVAILABLE while the coordinator's partition has no leader."""
+    node_id = cluster.coordinator_for(key_type, key)
+    if node_id < 0:
+        return -1, "", -1, ErrorCode.COORDINATOR_NOT_AVAILABLE
+    node = cluster.nodes[node_id]
+    return node.node_id, node.host, node.port, ErrorCode.NONE

@@ -1,0 +1,162 @@
+"""The broker's parts, as the API handlers see them (``ctx.broker``).
+
+Why one object, built once: handlers need the config, the logs, the group coordinator, the
+producer id allocator, the transaction coordinator, the fetch purgatory and the advertised
+address. ``serve`` builds this state after storage is loaded, the coordinators run and the
+listeners are bound, so every part is present and typed for the broker's whole life: a handler
+never checks for a missing part, and mypy follows a request from its handler into the log.
+``standalone_state`` builds one over real storage without sockets, for driving handlers directly
+(tests, tools).
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Iterable
+from typing import NamedTuple
+
+import attrs
+import trio
+
+from ..config import BrokerConfig
+from ..config.dynamic import DynamicBrokerConfigs
+from ..coordinator import GroupCoordinator
+from ..coordinator.transactions import TransactionCoordinator
+from ..metrics import BrokerMetrics
+from ..offload import mock_clock
+from ..security.acl_store import AclStore, authorizer_from_config
+from ..security.client_quotas import QUOTA_FILE, ClientQuotas
+from ..storage import LogManager, ProducerIdManager, log_config_from
+from ..storage.cleaner_manager import LogCleaner
+from .cluster_model import ClusterModel, Node
+from .purgatory import Purgatory
+from .telemetry_state import TelemetryState
+
+
+class TopicChange(NamedTuple):
+    """A topic was created, grown or deleted: its partition count before and after."""
+
+    topic: str
+    #: partitions before the change (0 for a new topic)
+    previous_partitions: int
+    #: partitions after the change (0 once deleted)
+    partitions: int
+
+
+@attrs.frozen(eq=False, kw_only=True)
+class BrokerState:
+    config: BrokerConfig
+    metrics: BrokerMetrics
+    #: every partition log of the broker (Kafka's ``LogManager`` / ``ReplicaManager`` role)
+    logs: LogManager
+    #: consumer groups and committed offsets
+    groups: GroupCoordinator
+    #: allocator of idempotent producer ids
+    producer_ids: ProducerIdManager
+    #: transactional ids and their transactions (``serve`` runs it)
+    transactions: TransactionCoordinator
+    #: parked fetches (long-poll), keyed by (topic, partition)
+    fetch_purgatory: Purgatory
+    #: (host, port) that Metadata and FindCoordinator advertise for this broker
+    advertised_host: str
+    advertised_port: int
+    #: client instances that asked for a telemetry subscription (KIP-714)
+    telemetry: TelemetryState = attrs.field(factory=TelemetryState)
+    #: the log cleaner (``serve`` runs its threads); None where no cleaner runs
+    cleaner: LogCleaner | None = None
+    #: dynamic broker configs (AlterConfigs on a broker), persisted in the first log dir
+    dynamic_configs: DynamicBrokerConfigs = attrs.field(default=attrs.Factory(
+        lambda self: DynamicBrokerConfigs.load(self.config), takes_self=True))
+    #: the cluster this node answers for (``replicas.py``): one node unless a test cluster
+    #: built it with more
+    cluster: ClusterModel = attrs.field(default=attrs.Factory(
+        lambda self: ClusterModel([Node(self.config.node_id, self.advertised_host,
+                                        self.advertised_port)], self.logs), takes_self=True))
+    #: ACLs and Kafka's decisions over them; None without ``authorizer.class.name``
+    authorizer: AclStore | None = attrs.field(default=attrs.Factory(
+        lambda self: authorizer_from_config(self.config.log_dir_list[0],
+                                            self.config.authorizer_class_name,
+                                            self.config.super_users,
+                                            self.config.allow_everyone_if_no_acl_found),
+        takes_self=True))
+    #: client quotas (AlterClientQuotas), persisted in the first log dir, and their sensors
+    quotas: ClientQuotas = attrs.field(default=attrs.Factory(
+        lambda self: ClientQuotas(self.config.log_dir_list[0] / QUOTA_FILE,
+                                  samples=self.config.quota_window_num,
+                                  window_s=self.config.quota_window_size_seconds),
+        takes_self=True))
+
+    def __attrs_post_init__(self) -> None:
+        # Consumer groups (KIP-848) assign partitions by topic id and resolve regexes over
+        # the topic names: they read both from the logs.
+        logs = self.logs
+
+        def topics() -> dict[str, tuple[uuid.UUID, int]]:
+            ids = logs.topic_ids()
+            return {name: (ids[name], n) for name, n in logs.topics().items() if name in ids}
+
+        self.groups.attach_topics(topics)
+
+        self.transactions.on_markers = self._markers_written
+
+    def _markers_written(self, partitions: Iterable[tuple[str, int]]) -> None:
+        # a marker moves the last stable offset: read_committed fetches parked there wake up
+        for tp in partitions:
+            self.fetch_purgatory.complete_all(tp)
+
+    @property
+    def node_id(self) -> int:
+        return self.config.node_id
+
+    @property
+    def cluster_id(self) -> str:
+        return self.config.cluster_id
+
+    @staticmethod
+    def now_ms() -> int:
+        """Wall-clock milliseconds, for record timestamps and retention; under a test's
+        ``trio.testing.MockClock`` ahead by that clock's time, so retention by time follows the
+        test's virtual time as the broker's timers do."""
+        return time.time_ns() // 1_000_000 + _virtual_ms()
+
+    def topics_changed(self, change: TopicChange) -> None:
+        """React to a topic change made by an admin API or by auto-creation.
+
+        Parked fetches of partitions that no longer exist are completed now (Kafka's
+        ``DelayedFetch`` completes when a partition it waits on disappears); they answer with
+        what they can read, which for a deleted partition is UNKNOWN_TOPIC_OR_PARTITION.
+        """
+        for partition in range(change.partitions, change.previous_partitions):
+            self.fetch_purgatory.complete_all((change.topic, partition))
+        self.groups.topics_changed(change.topic, change.previous_partitions, change.partitions)
+        self.cluster.topic_changed(change.topic, change.partitions)
+
+
+def _virtual_ms() -> int:
+    """The time a ``MockClock`` has run (0 under Trio's real clock or outside Trio)."""
+    clock = mock_clock()
+    return 0 if clock is None else int(clock.current_time() * 1000)
+
+
+def standalone_state(config: BrokerConfig, *, groups: GroupCoordinator, nursery: trio.Nursery,
+                     metrics: BrokerMetrics | None = None, advertised_host: str = "127.0.0.1",
+                     advertised_port: int = 9092) -> BrokerState:
+    """A broker state without sockets over real storage under ``config.log_dirs``.
+
+    Loads the logs in this thread (creating the directories), uses ``groups`` as the coordinator
+    (the caller runs it) and parks fetches in ``nursery``. ``serve`` builds its own state, part by
+    part, in ``broker.py``.
+    """
+    for log_dir in config.log_dir_list:
+        log_dir.mkdir(parents=True, exist_ok=True)
+    logs = LogManager(config.log_dir_list, log_config_from(config),
+                      producer_id_expiration_ms=config.producer_id_expiration_ms)
+    logs.load()
+    producer_ids = ProducerIdManager(config.log_dir_list[0])
+    transactions = TransactionCoordinator(config, config.log_dir_list[0], logs=logs,
+                                          groups=groups, producer_ids=producer_ids)
+    return BrokerState(config=config, metrics=metrics or BrokerMetrics(), logs=logs,
+                       groups=groups, producer_ids=producer_ids, transactions=transactions,
+                       fetch_purgatory=Purgatory(nursery), advertised_host=advertised_host,
+                       advertised_port=advertised_port)

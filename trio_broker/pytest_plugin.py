@@ -1,0 +1,107 @@
+"""pytest plugin: a fresh broker per test, in milliseconds, with no JVM and no Docker.
+
+Fixtures:
+- ``trio_broker``: for Trio tests (pytest-trio). A broker in the test's own event loop, on port 0,
+  with its data in ``tmp_path``; yields the ``Broker`` handle (``.bootstrap_servers``).
+- ``kafka_broker``: for synchronous clients (confluent-kafka, kafka-python) or asyncio ones. The
+  broker runs in a background thread with its own Trio loop, shared by the whole session unless a
+  test asks for its own config with ``@pytest.mark.broker_config(...)``. ``unique_topic`` gives
+  each test fresh topic names so a shared broker never leaks state between tests.
+
+- ``kafka_cluster``: a ``ThreadedCluster`` of ``brokers`` nodes (3 unless
+  ``@pytest.mark.broker_config(brokers=N, ...)`` says), fresh for each test, with its controls
+  (``stop_broker``, ``move_leader``, ``inject``...). Trio tests use ``open_cluster`` directly.
+
+All apply ``@pytest.mark.broker_config(num_partitions=3, ...)`` (Kafka key names with
+underscores, or dotted names as a dict: ``broker_config(**{"num.partitions": 3})``). Test brokers
+default to ``group.initial.rebalance.delay.ms=0`` so consumer groups form at once.
+"""
+
+from __future__ import annotations
+
+import itertools
+import uuid
+from collections.abc import AsyncIterator, Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from .broker.lifecycle import Broker, open_broker
+from .testing import TEST_DEFAULTS, ThreadedBroker, ThreadedCluster, open_cluster
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers", "broker_config(**overrides): config overrides for the broker fixtures")
+
+
+def _overrides(request: pytest.FixtureRequest) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for marker in reversed(list(request.node.iter_markers("broker_config"))):
+        out.update({k.replace(".", "_"): v for k, v in marker.kwargs.items()})
+    return out
+
+
+@pytest.fixture
+async def trio_broker(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Broker]:
+    """A broker running in this test's Trio loop, stopped (gracefully) after the test."""
+    settings = {**TEST_DEFAULTS, "log_dirs": str(tmp_path / "broker-data"), **_overrides(request)}
+    async with open_broker(**settings) as broker:
+        yield broker
+
+
+@pytest.fixture(scope="session")
+def _kafka_broker_session(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ThreadedBroker]:
+    data = tmp_path_factory.mktemp("kafka-broker")
+    broker = ThreadedBroker(**{**TEST_DEFAULTS, "log_dirs": str(data)}).start()
+    yield broker
+    broker.stop()
+
+
+@pytest.fixture
+def kafka_broker(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[ThreadedBroker]:
+    """A broker in a background thread: the session's, or a fresh one for ``broker_config``."""
+    overrides = _overrides(request)
+    if not overrides:
+        yield request.getfixturevalue("_kafka_broker_session")
+        return
+    broker = ThreadedBroker(**{**TEST_DEFAULTS, "log_dirs": str(tmp_path / "broker-data"),
+                               **overrides}).start()
+    try:
+        yield broker
+    finally:
+        broker.stop()
+
+
+_topic_counter = itertools.count()
+
+
+@pytest.fixture
+def unique_topic(request: pytest.FixtureRequest) -> Callable[[str], str]:
+    """``unique_topic("orders")`` -> a topic name no other test uses."""
+    run = uuid.uuid4().hex[:6]
+
+    def make(prefix: str = "t") -> str:
+        base = "".join(c if c.isalnum() or c in "._-" else "-" for c in request.node.name)
+        return f"{prefix}-{base[:60]}-{run}-{next(_topic_counter)}"
+
+    return make
+
+
+@pytest.fixture
+def kafka_cluster(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[ThreadedCluster]:
+    """A test cluster in a background thread; ``broker_config(brokers=N, ...)`` sets it up."""
+    overrides = _overrides(request)
+    brokers = int(overrides.pop("brokers", 3))
+    auto_failover = bool(overrides.pop("auto_failover", True))
+    cluster = ThreadedCluster(brokers, auto_failover=auto_failover, **{
+        **TEST_DEFAULTS, "log_dirs": str(tmp_path / "cluster-data"), **overrides}).start()
+    try:
+        yield cluster
+    finally:
+        cluster.stop()
+
+
+__all__ = ["ThreadedBroker", "ThreadedCluster", "kafka_broker", "kafka_cluster",
+           "open_broker", "open_cluster", "trio_broker", "unique_topic"]

@@ -1,0 +1,165 @@
+"""The control endpoint of a test cluster (``control.listener``): its faults over HTTP + JSON.
+
+Why HTTP: test suites in any language drive a cluster started with ``trio-broker serve
+--brokers N`` from outside the process: stop and start brokers, move leaders, inject errors,
+read what clients sent. The console's stack serves it (Starlette on Hypercorn's Trio worker,
+in the cluster's own event loop), so each call runs the cluster's control directly.
+
+Routes (JSON bodies and answers; a bad request is 400 with ``{"error": ...}``):
+``GET /v1/brokers``; ``POST /v1/brokers/{id}/stop``; ``POST /v1/brokers/{id}/start``;
+``POST /v1/brokers/{id}/latency {"ms": 100}``;
+``POST /v1/partitions/{topic}/{partition}/leader {"node_id": k}``;
+``POST /v1/faults {"api": "Produce", "errors": ["NOT_LEADER_OR_FOLLOWER"], "node_id": null}``
+(or ``{"api": ..., "disconnect": true, "count": 1}``); ``DELETE /v1/faults``;
+``GET /v1/requests``.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import logging
+from typing import Any, Protocol
+
+import trio
+from hypercorn.config import Config as HypercornConfig
+from hypercorn.trio import serve
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+from ..broker.config import parse_http_listener
+
+LOGGER = logging.getLogger("trio_broker.testing.control")
+
+
+class ClusterControls(Protocol):
+    """What the endpoint drives (``trio_broker.testing.Cluster``)."""
+
+    @property
+    def brokers(self) -> Any: ...
+    async def stop_broker(self, node_id: int) -> None: ...
+    async def start_broker(self, node_id: int) -> None: ...
+    def move_leader(self, topic: str, partition: int, node_id: int) -> int: ...
+    def inject(self, api: str | int, errors: Any = (), *, node_id: int | None = None,
+               disconnect: bool = False, count: int = 1) -> None: ...
+    def set_latency(self, node_id: int, ms: float) -> None: ...
+    def clear_faults(self) -> None: ...
+    def requests(self) -> Any: ...
+    def live(self, node_id: int) -> bool: ...
+
+
+def _error(status: int, message: str) -> JSONResponse:
+    return JSONResponse({"error": message}, status_code=status)
+
+
+async def _json(request: Request) -> dict[str, Any]:
+    raw = await request.body()
+    if not raw:
+        return {}
+    body = json.loads(raw)
+    if not isinstance(body, dict):
+        raise ValueError("the body must be a JSON object")
+    return body
+
+
+def build_control_app(cluster: ClusterControls) -> Starlette:
+    """The ASGI app of the control endpoint over ``cluster``."""
+
+    def handled(fn: Any) -> Any:
+        @functools.wraps(fn)
+        async def run(request: Request) -> Response:
+            try:
+                result: Response = await fn(request)
+            except (ValueError, KeyError, TypeError) as exc:
+                return _error(400, str(exc) or type(exc).__name__)
+            return result
+
+        return run
+
+    def node_of(request: Request) -> int:
+        return int(request.path_params["node_id"])
+
+    @handled
+    async def brokers(request: Request) -> Response:
+        return JSONResponse({"brokers": [
+            {"node_id": b.node_id, "host": b.host, "port": b.port, "alive": cluster.live(b.node_id)}
+            for b in cluster.brokers]})
+
+    @handled
+    async def stop(request: Request) -> Response:
+        node = node_of(request)
+        await cluster.stop_broker(node)
+        return JSONResponse({"node_id": node, "alive": False})
+
+    @handled
+    async def start(request: Request) -> Response:
+        node = node_of(request)
+        await cluster.start_broker(node)
+        return JSONResponse({"node_id": node, "alive": True})
+
+    @handled
+    async def latency(request: Request) -> Response:
+        node, body = node_of(request), await _json(request)
+        cluster.set_latency(node, float(body["ms"]))
+        return JSONResponse({"node_id": node, "latency_ms": body["ms"]})
+
+    @handled
+    async def leader(request: Request) -> Response:
+        topic, partition = request.path_params["topic"], int(request.path_params["partition"])
+        node = int((await _json(request))["node_id"])
+        epoch = cluster.move_leader(topic, partition, node)
+        return JSONResponse({"topic": topic, "partition": partition, "leader": node,
+                             "leader_epoch": epoch})
+
+    @handled
+    async def faults(request: Request) -> Response:
+        body = await _json(request)
+        node = body.get("node_id")
+        cluster.inject(body["api"], body.get("errors") or (),
+                       node_id=None if node is None else int(node),
+                       disconnect=bool(body.get("disconnect", False)),
+                       count=int(body.get("count", 1)))
+        return JSONResponse({"injected": True})
+
+    @handled
+    async def clear(request: Request) -> Response:
+        cluster.clear_faults()
+        return JSONResponse({"cleared": True})
+
+    @handled
+    async def requests(request: Request) -> Response:
+        return JSONResponse({"requests": [r.to_json() for r in cluster.requests()]})
+
+    return Starlette(routes=[
+        Route("/v1/brokers", brokers, methods=["GET"]),
+        Route("/v1/brokers/{node_id:int}/stop", stop, methods=["POST"]),
+        Route("/v1/brokers/{node_id:int}/start", start, methods=["POST"]),
+        Route("/v1/brokers/{node_id:int}/latency", latency, methods=["POST"]),
+        Route("/v1/partitions/{topic}/{partition:int}/leader", leader, methods=["POST"]),
+        Route("/v1/faults", faults, methods=["POST"]),
+        Route("/v1/faults", clear, methods=["DELETE"]),
+        Route("/v1/requests", requests, methods=["GET"]),
+    ])
+
+
+async def serve_control(listener: str, cluster: ClusterControls, *,
+                        task_status: trio.TaskStatus[tuple[str, int]]
+                        = trio.TASK_STATUS_IGNORED) -> None:
+    """Serve the control endpoint until cancelled; reports its bound (host, port)."""
+    _, host, port = parse_http_listener(listener, "control.listener")
+    config = HypercornConfig()
+    config.bind = [f"[{host}]:{port}" if ":" in host else f"{host}:{port}"]
+    config.accesslog = None
+    config.errorlog = logging.getLogger("trio_broker.broker.http.hypercorn")
+    config.include_server_header = False
+    config.graceful_timeout = 1.0
+    app: Any = build_control_app(cluster)
+    async with trio.open_nursery() as nursery:
+        binds: list[str] = await nursery.start(functools.partial(serve, app, config,
+                                                                 mode="asgi"))
+        bound = binds[0].split("://", 1)[1]
+        bound_host, _, bound_port = bound.rpartition(":")
+        LOGGER.info("cluster control endpoint on http://%s/", bound)
+        task_status.started((bound_host.strip("[]"), int(bound_port)))
