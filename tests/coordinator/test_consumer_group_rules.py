@@ -5,6 +5,7 @@ rule that a group id speaks one protocol at a time."""
 from __future__ import annotations
 
 import pytest
+from trio_broker.broker.security.patterns import MAX_PATTERN_LENGTH
 
 from tests.coordinator.kip848 import Member, create_topic, heartbeat, topic_id
 from trio_broker.protocol.api_keys import ApiKey, request_class
@@ -57,6 +58,9 @@ BAD = [
      E.INVALID_REGULAR_EXPRESSION, None),
     ("lookahead regex (not RE2)", "x", 0, _join_fields(subscribed_topic_names=None,
                                                       subscribed_topic_regex="(?=t).*"),
+     E.INVALID_REGULAR_EXPRESSION, None),
+    ("over-long regex", "x", 0, _join_fields(subscribed_topic_names=None,
+                                            subscribed_topic_regex="t" * (MAX_PATTERN_LENGTH + 1)),
      E.INVALID_REGULAR_EXPRESSION, None),
     ("epoch from the future", "a", 99, {"owned": []}, E.FENCED_MEMBER_EPOCH, None),
     ("unknown member", "ghost", 2, {"owned": []}, E.UNKNOWN_MEMBER_ID,
@@ -118,6 +122,15 @@ async def test_regex_matches_whole_names(start_coordinator, mock_clock):
     a = Member(running, G, regex="t+", member_id="a")
     await a.join()
     assert {tid for tid, _ in a.owned} == {topic_id(running, "t"), topic_id(running, "tt")}
+
+
+@pytest.mark.timeout(60)  # a backtracking matcher would hang here, not fail
+async def test_a_catastrophic_regex_resolves_at_once(start_coordinator, mock_clock):
+    # Python's ``re`` takes 2**40 steps for ``(a|a)+`` against the first name; RE2 is linear.
+    running = await start_coordinator(topics={"a" * 40 + "-": 1, "a" * 40: 1})
+    a = Member(running, G, regex="(a|a)+", member_id="a")
+    await a.join()
+    assert {tid for tid, _ in a.owned} == {topic_id(running, "a" * 40)}
 
 
 async def test_static_member_restart_keeps_partitions(start_coordinator, mock_clock):

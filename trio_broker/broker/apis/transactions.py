@@ -13,13 +13,12 @@ advertise, so clients keep the version-1 protocol.
 
 from __future__ import annotations
 
-import re
-
 from ...protocol.api_keys import ApiKey
 from ...protocol.errors import ErrorCode
 from ...protocol.messages import response_type
 from ..coordinator.transactions import TxnOffset
 from ..coordinator.txn_metadata import TxnState
+from ..security.patterns import InvalidPattern, compile_pattern
 from ..server import authz
 from ..server.bodies import RequestBody, Struct
 from ..server.cluster_model import TRANSACTION_KEY
@@ -177,8 +176,8 @@ async def list_transactions(ctx: HandlerContext, request: RequestBody) -> Handle
     matcher = None
     if pattern:
         try:
-            matcher = re.compile(pattern)
-        except re.error:
+            matcher = compile_pattern(pattern)  # RE2: linear in each transactional id
+        except InvalidPattern:
             return ctx.response(throttle_time_ms=0, error_code=ErrorCode.INVALID_REGULAR_EXPRESSION,
                                 unknown_state_filters=[], transaction_states=[])
     if not txns.loaded:
@@ -197,9 +196,11 @@ async def list_transactions(ctx: HandlerContext, request: RequestBody) -> Handle
             continue
         if duration >= 0 and (meta.start_ms < 0 or now - meta.start_ms < duration):
             continue
-        if matcher is not None and not matcher.fullmatch(tid):
-            continue
+        # Kafka lists only the ids the principal may DESCRIBE; the check comes before the
+        # pattern so that a client's expression only ever runs over ids it may see.
         if not authz.transactional_id(ctx, authz.DESCRIBE, tid):
+            continue
+        if matcher is not None and not matcher.fullmatch(tid):
             continue
         out.append(_LTState(transactional_id=tid, producer_id=meta.producer_id,
                             transaction_state=meta.state.value))

@@ -16,24 +16,24 @@ Timers, as Kafka's:
                 ``rebalance_timeout_ms``; fires only if the member is still at that epoch
 
 Regular expressions (``subscribed_topic_regex``) use RE2 syntax, as Kafka's RE2/J, through
-``google-re2``: an expression that does not compile is INVALID_REGULAR_EXPRESSION, matching
-is linear in the topic name (no backtracking: a hostile expression cannot stall the broker), a
-topic matches when the whole name matches. They are resolved when a member first subscribes
-and again whenever a topic is created or deleted.
+``security.patterns``: an expression that does not compile (or is over its length bound) is
+INVALID_REGULAR_EXPRESSION, matching is linear in the topic name (no backtracking: a hostile
+expression cannot stall the broker), a topic matches when the whole name matches. They are
+resolved when a member first subscribes and again whenever a topic is created or deleted.
 """
 
 from __future__ import annotations
 
-import functools
 import logging
 import uuid
 from collections.abc import Callable, Iterable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import trio
 
 from ...protocol.errors import ErrorCode
 from ..config import BrokerConfig
+from ..security.patterns import InvalidPattern, compile_pattern
 from .assignors import ASSIGNORS, PartitionAssignorError, ServerAssignor
 from .consumer_group import (
     ConsumerGroup,
@@ -57,27 +57,16 @@ if TYPE_CHECKING:
 
 LOGGER = logging.getLogger(__name__)
 
-@functools.cache
-def _re2_options() -> Any:
-    import re2
-
-    options = re2.Options()
-    options.log_errors = False
-    return options
-
 
 def compile_regex(regex: str) -> re2._Regexp:
-    """Compile a subscribed regex as Kafka's ``throwIfRegularExpressionIsInvalid`` does
-    (google-re2 is imported by the first regex subscription, not by every broker's start)."""
-    import re2
-
+    """Compile a subscribed regex as Kafka's ``throwIfRegularExpressionIsInvalid`` does, with
+    the broker's one matcher for client-sent expressions (``security.patterns``)."""
     try:
-        return re2.compile(regex, _re2_options())
-    except re2.error as exc:
-        detail = exc.args[0].decode() if exc.args and isinstance(exc.args[0], bytes) else exc
+        return compile_pattern(regex)
+    except InvalidPattern as exc:
         raise GroupError(ErrorCode.INVALID_REGULAR_EXPRESSION,
                          f"SubscribedTopicRegex `{regex}` is not a valid regular expression: "
-                         f"{detail}.") from None
+                         f"{exc}.") from None
 
 
 class ConsumerGroupEngine:

@@ -5,7 +5,7 @@ machine (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512); ``scram`` implements the server s
 5802/7677 (the client side is the client core's, ``client_core.sasl``); and
 ``credentials`` reads and edits the SCRAM-hashed user file; ``oauthbearer`` validates
 OAUTHBEARER tokens; ``acl`` and ``acl_store`` are the ACL authorizer; ``client_quotas`` the
-client quotas.
+client quotas; ``patterns`` compiles the regular expressions clients send (RE2, bounded).
 
 The names below are imported on first use: a broker without TLS or SASL listeners imports
 ``acl`` and ``client_quotas`` (every broker authorizes and applies quotas), not the rest.
