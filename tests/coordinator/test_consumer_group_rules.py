@@ -5,9 +5,9 @@ rule that a group id speaks one protocol at a time."""
 from __future__ import annotations
 
 import pytest
-from trio_broker.broker.security.patterns import MAX_PATTERN_LENGTH
 
 from tests.coordinator.kip848 import Member, create_topic, heartbeat, topic_id
+from trio_broker.broker.security.patterns import MAX_PATTERN_LENGTH
 from trio_broker.protocol.api_keys import ApiKey, request_class
 from trio_broker.protocol.errors import ErrorCode as E
 

@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 import trio
-from trio_broker.broker.security.patterns import MAX_PATTERN_LENGTH
 
 from tests.wire import RawClient
+from trio_broker.broker.security.patterns import MAX_PATTERN_LENGTH
 from trio_broker.protocol.api_keys import ApiKey
 from trio_broker.protocol.errors import ErrorCode as E
 
