@@ -59,16 +59,22 @@ class Broker:
 
     @property
     def host(self) -> str:
+        """The first listener's advertised host (``advertised_endpoint`` for the others)."""
         return self.state.advertised_host
 
     @property
     def port(self) -> int:
+        """The first listener's advertised port."""
         return self.state.advertised_port
 
     @property
     def bootstrap_servers(self) -> str:
         """``host:port`` for clients (the advertised address of the first listener)."""
         return f"{self.host}:{self.port}"
+
+    def advertised_endpoint(self, listener: str) -> tuple[str, int]:
+        """(host, port) advertised on the listener named ``listener``, e.g. ``SASL_PLAINTEXT``."""
+        return self.state.endpoints[listener.upper()]
 
     def stop(self) -> None:
         """Ask ``serve`` to shut down gracefully and return."""
@@ -123,13 +129,14 @@ async def serve(config: ConfigInput = None, *,
                         cfg, nursery)
                 with _names_key(cfg, "listeners"):
                     bound = await server.start(nursery)
-                host, port = _advertised_address(cfg, bound)
+                endpoints = advertised_endpoints(cfg, bound)
+                host, port = next(iter(endpoints.values()))
                 # Every part exists from here on: the one place the handlers' state is built.
                 state = BrokerState(
                     config=cfg, metrics=metrics, logs=logs, groups=coordinator,
                     producer_ids=producer_ids, transactions=transactions,
                     fetch_purgatory=Purgatory(nursery), advertised_host=host,
-                    advertised_port=port, dynamic_configs=dynamic,
+                    advertised_port=port, endpoints=endpoints, dynamic_configs=dynamic,
                     cleaner=log_cleaner(cfg, logs))
                 register_state_metrics(state)
                 pool = RequestHandlerPool(state, server.request_channel, cfg.num_io_threads)
@@ -163,8 +170,8 @@ async def serve(config: ConfigInput = None, *,
             metrics.broker_state = RUNNING
             metrics.readiness = lambda: _readiness(broker)
             for name, host, port in broker.listeners:
-                LOGGER.info("listening on %s://%s:%d (advertised %s)", name, host, port,
-                            broker.bootstrap_servers)
+                LOGGER.info("listening on %s://%s:%d (advertised %s:%d)", name, host, port,
+                            *broker.state.endpoints[name])
             LOGGER.info("broker %d started in %.0f ms", cfg.node_id,
                         (time.perf_counter() - started_at) * 1000)
             task_status.started(broker)
@@ -380,16 +387,26 @@ async def _flush_loop(state: BrokerState) -> None:
             LOGGER.exception("log flush pass failed")
 
 
-def _advertised_address(cfg: BrokerConfig, bound: list[tuple[str, str, int]]) -> tuple[str, int]:
-    """(host, port) that Metadata and FindCoordinator name for this broker."""
-    advertised = cfg.advertised_listener_list  # the controller's listeners are never advertised
-    if advertised:
-        return advertised[0].host, advertised[0].port
-    _name, host, port = bound[0]
-    if host in ("0.0.0.0", "::"):
-        raise ConfigError(f"listeners binds {host}, which clients cannot connect to: set "
-                          "advertised.listeners")
-    return host, port
+def advertised_endpoints(cfg: BrokerConfig, bound: list[tuple[str, str, int]],
+                         ) -> dict[str, tuple[str, int]]:
+    """Listener name -> the (host, port) that answers naming this broker give a client connected
+    to that listener, in listener order. As in Kafka, ``advertised.listeners`` defaults to
+    ``listeners`` per listener name: a listener's advertised entry of its own name, else the
+    address it is bound to; a port 0 is the port bound (Kafka's ephemeral port correction)."""
+    advertised = {lst.name: lst for lst in cfg.advertised_listener_list}
+    out: dict[str, tuple[str, int]] = {}
+    for name, host, port in bound:
+        if name in out:  # an empty host binds one socket per address family
+            continue
+        entry = advertised.get(name)
+        if entry is not None:
+            out[name] = (entry.host, entry.port or port)
+        elif host in ("0.0.0.0", "::"):
+            raise ConfigError(f"listeners binds {name}://{host}, which clients cannot connect "
+                              f"to: set advertised.listeners for {name}")
+        else:
+            out[name] = (host, port)
+    return out
 
 
 @contextlib.asynccontextmanager

@@ -2,11 +2,11 @@
 
 Why this shape: the storage parts (the logs, the group coordinator, the transaction
 coordinator, the fetch purgatory) are started once, as ``serve`` starts them for one broker;
-each node then gets its own ``SocketServer`` (its own listener, processors and request queue)
+each node then gets its own ``SocketServer`` (its own listeners, processors and request queue)
 and its own ``RequestHandlerPool`` over a per-node view of the broker state (its node id and
-advertised address; everything else shared). The handlers answer as that node would, from the
-cluster model (``broker/server/cluster_model.py``), and the pool passes each request through
-the fault injection of ``faults.py``.
+advertised endpoints, one per listener; everything else shared). The handlers answer as that
+node would, from the cluster model (``broker/server/cluster_model.py``), and the pool passes each
+request through the fault injection of ``faults.py``.
 
 Stopping a node cancels its socket server: the listener closes and its connections drop; its
 partitions fail over in the model first, so clients that reconnect elsewhere find new leaders.
@@ -60,7 +60,7 @@ class BrokerAddress:
 
 
 class _Node:
-    """One broker endpoint: a socket server and a handler pool over the node's state view."""
+    """One broker: a socket server and a handler pool over the node's state view."""
 
     def __init__(self, node_id: int, config: BrokerConfig, faults: Faults) -> None:
         self.node_id = node_id
@@ -68,18 +68,29 @@ class _Node:
         self.faults = faults
         self.metrics = BrokerMetrics(node_id=node_id)
         self.state: BrokerState | None = None
-        self.host = ""
-        self.port = config.listener_list[0].port
+        #: listener name -> (host, port): as configured until first bound, then as bound (a
+        #: restart binds the same ports)
+        self.endpoints = {lst.name: (lst.host, lst.port) for lst in config.listener_list}
         self._scope: trio.CancelScope | None = None
         self._done: trio.Event | None = None
+
+    @property
+    def host(self) -> str:
+        """The first listener's host (``Cluster.bootstrap_servers`` names it)."""
+        return next(iter(self.endpoints.values()))[0]
+
+    @property
+    def port(self) -> int:
+        return next(iter(self.endpoints.values()))[1]
 
     @property
     def running(self) -> bool:
         return self._scope is not None
 
     async def start(self, nursery: trio.Nursery, base: BrokerState) -> None:
-        listener = self.config.listener_list[0]
-        cfg = self.config.evolve(listeners=f"{listener.name}://{listener.host}:{self.port}")
+        # the configured hosts, the ports first bound: a restart binds what the first start did
+        at = {x.name: (x.host, self.endpoints[x.name][1]) for x in self.config.listener_list}
+        cfg = self.config.evolve(listeners=_listeners_value(self.config, at))
         server = SocketServer(cfg, self.metrics)
         scope = trio.CancelScope()
         done = trio.Event()
@@ -88,11 +99,17 @@ class _Node:
             try:
                 with scope:
                     async with trio.open_nursery() as inner:
-                        _name, host, port = (await server.start(inner))[0]
+                        bound = await server.start(inner)
                         if self.state is None:
-                            self.host, self.port = host, port
+                            # each listener advertises itself as bound, as a broker without
+                            # advertised.listeners does
+                            self.endpoints = {}
+                            for name, host, port in bound:
+                                self.endpoints.setdefault(name, (host, port))
                             self.state = attrs.evolve(base, config=cfg, metrics=self.metrics,
-                                                      advertised_host=host, advertised_port=port)
+                                                      advertised_host=self.host,
+                                                      advertised_port=self.port,
+                                                      endpoints=dict(self.endpoints))
                         pool = RequestHandlerPool(
                             self.state, server.request_channel, cfg.num_io_threads,
                             handlers=cluster_handlers(HANDLERS, self.faults))
@@ -135,8 +152,14 @@ class Cluster:
 
     @property
     def bootstrap_servers(self) -> str:
-        """Every node's ``host:port``, comma-separated (clients need only one that is up)."""
+        """Every node's ``host:port`` on the first listener, comma-separated (clients need only
+        one that is up)."""
         return ",".join(f"{n.host}:{n.port}" for n in self._nodes.values())
+
+    def bootstrap_servers_for(self, listener: str) -> str:
+        """Every node's ``host:port`` on the listener named ``listener``, comma-separated."""
+        return ",".join("{}:{}".format(*n.endpoints[listener.upper()])
+                        for n in self._nodes.values())
 
     def _node(self, node_id: int) -> _Node:
         self.model.node(node_id)  # the model's error for an unknown id
@@ -223,15 +246,25 @@ def cluster_config(config: ConfigInput, brokers: int, overrides: dict[str, Any])
 
 
 def _node_configs(cfg: BrokerConfig, brokers: int) -> dict[int, BrokerConfig]:
-    listener = next((x for x in cfg.listener_list if not x.controller), None)
-    if listener is None:
-        raise ConfigError("a cluster needs a listener for clients")
+    """Each node's config: its id, and every client listener on that listener's port + k (0
+    stays 0); the controller's listeners are left out, as nothing here is a controller."""
+    listeners = cfg.listener_list
     out = {}
     for k in range(brokers):
-        port = listener.port + k if listener.port else 0
+        ports = {x.name: (x.host, x.port + k if x.port else 0) for x in listeners}
         out[k] = cfg.evolve(node_id=k, advertised_listeners="",
-                            listeners=f"{listener.name}://{listener.host}:{port}")
+                            listeners=_listeners_value(cfg, ports))
     return out
+
+
+def _listeners_value(cfg: BrokerConfig, endpoints: dict[str, tuple[str, int]]) -> str:
+    """``listeners`` binding each of ``cfg``'s client listeners at ``endpoints[name]``."""
+    return ",".join(f"{x.name}://{_bracketed(endpoints[x.name][0])}:{endpoints[x.name][1]}"
+                    for x in cfg.listener_list)
+
+
+def _bracketed(host: str) -> str:
+    return f"[{host}]" if ":" in host else host
 
 
 async def serve_cluster(config: ConfigInput = None, *, brokers: int = 3,
@@ -239,7 +272,7 @@ async def serve_cluster(config: ConfigInput = None, *, brokers: int = 3,
                         task_status: trio.TaskStatus[Cluster] = trio.TASK_STATUS_IGNORED,
                         **overrides: Any) -> None:
     """Run a cluster of ``brokers`` nodes until cancelled (or ``Cluster.stop()``); node k
-    listens on the first listener's port + k (or on its own free port when that is 0)."""
+    listens on each listener's port + k (or on its own free port when that is 0)."""
     started_at = time.perf_counter()
     settings: dict[str, Any] = kafka_kwargs(overrides)
     # one broker's config allows 1 only: the cluster's default lives in its model
@@ -273,7 +306,8 @@ async def serve_cluster(config: ConfigInput = None, *, brokers: int = 3,
                 nodes = {k: _Node(k, c, faults) for k, c in node_configs.items()}
                 for node in nodes.values():
                     await node.start(nursery, state)
-                    model.nodes[node.node_id] = Node(node.node_id, node.host, node.port)
+                    model.nodes[node.node_id] = Node(node.node_id, node.host, node.port,
+                                                     endpoints=dict(node.endpoints))
                 start_log_duties(state, nursery)
                 cluster = Cluster(state, nodes, faults, nursery)
                 if cfg.control_listener:

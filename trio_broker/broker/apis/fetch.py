@@ -104,7 +104,8 @@ async def handle_fetch(ctx: HandlerContext, request: FetchRequest) -> HandlerRes
 def _response(ctx: HandlerContext, read: _Read) -> ResponseBody:
     broker = ctx.broker
     broker.metrics.topics.fetched(read.topics, broker.logs.topic_name)
-    nodes = leader_endpoints(broker.cluster, _Node, read.topics) if read.leader_shown else []
+    nodes = (leader_endpoints(broker.cluster, _Node, read.topics, ctx.listener)
+             if read.leader_shown else [])
     return ctx.response(throttle_time_ms=0, error_code=0, session_id=0, responses=read.topics,
                         node_endpoints=nodes)
 

@@ -83,8 +83,8 @@ async def find_coordinator(ctx: HandlerContext, request: FindCoordinatorRequest)
     broker = ctx.broker
     known = key_type in (_GROUP_KEY, _TRANSACTION_KEY)
     error: int = ErrorCode.NONE if known else ErrorCode.INVALID_REQUEST
-    node, host, port = ((broker.node_id, broker.advertised_host, broker.advertised_port)
-                        if known else (-1, "", -1))
+    node, (host, port) = ((broker.node_id, broker.advertised(ctx.listener)) if known
+                          else (-1, ("", -1)))
     cluster = broker.cluster
     if ctx.version >= 4:  # a batch of keys (KIP-699)
         cls = response_type(ApiKey.FindCoordinator).Coordinator
@@ -92,7 +92,8 @@ async def find_coordinator(ctx: HandlerContext, request: FindCoordinatorRequest)
         for key in request.coordinator_keys:
             refused = known and authz.coordinator_error(ctx, key_type, key)
             if known and not refused and not cluster.single:
-                node, host, port, error = coordinator_address(cluster, key_type, key)
+                node, host, port, error = coordinator_address(cluster, key_type, key,
+                                                              ctx.listener)
             coordinators.append(
                 cls(key=key, node_id=-1, host="", port=-1, error_code=refused, error_message=None)
                 if refused else
@@ -104,7 +105,8 @@ async def find_coordinator(ctx: HandlerContext, request: FindCoordinatorRequest)
         return ctx.response(throttle_time_ms=0, error_code=refused, error_message=None,
                             node_id=-1, host="", port=-1)
     if known and not cluster.single:
-        node, host, port, error = coordinator_address(cluster, key_type, request.key)
+        node, host, port, error = coordinator_address(cluster, key_type, request.key,
+                                                      ctx.listener)
     # Kafka sets the error's name as the message of a successful answer, too.
     return ctx.response(throttle_time_ms=0, error_code=error,
                         error_message=ErrorCode(error).name if known else _INVALID_REQUEST_MESSAGE,

@@ -44,7 +44,7 @@ async def handle_metadata(ctx: HandlerContext, request: MetadataRequest) -> Hand
         return _error_response(ctx, request, ErrorCode.INVALID_REQUEST)
     if (not requested and not all_topics and not broker.quotas.enabled
             and not (8 <= v <= 10 and request.include_cluster_authorized_operations)):
-        return no_topics_answer(broker, v)
+        return no_topics_answer(broker, v, ctx.listener)
     ids = [] if all_topics else [t.topic_id for t in requested if t.topic_id is not None]
     topics: list[Struct] = []
     names: list[str]
@@ -93,8 +93,8 @@ async def handle_metadata(ctx: HandlerContext, request: MetadataRequest) -> Hand
                    and request.include_cluster_authorized_operations else None)
     return ctx.response(
         throttle_time_ms=0,
-        brokers=[_Broker(node_id=n.node_id, host=n.host, port=n.port, rack=None)
-                 for n in broker.cluster.live_nodes()],
+        brokers=[_Broker(node_id=i, host=host, port=port, rack=None)
+                 for i, host, port in broker.cluster.live_endpoints(ctx.listener)],
         cluster_id=broker.config.cluster_id,
         controller_id=broker.cluster.controller_id(broker.node_id),
         topics=topics,
@@ -103,16 +103,19 @@ async def handle_metadata(ctx: HandlerContext, request: MetadataRequest) -> Hand
     )
 
 
-#: (version, cluster id, controller, live brokers) -> the answer naming no topic, encoded
+#: (version, cluster id, controller, listener, live brokers) -> the answer naming no topic,
+#: encoded
 _NO_TOPICS: dict[tuple[object, ...], Encoded] = {}
 
 
-def no_topics_answer(broker: BrokerState, version: int) -> Encoded:
+def no_topics_answer(broker: BrokerState, version: int, listener: str) -> Encoded:
     """The answer to a Metadata request naming no topic (a client's periodic refresh of the
-    brokers), encoded once per version and cluster state: nothing else goes into it."""
+    brokers) that arrived on ``listener``, encoded once per version, cluster state and listener
+    (each listener names the brokers by its own endpoints): nothing else goes into it."""
     cluster = broker.cluster
-    live = tuple((n.node_id, n.host, n.port) for n in cluster.live_nodes())
-    key = (version, broker.config.cluster_id, cluster.controller_id(broker.node_id), live)
+    live = tuple(cluster.live_endpoints(listener))
+    key = (version, broker.config.cluster_id, cluster.controller_id(broker.node_id), listener,
+           live)
     answer = _NO_TOPICS.get(key)
     if answer is None:
         if len(_NO_TOPICS) >= 64:  # brokers of many tests in one process
@@ -126,13 +129,14 @@ def no_topics_answer(broker: BrokerState, version: int) -> Encoded:
     return answer
 
 
-def refresh_answer(broker: BrokerState, version: int, body: bytes) -> Encoded | None:
-    """The answer to a client's periodic refresh (a Metadata request naming no topic) straight
-    from the request's encoded ``body``, as ``handle_metadata`` would give it; None for any
-    other request, which ``handle_metadata`` answers."""
+def refresh_answer(broker: BrokerState, version: int, body: bytes, listener: str,
+                   ) -> Encoded | None:
+    """The answer to a client's periodic refresh (a Metadata request naming no topic, arrived on
+    ``listener``) straight from the request's encoded ``body``, as ``handle_metadata`` would
+    give it; None for any other request, which ``handle_metadata`` answers."""
     if broker.quotas.enabled or not no_topics_body(version, body):
         return None
-    return no_topics_answer(broker, version)
+    return no_topics_answer(broker, version, listener)
 
 
 #: version -> the request bodies that name no topic and ask for nothing the answer above lacks

@@ -143,7 +143,8 @@ async def handle_produce(ctx: HandlerContext, request: ProduceRequest) -> Handle
             return answer
     if hint_nodes and ctx.version >= 10:
         return ctx.response(responses=results, throttle_time_ms=0,
-                            node_endpoints=leader_endpoints(cluster, _R.NodeEndpoint, results))
+                            node_endpoints=leader_endpoints(cluster, _R.NodeEndpoint, results,
+                                                            ctx.listener))
     return ctx.response(responses=results, throttle_time_ms=0)
 
 

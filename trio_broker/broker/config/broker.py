@@ -288,8 +288,15 @@ class BrokerConfig(FrozenFields):
 
 def check_config(config: BrokerConfig) -> None:
     """Cross-key checks that need several parsed values (Kafka's ``KafkaConfig.validateValues``)."""
-    config.listener_list  # noqa: B018 - raises ConfigError on a bad listener
-    config.advertised_listener_list  # noqa: B018
+    names = [lst.name for lst in config.all_listeners]  # raises ConfigError on a bad listener
+    unknown = [lst.name for lst in config.advertised_listener_list if lst.name not in names]
+    if unknown:
+        # Kafka's check: each listener answers with its own advertised entry, so an entry of
+        # no listener would never be seen
+        raise ConfigError(
+            "advertised.listeners listener names must be equal to or a subset of the ones "
+            f"defined in listeners. Found {','.join(unknown)}. The valid options based on the "
+            f"current configuration are {','.join(names)}", key="advertised.listeners")
     config.per_ip_overrides  # noqa: B018
     for key in HTTP_LISTENER_SCHEMES:
         if value := config.value_of(key):

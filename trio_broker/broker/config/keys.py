@@ -82,8 +82,8 @@ _HONOURED: tuple[ConfigKey, ...] = (
        "and advertised.listeners, never bound or shown to clients."),
     _h("listeners", "Comma list of NAME://host:port to bind; port 0 picks a free port.",
        default="PLAINTEXT://127.0.0.1:9092"),
-    _h("advertised.listeners", "What Metadata tells clients to connect to; empty = the bound "
-       "addresses.", default=""),
+    _h("advertised.listeners", "What Metadata tells clients to connect to, per listener name; "
+       "a listener without an entry advertises its bound address.", default=""),
     _h("listener.security.protocol.map", "Listener name to security protocol, NAME:PROTOCOL,...; "
        "a listener named after a protocol needs no entry."),
     _h("cluster.id", "Cluster id reported in Metadata v2+.", own=True, type_=T.STRING,

@@ -26,7 +26,7 @@ from ..config import BrokerConfig
 from ..server.state import BrokerState
 from .app import build_app
 from .sessions import Sessions
-from .settings import console_settings
+from .settings import console_listener, console_settings
 from .web import Console
 
 LOGGER = logging.getLogger("trio_broker.broker.http")
@@ -66,7 +66,8 @@ async def run_console(config: BrokerConfig, state: BrokerState,
                       task_status: trio.TaskStatus[tuple[str, int] | None]
                       = trio.TASK_STATUS_IGNORED) -> None:
     """Serve the console until cancelled; reports its bound (host, port), or None when off."""
-    settings = console_settings(config, (state.advertised_host, state.advertised_port))
+    # the console's client connects where a client of that listener is told to
+    settings = console_settings(config, state.advertised(console_listener(config)))
     if not settings.enabled:
         LOGGER.info("web console off: %s", settings.off_reason)
         task_status.started(None)

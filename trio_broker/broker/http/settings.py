@@ -100,11 +100,19 @@ class ConsoleSettings:
         return context
 
 
+def console_listener(config: BrokerConfig) -> str:
+    """The name of the listener the console's client connects to: the first entry of
+    ``advertised.listeners``, else the first listener."""
+    return (config.advertised_listener_list or config.listener_list)[0].name
+
+
 def console_settings(config: BrokerConfig, advertised: tuple[str, int]) -> ConsoleSettings:
-    """The console's settings for a broker advertising ``advertised`` (host, port)."""
+    """The console's settings for a broker advertising ``advertised`` (host, port) on its
+    ``console_listener``."""
     scheme, host, port = parse_http_listener(config.http_listener)
-    listeners = config.advertised_listener_list or config.listener_list
-    protocol = listeners[0].security_protocol if listeners else "PLAINTEXT"
+    name = console_listener(config)
+    # advertised.listeners names only listeners of ``listeners``, each with its protocol
+    protocol = next(x.security_protocol for x in config.listener_list if x.name == name)
     enabled = config.http_console_enabled
     off_reason = None
     if enabled is False:

@@ -133,7 +133,8 @@ class RequestHandlerPool:
         if (header.api_key == ApiKey.Metadata
                 and self.handlers.get(ApiKey.Metadata) is handle_metadata
                 and (answer := refresh_answer(self.broker, header.api_version,
-                                              request.frame[header.body_offset:])) is not None):
+                                              request.frame[header.body_offset:],
+                                              request.context.listener_name)) is not None):
             request.api_local_done_ns = now = time.monotonic_ns()
             request.frame = b""
             self.metrics.request_metrics.count_errors(header.api_key, answer.errors)

@@ -42,12 +42,22 @@ NO_LEADER = -1
 
 @attrs.define
 class Node:
-    """One broker endpoint of the cluster."""
+    """One broker of the cluster and its endpoints: ``host``/``port`` are its first listener's,
+    ``endpoints`` every listener's, by name."""
 
     node_id: int
     host: str
     port: int
     alive: bool = True
+    #: listener name -> the (host, port) advertised to a client connected to that listener
+    endpoints: dict[str, tuple[str, int]] = attrs.field(factory=dict)
+
+    def endpoint(self, listener: str) -> tuple[str, int]:
+        """(host, port) this node is named by to a client whose request arrived on ``listener``:
+        Kafka answers with the advertised endpoint of the request's own listener, so a client
+        bootstrapped on a SASL port is never sent to the PLAINTEXT one. A name the node does not
+        listen on (a hand-built request context) gets the first listener's."""
+        return self.endpoints.get(listener, (self.host, self.port))
 
 
 @attrs.define
@@ -115,6 +125,10 @@ class ClusterModel:
 
     def live_nodes(self) -> list[Node]:
         return [n for n in self.nodes.values() if n.alive]
+
+    def live_endpoints(self, listener: str) -> list[tuple[int, str, int]]:
+        """(node id, host, port) of every live node, as named on ``listener``."""
+        return [(n.node_id, *n.endpoint(listener)) for n in self.nodes.values() if n.alive]
 
     def node(self, node_id: int) -> Node:
         try:
@@ -241,25 +255,26 @@ class ClusterModel:
         return self.leader_epoch(topic, partition)
 
 
-def leader_endpoints(cluster: ClusterModel, endpoint_cls: Any, topics: Iterable[Any]) -> list[Any]:
+def leader_endpoints(cluster: ClusterModel, endpoint_cls: Any, topics: Iterable[Any],
+                     listener: str) -> list[Any]:
     """The ``node_endpoints`` of a response (KIP-951): every live leader named in a
-    ``current_leader`` hint of ``topics``' partitions."""
+    ``current_leader`` hint of ``topics``' partitions, as named on ``listener``."""
     named: set[int] = set()
     for t in topics:
         for p in getattr(t, "partition_responses", None) or getattr(t, "partitions", []):
             hint = getattr(p, "current_leader", None)
             if hint is not None and hint.leader_id >= 0:
                 named.add(hint.leader_id)
-    return [endpoint_cls(node_id=n.node_id, host=n.host, port=n.port, rack=None)
-            for n in cluster.live_nodes() if n.node_id in named]
+    return [endpoint_cls(node_id=i, host=host, port=port, rack=None)
+            for i, host, port in cluster.live_endpoints(listener) if i in named]
 
 
-def coordinator_address(cluster: ClusterModel, key_type: int, key: str,
+def coordinator_address(cluster: ClusterModel, key_type: int, key: str, listener: str,
                         ) -> tuple[int, str, int, int]:
-    """(node id, host, port, error) that FindCoordinator answers for a key: its coordinator, or
-    COORDINATOR_NOT_AVAILABLE while the coordinator's partition has no leader."""
+    """(node id, host, port, error) that FindCoordinator answers on ``listener`` for a key: its
+    coordinator, or COORDINATOR_NOT_AVAILABLE while the coordinator's partition has no leader."""
     node_id = cluster.coordinator_for(key_type, key)
     if node_id < 0:
         return -1, "", -1, ErrorCode.COORDINATOR_NOT_AVAILABLE
-    node = cluster.nodes[node_id]
-    return node.node_id, node.host, node.port, ErrorCode.NONE
+    host, port = cluster.nodes[node_id].endpoint(listener)
+    return node_id, host, port, ErrorCode.NONE

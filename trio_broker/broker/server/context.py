@@ -122,6 +122,12 @@ class HandlerContext:
         return self.request.connection_id
 
     @property
+    def listener(self) -> str:
+        """The name of the listener the request arrived on: answers naming brokers give each
+        broker's endpoint on this listener."""
+        return self.request.listener_name
+
+    @property
     def principal(self) -> str | None:
         """``"User:<name>"`` once authenticated (SASL or a TLS client certificate), else None."""
         return self.request.principal

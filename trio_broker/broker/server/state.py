@@ -58,9 +58,13 @@ class BrokerState:
     transactions: TransactionCoordinator
     #: parked fetches (long-poll), keyed by (topic, partition)
     fetch_purgatory: Purgatory
-    #: (host, port) that Metadata and FindCoordinator advertise for this broker
+    #: (host, port) of the first listener, as advertised (``Broker.bootstrap_servers``)
     advertised_host: str
     advertised_port: int
+    #: listener name -> the (host, port) that Metadata, FindCoordinator, DescribeCluster and
+    #: the leader hints name this broker by to a client connected to that listener (Kafka
+    #: answers per listener); empty: (advertised_host, advertised_port) on any listener
+    endpoints: dict[str, tuple[str, int]] = attrs.field(factory=dict)
     #: client instances that asked for a telemetry subscription (KIP-714)
     telemetry: TelemetryState = attrs.field(factory=TelemetryState)
     #: the log cleaner (``serve`` runs its threads); None where no cleaner runs
@@ -72,7 +76,8 @@ class BrokerState:
     #: built it with more
     cluster: ClusterModel = attrs.field(default=attrs.Factory(
         lambda self: ClusterModel([Node(self.config.node_id, self.advertised_host,
-                                        self.advertised_port)], self.logs), takes_self=True))
+                                        self.advertised_port, endpoints=dict(self.endpoints))],
+                                  self.logs), takes_self=True))
     #: ACLs and Kafka's decisions over them; None without ``authorizer.class.name``
     authorizer: AclStore | None = attrs.field(default=attrs.Factory(
         lambda self: authorizer_from_config(self.config.log_dir_list[0],
@@ -112,6 +117,10 @@ class BrokerState:
     @property
     def cluster_id(self) -> str:
         return self.config.cluster_id
+
+    def advertised(self, listener: str) -> tuple[str, int]:
+        """(host, port) this broker is named by to a client connected to ``listener``."""
+        return self.endpoints.get(listener, (self.advertised_host, self.advertised_port))
 
     @staticmethod
     def now_ms() -> int:
