@@ -7,13 +7,13 @@ Lowest first, each part importing only the ones before it (``tests/test_structur
   blocking file work off the event loop.
 - ``storage/``: partition logs on disk (segments, indexes, append, read, retention, compaction,
   recovery). Plain synchronous code.
-- ``coordinator/``: consumer groups, committed offsets, transactions.
+- ``coordinator/``: consumer groups (classic and KIP-848), committed offsets, transactions.
 - ``server/``: the core every handler shares: ``BrokerState``, the request and handler contexts,
   the cluster model, the purgatory, authorization and throttling.
 - ``apis/``: one handler per Kafka API and the dispatch table.
-- ``network/``, ``http/``: Kafka's SocketServer in Trio (acceptors, processors, the request
-  channel, the handler pool); the console and the HTTP endpoints; ``metrics/collectors/``, which
-  read the broker's state when scraped.
+- ``network/``, ``http/``, ``metrics/collectors/``: Kafka's SocketServer in Trio (acceptors,
+  processors, the request channel, the handler pool) and the metrics and health endpoint; the
+  web console; the metrics read from the broker's state when scraped.
 - ``lifecycle.py``: ``serve`` / ``open_broker`` start the parts in one nursery and stop them in
   Kafka's order.
 

@@ -11,6 +11,10 @@ A closed stdout (``trio-broker consume T | head -1``) ends a command the way Uni
 quietly, with no traceback and no error line. Python ignores SIGPIPE, so the write fails with
 ``BrokenPipeError``; ``run`` points stdout at ``/dev/null`` (so nothing fails again when the
 interpreter flushes it on exit) and returns 0, after the command's own clean-up ran.
+
+What it may import: anything below it, each tool what it needs: the broker (``serve``), the
+test double (``serve --brokers``), the blocking client (the Kafka tools), storage (``dump-log``)
+and the Spark stage (``export``, ``import``).
 """
 
 from __future__ import annotations

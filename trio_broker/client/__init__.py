@@ -4,6 +4,10 @@
 background task of a client lives in the nursery they own and stops when the block is left.
 The protocol work (requests, versions, bootstrap parsing, TLS and SASL settings, errors) is the
 sans-IO client core's (``trio_broker.client.core``), shared with the blocking client.
+
+What it owns: the client stack's public names, re-exported here from the Trio driver
+(``client/trio``) and the client core (``client/core``); the blocking driver is
+``client/blocking``. It may import those two; nothing of the broker.
 """
 
 from .core.errors import KafkaError as KafkaError

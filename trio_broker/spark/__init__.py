@@ -16,6 +16,9 @@ the client core's: a ``KafkaError`` per Kafka error code (``OffsetOutOfRangeErro
 retention deleted planned offsets, ``UnknownTopicOrPartitionError``, ``KafkaConnectionError``),
 ``SourceOptionError`` and ``SinkError`` (``ValueError``s) for options and columns Spark's Kafka
 source and sink would refuse.
+
+May import the blocking client, the client core and the protocol; never the broker (an
+executor needs nothing of it) nor the Trio client.
 """
 
 from __future__ import annotations

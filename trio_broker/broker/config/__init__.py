@@ -6,6 +6,9 @@ synonyms), read by one loader (``loader``: file, environment, ``--override``) in
 ``BrokerConfig`` (``broker``). Dynamic broker configs (AlterConfigs on a broker) are in
 ``dynamic``; DescribeConfigs' sources and synonyms in ``describe``. See docs/configuration.md,
 which ``python -m trio_broker.broker.config.docgen`` writes from these tables.
+
+May import ``broker.security``, its neighbour in the bottom layer of the broker stack (the
+authorizer classes and OAUTHBEARER's key files it validates); nothing above it.
 """
 
 from .broker import BrokerConfig as BrokerConfig

@@ -1,9 +1,20 @@
-"""Consumer groups (classic protocol) and committed offsets.
+"""Consumer groups (the classic protocol and KIP-848's), committed offsets, transactions.
 
-The public face of the coordinator layer: ``GroupCoordinator`` (``coordinator.py``) over group
-membership (``membership.GroupMetadataManager``) and committed offsets
-(``offsets.OffsetMetadataManager``). The API handlers in ``trio_broker.broker.apis.groups`` and
-``trio_broker.broker.apis.offsets`` translate requests into calls on ``GroupCoordinator``.
+The public face of the coordinator layer: ``GroupCoordinator`` (``coordinator.py``), which the
+group and offset handlers call, over classic membership (``membership.GroupMetadataManager``,
+``rebalance``, ``group``, ``states``), KIP-848 consumer groups (``consumer_groups``,
+``consumer_rebalance``, ``consumer_group``, ``reconciliation`` and the server-side
+``assignors``) and committed offsets (``offsets.OffsetMetadataManager``), kept durable in their
+own files (``group_store``, ``group_log``, ``offset_log``, ``record_file``); and
+``TransactionCoordinator`` (``transactions.py``) over the transactional ids' state
+(``txn_metadata``), the transaction log (``txn_log``) and the markers written into partitions
+(``txn_markers``). The handlers in ``trio_broker.broker.apis`` (``groups``, ``offsets``,
+``consumer_groups``, ``transactions``, ``init_producer_id``) translate requests into calls on
+them. See docs/consumer-groups.md and docs/transactions.md.
+
+May import storage (markers go into partition logs), config, security (the bounded matcher for
+subscribed patterns), ``broker.offload`` and the protocol; never the server core, a handler or
+the network.
 """
 
 from __future__ import annotations

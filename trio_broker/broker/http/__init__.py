@@ -2,6 +2,16 @@
 
 Why a thin entry point: the console's web stack (Starlette, Hypercorn, Jinja2) is imported only
 when ``http.listener`` is set, so a broker without a console starts as fast as before.
+
+What it owns: the ASGI application and its routes (``app``, ``web``), the pages (``overview``,
+``topic_pages``, ``group_pages``, ``messages``), what they read and write through the broker's
+own listener (``reads``, ``writes``), its Kafka clients, one per login (``sessions``), its
+settings (``settings``), the live charts' sampler (``live``) and the Hypercorn server
+(``server``). The metrics endpoint is the network's (``broker.network.metrics_http``), the test
+cluster's control API the test double's (``testing.control``).
+
+May import config, metrics, the server core (``BrokerState``), the Trio client (the console is a
+client of the broker's own listener) and the protocol; never the network or a handler.
 """
 
 from __future__ import annotations

@@ -11,6 +11,9 @@ Why a registry per broker: tests run many brokers in one process; each gets its 
 produce, per fetch) are plain dictionaries and lists read only when scraped; what lives in the
 log and the group coordinator (sizes, offsets, lag) is read at scrape time by collectors the
 broker adds (``add_collector``).
+
+May import the protocol only (API and error names): every layer of the broker above it records
+into it.
 """
 
 from __future__ import annotations

@@ -1,14 +1,16 @@
-"""TLS and SASL for the broker's listeners.
+"""TLS and SASL for the broker's listeners, the ACL authorizer and client quotas.
 
 ``tls`` builds the server ``SSLContext``; ``sasl`` is the per-connection authentication state
-machine (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512); ``scram`` implements the server side of RFC
-5802/7677 (the client side is the client core's, ``client_core.sasl``); and
+machine (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512, OAUTHBEARER); ``scram`` implements the server side
+of RFC 5802/7677 (the client side is the client core's, ``client.core.sasl``); and
 ``credentials`` reads and edits the SCRAM-hashed user file; ``oauthbearer`` validates
 OAUTHBEARER tokens; ``acl`` and ``acl_store`` are the ACL authorizer; ``client_quotas`` the
 client quotas; ``patterns`` compiles the regular expressions clients send (RE2, bounded).
 
 The names below are imported on first use: a broker without TLS or SASL listeners imports
 ``acl`` and ``client_quotas`` (every broker authorizes and applies quotas), not the rest.
+
+May import the protocol; nothing else of the broker (config, in the same layer, imports it).
 """
 
 from __future__ import annotations

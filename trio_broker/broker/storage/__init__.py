@@ -1,6 +1,14 @@
-"""Durable partition logs: segments, indexes, retention, recovery, producer state.
+"""Durable partition logs: segments, indexes, retention, compaction, recovery, producer state.
 
-Plain synchronous code with no event loop: the server decides which thread runs it.
+Plain synchronous code with no event loop: the server decides which thread runs it. What it
+owns: ``manager`` (``LogManager``: every partition, log dirs, topic ids), ``log`` (``Log``: one
+partition), ``segment`` and ``index`` (``LogSegment``, ``OffsetIndex``, ``TimeIndex``),
+``loader`` (recovery), ``retention``, ``cleaner`` and ``cleaner_manager`` (compaction),
+``producer_state`` and ``producer_ids`` (idempotence, transactions' open ranges, with
+``txn_index``), ``config`` (``LogConfig``) and the files they write. See docs/storage.md.
+
+May import ``broker.config`` (topic keys and their validation) and the protocol (the batch
+layout, CRCs, compression); nothing above it.
 """
 
 from .config import TOPIC_CONFIG_KEYS as TOPIC_CONFIG_KEYS

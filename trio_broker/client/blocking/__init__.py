@@ -13,9 +13,14 @@ negotiates versions, speaks TLS and SASL and names errors exactly as the Trio cl
 ``BlockingProducer`` sends record batches encoded elsewhere (``RecordBlock``) with Kafka's
 delivery semantics: idempotence, bounded in-flight requests, ordered retries.
 
-Every failure is a ``KafkaError`` (``client_core.errors``: one class per Kafka error code, plus
+Every failure is a ``KafkaError`` (``client.core.errors``: one class per Kafka error code, plus
 ``KafkaConnectionError`` and ``KafkaTimeoutError``, both retriable) whose text is one line; a bad
 bootstrap server or setting is a ``ConfigError`` (a ``ValueError``).
+
+What it owns: ``client`` (``BlockingClient``), ``connection`` (one socket to one broker),
+``cluster`` (metadata and routing to leaders), ``admin``, ``group`` (a consumer group member)
+and ``producer`` (``BlockingProducer``). May import the client core and the protocol; nothing of
+the broker, nor the Trio client.
 """
 
 from ..core.admin import BROKER_RESOURCE as BROKER_RESOURCE

@@ -1,8 +1,9 @@
 """The sans-IO client core: everything a Kafka client does except moving bytes.
 
-Both I/O faces drive it: the Trio client (``trio_broker.client``) and the blocking client
-(``trio_broker.client.blocking``, for the console tools, the Spark source and tests). It imports
-the protocol layer and nothing that does I/O (no trio, no sockets)::
+Both I/O drivers drive it: the Trio client (``trio_broker.client.trio``, whose names
+``trio_broker.client`` re-exports) and the blocking client (``trio_broker.client.blocking``,
+for the console tools, the Spark source and tests). It imports the protocol layer and nothing
+that does I/O (no trio, no sockets), and nothing of the broker::
 
     bootstrap    bootstrap.servers parsing, security-protocol prefixes
     versions     the client's API versions, the ApiVersions exchange, version choice

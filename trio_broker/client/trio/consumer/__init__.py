@@ -1,5 +1,12 @@
 """The consumer, in parts as Kafka's and aiokafka's: ``consumer`` (the public ``Consumer``),
-``subscription_state``, ``fetcher``, ``positions``, ``group_coordinator`` and ``assignors``."""
+``subscription_state`` (assignment and processed positions), ``fetcher`` (pipelined fetches),
+``positions`` (committed offsets, ``auto.offset.reset``), ``coordinator`` (finding the group
+coordinator, commits), ``group_coordinator`` (classic membership), ``consumer_member`` (KIP-848
+membership) and ``assignors`` (client-side assignors).
+
+May import the Trio client's connection layer (``client.trio``), the client core and the
+protocol; nothing of the broker.
+"""
 
 from ...core.structs import ConsumerRecord as ConsumerRecord
 from ...core.structs import OffsetAndMetadata as OffsetAndMetadata
