@@ -3,7 +3,7 @@ format string, JSON lines and exit-at-end.
 
 Two ways to read, as Kafka's tool has them: without ``--group`` the consumer assigns itself every
 partition (or ``--partition P``) and commits nothing, like ``kcat -C``; with ``--group G`` it
-joins the group (``blocking_client.GroupMember``), starts at the group's committed offsets (else
+joins the group (``client.blocking.GroupMember``), starts at the group's committed offsets (else
 ``--from-beginning``'s earliest or the end), commits what it printed every five seconds, before
 a rebalance and on exit, and leaves the group.
 

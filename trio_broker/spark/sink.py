@@ -13,7 +13,7 @@ Columns (Spark's Kafka sink's, matched by exact name; others are ignored):
 Options: ``kafka.bootstrap.servers`` (required), ``topic``, and the Kafka producer's configs as
 ``kafka.<name>`` (``acks``, ``compression.type``, ``linger.ms``, ``batch.size`` (256 KiB by
 default here: ``SINK_PRODUCER_DEFAULTS``), ``enable.idempotence`` (on by default), ...; see
-``blocking_client.producer``), TLS and SASL as the source takes them. Other ``kafka.*``
+``client.blocking.producer``), TLS and SASL as the source takes them. Other ``kafka.*``
 options are ignored, as Kafka's producer ignores unknown configs.
 
 Where the work happens: the driver checks the options and the columns (``writer`` and

@@ -1,8 +1,8 @@
 """Topic administration: CreateTopics (v0-7), DeleteTopics (v0-6), CreatePartitions (v0-3).
 
 Why replication is at most the number of brokers: a single broker holds the only replica (a test
-cluster of N nodes, N: ``replicas.py``), so a request for more is INVALID_REPLICATION_FACTOR, as
-Kafka answers when too few brokers exist. The checks, their order
+cluster of N nodes, N: ``server/cluster_model.py``), so a request for more is
+INVALID_REPLICATION_FACTOR, as Kafka answers when too few brokers exist. The checks, their order
 and their messages are a KRaft controller's. The config APIs (DescribeConfigs, AlterConfigs,
 IncrementalAlterConfigs) are in ``configs.py``; CreateTopics v5+ describes the new topic's
 configs the way DescribeConfigs does (``config.describe``).

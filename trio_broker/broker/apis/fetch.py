@@ -16,7 +16,7 @@ UNKNOWN_LEADER_EPOCH); v11 no preferred read replica (-1); v12 ``last_fetched_ep
 diverging epoch it may reveal; v13 topics by id (UNKNOWN_TOPIC_ID); v15's replica state, v17's
 replica directory id and v18's high watermark are a follower's, and there are no followers;
 v16 the current leader and its endpoint with a FENCED_LEADER_EPOCH or (a cluster node that does
-not lead the partition, ``replicas.py``) a NOT_LEADER_OR_FOLLOWER. v4+ ``read_committed``
+not lead the partition, ``cluster_model.py``) a NOT_LEADER_OR_FOLLOWER. v4+ ``read_committed``
 reads stop at the last stable offset and list the aborted transactions of what is returned, so
 the client drops their records (control batches are skipped by every client).
 

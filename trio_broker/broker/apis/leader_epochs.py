@@ -3,7 +3,7 @@
 Why: after a leader change or a restart, a consumer holding a position read under leader epoch E
 asks where E ended here (KIP-320). If that is before its position, the log it read from was
 truncated and it truncates too, instead of skipping ahead silently. The answer is Kafka's
-``LeaderEpochFileCache.endOffsetFor`` over the partition's epochs (``log/leader_epoch.py``):
+``LeaderEpochFileCache.endOffsetFor`` over the partition's epochs (``storage/leader_epoch.py``):
 the end offset of the largest epoch <= E, the log end for the current epoch, and -1/-1 (with no
 error) for an epoch this log cannot place.
 """

@@ -1,5 +1,5 @@
 """Metadata v0-v13: the live brokers, and each partition's leader, replicas, ISR and offline
-replicas as the cluster model has them (``replicas.py``; a single broker leads everything).
+replicas as the cluster model has them (``cluster_model.py``; a single broker leads everything).
 
 Per version: v0 reads an empty topic list as "all topics" (v1+: null is all, empty is none); v4
 lets the client forbid auto-creation; v7 returns each partition's leader epoch (which clients use

@@ -10,7 +10,7 @@ a compacted topic, which refuses records without a key (per-record errors, v8+).
 
 Per version: v3+ carries exactly one v2 batch per partition; v7 allows zstd; v8 adds per-record
 errors (KIP-467); v9 is flexible; v10's current-leader fields come with NOT_LEADER_OR_FOLLOWER (a
-cluster node that does not lead the partition, ``replicas.py``); v13 names topics by id
+cluster node that does not lead the partition, ``cluster_model.py``); v13 names topics by id
 (UNKNOWN_TOPIC_ID for an unknown one).
 Transactional batches (v3+ with a ``transactional_id``) are checked against the transaction
 coordinator before they are appended.

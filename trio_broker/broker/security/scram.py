@@ -1,5 +1,5 @@
 """SCRAM-SHA-256 and SCRAM-SHA-512 (RFC 5802, RFC 7677), the server side, sans-IO (the
-client side is ``client_core.sasl``, shared by every client face).
+client side is ``client.core.sasl``, shared by every client face).
 
 Why a state machine: SCRAM is exactly two round trips and every message may only
 arrive in one state. The server never sees or stores a password: it keeps, per user and

@@ -72,7 +72,7 @@ class BrokerState:
     #: dynamic broker configs (AlterConfigs on a broker), persisted in the first log dir
     dynamic_configs: DynamicBrokerConfigs = attrs.field(default=attrs.Factory(
         lambda self: DynamicBrokerConfigs.load(self.config), takes_self=True))
-    #: the cluster this node answers for (``replicas.py``): one node unless a test cluster
+    #: the cluster this node answers for (``cluster_model.py``): one node unless a test cluster
     #: built it with more
     cluster: ClusterModel = attrs.field(default=attrs.Factory(
         lambda self: ClusterModel([Node(self.config.node_id, self.advertised_host,

@@ -1,7 +1,7 @@
 """A blocking producer: record batches in, acknowledged offsets out, each batch once.
 
 Why it takes batches rather than records: its users (the Spark sink, ``trio-broker import``)
-encode records column-wise, many batches at a time (``client_core.produce.RecordBlock``); what
+encode records column-wise, many batches at a time (``client.core.produce.RecordBlock``); what
 they need from a producer is Kafka's delivery semantics, kept here:
 
 - **Idempotence** (on by default, as in Java; off when ``acks`` is not ``all`` unless asked for

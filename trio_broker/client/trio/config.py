@@ -2,7 +2,7 @@
 
 Why Kafka's names: users move configs between this client, the Java client and librdkafka, so
 ``linger.ms`` means here what it means there. TLS and SASL keys are the client core's
-(``client_core.security``), the same for every face. Keys are accepted dotted
+(``client.core.security``), the same for every face. Keys are accepted dotted
 (``{"linger.ms": 5}``) or as Python keywords (``linger_ms=5``); an unknown key is an error naming
 it, never silently ignored.
 """

@@ -9,7 +9,7 @@ Why this shape (Kafka's ``KafkaChannel`` + ``InFlightRequests``, in Trio):
 * The in-flight queue is bounded by ``max.in.flight.requests.per.connection``; ``send`` waits for
   a slot. Produce with ``acks=0`` gets no response, so it never takes a slot.
 * One reader task per connection feeds what it reads to the client core's connection state
-  machine (``client_core.connection``), which matches each response to the oldest request in
+  machine (``client.core.connection``), which matches each response to the oldest request in
   flight. Brokers answer in request order, so a correlation id other than the head's means the
   stream is unusable: the connection closes and every in-flight request fails with a retriable
   ``CorrelationIdMismatchError``.
@@ -23,9 +23,9 @@ Connection states::
     CONNECTING --(tcp [+ TLS] + ApiVersions [+ SASL])--> READY
                --(error / timeout / idle / close())--> CLOSED
 
-ApiVersions and the version of each request come from the client core (``client_core.versions``:
+ApiVersions and the version of each request come from the client core (``client.core.versions``:
 v3 first with Java's and librdkafka's fallbacks; then the highest version in both the broker's
-range and the client's own); so does the SASL login (``client_core.sasl``).
+range and the client's own); so does the SASL login (``client.core.sasl``).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The client's exceptions: one class per Kafka error code (defined in ``client_core.errors``,
+"""The client's exceptions: one class per Kafka error code (defined in ``client.core.errors``,
 shared with the blocking client), so ``trio_broker.client.trio.errors.UnknownTopicOrPartitionError``
 is the very class every face raises."""
 

@@ -18,7 +18,7 @@ Per partition::
 Invariant: the buffered chunks of a partition cover ``[position, fetch_offset)`` in order.
 
 Records are decoded only when the application takes them (``collect``), chunk by chunk, straight
-into ``ConsumerRecord`` tuples by the one record decoder (``client_core.fetch.decode_fetched`` over
+into ``ConsumerRecord`` tuples by the one record decoder (``client.core.fetch.decode_fetched`` over
 ``protocol.records``).
 """
 
