@@ -139,7 +139,8 @@ def build_parser(command: str | None = None, *, only: bool = False) -> argparse.
     """The argument parser; only ``command``'s module is imported (``serve`` imports no Spark).
 
     ``only``: ``command``'s subparser alone, for parsing a command line that names it (each
-    subparser made is ~0.15 ms of every start; ``--help`` before the command lists them all).
+    subparser made adds to every start: docs/benchmarks.md, "Start-up"; ``--help`` before the
+    command lists them all).
     """
     from .. import __version__
 

@@ -3,8 +3,9 @@
 Why generate source: a message of one version is a fixed walk over its fields, so the compiler
 writes that walk out as straight Python (adjacent fixed-size fields read or written by one
 ``struct`` call, nested structs inlined into their loops, no per-field dispatch) and ``exec``s it
-once per (message, version). The result runs several times faster than an interpreter of the
-schema and keeps every bound check explicit.
+once per (message, version). A message then costs what its fields cost, not a walk of the
+schema per field (against a schema-walking codec: docs/benchmarks.md, "Codec"), and every bound
+check stays explicit.
 """
 
 from __future__ import annotations

@@ -1,8 +1,9 @@
 """CRC-32C (Castagnoli), the checksum of record batches and of the broker's own record files.
 
 Why not ``from crc32c import crc32c``: the ``crc32c`` package's ``__init__`` reads its own
-version with ``importlib.metadata`` (which imports ``email``, ``zipfile``, ``csv``...): 15-25 ms
-of a broker's ~300 ms start, for a function that lives in the package's C extension. The
+version with ``importlib.metadata`` (which imports ``email``, ``zipfile``, ``csv``...), which
+every broker start would pay for a function that lives in the package's C extension
+(docs/benchmarks.md, "Start-up"). The
 extension is loaded here on its own, the package's ``__init__`` skipped; if the package's
 layout ever differs, the ordinary import is used.
 """

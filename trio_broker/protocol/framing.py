@@ -63,9 +63,10 @@ class FrameDecoder:
         """A view of the still-missing part of the frame being received, for the socket to read
         into (``recv_into``); None unless more than ``min_missing`` bytes are missing.
 
-        Why: growing the buffer read by read and copying the frame out of it cost a 570 KB
-        frame 465-540 µs of CPU and ~150 page faults; one buffer of the frame's size, filled
-        in place, 107-110 µs and none (docs/benchmarks.md). It is allocated only once the peer
+        Why: a buffer grown read by read is reallocated as it grows, so the kernel hands out
+        fresh pages for every big frame, and the frame is then copied out of it; one buffer of
+        the frame's size, filled in place, does neither (docs/benchmarks.md, "Per-request
+        cost"). It is allocated only once the peer
         has sent at least 1/``max_growth`` of the frame, so a size claim alone never reserves
         memory (as the module's docstring promises); ``receive_data`` still works while it
         fills.

@@ -2,8 +2,9 @@
 
 Why: through Spark's Python data source every record crosses into the JVM twice over, Arrow
 batches turned into Spark rows and those rows written by Spark's Parquet writer; that costs the
-JVM about twice what writing the same rows from memory does, and limits the export to about
-half of Spark's own Parquet ceiling on two cores. The rows are already Arrow batches in the
+JVM more than writing the same rows from memory does, and keeps the export below Spark's own
+Parquet ceiling (docs/benchmarks.md, "Spark: export, sink and the end-to-end export"). The rows
+are already Arrow batches in the
 task's Python process, so pyarrow writes them there. Spark still plans and distributes the
 work (one task per offset range, on the executors, locally or on a cluster); a task returns
 only its file's name and counts.

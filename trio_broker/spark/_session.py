@@ -31,13 +31,11 @@ logger.jetty.level = error
 
 
 #: Java options of the driver JVM of a short job. The JVM's optimising JIT compiler (C2) spends
-#: about 10 CPU seconds compiling Spark's hot paths in a fresh JVM, which a job of a few hundred
-#: thousand records never earns back: with only the quick compiler (C1) the JVM of a
-#: 200,000-record export used 11-15 CPU s instead of 23-26. The serial collector spares the
-#: threads of G1, Java's default, which a few seconds' heap does not need (JVM CPU 9.9-10.0 s
-#: against 11.0-14.6 with G1, both with the class archive; bench/bench_export_start.py, see
-#: docs/benchmarks.md). Long jobs keep the JVM's defaults. A short job's driver also uses the
-#: class-data-sharing archive of ``_classes``.
+#: CPU compiling Spark's hot paths in a fresh JVM, which a job of a few hundred thousand records
+#: never earns back, so only the quick compiler (C1) runs. The serial collector spares the
+#: threads of G1, Java's default, which a few seconds' heap does not need. (The JVM's CPU with
+#: each: docs/benchmarks.md, "Spark: export, sink and the end-to-end export".) Long jobs keep the
+#: JVM's defaults. A short job's driver also uses the class-data-sharing archive of ``_classes``.
 SHORT_JOB_JAVA_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
 
 #: the log of the JVM this module started, if it started the running one

@@ -6,8 +6,9 @@ Why it runs the way it does:
   are the export's identity (``manifest``). The files are written into a staging directory
   first, so a failed run leaves earlier files as they were.
 - A batch Parquet export writes its files with pyarrow in the Spark tasks that read the
-  records (``_arrow_export``): the records never enter Spark's JVM, which halves the CPU per
-  record. JSON and CSV, and ``writer="spark"``, go through the source and Spark's writers.
+  records (``_arrow_export``): the records never enter Spark's JVM, which spares it making
+  rows of them (docs/benchmarks.md, "Spark: export, sink and the end-to-end export"). JSON and
+  CSV, and ``writer="spark"``, go through the source and Spark's writers.
 - A follow export is a Structured Streaming query into Spark's file sink, whose commit log
   (``_spark_metadata``) and the checkpoint make every offset land in the output exactly once,
   across restarts; SIGINT or SIGTERM stops it between micro-batches.
@@ -42,17 +43,17 @@ if TYPE_CHECKING:
 LOGGER = logging.getLogger(__name__)
 
 #: Values are mostly distinct, opaque payloads: a dictionary page would be built and then
-#: abandoned, and min/max statistics of them prune nothing. Skipping both saves ~15% of Spark's
-#: CPU per record (measured with bench/bench_export.py). Keys keep both: they repeat and are
-#: what readers filter on.
+#: abandoned, and min/max statistics of them prune nothing. Skipping both spares Spark that work
+#: on every record (docs/benchmarks.md, "Spark: export, sink and the end-to-end export"). Keys
+#: keep both: they repeat and are what readers filter on.
 PARQUET_WRITE_OPTIONS = {
     "parquet.enable.dictionary#value": "false",
     "parquet.column.statistics.enabled#value": "false",
 }
 #: A batch export of at most this many records (any size with the arrow writer) starts Spark's
 #: JVM for a short job (``_session.SHORT_JOB_JAVA_OPTIONS``): below it, the JIT compile time
-#: saved is more than the slower compiled code costs (measured with bench/bench_export.py,
-#: docs/benchmarks.md).
+#: saved is more than the slower compiled code costs (docs/benchmarks.md, "Spark: export, sink
+#: and the end-to-end export").
 SHORT_EXPORT_RECORDS = 1_000_000
 
 T = TypeVar("T")

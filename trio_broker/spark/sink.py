@@ -80,8 +80,8 @@ SUMMARY_OPTION = "trio_broker.summarypath"
 
 #: where the sink's defaults differ from Kafka's producer: a task has its rows at hand, so a
 #: larger batch fills at once and costs no latency, while each batch costs the producer and the
-#: broker a fixed amount of work whatever its size (benchmarks.md: the task and the broker need
-#: about half the CPU per record at 256 KiB than at Kafka's 16 KiB); ``kafka.batch.size`` wins
+#: broker a fixed amount of work whatever its size (the CPU per record at each size:
+#: docs/benchmarks.md, "Spark: export, sink and the end-to-end export"); ``kafka.batch.size`` wins
 SINK_PRODUCER_DEFAULTS = {"batch.size": "262144"}
 
 _HEADERS_SPARK_TYPE = ArrayType(StructType([StructField("key", StringType()),

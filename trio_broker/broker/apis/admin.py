@@ -37,9 +37,9 @@ LOGGER = logging.getLogger(__name__)
 
 _CT = response_type(ApiKey.CreateTopics)
 
-#: Partitions one topic may have. Each costs three open files and some memory, and Metadata
-#: lists every one, so a request for 2**31-1 partitions must fail fast instead of exhausting
-#: the broker.
+#: Partitions one topic may have. Each holds an open file (its active segment's log:
+#: storage.md, "Open files") and some memory, and Metadata lists every one, so a request for
+#: 2**31-1 partitions must fail fast instead of exhausting the broker.
 MAX_PARTITIONS_PER_TOPIC = 10_000
 
 

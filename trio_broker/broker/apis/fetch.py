@@ -23,8 +23,9 @@ the client drops their records (control batches are skipped by every client).
 Zero-copy: on a connection that writes to a plain socket (``RequestContext.sendfile``: not
 TLS), a v4+ read of ``SENDFILE_MIN_BYTES`` or more is answered with a ``FileRegion`` of the
 segment file instead of its bytes; the connection sends it with ``sendfile`` after the response
-bytes before it. Smaller reads are copied: measured (``bench/bench_zero_copy.py``), the copy costs
-as little or less up to ~150 KB and 3-7x more from 200 KB on. Down-converted (v0-v3) data is
+bytes before it. Smaller reads are copied: below the threshold the copy costs no more than
+``sendfile``'s extra ``dup``, ``sendfile`` and ``close``, above it far more (docs/benchmarks.md,
+"Zero-copy fetch"). Down-converted (v0-v3) data is
 always copied.
 """
 

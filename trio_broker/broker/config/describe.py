@@ -84,7 +84,7 @@ def broker_synonym_names(name: str) -> list[str]:
 @functools.cache
 def _defaults() -> dict[str, str]:
     """Every broker key's default as text: fixed, so rendered once, not per described resource
-    (rendering some 670 defaults was most of DescribeConfigs' cost per topic)."""
+    (rendering some 670 defaults for each topic would be most of DescribeConfigs' work)."""
     return {name: key.default_text for name, key in BROKER_KEYS.items()
             if key.default_text is not None}
 

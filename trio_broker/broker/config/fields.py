@@ -1,8 +1,9 @@
 """``FrozenFields``: a frozen class over a table of fields, each maybe a validated config key.
 
 Why not attrs: attrs compiles generated methods (``__init__``, ``__repr__``, ``__eq__``, hash)
-for every class it builds, and for ``BrokerConfig``'s ~100 fields that was ~5 ms of every start
-of the broker. These methods walk the field table instead; a ``BrokerConfig`` is made a handful of
+for every class it builds, a cost that grows with the fields and that every start of the broker
+would pay for ``BrokerConfig``'s ~100 (docs/benchmarks.md, "Start-up"). These methods walk the
+field table instead; a ``BrokerConfig`` is made a handful of
 times per start, so the walk costs nothing that matters.
 """
 

@@ -72,7 +72,9 @@ def read_config_entries(path: str | os.PathLike[str]) -> list[tuple[str, Any, st
     except UnicodeDecodeError as exc:
         raise ConfigError(f"config file {str(p)!r}: not UTF-8 text: {exc}") from exc
     if p.suffix == ".toml":
-        import tomllib  # here: compiling its regular expressions costs start-up ~20-50 ms
+        # here: its import compiles regular expressions, which a start without a .toml file
+        # need not pay for (docs/benchmarks.md, "Start-up")
+        import tomllib
 
         try:
             data = _flatten_toml(tomllib.loads(text))

@@ -3,9 +3,9 @@
 Why this stack: Starlette runs on Trio through anyio and gives routing, requests and responses;
 Hypercorn's Trio worker serves it from inside our own nursery (``task_status`` reports the bound
 address, cancelling the nursery stops it) with HTTP/1.1 keep-alive, size limits, idle timeouts
-and TLS already written and tested. Measured against a bare h11 loop (bench/bench_console.py)
-it costs about 0.4 ms more per request and a few hundred ms of imports, paid only when
-``http.listener`` is set: far inside the console's budgets (docs/console.md).
+and TLS already written and tested. It costs more per request than a bare h11 loop, and its
+imports are paid only when ``http.listener`` is set: both small against the console's budgets
+(docs/benchmarks.md, "Web console"; docs/console.md).
 
 The console never shares a task with client requests: its pages wait on its own Kafka client's
 connections to the broker, which queue like any client's, and its work per request is bounded

@@ -87,8 +87,8 @@ class IoWaitInstrument(trio.abc.Instrument):
     """Feeds an ``IdleMeter`` with the time the Trio loop waits for I/O.
 
     A poll with a zero timeout (the loop has tasks to run and only collects ready I/O) is not
-    a wait, and is not timed: on a busy broker most loop passes are such polls, and timing each
-    cost about 1.5-2 us of the ~5-8 us a pass costs (docs/benchmarks.md, "Per-request cost")."""
+    a wait, and is not timed: on a busy broker most loop passes are such polls, and two clock
+    reads are a large share of a pass (docs/benchmarks.md, "Per-request cost")."""
 
     def __init__(self, meter: IdleMeter) -> None:
         self.meter = meter

@@ -1,8 +1,9 @@
 """Kafka's request metrics: counts per API and version, six times per API, errors by name.
 
 Why not prometheus-client's Histogram: its ``observe`` takes a lock and walks the buckets in
-Python, six times per request, which measured about a third of the broker's CPU per small
-request. Here a request costs one ``bisect`` per timing on plain lists (the handler pool and
+Python, six times per request, on the path every request takes (docs/benchmarks.md,
+"Per-request cost"). Here a request costs one ``bisect`` per timing on plain lists (the handler
+pool and
 processors share one thread); quantiles are worked out only when the registry is scraped.
 
 The names are the ones Prometheus' JMX exporter gives Kafka's MBeans with its Kafka rules
@@ -147,8 +148,8 @@ class RequestMetrics:
     def _observe(self, entry: _ApiTimes, queue: float, local: float, remote: float,
                  response_queue: float, send: float, total: float) -> None:
         """Count the six times of one request (``TIMINGS``' order) into ``entry``; written
-        out rather than looped, as every request passes here (a loop over a tuple cost 2.2 µs
-        a request against 1.2)."""
+        out rather than looped: every request passes here, and a loop's own steps cost about as
+        much as the counting (docs/benchmarks.md, "Per-request cost")."""
         bounds = self.BOUNDS
         (c_queue, c_local, c_remote, c_response_queue, c_send, c_total), sums = (
             entry.counts, entry.sums)

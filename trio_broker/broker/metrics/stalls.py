@@ -11,8 +11,9 @@ histograms and counters under the JMX exporter's naming of a Kafka-style MBean
 ``kafka_server_eventloopmetrics_blocking_seconds_total{operation}`` (with ``_count``).
 
 The task wakes every 5 ms while clients send anything and every 100 ms once they have been
-quiet for a second: waking 200 times a second cost an idle broker ~3% of a core, and a loop
-nobody is waiting on delays nobody. A stall of 100 ms or more is seen either way; a shorter one
+quiet for a second: waking 200 times a second keeps an idle broker busy for nothing
+(docs/benchmarks.md, "Event-loop stalls"), and a loop nobody is waiting on delays nobody. A
+stall of 100 ms or more is seen either way; a shorter one
 while quiet is seen with a chance of its length in 100 ms.
 """
 

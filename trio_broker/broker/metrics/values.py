@@ -2,8 +2,9 @@
 when scraped.
 
 Why not prometheus-client's ``Counter`` and ``Gauge``: importing prometheus-client imports its
-whole package (the HTTP exposition server, ``http.server``, ``email``, ``gzip``: 20-60 ms of every
-start), and its objects take a lock on every ``inc``. A broker that is never scraped needs none
+whole package (the HTTP exposition server, ``http.server``, ``email``, ``gzip``), which every
+start would pay for (docs/benchmarks.md, "Start-up"), and its objects take a lock on every
+``inc``. A broker that is never scraped needs none
 of it; these keep the numbers, and ``collect`` (imported with the first scrape) names them.
 """
 

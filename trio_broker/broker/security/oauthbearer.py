@@ -24,8 +24,9 @@ from urllib.parse import unquote, urlparse
 
 import attrs
 
-# cryptography (about 10 ms to import) is imported when a signed token or a JWKS is first
-# read, not by every broker that merely could offer OAUTHBEARER.
+# cryptography is imported when a signed token or a JWKS is first read, not by every broker
+# that merely could offer OAUTHBEARER: its import would lengthen every start
+# (docs/benchmarks.md, "Start-up").
 _HASHES = {"RS256": "SHA256", "RS384": "SHA384", "RS512": "SHA512"}
 
 

@@ -208,7 +208,7 @@ def log_config_from(config: BrokerConfig) -> LogConfig:
     """The default topic config implied by a validated broker config's ``log.*`` keys."""
     values = config.log_config_values()
     # LogConfig is frozen: brokers started with the same keys (tests, embedded brokers) share
-    # one, built once (~50 µs a start)
+    # one, built and validated once, not at every start (docs/benchmarks.md, "Start-up")
     key = repr(sorted(values.items()))
     cached = _LOG_CONFIGS.get(key)
     if cached is None:

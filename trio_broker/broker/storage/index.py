@@ -190,7 +190,8 @@ class OffsetIndex(_IndexFile):
     def _encode(self, start: int) -> bytes:
         """Entries from ``start`` as the file holds them (big-endian offset, position pairs),
         interleaved by two strided copies: a segment roll encodes up to ~260,000 entries on
-        the event loop, 60 ms as a Python loop and 7 ms this way."""
+        the event loop, which a Python loop per entry would hold many times longer
+        (docs/benchmarks.md, "How cost grows")."""
         relative, positions = self.relative_offsets[start:], self.positions[start:]
         pairs = array("i", bytes(8 * len(positions)))
         pairs[0::2] = relative
@@ -271,7 +272,8 @@ class TimeIndex(_IndexFile):
     def _encode(self, start: int) -> bytes:
         """Entries from ``start`` as the file holds them (big-endian 8-byte timestamp, 4-byte
         offset): each byte column copied into place by a strided slice (12 copies, not a
-        ``pack`` per entry: 15 ms instead of 100 ms for ~260,000 entries)."""
+        ``pack`` per entry, as the roll encodes them on the event loop: docs/benchmarks.md,
+        "How cost grows")."""
         timestamps, offsets = self.timestamps[start:], self.relative_offsets[start:]
         if sys.byteorder == "little":
             timestamps.byteswap()

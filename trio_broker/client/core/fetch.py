@@ -93,7 +93,7 @@ def decode_fetched(tp: TopicPartition, records: bytes, start_offset: int, *,
 
     The cyclic garbage collector is paused while the records are built: they are thousands of
     new container objects that cannot form cycles, and collecting in the middle of building
-    them cost a fifth of the consumer's time.
+    them would walk them again and again for nothing (docs/benchmarks.md, "Clients").
     """
     if not gc.isenabled():
         return _decode_fetched(tp, records, start_offset, check_crcs)

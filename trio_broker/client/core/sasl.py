@@ -59,8 +59,9 @@ class _RawPassword:
 
 
 def _scramp() -> Any:
-    """``scramp``, imported on first use: it pulls in asn1crypto (about 0.1 s), which every
-    process that opens a connection (each Spark worker) would otherwise pay for."""
+    """``scramp``, imported on first use: it pulls in asn1crypto, a slow import
+    (docs/benchmarks.md, "Start-up") that every process that opens a connection (each Spark
+    worker) would otherwise pay for."""
     import scramp
 
     return scramp
