@@ -1,5 +1,6 @@
 """The consumer, in parts as Kafka's and aiokafka's: ``consumer`` (the public ``Consumer``),
-``subscription_state``, ``fetcher``, ``positions``, ``group_coordinator`` and ``assignors``."""
+``subscription_state``, ``fetcher``, ``positions``, ``coordinator_lookup``,
+``committed_offsets``, ``classic_member``, ``consumer_member`` and ``assignors``."""
 
 from ...core.structs import ConsumerRecord as ConsumerRecord
 from ...core.structs import OffsetAndMetadata as OffsetAndMetadata
