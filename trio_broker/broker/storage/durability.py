@@ -63,7 +63,8 @@ class PendingFlush:
 class LogFlusher:
     """The durable state of one partition log: its recovery point and its synced directories.
 
-    Every method but ``PendingFlush.fsync`` is called under the log's lock."""
+    Called under the log's lock, but for ``needs_flush`` (a hint, read without it, as the flusher
+    thread polls every log) and ``PendingFlush.fsync`` (the slow part)."""
 
     def __init__(self, directory: Path, name: str, epochs: LeaderEpochCache, *,
                  recovery_point: int, dir_changed: bool) -> None:
