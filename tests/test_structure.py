@@ -294,3 +294,19 @@ def test_no_import_error_guard_around_own_modules() -> None:
                     guarded.append(f"{path.relative_to(PACKAGE.parent)}:{line}")
     assert not guarded, "ImportError guards around the package's own modules: " + ", ".join(
         guarded)
+
+
+#: the compactor's own modules; the rest of storage must not depend on them (a log serves
+#: without a cleaner, and finishing a segment swap is storage's own job: ``segment_swap.py``)
+_COMPACTOR = ("trio_broker.broker.storage.cleaner", "trio_broker.broker.storage.cleaner_manager")
+
+
+def test_storage_does_not_import_the_compactor() -> None:
+    found = []
+    for module in MODULES:
+        if not module.startswith("trio_broker.broker.storage.") or module in _COMPACTOR:
+            continue
+        for target, line, _ in _imports(module):
+            if _internal(target) in _COMPACTOR:
+                found.append(f"{MODULES[module].relative_to(PACKAGE.parent)}:{line} {target}")
+    assert not found, "storage modules importing the compactor:\n" + "\n".join(found)

@@ -19,7 +19,7 @@ import trio.testing
 from trio_broker import open_broker
 from trio_broker.broker.config import BrokerConfig, ConfigError
 from trio_broker.broker.lifecycle import as_config
-from trio_broker.broker.storage.log_duties import CLEAN_SHUTDOWN_FILE
+from trio_broker.broker.storage.dir_checkpoints import CLEAN_SHUTDOWN_FILE
 
 
 @pytest.fixture

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from trio_broker.broker.storage import Log, LogConfig
-from trio_broker.broker.storage.cleaner import CLEANING_PREFIX, complete_swap
 from trio_broker.broker.storage.cleaner_manager import CLEANER_CHECKPOINT, LogCleaner
+from trio_broker.broker.storage.segment_swap import CLEANING_PREFIX, complete_swap
 from trio_broker.protocol.batch import validate_batch
 from trio_broker.protocol.records import build_batch, decode_batches
 

@@ -21,7 +21,7 @@ from ...client.core.errors import describe_code, error_for
 from ...client.core.metadata import TopicInfo
 from ...client.core.offsets import offset_commit_request, parse_offset_commit
 from ...client.core.structs import OffsetAndMetadata, TopicPartition
-from ...client.trio.consumer.coordinator import CoordinatorLookup
+from ...client.trio.consumer.coordinator_lookup import CoordinatorLookup
 from ...protocol.api_keys import ApiKey
 from .reads import KafkaView
 

@@ -32,11 +32,9 @@ Why it is built this way:
   A commit or abort marker stays while any batch of its transaction remains; after that it gets
   a delete horizon at its next cleaning and goes once the horizon has passed (as tombstones).
 - Crash safety: a group is written as an ordinary segment into ``.cleaning-<base>/`` inside the
-  partition directory and fsynced; the one atomic step is renaming that directory to
-  ``.swap-<base>-<end>/``. ``complete_swap`` (run by the swap and by recovery after a crash)
-  deletes the replaced segments in [base, end) (then marks that done inside the swap directory)
-  and renames the new files over their namesakes, so a crash at any point leaves a state that
-  completing the swap again turns into the new segment.
+  partition directory and fsynced, then committed by renaming that directory to
+  ``.swap-<base>-<end>/``; the log completes the swap (``segment_swap.py``, which recovery also
+  runs after a crash), so the cleaner never touches the segments the log serves.
 """
 
 from __future__ import annotations
@@ -58,18 +56,16 @@ from ...protocol.compression import Compression, compress, decompress
 from ...protocol.records import read_varint, write_varint
 from .config import LogConfig
 from .files import fsync_dir
-from .segment import LOG_SUFFIX, LogSegment
+from .segment import LogSegment
+from .segment_swap import CLEANING_PREFIX, remove_dir, swap_dir_name
 from .txn_index import AbortedTxn
 
 LOGGER = logging.getLogger(__name__)
 
 #: Kafka sizes the offset map at 24 bytes an entry (a 16-byte hash and an 8-byte offset)
 OFFSET_MAP_ENTRY_BYTES = 24
-CLEANING_PREFIX = ".cleaning-"
-SWAP_PREFIX = ".swap-"
 _MAX_INFLATED = 256 * 1024 * 1024
 _MAX_RELATIVE_OFFSET = 2**31 - 1
-_DELETED_MARKER = "replaced-segments-deleted"
 
 
 @attrs.define
@@ -362,7 +358,7 @@ def clean_group(directory: Path, group: Sequence[LogSegment], end: int, config: 
                 producer_last: Mapping[int, int], throttler: Throttler,
                 stats: CleanerStats, txns: TxnTracker | None = None) -> Path:
     """Write the cleaned form of ``group`` (ending at offset ``end``) and commit it as a swap
-    directory; returns that directory for ``complete_swap``."""
+    directory; returns that directory for ``Log.replace_segments``."""
     base = group[0].base_offset
     work = directory / f"{CLEANING_PREFIX}{base:020d}"
     if work.exists():
@@ -418,58 +414,13 @@ def clean_group(directory: Path, group: Sequence[LogSegment], end: int, config: 
         out.close()
     os.utime(out.log_path, ns=(modified * 1_000_000, modified * 1_000_000))
     fsync_dir(work)
-    swap = directory / f"{SWAP_PREFIX}{base:020d}-{end:020d}"
+    swap = directory / swap_dir_name(base, end)
     os.rename(work, swap)  # the commit point
     fsync_dir(directory)
     stats.segments_cleaned += len(group)
     return swap
 
 
-def parse_swap(name: str) -> tuple[int, int] | None:
-    if not name.startswith(SWAP_PREFIX):
-        return None
-    try:
-        base, end = name[len(SWAP_PREFIX):].split("-")
-        return int(base), int(end)
-    except ValueError:
-        return None
-
-
-def complete_swap(directory: Path, swap: Path) -> int:
-    """Replace the segments in [base, end) by the swap directory's segment (idempotent: recovery
-    runs it again after a crash midway); returns the base offset of the new segment."""
-    parsed = parse_swap(swap.name)
-    if parsed is None:
-        raise ValueError(f"{swap} is not a swap directory")
-    base, end = parsed
-    marker = swap / _DELETED_MARKER
-    if not marker.exists():
-        incoming = set(os.listdir(swap))  # renamed over their old namesakes below
-        for path in directory.iterdir():
-            stem, dot, _suffix = path.name.partition(".")
-            if (dot and len(stem) == 20 and stem.isdigit() and base <= int(stem) < end
-                    and path.name not in incoming):
-                path.unlink()
-        marker.touch()
-        fsync_dir(directory)
-        fsync_dir(swap)
-    names = sorted((n for n in os.listdir(swap) if n != _DELETED_MARKER),
-                   key=lambda n: n.endswith(LOG_SUFFIX))
-    for name in names:
-        os.rename(swap / name, directory / name)
-    fsync_dir(directory)
-    marker.unlink()
-    swap.rmdir()
-    fsync_dir(directory)
-    return base
-
-
-def remove_dir(path: Path) -> None:
-    for child in path.iterdir():
-        child.unlink()
-    path.rmdir()
-
-
 __all__ = ["DELETE_HORIZON_BIT", "CleanerStats", "Throttler", "TxnTracker", "build_offset_map",
-           "clean_group", "complete_swap", "delete_horizon", "filter_batch", "group_segments",
-           "iter_records", "map_key", "parse_swap", "remove_dir"]
+           "clean_group", "delete_horizon", "filter_batch", "group_segments", "iter_records",
+           "map_key"]

@@ -1,11 +1,14 @@
-"""A partition log's durability duties: when to fsync, the fsync itself, and the clean close.
+"""What a partition log has made durable, and the fsyncs that make more so (``LogFlusher``).
 
-Why apart from ``log.py``: these run in worker threads (the flusher, shutdown) against the same
-segments the event loop appends to, and their locking rule deserves one place: one
-``threading.Lock`` guards the segment list and every fd, and ``flush`` fsyncs *duplicates* of the
-fds taken under the lock, so a concurrent roll, retention delete or close can never leave it
-syncing a closed (or reused) descriptor, and the slow fsync itself runs without the lock.
-``Log`` inherits these methods; the attributes below are the ``Log`` state they use.
+Why an object of its own: a ``Log`` appends, reads and rolls on the event loop; flushes run in
+worker threads (the flusher, shutdown) against the same segments. The flusher keeps the state
+only fsyncs change (the recovery point, which changes to the partition directory and its entry
+in the log dir are synced, when the last flush ran) and does the file work; the ``Log`` keeps
+its one ``threading.Lock`` and calls in under it. A flush is three steps so that the slow fsync
+runs without that lock: ``prepare`` (under it) takes *duplicates* of the fds to sync, so a
+concurrent roll, retention delete or close can never leave the flush syncing a closed (or
+reused) descriptor; ``PendingFlush.fsync`` (without it) syncs them; ``complete`` (under it again)
+advances the recovery point.
 
 A new partition's first leader epoch (0 from offset 0) is written to its
 ``leader-epoch-checkpoint`` without an fsync; the log's first flush (or clean close) syncs it,
@@ -21,61 +24,79 @@ queries with the same end offset. Once a flush has made records durable, the fil
 from __future__ import annotations
 
 import os
-import threading
 import time
+from collections.abc import Sequence
 from pathlib import Path
+
+import attrs
 
 from .config import LogConfig
 from .errors import KafkaStorageError
 from .files import close_fds, fsync_dir, fsync_file
 from .leader_epoch import LeaderEpochCache
-from .producer_state import ProducerStateManager
 from .segment import LogSegment
 
 
-class LogDurability:
-    """``needs_flush``, ``flush`` and ``close`` of a ``Log``."""
+@attrs.define
+class PendingFlush:
+    """The fds one flush syncs (duplicates, owned by it) and what it records once they are."""
 
-    directory: Path
-    config: LogConfig
-    _lock: threading.Lock
-    _segments: list[LogSegment]
-    _closed: bool
-    _next_offset: int
-    _recovery_point: int
-    _dir_generation: int
-    _dir_synced_generation: int
-    #: False while a new partition directory's entry in its log dir awaits an fsync
-    _parent_dir_synced: bool = True
-    _last_flush_monotonic: float
-    _producer_state: ProducerStateManager
-    _epochs: LeaderEpochCache
+    name: str
+    target: int
+    fds: list[int]
+    segments: list[tuple[LogSegment, int]]
+    dir_generation: int
+    parent_synced: bool
+    epochs_version: int | None
 
-    @property
-    def name(self) -> str:
-        raise NotImplementedError
+    def fsync(self) -> None:
+        """Sync and close the fds; run without the log's lock. Raises KafkaStorageError."""
+        try:
+            for fd in self.fds:
+                os.fsync(fd)
+        except OSError as exc:
+            raise KafkaStorageError(f"fsync of {self.name} failed: {exc}") from exc
+        finally:
+            close_fds(self.fds)
+
+
+class LogFlusher:
+    """The durable state of one partition log: its recovery point and its synced directories.
+
+    Called under the log's lock, but for ``needs_flush`` (a hint, read without it, as the flusher
+    thread polls every log) and ``PendingFlush.fsync`` (the slow part)."""
+
+    def __init__(self, directory: Path, name: str, epochs: LeaderEpochCache, *,
+                 recovery_point: int, dir_changed: bool) -> None:
+        self.directory = directory
+        self.name = name
+        self._epochs = epochs
+        #: every offset below this is known to be on stable storage
+        self.recovery_point = recovery_point
+        # a segment file created or removed bumps the generation; a flush syncs the directory
+        # when the generation it saw is not the synced one
+        self._dir_generation = 1 if dir_changed else 0
+        self._dir_synced_generation = 0
+        #: False while a new partition directory's entry in its log dir awaits an fsync
+        self._parent_dir_synced = True
+        self._last_flush_monotonic = time.monotonic()
+
+    def dir_changed(self) -> None:
+        """A segment file was created or removed: the next flush syncs the directory."""
+        self._dir_generation += 1
 
     def defer_parent_dir_sync(self) -> None:
-        """This log's directory was just created: its entry in the log dir is fsynced with the
-        log's first flush or clean close, not before the creation is answered (Kafka's
-        ``LogManager.createLogDirectory`` does not sync the parent either). A crash before that
-        loses the directory, which the next start recreates empty: only records no flush had
-        made durable are lost, as with any unflushed append."""
+        """See ``Log.defer_parent_dir_sync``."""
         self._parent_dir_synced = False
 
-    # --- flush --------------------------------------------------------------------------
-
-    def needs_flush(self) -> bool:
+    def needs_flush(self, segments: Sequence[LogSegment], end_offset: int,
+                    config: LogConfig) -> bool:
         """True when flush.messages / flush.ms or a rolled segment calls for an fsync."""
-        if self._closed:
-            return False
-        unflushed = self._next_offset - self._recovery_point
+        unflushed = end_offset - self.recovery_point
         if unflushed <= 0:
             return False
-        config = self.config
         if unflushed >= config.flush_interval_messages:
             return True
-        segments = self._segments  # may be replaced concurrently; take one snapshot
         if len(segments) > 1 and segments[-2].size > segments[-2].synced_size:
             return True  # Kafka flushes a segment once it is rolled
         if config.flush_interval_ms is not None:
@@ -83,95 +104,61 @@ class LogDurability:
             return elapsed_ms >= config.flush_interval_ms
         return False
 
-    def flush(self, up_to_offset: int | None = None) -> None:
-        """fsync data below ``up_to_offset`` (default: everything) and advance the recovery point.
-
-        Safe to call from a worker thread while another thread appends, rolls or deletes.
-        """
+    def prepare(self, segments: Sequence[LogSegment], target: int) -> PendingFlush:
+        """Duplicate the fds a flush of the data below ``target`` must sync."""
         synced: list[tuple[LogSegment, int]] = []
         fds: list[int] = []
-        with self._lock:
-            if self._closed:
-                return
-            target = (
-                self._next_offset if up_to_offset is None else min(up_to_offset, self._next_offset)
-            )
-            dir_generation = self._dir_generation
-            try:
-                for segment in self._segments:
-                    if segment.base_offset < target and segment.size > segment.synced_size:
-                        fds.extend(segment.sync_fds())
-                        synced.append((segment, segment.size))
-                epochs = self._epochs
-                epochs_version = epochs.version if epochs.unsynced else None
-                if epochs_version is not None:  # a new partition's first epoch, before the dirs
-                    fds.append(os.open(epochs.path, os.O_RDONLY))
-                if dir_generation != self._dir_synced_generation:
-                    fds.append(os.open(self.directory, os.O_RDONLY | os.O_DIRECTORY))
-                parent_synced = self._parent_dir_synced
-                if not parent_synced:  # a new partition's entry in its log dir
-                    fds.append(os.open(self.directory.parent, os.O_RDONLY | os.O_DIRECTORY))
-            except OSError as exc:
-                close_fds(fds)
-                raise KafkaStorageError(f"flushing {self.name} failed: {exc}") from exc
         try:
-            for fd in fds:
-                os.fsync(fd)
+            for segment in segments:
+                if segment.base_offset < target and segment.size > segment.synced_size:
+                    fds.extend(segment.sync_fds())
+                    synced.append((segment, segment.size))
+            epochs = self._epochs
+            epochs_version = epochs.version if epochs.unsynced else None
+            if epochs_version is not None:  # a new partition's first epoch, before the dirs
+                fds.append(os.open(epochs.path, os.O_RDONLY))
+            if self._dir_generation != self._dir_synced_generation:
+                fds.append(os.open(self.directory, os.O_RDONLY | os.O_DIRECTORY))
+            if not self._parent_dir_synced:  # a new partition's entry in its log dir
+                fds.append(os.open(self.directory.parent, os.O_RDONLY | os.O_DIRECTORY))
         except OSError as exc:
-            raise KafkaStorageError(f"fsync of {self.name} failed: {exc}") from exc
-        finally:
             close_fds(fds)
-        with self._lock:
-            for segment, size in synced:
-                segment.synced_size = max(segment.synced_size, size)
-            self._dir_synced_generation = max(self._dir_synced_generation, dir_generation)
-            self._parent_dir_synced = self._parent_dir_synced or not parent_synced
-            if epochs_version is not None and epochs.version == epochs_version:
-                epochs.unsynced = False
-            self._recovery_point = max(self._recovery_point, target)
-            self._last_flush_monotonic = time.monotonic()
+            raise KafkaStorageError(f"flushing {self.name} failed: {exc}") from exc
+        return PendingFlush(self.name, target, fds, synced, self._dir_generation,
+                            self._parent_dir_synced, epochs_version)
 
-    # --- lifecycle ----------------------------------------------------------------------
+    def complete(self, flush: PendingFlush) -> None:
+        """Record what ``flush`` synced and advance the recovery point to its target."""
+        for segment, size in flush.segments:
+            segment.synced_size = max(segment.synced_size, size)
+        self._dir_synced_generation = max(self._dir_synced_generation, flush.dir_generation)
+        self._parent_dir_synced = self._parent_dir_synced or not flush.parent_synced
+        epochs = self._epochs
+        if flush.epochs_version is not None and epochs.version == flush.epochs_version:
+            epochs.unsynced = False
+        self.recovery_point = max(self.recovery_point, flush.target)
+        self._last_flush_monotonic = time.monotonic()
 
-    def close(self, *, flush: bool = True) -> None:
-        """Close the files; with ``flush`` first make everything durable for a clean restart.
+    def sync_all(self, segments: Sequence[LogSegment], end_offset: int) -> None:
+        """A clean close's fsyncs: every segment, the first epoch, the directories; everything
+        below ``end_offset`` is then durable. Raises OSError."""
+        for segment in segments:
+            if segment.size > segment.synced_size:
+                fds = segment.sync_fds()
+                try:
+                    for fd in fds:
+                        os.fsync(fd)
+                finally:
+                    close_fds(fds)
+                segment.synced_size = segment.size
+        if self._epochs.unsynced:  # a new partition's first epoch
+            fsync_file(self._epochs.path)
+            self._epochs.unsynced = False
+        fsync_dir(self.directory)
+        if not self._parent_dir_synced:  # a new partition's entry in its log dir
+            fsync_dir(self.directory.parent)
+            self._parent_dir_synced = True
+        self.recovery_point = end_offset
 
-        Raises KafkaStorageError if that could not be done (the files are closed regardless),
-        in which case the directory must not be marked as cleanly shut down.
-        """
-        with self._lock:
-            if self._closed:
-                return
-            self._closed = True
-            error: OSError | None = None
-            try:
-                if flush:
-                    self._segments[-1].on_become_inactive()
-                    self._producer_state.take_snapshot(self._next_offset, durable=True)
-                    for segment in self._segments:
-                        if segment.size > segment.synced_size:
-                            fds = segment.sync_fds()
-                            try:
-                                for fd in fds:
-                                    os.fsync(fd)
-                            finally:
-                                close_fds(fds)
-                            segment.synced_size = segment.size
-                    if self._epochs.unsynced:  # a new partition's first epoch
-                        fsync_file(self._epochs.path)
-                        self._epochs.unsynced = False
-                    fsync_dir(self.directory)
-                    if not self._parent_dir_synced:  # a new partition's entry in its log dir
-                        fsync_dir(self.directory.parent)
-                        self._parent_dir_synced = True
-                    self._recovery_point = self._next_offset
-            except OSError as exc:
-                error = exc
-            finally:
-                for segment in self._segments:
-                    try:
-                        segment.close()
-                    except OSError as exc:
-                        error = error or exc
-            if error is not None:
-                raise KafkaStorageError(f"closing {self.name} failed: {error}") from error
+
+__all__ = ["LogFlusher", "PendingFlush"]

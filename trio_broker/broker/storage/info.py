@@ -1,7 +1,7 @@
 """What a partition log hands out (append and fetch results), and partition directory names.
 
-Why apart from ``log.py``: the API layer and the manager use these without needing the log's
-internals, and ``Log`` itself stays one readable class.
+Why apart from ``log.py``: they are the log's answers, not its state: the API layer and the
+manager read them without needing (or importing) the log's internals.
 """
 
 from __future__ import annotations

@@ -28,11 +28,11 @@ from typing import NamedTuple
 from ...protocol.batch import BatchHeader
 from ...protocol.control import read_marker
 from ...protocol.errors import CorruptRecordError
-from .cleaner import CLEANING_PREFIX, complete_swap, parse_swap, remove_dir
 from .config import LogConfig
 from .index import IndexCorruptError
 from .producer_state import ProducerStateManager
 from .segment import LogSegment
+from .segment_swap import finish_interrupted_swaps
 from .txn_index import AbortedTxn
 
 LOGGER = logging.getLogger(__name__)
@@ -133,7 +133,7 @@ class LogLoader:
         """Base offsets of the segments on disk; removes leftovers of interrupted operations."""
         logs: set[int] = set()
         indexes: dict[int, list[Path]] = {}
-        self._finish_cleanings()
+        finish_interrupted_swaps(self.directory)
         for path in self.directory.iterdir():
             if path.name.endswith((".tmp", ".deleted", ".cleaned", ".swap")):
                 path.unlink()
@@ -152,17 +152,6 @@ class LogLoader:
                     LOGGER.warning("Deleting index %s, which has no log segment", path)
                     path.unlink()
         return sorted(logs)
-
-    def _finish_cleanings(self) -> None:
-        """A committed cleaning (``.swap-*``) is completed, an unfinished one dropped."""
-        for path in sorted(self.directory.iterdir()):
-            if path.name.startswith(CLEANING_PREFIX) and path.is_dir():
-                LOGGER.warning("Removing %s: a cleaning interrupted before its swap", path)
-                remove_dir(path)
-            elif parse_swap(path.name) is not None and path.is_dir():
-                LOGGER.warning("Completing the swap of cleaned segment %s, interrupted by a "
-                               "crash", path)
-                complete_swap(self.directory, path)
 
     def _txn_index_lost(self, i: int) -> None:
         if self._rebuild_txn_from is None or i < self._rebuild_txn_from:

@@ -8,10 +8,10 @@ Why it is built this way:
   raised, so the end offset only moves when the whole batch is in the file.
 - Durability is the caller's decision: the log says when its flush policy wants an fsync
   (``needs_flush``) and ``flush`` can run in a worker thread while the event loop keeps
-  appending. One ``threading.Lock`` guards the segment list and every fd; ``flush`` fsyncs
-  *duplicates* of the fds taken under the lock, so a concurrent roll, retention delete or close
-  can never leave it syncing a closed (or reused) descriptor, and the slow fsync itself runs
-  without holding the lock.
+  appending. One ``threading.Lock`` guards the segment list and every fd; the log's
+  ``LogFlusher`` (``durability.py``) keeps the recovery point and fsyncs *duplicates* of the fds
+  taken under the lock, so a concurrent roll, retention delete or close can never leave it
+  syncing a closed (or reused) descriptor, and the slow fsync itself runs without the lock.
 - Recovery trusts nothing it does not have to: ``LogLoader`` (``loader.py``) opens the
   segments, re-reads and CRC-checks everything after the recovery point, and cuts a torn tail
   back to the last whole batch before the log takes over.
@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import logging
 import threading
-import time
 from bisect import bisect_right
 from pathlib import Path
 
@@ -46,9 +45,8 @@ from ...protocol.batch import (
 )
 from ...protocol.control import build_marker_batch
 from ...protocol.errors import CorruptRecordError
-from .cleaner import complete_swap, remove_dir
 from .config import LogConfig
-from .durability import LogDurability
+from .durability import LogFlusher
 from .errors import KafkaStorageError, OffsetOutOfRangeError
 from .files import wall_ms
 from .info import FetchDataInfo, LogAppendInfo, parse_partition_dir
@@ -62,12 +60,13 @@ from .producer_state import (
 )
 from .retention import segments_to_delete
 from .segment import LOG_SUFFIX, LogSegment
+from .segment_swap import complete_swap, remove_dir
 from .txn_index import AbortedTxn, collect_aborted
 
 LOGGER = logging.getLogger(__name__)
 
 
-class Log(LogDurability):
+class Log:
     def __init__(self, directory: Path, config: LogConfig, *, recovery_point: int = 0,
                  clean_shutdown: bool = False,
                  producer_id_expiration_ms: int = DEFAULT_PRODUCER_ID_EXPIRATION_MS,
@@ -82,9 +81,6 @@ class Log(LogDurability):
         self._segments: list[LogSegment] = []
         self._base_offsets: list[int] = []
         self._closed = False
-        self._dir_generation = 0
-        self._dir_synced_generation = 0
-        self._last_flush_monotonic = time.monotonic()
         self._producer_state = ProducerStateManager(
             directory, producer_id_expiration_ms=producer_id_expiration_ms)
         if new:  # a new partition: its directory just made, empty (nothing to scan or read)
@@ -97,9 +93,6 @@ class Log(LogDurability):
         self._base_offsets = loaded.base_offsets
         self._log_start_offset = loaded.log_start_offset
         self._next_offset = loaded.next_offset
-        self._recovery_point = loaded.recovery_point
-        if loaded.created_segment:
-            self._dir_generation += 1
         try:
             self._epochs = LeaderEpochCache(directory, new=new)
             self._epochs.truncate_from_end(self._next_offset)
@@ -108,6 +101,9 @@ class Log(LogDurability):
             for segment in self._segments:
                 segment.close()
             raise
+        self._flusher = LogFlusher(directory, self.name, self._epochs,
+                                   recovery_point=loaded.recovery_point,
+                                   dir_changed=loaded.created_segment)
         #: the epoch stamped on appended batches; -1 until ``become_leader``
         self._leader_epoch = -1
 
@@ -177,7 +173,7 @@ class Log(LogDurability):
     @property
     def recovery_point(self) -> int:
         """Every offset below this is known to be on stable storage (fsynced)."""
-        return self._recovery_point
+        return self._flusher.recovery_point
 
     @property
     def size_bytes(self) -> int:
@@ -346,13 +342,73 @@ class Log(LogDurability):
         old.on_become_inactive()
         segment = LogSegment(self.directory, self._next_offset, self.config)
         self._add_segment(segment)
-        self._dir_generation += 1
+        self._flusher.dir_changed()
         try:
             self._producer_state.take_snapshot(self._next_offset, durable=False)
         except OSError as exc:  # only an optimisation for the next load
             LOGGER.warning("Could not write a producer snapshot for %s: %s", self.name, exc)
         LOGGER.debug("Rolled %s: new segment at offset %d", self.name, self._next_offset)
         return segment
+
+    # --- durability ---------------------------------------------------------------------
+
+    def defer_parent_dir_sync(self) -> None:
+        """This log's directory was just created: its entry in the log dir is fsynced with the
+        log's first flush or clean close, not before the creation is answered (Kafka's
+        ``LogManager.createLogDirectory`` does not sync the parent either). A crash before that
+        loses the directory, which the next start recreates empty: only records no flush had
+        made durable are lost, as with any unflushed append."""
+        with self._lock:
+            self._flusher.defer_parent_dir_sync()
+
+    def needs_flush(self) -> bool:
+        """True when flush.messages / flush.ms or a rolled segment calls for an fsync."""
+        if self._closed:
+            return False
+        # the segment list may be replaced concurrently: the flusher reads one snapshot of it
+        return self._flusher.needs_flush(self._segments, self._next_offset, self.config)
+
+    def flush(self, up_to_offset: int | None = None) -> None:
+        """fsync data below ``up_to_offset`` (default: everything) and advance the recovery point.
+
+        Safe to call from a worker thread while another thread appends, rolls or deletes.
+        """
+        with self._lock:
+            if self._closed:
+                return
+            end = self._next_offset
+            target = end if up_to_offset is None else min(up_to_offset, end)
+            pending = self._flusher.prepare(self._segments, target)
+        pending.fsync()
+        with self._lock:
+            self._flusher.complete(pending)
+
+    def close(self, *, flush: bool = True) -> None:
+        """Close the files; with ``flush`` first make everything durable for a clean restart.
+
+        Raises KafkaStorageError if that could not be done (the files are closed regardless),
+        in which case the directory must not be marked as cleanly shut down.
+        """
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            error: OSError | None = None
+            try:
+                if flush:
+                    self._segments[-1].on_become_inactive()
+                    self._producer_state.take_snapshot(self._next_offset, durable=True)
+                    self._flusher.sync_all(self._segments, self._next_offset)
+            except OSError as exc:
+                error = exc
+            finally:
+                for segment in self._segments:
+                    try:
+                        segment.close()
+                    except OSError as exc:
+                        error = error or exc
+            if error is not None:
+                raise KafkaStorageError(f"closing {self.name} failed: {error}") from error
 
     # --- read ---------------------------------------------------------------------------
 
@@ -489,7 +545,7 @@ class Log(LogDurability):
             self._segments[first:first + len(old)] = [LogSegment(self.directory, base, config)]
             self._segments[first].load_trusted()
             self._base_offsets = [s.base_offset for s in self._segments]
-            self._dir_generation += 1
+            self._flusher.dir_changed()
             return True
 
     def remove_expired_producers(self, now_ms: int) -> int:

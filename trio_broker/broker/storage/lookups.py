@@ -1,9 +1,9 @@
 """Offsets by time for ListOffsets (Kafka's ``UnifiedLog.fetchOffsetByTimestamp``), over segments.
 
-Why a module of its own: ListOffsets has grown special timestamps (earliest, latest, the largest
-timestamp of KIP-734, the local and tiered variants of KIP-405) and an older answer for v0
-(offsets by segment file time). They only read the segment list, so ``Log`` takes its lock and
-hands the segments here; this module never writes.
+Why a module of its own: ListOffsets' lookups (the special timestamps: earliest, latest, the
+largest timestamp of KIP-734, the local and tiered variants of KIP-405; and v0's offsets by
+segment file time) are queries over the segment list, read-only: ``Log`` takes its lock and hands
+the segments here, and this module never writes.
 """
 
 from __future__ import annotations

@@ -25,7 +25,15 @@ partition's epoch 0 is fsynced by its first flush: ``durability.py``), and in th
 that moves leaders calls ``Log.become_leader`` with its controller's epoch instead.
 
 Metadata files are replaced atomically (temp file, fsync, rename, fsync dir); the checkpoint's
-format is Kafka's (``checkpoint.py``).
+format is Kafka's (``checkpoint.py``), and the per-dir files are ``LogDirCheckpoints``'
+(``dir_checkpoints.py``).
+
+Background duties (flush and retention passes, recovery-point checkpoints, DeleteRecords' log
+starts, the clean close) run in worker threads while the event loop serves: each is a walk over
+every log under the manager's lock. Opening and closing logs fsyncs a few files per partition
+(milliseconds each, even for an empty one); done on a pool (``in_parallel``), as Kafka's
+``num.recovery.threads.per.data.dir``, the file system commits the fsyncs together, so a start
+or a close does not take one fsync per partition in turn.
 """
 
 from __future__ import annotations
@@ -34,13 +42,15 @@ import logging
 import shutil
 import threading
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
+from typing import TypeVar
 
 import attrs
 
 from ...protocol.errors import CorruptRecordError
 from .config import LogConfig
+from .dir_checkpoints import LogDirCheckpoints
 from .errors import (
     InvalidPartitionsError,
     InvalidTopicError,
@@ -49,9 +59,8 @@ from .errors import (
     TopicAlreadyExistsError,
     UnknownTopicOrPartitionError,
 )
-from .files import fitting_name, fsync_dir
+from .files import fitting_name
 from .log import Log, parse_partition_dir
-from .log_duties import CLEAN_SHUTDOWN_FILE, LogDuties, in_parallel
 from .log_start import restore_log_starts
 from .producer_state import DEFAULT_PRODUCER_ID_EXPIRATION_MS
 from .topic_metadata import (
@@ -66,9 +75,33 @@ LOGGER = logging.getLogger(__name__)
 
 _DELETE_SUFFIX = "-delete"
 _LOAD_ERRORS = (OSError, StorageError, CorruptRecordError, ValueError)
+#: threads opening logs at start-up and closing (flushing) them at shutdown
+PARALLEL_THREADS = 32
+_T = TypeVar("_T")
+_R = TypeVar("_R")
 
 
-class LogManager(LogDuties):
+def in_parallel(work: Callable[[_T], _R], items: Sequence[_T]) -> list[_R]:
+    """``[work(item) for item in items]`` on up to ``PARALLEL_THREADS`` threads (an exception
+    is raised once all have run)."""
+    if len(items) <= 1:
+        return [work(item) for item in items]
+    from concurrent.futures import ThreadPoolExecutor  # an empty or one-log start needs none
+
+    with ThreadPoolExecutor(min(PARALLEL_THREADS, len(items)),
+                            thread_name_prefix="log-io") as pool:
+        return list(pool.map(work, items))
+
+
+def _close(log: Log) -> KafkaStorageError | None:
+    try:
+        log.close()
+    except KafkaStorageError as exc:
+        return exc
+    return None
+
+
+class LogManager:
     def __init__(self, log_dirs: Sequence[Path | str], default_config: LogConfig, *,
                  producer_id_expiration_ms: int = DEFAULT_PRODUCER_ID_EXPIRATION_MS) -> None:
         if not log_dirs:
@@ -84,15 +117,13 @@ class LogManager(LogDuties):
         self._names_by_id: dict[uuid.UUID, str] = {}
         self._logs: dict[tuple[str, int], Log] = {}
         self._dir_of: dict[tuple[str, int], Path] = {}
-        self._checkpointed: dict[Path, dict[tuple[str, int], int]] = {}
         # guards the maps above against a flusher or retention thread iterating them; the
         # topic maps (``_topics``, ``_names_by_id``) are replaced, never changed in place, so the
         # event loop may read them while an admin change runs in a worker thread
         self._lock = threading.Lock()
         # serialises admin changes (create, add partitions, delete), which run in worker threads
         self._admin_lock = threading.Lock()
-        # serialises writers of the per-dir checkpoint files (flusher thread vs close)
-        self._checkpoint_lock = threading.Lock()
+        self._checkpoints = LogDirCheckpoints()
         self._topic_store = TopicMetadataStore(self.log_dirs[0] / TOPIC_CONFIG_DIR)
 
     # --- loading ------------------------------------------------------------------------
@@ -104,20 +135,11 @@ class LogManager(LogDuties):
         for log_dir in self.log_dirs:
             try:
                 log_dir.mkdir(parents=True, exist_ok=True)
-                marker = log_dir / CLEAN_SHUTDOWN_FILE
-                clean[log_dir] = marker.exists()
-                if clean[log_dir]:
-                    # From here on a crash must count as unclean.
-                    marker.unlink()
-                    fsync_dir(log_dir)
+                clean[log_dir] = self._checkpoints.take_clean_shutdown(log_dir)
             except OSError as exc:
                 self._dir_failed(log_dir, f"cannot use log dir: {exc}")
                 continue
-            try:
-                recovery_points[log_dir] = self._checkpoint_file(log_dir).read()
-            except (OSError, ValueError) as exc:
-                LOGGER.warning("Ignoring a bad recovery checkpoint in %s: %s", log_dir, exc)
-        self._checkpointed = {d: dict(points) for d, points in recovery_points.items()}
+            recovery_points[log_dir] = self._checkpoints.read_recovery_points(log_dir)
         self._topics = self._topic_store.load_all(self.default_config)
         found: dict[tuple[str, int], Path] = {}
         for log_dir in self.log_dirs:
@@ -453,3 +475,79 @@ class LogManager(LogDuties):
             except OSError as exc:
                 LOGGER.error("Could not remove %s: %s", log.directory, exc)
         LOGGER.info("Deleted topic %s", name)
+
+    # --- background duties (worker threads) ---------------------------------------------
+
+    def all_logs(self) -> list[Log]:
+        with self._lock:
+            return list(self._logs.values())
+
+    def logs_needing_flush(self) -> list[Log]:
+        return [log for log in self.all_logs() if log.needs_flush()]
+
+    def flush_dirty(self) -> int:
+        """fsync every log whose flush policy asks for it, then checkpoint recovery points.
+
+        Meant for a worker thread; returns the number of logs flushed.
+        """
+        flushed = 0
+        for log in self.logs_needing_flush():
+            try:
+                log.flush()
+                flushed += 1
+            except KafkaStorageError as exc:
+                LOGGER.error("Flushing %s failed: %s", log.name, exc)
+        self.checkpoint_recovery_points()
+        return flushed
+
+    def checkpoint_recovery_points(self) -> None:
+        """Persist each partition's recovery point, so an unclean restart re-checks only the
+        data written since (Kafka's recovery-point-offset-checkpoint)."""
+        by_dir: dict[Path, list[Log]] = {}
+        with self._lock:
+            for key, log in self._logs.items():
+                if not log.closed:
+                    by_dir.setdefault(self._dir_of[key], []).append(log)
+        self._checkpoints.write_recovery_points(by_dir)
+
+    def delete_records(self, log: Log, offset: int) -> int:
+        """DeleteRecords on ``log``: its new start offset, checkpointed before it is returned."""
+        start = log.advance_log_start_offset(offset)
+        log_dir = self._dir_of[(log.topic, log.partition)]
+        with self._lock:
+            in_dir = [g for k, g in self._logs.items() if self._dir_of[k] == log_dir]
+        self._checkpoints.write_log_starts(log_dir, in_dir)
+        return start
+
+    def run_retention(self, now_ms: int) -> int:
+        """Apply retention to every log and expire idle producer ids; returns segments deleted."""
+        deleted = 0
+        for log in self.all_logs():
+            try:
+                deleted += log.delete_old_segments(now_ms)
+                log.remove_expired_producers(now_ms)
+            except KafkaStorageError as exc:
+                LOGGER.error("Retention on %s failed: %s", log.name, exc)
+        return deleted
+
+    def close(self) -> None:
+        """Flush and close every log, then mark each log dir whose logs all closed cleanly."""
+        with self._lock:
+            logs = list(self._logs.items())
+        failed_dirs: set[Path] = set()
+        points: dict[Path, dict[tuple[str, int], int]] = {}
+        # in parallel: see the module's docstring
+        errors = in_parallel(_close, [log for _, log in logs])
+        for (key, log), exc in zip(logs, errors, strict=True):
+            log_dir = self._dir_of[key]
+            if exc is not None:
+                LOGGER.error("Closing %s failed: %s", log.name, exc)
+                failed_dirs.add(log_dir)
+            points.setdefault(log_dir, {})[key] = log.recovery_point
+        for log_dir in self.log_dirs:
+            if log_dir in self.offline_dirs or log_dir in failed_dirs:
+                continue
+            try:
+                self._checkpoints.mark_clean_shutdown(log_dir, points.get(log_dir, {}))
+            except OSError as exc:
+                LOGGER.error("Could not mark %s as cleanly shut down: %s", log_dir, exc)

@@ -39,7 +39,8 @@ from ..core.structs import (
     TopicPartition,
 )
 from .config import ADMIN_DEFAULTS, normalize
-from .consumer.coordinator import CoordinatorLookup, fetch_committed
+from .consumer.committed_offsets import fetch_committed
+from .consumer.coordinator_lookup import CoordinatorLookup
 from .network import NetworkClient
 from .offsets import list_offsets
 

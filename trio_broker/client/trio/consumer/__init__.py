@@ -1,8 +1,9 @@
 """The consumer, in parts as Kafka's and aiokafka's: ``consumer`` (the public ``Consumer``),
 ``subscription_state`` (assignment and processed positions), ``fetcher`` (pipelined fetches),
-``positions`` (committed offsets, ``auto.offset.reset``), ``coordinator`` (finding the group
-coordinator, commits), ``group_coordinator`` (classic membership), ``consumer_member`` (KIP-848
-membership) and ``assignors`` (client-side assignors).
+``positions`` (committed offsets, ``auto.offset.reset``), ``coordinator_lookup`` (finding and
+asking the group coordinator), ``committed_offsets`` (OffsetCommit, OffsetFetch),
+``classic_member`` (classic membership: join, sync, heartbeats, leave), ``consumer_member``
+(KIP-848 membership) and ``assignors`` (client-side assignors).
 
 May import the Trio client's connection layer (``client.trio``), the client core and the
 protocol; nothing of the broker.

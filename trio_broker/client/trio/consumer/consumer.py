@@ -2,11 +2,12 @@
 
 Its parts, as in Kafka's and aiokafka's consumers: ``subscription_state`` (what is assigned and
 which positions are processed), ``fetcher`` (pipelined Fetch requests, buffered chunks),
-``positions`` (committed offsets, ``auto.offset.reset``), ``group_coordinator`` (membership,
-heartbeats, commits) and ``assignors``. Auto-commit
-(``enable.auto.commit``, every ``auto.commit.interval.ms``) stores only processed positions, so
-a crash between taking records and handling them replays them rather than losing them
-(at-least-once).
+``positions`` (committed offsets, ``auto.offset.reset``), ``coordinator_lookup`` (finding the
+group's coordinator), ``committed_offsets`` (OffsetCommit, OffsetFetch), ``classic_member`` and
+``consumer_member`` (membership in a classic or a consumer-protocol group: joining, heartbeats,
+leaving) and ``assignors``. Auto-commit (``enable.auto.commit``, every
+``auto.commit.interval.ms``) stores only processed positions, so a crash between taking records
+and handling them replays them rather than losing them (at-least-once).
 
 Background tasks, all in the nursery of ``open_consumer``: the fetcher (pipelined Fetch
 requests), the position resolver (committed offsets, ``auto.offset.reset``, seeks to the
@@ -47,10 +48,11 @@ from ...core.structs import (
 from ..config import CONSUMER_DEFAULTS, normalize
 from ..network import NetworkClient
 from ..offsets import list_offsets
+from .classic_member import GroupMember
+from .committed_offsets import commit_offsets, fetch_committed
 from .consumer_member import COMMIT_VERSION, ConsumerMember
-from .coordinator import CoordinatorLookup, commit_offsets, fetch_committed
+from .coordinator_lookup import CoordinatorLookup
 from .fetcher import Fetcher
-from .group_coordinator import GroupMember
 from .positions import PositionResolver
 from .subscription_state import ConsumerRebalanceListener, PartitionState, SubscriptionState
 

@@ -36,7 +36,7 @@ from ...core.errors import KafkaError, UnsupportedVersionError, describe_code, e
 from ...core.metadata import metadata_request
 from ...core.structs import TopicPartition
 from ..network import NetworkClient, Wakeup
-from .coordinator import CoordinatorLookup
+from .coordinator_lookup import CoordinatorLookup
 
 LOGGER = logging.getLogger(__name__)
 

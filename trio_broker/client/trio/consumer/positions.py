@@ -21,7 +21,8 @@ from ...core.errors import (
 from ...core.structs import EARLIEST, LATEST, OffsetAndMetadata, TopicPartition
 from ..network import NetworkClient, Wakeup
 from ..offsets import list_offsets
-from .coordinator import CoordinatorLookup, fetch_committed
+from .committed_offsets import fetch_committed
+from .coordinator_lookup import CoordinatorLookup
 from .fetcher import Fetcher
 from .subscription_state import PartitionState, SubscriptionState
 

@@ -1,5 +1,6 @@
-"""Classic consumer-group membership: join, sync, heartbeat, leave (the coordinator itself is
-found and asked through ``coordinator.CoordinatorLookup``).
+"""Classic consumer-group membership (``GroupMember``): join, sync, heartbeat, leave. The
+coordinator itself is found and asked through ``coordinator_lookup.CoordinatorLookup``; the
+consumer-protocol (KIP-848) member is ``consumer_member.ConsumerMember``, with the same face.
 
 Why two tasks: a JoinGroup may legitimately wait minutes (until every member rejoins), while
 heartbeats must keep flowing on schedule whenever the group is stable. So the *group task* runs
@@ -56,7 +57,7 @@ from ...core.errors import (
 from ...core.structs import TopicPartition
 from ..network import NetworkClient, Wakeup
 from .assignors import ASSIGNORS
-from .coordinator import COORDINATOR_ERRORS, CoordinatorLookup
+from .coordinator_lookup import COORDINATOR_ERRORS, CoordinatorLookup
 
 LOGGER = logging.getLogger(__name__)
 
@@ -377,3 +378,6 @@ class GroupMember:
                 LOGGER.info("group %s: member %s left", self.group_id, member_id)
             except KafkaError as exc:
                 LOGGER.info("group %s: LeaveGroup failed: %r", self.group_id, exc)
+
+
+__all__ = ["GroupMember"]
