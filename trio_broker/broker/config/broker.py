@@ -75,6 +75,8 @@ class BrokerConfig(FrozenFields):
     metrics_listener: str = _f("metrics.listener")
     http_listener: str = _f("http.listener")
     control_listener: str = _f("control.listener")
+    control_listener_token: str = _f("control.listener.token")
+    http_allowed_hosts: str = _f("http.allowed.hosts")
     http_console_enabled: bool | None = _f("http.console.enabled")
     http_console_read_only: bool | None = _f("http.console.read.only")
     # --- security (docs/security.md) ------------------------------------------------------------
