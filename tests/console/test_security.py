@@ -162,3 +162,51 @@ def test_sasl_ssl_console_trusts_its_own_certificate(page: Page, tls_files: TlsF
         assert "Authentication failed" in refused.text()
     finally:
         broker.stop()
+
+
+def _tls_principals(caplog: pytest.LogCaptureFixture) -> list[str | None]:
+    return [r.args[-1] for r in caplog.records  # type: ignore[index]
+            if "TLS principal" in r.getMessage()]
+
+
+def _get(broker: ThreadedBroker, path: str) -> tuple[int, str]:
+    url = console_url(broker)
+    with urllib.request.urlopen(url + path, timeout=30) as answer:
+        return answer.status, answer.read().decode()
+
+
+def test_a_tls_console_presents_only_its_own_certificate(tls_files: TlsFiles, tmp_path: Path,
+                                                         caplog: pytest.LogCaptureFixture,
+                                                         ) -> None:
+    """With client certificates asked for, the console's client never presents the broker's
+    ``ssl.certfile`` (every visitor would act as the broker); it presents
+    ``http.console.ssl.certfile`` when set, and none otherwise."""
+    keys = {"listeners": "SSL://127.0.0.1:0", "ssl_certfile": str(tls_files.server_pem),
+            "ssl_cafile": str(tls_files.ca_pem), "ssl_client_auth": "requested",
+            "http_console_enabled": True}
+    caplog.set_level(logging.INFO, logger="trio_broker.broker.http")
+    # last: caplog's handler takes the level of the latest call
+    caplog.set_level(logging.DEBUG, logger="trio_broker.broker.network.socket_server")
+    broker = console_broker(tmp_path / "bare", **keys)
+    try:
+        broker.create_topic("shown", 1)
+        status, body = _get(broker, "/topics")
+        assert status == 200
+        assert "shown" in body
+        assert set(_tls_principals(caplog)) == {None}  # not the broker's own principal
+        assert any("presents no certificate" in r.getMessage() for r in caplog.records)
+    finally:
+        broker.stop()
+    caplog.clear()
+    broker = console_broker(tmp_path / "given", **keys,
+                            http_console_ssl_certfile=str(tls_files.client_pem))
+    try:
+        broker.create_topic("shown", 1)
+        status, body = _get(broker, "/topics")
+        assert "shown" in body
+        assert not any("presents no certificate" in r.getMessage() for r in caplog.records)
+    finally:
+        broker.stop()
+    principals = set(_tls_principals(caplog))
+    assert len(principals) == 1
+    assert principals.pop().startswith("User:CN=client-one,")  # type: ignore[union-attr]

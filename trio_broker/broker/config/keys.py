@@ -123,6 +123,13 @@ _HONOURED: tuple[ConfigKey, ...] = (
     _h("http.console.read.only", "Refuse the console's writes (create, delete, alter, produce, "
        "reset). Unset: read-only when http.listener binds beyond loopback.", own=True,
        type_=T.BOOLEAN, default=None),
+    _h("http.console.ssl.certfile", "PEM certificate (and key) the console's own Kafka client "
+       "presents when its listener asks for client certificates; empty = none (the broker's "
+       "ssl.certfile is never presented for it).", own=True, type_=T.STRING, default=""),
+    _h("http.console.ssl.keyfile", "PEM private key of http.console.ssl.certfile, if not in it.",
+       own=True, type_=T.STRING, default=""),
+    _h("http.console.ssl.key.password", "Password of an encrypted http.console.ssl.keyfile.",
+       own=True, type_=T.PASSWORD, default=""),
     # --- security (docs/security.md) ------------------------------------------------------------
     _h("ssl.certfile", "PEM certificate chain of SSL/SASL_SSL listeners (may hold the key "
        "too).", own=True, type_=T.STRING, default=""),

@@ -53,6 +53,11 @@ class ConsoleSettings:
     key_password: str = ""
     cafile: str = ""
     client_auth: str = "none"
+    #: the certificate the console's client presents (``http.console.ssl.*``): never the
+    #: broker's own, whose principal every visitor of the console would otherwise act as
+    client_certfile: str = ""
+    client_keyfile: str = ""
+    client_key_password: str = ""
 
     @property
     def enabled(self) -> bool:
@@ -84,8 +89,8 @@ class ConsoleSettings:
         The console dials its own broker, so the certificate it must accept is the one in
         ``ssl.certfile`` (trusted as is, even when it is not self-signed: partial chains are
         allowed) or one signed by ``ssl.cafile``; the host name is not checked, since the address
-        is the broker's own. When the listener asks for client certificates, the broker's own
-        certificate is offered.
+        is the broker's own. When the listener asks for client certificates, the one in
+        ``http.console.ssl.certfile`` is offered, if set.
         """
         if not self.tls:
             return None
@@ -94,10 +99,15 @@ class ConsoleSettings:
             context.load_verify_locations(cafile=self.cafile)
         context.verify_flags |= ssl.VERIFY_X509_PARTIAL_CHAIN
         context.check_hostname = False
-        if self.client_auth != "none" and self.certfile:
-            context.load_cert_chain(self.certfile, self.keyfile or None,
-                                    self.key_password or None)
+        if self.client_auth != "none" and self.client_certfile:
+            context.load_cert_chain(self.client_certfile, self.client_keyfile or None,
+                                    self.client_key_password or None)
         return context
+
+    @property
+    def presents_no_certificate(self) -> bool:
+        """The listener asks for client certificates and the console has none to present."""
+        return self.tls and self.client_auth != "none" and not self.client_certfile
 
 
 def console_listener(config: BrokerConfig) -> str:
@@ -140,7 +150,10 @@ def console_settings(config: BrokerConfig, advertised: tuple[str, int]) -> Conso
         security_protocol=protocol, bootstrap=f"{_host_for_url(adv_host)}:{adv_port}",
         mechanisms=mechanisms, certfile=config.ssl_certfile, keyfile=config.ssl_keyfile,
         key_password=config.ssl_key_password or "", cafile=config.ssl_cafile,
-        client_auth=str(config.ssl_client_auth or "none").lower())
+        client_auth=str(config.ssl_client_auth or "none").lower(),
+        client_certfile=config.http_console_ssl_certfile,
+        client_keyfile=config.http_console_ssl_keyfile,
+        client_key_password=config.http_console_ssl_key_password or "")
 
 
 def _host_for_url(host: str) -> str:
