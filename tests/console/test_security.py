@@ -105,6 +105,38 @@ def test_a_loopback_console_answers_loopback_names_only(broker: ThreadedBroker) 
             conn.close()
 
 
+def _status_for_host(address: tuple[str, int], host_header: str) -> int:
+    conn = http.client.HTTPConnection("127.0.0.1", address[1], timeout=10)
+    try:
+        conn.putrequest("GET", "/static/console.css", skip_host=True)
+        conn.putheader("Host", host_header)
+        conn.endheaders()
+        return conn.getresponse().status
+    finally:
+        conn.close()
+
+
+def test_a_console_beyond_loopback_answers_its_own_names_only(tmp_path: Path) -> None:
+    """Bound to every interface, the console still refuses a Host of another name (DNS
+    rebinding: the page's Origin would equal that Host), and answers loopback, the address it
+    was reached on, and the names in ``http.allowed.hosts``."""
+    broker = console_broker(tmp_path, http_listener="http://0.0.0.0:0",
+                            http_allowed_hosts="kafka-console.internal")
+    try:
+        assert broker.broker is not None
+        address = broker.broker.http_address
+        assert address is not None
+        port = address[1]
+        for host, status in ((f"rebind.evil.example:{port}", 421), ("rebind.evil.example", 421),
+                             (f"0.0.0.0:{port}", 421), (f"10.9.8.7:{port}", 421),
+                             (f"127.0.0.1:{port}", 200), (f"localhost:{port}", 200),
+                             (f"kafka-console.internal:{port}", 200),
+                             ("Kafka-Console.Internal.", 200)):
+            assert _status_for_host(address, host) == status, host
+    finally:
+        broker.stop()
+
+
 def test_sasl_login_with_the_brokers_users(page: Page, sasl: ThreadedBroker,
                                            caplog: pytest.LogCaptureFixture) -> None:
     url = console_url(sasl)

@@ -11,27 +11,18 @@ for, so the console stays off there unless ``http.console.enabled=true`` says ot
 
 from __future__ import annotations
 
-import ipaddress
 import ssl
 from typing import Any
 
 import attrs
 
 from ..config import BrokerConfig, ConfigError, parse_http_listener
+from .guard import is_loopback as is_loopback
 
 #: SASL mechanisms in the order the login page offers them: PLAIN first, because it logs in any
 #: stored user (the broker checks it against whichever SCRAM credential the user has)
 _MECHANISM_ORDER = ("PLAIN", "SCRAM-SHA-512", "SCRAM-SHA-256")
 
-
-
-def is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 @attrs.frozen
@@ -58,6 +49,8 @@ class ConsoleSettings:
     client_certfile: str = ""
     client_keyfile: str = ""
     client_key_password: str = ""
+    #: names the console answers to besides loopback and its own address (DNS rebinding guard)
+    allowed_hosts: tuple[str, ...] = ()
 
     @property
     def enabled(self) -> bool:
@@ -153,7 +146,8 @@ def console_settings(config: BrokerConfig, advertised: tuple[str, int]) -> Conso
         client_auth=str(config.ssl_client_auth or "none").lower(),
         client_certfile=config.http_console_ssl_certfile,
         client_keyfile=config.http_console_ssl_keyfile,
-        client_key_password=config.http_console_ssl_key_password or "")
+        client_key_password=config.http_console_ssl_key_password or "",
+        allowed_hosts=tuple(h for h in config.http_allowed_hosts.split(",") if h))
 
 
 def _host_for_url(host: str) -> str:
