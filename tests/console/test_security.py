@@ -6,6 +6,7 @@ from __future__ import annotations
 import http.client
 import logging
 import ssl
+import urllib.parse
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
@@ -242,3 +243,60 @@ def test_a_tls_console_presents_only_its_own_certificate(tls_files: TlsFiles, tm
     principals = set(_tls_principals(caplog))
     assert len(principals) == 1
     assert principals.pop().startswith("User:CN=client-one,")  # type: ignore[union-attr]
+
+
+def _post_login(address: tuple[str, int], user: str, headers: dict[str, str] | None = None,
+                ) -> tuple[int, str | None]:
+    """(status, session cookie or None) of one login form post."""
+    body = urllib.parse.urlencode({"username": user, "password": password(user),
+                                   "mechanism": "PLAIN", "next": "/"}).encode()
+    conn = http.client.HTTPConnection(*address, timeout=30)
+    try:
+        conn.request("POST", "/login", body=body, headers={
+            "Content-Type": "application/x-www-form-urlencoded", **(headers or {})})
+        answer = conn.getresponse()
+        answer.read()
+        cookie = answer.getheader("Set-Cookie")
+        return answer.status, cookie.split(";", 1)[0] if cookie else None
+    finally:
+        conn.close()
+
+
+def _logged_in(address: tuple[str, int], cookie: str) -> bool:
+    conn = http.client.HTTPConnection(*address, timeout=30)
+    try:
+        conn.request("GET", "/topics", headers={"Cookie": cookie})
+        answer = conn.getresponse()
+        answer.read()
+        return answer.status == 200
+    finally:
+        conn.close()
+
+
+def test_login_refuses_other_sites_and_one_user_cannot_evict_another(
+        users_file: Path, tmp_path: Path) -> None:
+    broker = console_broker(tmp_path, listeners="SASL_PLAINTEXT://127.0.0.1:0",
+                            sasl_credentials_file=str(users_file),
+                            connection_failed_authentication_delay_ms=10)
+    try:
+        assert broker.broker is not None
+        address = broker.broker.http_address
+        assert address is not None
+        origin = f"http://127.0.0.1:{address[1]}"
+        # login CSRF: another site's page must not log the visitor in as someone else
+        for headers in ({"Origin": "http://evil.example"}, {"Origin": "null"},
+                        {"Origin": origin, "Sec-Fetch-Site": "cross-site"}):
+            status, cookie = _post_login(address, "alice", headers)
+            assert (status, cookie) == (403, None), headers
+        status, bob = _post_login(address, "bob", {"Origin": origin,
+                                                   "Sec-Fetch-Site": "same-origin"})
+        assert status == 303
+        assert bob is not None
+        # alice logs in past the console's whole session limit: only her own sessions go
+        alice = [_post_login(address, "alice")[1] for _ in range(70)]
+        assert all(alice)
+        assert _logged_in(address, bob)
+        assert _logged_in(address, alice[-1] or "")
+        assert not _logged_in(address, alice[0] or "")
+    finally:
+        broker.stop()
