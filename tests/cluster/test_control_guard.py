@@ -94,8 +94,7 @@ async def test_a_wildcard_bind_answers_loopback_and_the_allowed_names_only() -> 
     async with open_cluster(1, control_listener="http://0.0.0.0:0",
                             http_allowed_hosts="ci-runner.internal") as cluster:
         assert cluster.control_address is not None
-        port = cluster.control_address[1]
-        cluster.control_address = ("127.0.0.1", port)
+        port = cluster.control_address[1]  # connecting to 0.0.0.0 reaches this host
         for host, expected in ((f"rebind.evil.example:{port}", 421), ("0.0.0.0", 421),
                                (f"ci-runner.internal:{port}", 200),
                                (f"CI-RUNNER.internal.:{port}", 200),
