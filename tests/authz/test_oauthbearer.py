@@ -10,16 +10,21 @@ import time
 from typing import Any
 
 import pytest
+import trio
 from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.asymmetric import padding, rsa
 
 from tests.cli.conftest import run_cli
+from tests.wire import RawClient
+from trio_broker import open_broker
 from trio_broker.broker.security.oauthbearer import (
     OAuthBearerError,
     OAuthBearerValidator,
     OAuthSettings,
     parse_client_message,
 )
+from trio_broker.protocol.api_keys import ApiKey
+from trio_broker.protocol.errors import ErrorCode
 from trio_broker.testing import ThreadedBroker
 
 
@@ -160,3 +165,44 @@ def test_serve_refuses_a_jwks_it_cannot_use_in_one_line(tmp_path, url, why):
     assert why in done.stderr
     assert done.stderr.count("\n") == 1, done.stderr
     assert not (tmp_path / "data").exists()
+
+
+# --- claims that are not finite numbers, over a real SASL connection -----------------------------
+
+def _raw_token(exp_text: str) -> str:
+    """An unsecured token whose exp is the JSON text ``exp_text`` as written (json.dumps would
+    write inf as Infinity; 1e400 needs writing by hand)."""
+    header = _b64(b'{"alg":"none"}')
+    body = _b64(b'{"sub":"alice","exp":' + exp_text.encode() + b"}")
+    return f"{header}.{body}."
+
+
+@pytest.mark.parametrize("exp", ["Infinity", "-Infinity", "NaN", "1e400", "-1e400",
+                                 "1" + "0" * 30, "true"])
+def test_an_exp_that_is_no_finite_time_fails_the_login(exp: str) -> None:
+    with pytest.raises(OAuthBearerError):
+        OAuthBearerValidator(OAuthSettings()).validate(_raw_token(exp))
+
+
+async def test_non_finite_exp_is_sasl_authentication_failed_after_the_delay(tmp_path) -> None:
+    async with open_broker(listeners="SASL_PLAINTEXT://127.0.0.1:0",
+                           log_dirs=str(tmp_path / "data"),
+                           sasl_enabled_mechanisms="OAUTHBEARER",
+                           connection_failed_authentication_delay_ms=300) as broker:
+        for exp in ("Infinity", "NaN", "1e400"):
+            client = RawClient(await trio.open_tcp_stream(broker.host, broker.port))
+            hs = await client.request(ApiKey.SaslHandshake, 1, mechanism="OAUTHBEARER")
+            assert hs.error_code == 0
+            message = f"n,,\x01auth=Bearer {_raw_token(exp)}\x01\x01".encode()
+            started = trio.current_time()
+            answer = await client.request(ApiKey.SaslAuthenticate, 2, auth_bytes=message)
+            assert answer.error_code == ErrorCode.SASL_AUTHENTICATION_FAILED, exp
+            assert trio.current_time() - started >= 0.29
+            assert await client.is_closed_by_peer()
+        # and the broker goes on serving good tokens
+        client = RawClient(await trio.open_tcp_stream(broker.host, broker.port))
+        await client.request(ApiKey.SaslHandshake, 1, mechanism="OAUTHBEARER")
+        good = f"n,,\x01auth=Bearer {unsecured('alice', time.time() + 60)}\x01\x01".encode()
+        assert (await client.request(ApiKey.SaslAuthenticate, 2,
+                                     auth_bytes=good)).error_code == ErrorCode.NONE
+        await client.aclose()

@@ -6,6 +6,7 @@ from __future__ import annotations
 import http.client
 import logging
 import ssl
+import urllib.parse
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
@@ -105,6 +106,38 @@ def test_a_loopback_console_answers_loopback_names_only(broker: ThreadedBroker) 
             conn.close()
 
 
+def _status_for_host(address: tuple[str, int], host_header: str) -> int:
+    conn = http.client.HTTPConnection("127.0.0.1", address[1], timeout=10)
+    try:
+        conn.putrequest("GET", "/static/console.css", skip_host=True)
+        conn.putheader("Host", host_header)
+        conn.endheaders()
+        return conn.getresponse().status
+    finally:
+        conn.close()
+
+
+def test_a_console_beyond_loopback_answers_its_own_names_only(tmp_path: Path) -> None:
+    """Bound to every interface, the console still refuses a Host of another name (DNS
+    rebinding: the page's Origin would equal that Host), and answers loopback, the address it
+    was reached on, and the names in ``http.allowed.hosts``."""
+    broker = console_broker(tmp_path, http_listener="http://0.0.0.0:0",
+                            http_allowed_hosts="kafka-console.internal")
+    try:
+        assert broker.broker is not None
+        address = broker.broker.http_address
+        assert address is not None
+        port = address[1]
+        for host, status in ((f"rebind.evil.example:{port}", 421), ("rebind.evil.example", 421),
+                             (f"0.0.0.0:{port}", 421), (f"10.9.8.7:{port}", 421),
+                             (f"127.0.0.1:{port}", 200), (f"localhost:{port}", 200),
+                             (f"kafka-console.internal:{port}", 200),
+                             ("Kafka-Console.Internal.", 200)):
+            assert _status_for_host(address, host) == status, host
+    finally:
+        broker.stop()
+
+
 def test_sasl_login_with_the_brokers_users(page: Page, sasl: ThreadedBroker,
                                            caplog: pytest.LogCaptureFixture) -> None:
     url = console_url(sasl)
@@ -160,5 +193,110 @@ def test_sasl_ssl_console_trusts_its_own_certificate(page: Page, tls_files: TlsF
             max_redirects=0, ignore_https_errors=True)
         assert refused.status == 401
         assert "Authentication failed" in refused.text()
+    finally:
+        broker.stop()
+
+
+def _tls_principals(caplog: pytest.LogCaptureFixture) -> list[str | None]:
+    return [r.args[-1] for r in caplog.records  # type: ignore[index]
+            if "TLS principal" in r.getMessage()]
+
+
+def _get(broker: ThreadedBroker, path: str) -> tuple[int, str]:
+    url = console_url(broker)
+    with urllib.request.urlopen(url + path, timeout=30) as answer:
+        return answer.status, answer.read().decode()
+
+
+def test_a_tls_console_presents_only_its_own_certificate(tls_files: TlsFiles, tmp_path: Path,
+                                                         caplog: pytest.LogCaptureFixture,
+                                                         ) -> None:
+    """With client certificates asked for, the console's client never presents the broker's
+    ``ssl.certfile`` (every visitor would act as the broker); it presents
+    ``http.console.ssl.certfile`` when set, and none otherwise."""
+    keys = {"listeners": "SSL://127.0.0.1:0", "ssl_certfile": str(tls_files.server_pem),
+            "ssl_cafile": str(tls_files.ca_pem), "ssl_client_auth": "requested",
+            "http_console_enabled": True}
+    caplog.set_level(logging.INFO, logger="trio_broker.broker.http")
+    # last: caplog's handler takes the level of the latest call
+    caplog.set_level(logging.DEBUG, logger="trio_broker.broker.network.socket_server")
+    broker = console_broker(tmp_path / "bare", **keys)
+    try:
+        broker.create_topic("shown", 1)
+        status, body = _get(broker, "/topics")
+        assert status == 200
+        assert "shown" in body
+        assert set(_tls_principals(caplog)) == {None}  # not the broker's own principal
+        assert any("presents no certificate" in r.getMessage() for r in caplog.records)
+    finally:
+        broker.stop()
+    caplog.clear()
+    broker = console_broker(tmp_path / "given", **keys,
+                            http_console_ssl_certfile=str(tls_files.client_pem))
+    try:
+        broker.create_topic("shown", 1)
+        status, body = _get(broker, "/topics")
+        assert "shown" in body
+        assert not any("presents no certificate" in r.getMessage() for r in caplog.records)
+    finally:
+        broker.stop()
+    principals = set(_tls_principals(caplog))
+    assert len(principals) == 1
+    assert principals.pop().startswith("User:CN=client-one,")  # type: ignore[union-attr]
+
+
+def _post_login(address: tuple[str, int], user: str, headers: dict[str, str] | None = None,
+                ) -> tuple[int, str | None]:
+    """(status, session cookie or None) of one login form post."""
+    body = urllib.parse.urlencode({"username": user, "password": password(user),
+                                   "mechanism": "PLAIN", "next": "/"}).encode()
+    conn = http.client.HTTPConnection(*address, timeout=30)
+    try:
+        conn.request("POST", "/login", body=body, headers={
+            "Content-Type": "application/x-www-form-urlencoded", **(headers or {})})
+        answer = conn.getresponse()
+        answer.read()
+        cookie = answer.getheader("Set-Cookie")
+        return answer.status, cookie.split(";", 1)[0] if cookie else None
+    finally:
+        conn.close()
+
+
+def _logged_in(address: tuple[str, int], cookie: str) -> bool:
+    conn = http.client.HTTPConnection(*address, timeout=30)
+    try:
+        conn.request("GET", "/topics", headers={"Cookie": cookie})
+        answer = conn.getresponse()
+        answer.read()
+        return answer.status == 200
+    finally:
+        conn.close()
+
+
+def test_login_refuses_other_sites_and_one_user_cannot_evict_another(
+        users_file: Path, tmp_path: Path) -> None:
+    broker = console_broker(tmp_path, listeners="SASL_PLAINTEXT://127.0.0.1:0",
+                            sasl_credentials_file=str(users_file),
+                            connection_failed_authentication_delay_ms=10)
+    try:
+        assert broker.broker is not None
+        address = broker.broker.http_address
+        assert address is not None
+        origin = f"http://127.0.0.1:{address[1]}"
+        # login CSRF: another site's page must not log the visitor in as someone else
+        for headers in ({"Origin": "http://evil.example"}, {"Origin": "null"},
+                        {"Origin": origin, "Sec-Fetch-Site": "cross-site"}):
+            status, cookie = _post_login(address, "alice", headers)
+            assert (status, cookie) == (403, None), headers
+        status, bob = _post_login(address, "bob", {"Origin": origin,
+                                                   "Sec-Fetch-Site": "same-origin"})
+        assert status == 303
+        assert bob is not None
+        # alice logs in past the console's whole session limit: only her own sessions go
+        alice = [_post_login(address, "alice")[1] for _ in range(70)]
+        assert all(alice)
+        assert _logged_in(address, bob)
+        assert _logged_in(address, alice[-1] or "")
+        assert not _logged_in(address, alice[0] or "")
     finally:
         broker.stop()

@@ -103,3 +103,17 @@ def test_disabled_and_https_needs_a_certificate(tmp_path: Path) -> None:
                     http_console_enabled=False).off_reason == "http.console.enabled=false"
     with pytest.raises(ConfigError, match=r"needs ssl\.certfile"):
         settings(http_listener="https://127.0.0.1:9443")
+
+
+def test_the_console_never_presents_the_brokers_certificate(tls_files: TlsFiles) -> None:
+    keys = {"http_listener": "http://127.0.0.1:9400", "listeners": "SSL://127.0.0.1:9093",
+            "ssl_certfile": str(tls_files.server_pem), "ssl_cafile": str(tls_files.ca_pem),
+            "ssl_client_auth": "required", "http_console_enabled": True}
+    bare = settings(**keys)
+    assert bare.presents_no_certificate
+    context = bare.ssl_context()
+    assert context is not None
+    assert context.get_ca_certs()  # it still trusts the broker
+    given = settings(**keys, http_console_ssl_certfile=str(tls_files.client_pem))
+    assert not given.presents_no_certificate
+    assert given.ssl_context() is not None

@@ -17,6 +17,7 @@ not a replicated system (docs/testing.md).
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
 import tempfile
 import time
@@ -314,7 +315,10 @@ async def serve_cluster(config: ConfigInput = None, *, brokers: int = 3,
                     from .control import serve_control
 
                     cluster.control_address = await nursery.start(
-                        serve_control, cfg.control_listener, cluster)
+                        functools.partial(serve_control, cfg.control_listener, cluster,
+                                          token=cfg.control_listener_token or "",
+                                          allowed_hosts=tuple(
+                                              cfg.http_allowed_hosts.split(","))))
                 task_status.started(cluster)
                 try:
                     await cluster._stop.wait()

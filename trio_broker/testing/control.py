@@ -12,6 +12,13 @@ Routes (JSON bodies and answers; a bad request is 400 with ``{"error": ...}``):
 ``POST /v1/faults {"api": "Produce", "errors": ["NOT_LEADER_OR_FOLLOWER"], "node_id": null}``
 (or ``{"api": ..., "disconnect": true, "count": 1}``); ``DELETE /v1/faults``;
 ``GET /v1/requests``.
+
+Why the guard in front (``broker/http/guard.py``): the endpoint stops brokers and reads what
+clients sent, and any web page the tester's browser opens can send requests to it. A write must
+carry ``Content-Type: application/json`` (415 otherwise), which a page cannot send cross-origin
+without a CORS preflight this endpoint never grants; every request must name an allowed ``Host``
+(421 otherwise: DNS rebinding) and, when it has an ``Origin``, one naming that Host (403); with
+``control.listener.token`` set, every request must carry ``Authorization: Bearer <token>`` (401).
 """
 
 from __future__ import annotations
@@ -25,11 +32,13 @@ import trio
 from hypercorn.config import Config as HypercornConfig
 from hypercorn.trio import serve
 from starlette.applications import Starlette
+from starlette.datastructures import Headers
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from ..broker.config import parse_http_listener
+from ..broker.http.guard import HostCheck, bearer_token_matches, origin_matches
 
 LOGGER = logging.getLogger("trio_broker.testing.control")
 
@@ -64,8 +73,45 @@ async def _json(request: Request) -> dict[str, Any]:
     return body
 
 
-def build_control_app(cluster: ClusterControls) -> Starlette:
-    """The ASGI app of the control endpoint over ``cluster``."""
+#: methods that change the cluster; they must send JSON (a DELETE only if it sends a body type)
+_WRITES = frozenset({"POST", "PUT", "PATCH"})
+
+
+class ControlGuard:
+    """ASGI middleware: the Host, Origin, token and Content-Type checks of every request."""
+
+    def __init__(self, app: Any, hosts: HostCheck, token: str = "") -> None:
+        self.app, self.hosts, self.token = app, hosts, token
+
+    def _refusal(self, scope: Any) -> Response | None:
+        headers = Headers(scope=scope)
+        host = headers.get("host")
+        server = scope.get("server")
+        if not self.hosts.allows(host, server[0] if server else None):
+            return _error(421, "misdirected request: this Host is not one the endpoint serves")
+        if not origin_matches(headers.get("origin"), host):
+            return _error(403, "cross-origin request refused")
+        if self.token and not bearer_token_matches(headers.get("authorization"), self.token):
+            return JSONResponse({"error": "a bearer token (control.listener.token) is needed"},
+                                status_code=401,
+                                headers={"www-authenticate": 'Bearer realm="trio-broker control"'})
+        content_type = headers.get("content-type")
+        if scope["method"] in _WRITES or (scope["method"] == "DELETE" and content_type):
+            media = (content_type or "").split(";", 1)[0].strip().lower()
+            if media != "application/json":
+                return _error(415, "the body must be Content-Type: application/json")
+        return None
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] == "http" and (refusal := self._refusal(scope)) is not None:
+            await refusal(scope, receive, send)
+            return
+        await self.app(scope, receive, send)
+
+
+def build_control_app(cluster: ClusterControls, *, bound_host: str = "127.0.0.1",
+                      allowed_hosts: tuple[str, ...] = (), token: str = "") -> Any:
+    """The ASGI app of the control endpoint over ``cluster``, bound to ``bound_host``."""
 
     def handled(fn: Any) -> Any:
         @functools.wraps(fn)
@@ -132,7 +178,7 @@ def build_control_app(cluster: ClusterControls) -> Starlette:
     async def requests(request: Request) -> Response:
         return JSONResponse({"requests": [r.to_json() for r in cluster.requests()]})
 
-    return Starlette(routes=[
+    app = Starlette(routes=[
         Route("/v1/brokers", brokers, methods=["GET"]),
         Route("/v1/brokers/{node_id:int}/stop", stop, methods=["POST"]),
         Route("/v1/brokers/{node_id:int}/start", start, methods=["POST"]),
@@ -142,9 +188,11 @@ def build_control_app(cluster: ClusterControls) -> Starlette:
         Route("/v1/faults", clear, methods=["DELETE"]),
         Route("/v1/requests", requests, methods=["GET"]),
     ])
+    return ControlGuard(app, HostCheck(bound_host, allowed_hosts), token)
 
 
 async def serve_control(listener: str, cluster: ClusterControls, *,
+                        token: str = "", allowed_hosts: tuple[str, ...] = (),
                         task_status: trio.TaskStatus[tuple[str, int]]
                         = trio.TASK_STATUS_IGNORED) -> None:
     """Serve the control endpoint until cancelled; reports its bound (host, port)."""
@@ -155,11 +203,14 @@ async def serve_control(listener: str, cluster: ClusterControls, *,
     config.errorlog = logging.getLogger("trio_broker.broker.http.hypercorn")
     config.include_server_header = False
     config.graceful_timeout = 1.0
-    app: Any = build_control_app(cluster)
+    app: Any = build_control_app(cluster, bound_host=host, allowed_hosts=allowed_hosts,
+                                 token=token)
     async with trio.open_nursery() as nursery:
         binds: list[str] = await nursery.start(functools.partial(serve, app, config,
                                                                  mode="asgi"))
         bound = binds[0].split("://", 1)[1]
         bound_host, _, bound_port = bound.rpartition(":")
-        LOGGER.info("cluster control endpoint on http://%s/", bound)
+        LOGGER.info("cluster control endpoint on http://%s/ (%s)", bound,
+                    "bearer token required" if token else "no token: set control.listener.token "
+                    "to require one")
         task_status.started((bound_host.strip("[]"), int(bound_port)))

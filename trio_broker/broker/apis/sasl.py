@@ -35,7 +35,9 @@ async def handle_sasl_authenticate(ctx: HandlerContext,
                             error_message=f"SaslAuthenticate request received in {state}",
                             auth_bytes=b"", session_lifetime_ms=0)
     token = bytes(request.auth_bytes or b"")
-    # PLAIN costs a PBKDF2 of a few milliseconds: keep it off the event loop.
-    error, message, reply = await trio.to_thread.run_sync(auth.authenticate, token)
+    # PLAIN costs a PBKDF2 of a few milliseconds: keep it off the event loop, in its own limiter
+    limiter = auth.settings.plain_limiter if auth.costly(token) else None
+    error, message, reply = await trio.to_thread.run_sync(auth.authenticate, token,
+                                                          limiter=limiter)
     return ctx.response(error_code=error, error_message=message, auth_bytes=reply,
                         session_lifetime_ms=auth.session_lifetime_ms if not error else 0)

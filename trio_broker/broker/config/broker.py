@@ -75,8 +75,13 @@ class BrokerConfig(FrozenFields):
     metrics_listener: str = _f("metrics.listener")
     http_listener: str = _f("http.listener")
     control_listener: str = _f("control.listener")
+    control_listener_token: str = _f("control.listener.token")
+    http_allowed_hosts: str = _f("http.allowed.hosts")
     http_console_enabled: bool | None = _f("http.console.enabled")
     http_console_read_only: bool | None = _f("http.console.read.only")
+    http_console_ssl_certfile: str = _f("http.console.ssl.certfile")
+    http_console_ssl_keyfile: str = _f("http.console.ssl.keyfile")
+    http_console_ssl_key_password: str = _f("http.console.ssl.key.password")
     # --- security (docs/security.md) ------------------------------------------------------------
     ssl_certfile: str = _f("ssl.certfile")
     ssl_keyfile: str = _f("ssl.keyfile")

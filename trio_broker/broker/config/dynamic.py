@@ -12,6 +12,12 @@ security keys must carry a listener prefix. The ``log.*`` topic defaults and the
 keys apply at once (the caller re-derives every topic's config and reconfigures the cleaner);
 other keys are stored, described and used from the next start, since this broker reads them when
 it starts.
+
+Why mode 0600: the set may hold passwords (a listener's ``ssl.key.password``, ``sasl.jaas.config``),
+so the file is readable by the broker's user only, like ``users.json`` and ``acls.json``; a file
+found readable by others is tightened at start. Kafka also encrypts those values with
+``password.encoder.secret``; this broker stores them in clear (docs/security.md), since the cipher
+would need a dependency the broker does not have.
 """
 
 from __future__ import annotations
@@ -32,6 +38,7 @@ __all__ = ["DYNAMIC_CONFIG_FILE", "DynamicBrokerConfigs", "DynamicConfigError"]
 LOGGER = logging.getLogger(__name__)
 
 DYNAMIC_CONFIG_FILE = "broker-configs.json"
+_FILE_MODE = 0o600
 #: SslConfigs.RECONFIGURABLE_CONFIGS: updatable only with a listener prefix
 _SECURITY_RECONFIGURABLE = frozenset({
     "ssl.keystore.type", "ssl.keystore.location", "ssl.keystore.password", "ssl.key.password",
@@ -73,6 +80,7 @@ class DynamicBrokerConfigs:
             LOGGER.error("Dynamic broker configs in %s are unreadable (%s); starting without them",
                          store.path, exc)
             return store
+        store._tighten()
         for attr, section in (("cluster_default", "default"), ("per_broker", str(static.node_id))):
             values = doc.get(section, {}) if isinstance(doc, dict) else {}
             kept = {str(k): str(v) for k, v in values.items() if _mode(str(k))}
@@ -82,6 +90,17 @@ class DynamicBrokerConfigs:
                                ", ".join(dropped))
             setattr(store, attr, kept)
         return store
+
+    def _tighten(self) -> None:
+        """Make a file others may read (an older broker wrote it so) the owner's only."""
+        try:
+            mode = self.path.stat().st_mode & 0o777
+            if mode & 0o077:
+                os.chmod(self.path, _FILE_MODE)
+                LOGGER.warning("%s was readable by others (mode %o): now %o", self.path, mode,
+                               _FILE_MODE)
+        except OSError as exc:
+            LOGGER.warning("cannot restrict the mode of %s: %s", self.path, exc)
 
     def effective(self, cluster_default: Mapping[str, str] | None = None,
                   per_broker: Mapping[str, str] | None = None) -> BrokerConfig:
@@ -152,7 +171,9 @@ class DynamicBrokerConfigs:
                str(self.static.node_id): dict(per_broker)}
         self.path.parent.mkdir(parents=True, exist_ok=True)
         tmp = self.path.with_name(self.path.name + ".tmp")
-        with open(tmp, "w", encoding="utf-8") as f:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, _FILE_MODE)
+        os.fchmod(fd, _FILE_MODE)  # a leftover temporary file keeps its old mode otherwise
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
             json.dump(doc, f, indent=1, sort_keys=True)
             f.flush()
             os.fsync(f.fileno())

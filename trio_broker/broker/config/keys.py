@@ -107,6 +107,12 @@ _HONOURED: tuple[ConfigKey, ...] = (
     _h("control.listener", "http://host:port of a test cluster's control endpoint (serve "
        "--brokers N; docs/testing.md; no host = loopback); empty = off.", own=True,
        type_=T.STRING, default=""),
+    _h("control.listener.token", "Bearer token every request to control.listener must carry "
+       "(Authorization: Bearer TOKEN); empty = none asked.", own=True, type_=T.PASSWORD,
+       default=""),
+    _h("http.allowed.hosts", "Host names the web console and control.listener answer to besides "
+       "loopback names and the address they are bound to or reached on (the DNS rebinding "
+       "guard: any other Host gets 421).", own=True, type_=T.LIST, default=[]),
     # --- web console (docs/console.md) ----------------------------------------------------------
     _h("http.listener", "http://host:port (or https://, with ssl.certfile) of the broker's web "
        "console (one broker; no host = loopback); empty = off.", own=True, type_=T.STRING,
@@ -117,6 +123,13 @@ _HONOURED: tuple[ConfigKey, ...] = (
     _h("http.console.read.only", "Refuse the console's writes (create, delete, alter, produce, "
        "reset). Unset: read-only when http.listener binds beyond loopback.", own=True,
        type_=T.BOOLEAN, default=None),
+    _h("http.console.ssl.certfile", "PEM certificate (and key) the console's own Kafka client "
+       "presents when its listener asks for client certificates; empty = none (the broker's "
+       "ssl.certfile is never presented for it).", own=True, type_=T.STRING, default=""),
+    _h("http.console.ssl.keyfile", "PEM private key of http.console.ssl.certfile, if not in it.",
+       own=True, type_=T.STRING, default=""),
+    _h("http.console.ssl.key.password", "Password of an encrypted http.console.ssl.keyfile.",
+       own=True, type_=T.PASSWORD, default=""),
     # --- security (docs/security.md) ------------------------------------------------------------
     _h("ssl.certfile", "PEM certificate chain of SSL/SASL_SSL listeners (may hold the key "
        "too).", own=True, type_=T.STRING, default=""),

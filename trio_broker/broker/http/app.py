@@ -1,9 +1,10 @@
 """The console's ASGI application: its routes, and the headers every answer carries.
 
-Why a Host check: a console bound to loopback trusts the browser that reaches it, and DNS
-rebinding lets a web page reach loopback under a name of its own; answering only requests
-whose ``Host`` is a loopback name (or the bound address) closes that door. The
-Content-Security-Policy allows scripts and styles from the console itself only.
+Why a Host check on every bind (``guard.py``): DNS rebinding lets a web page reach the console,
+on loopback or on a private address, under a name of its own, and then the page's Origin equals
+that Host; answering only the console's own names (loopback, the bound or reached address,
+``http.allowed.hosts``) closes that door. The Content-Security-Policy allows scripts and styles
+from the console itself only.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from starlette.applications import Starlette
 from starlette.routing import Route
 
 from . import group_pages, overview, topic_pages
-from .settings import is_loopback
+from .guard import HostCheck
 from .web import Console
 
 Scope = MutableMapping[str, Any]
@@ -59,28 +60,26 @@ def routes() -> list[Route]:
 
 
 class Guard:
-    """ASGI middleware: the Host check for loopback consoles, and the security headers."""
+    """ASGI middleware: the Host check, and the security headers."""
 
     def __init__(self, app: ASGIApp, console: Console) -> None:
         self.app = app
         settings = console.settings
-        self.check_host = is_loopback(settings.host)
-        self.bound_host = settings.host
+        self.hosts = HostCheck(settings.host, settings.allowed_hosts)
 
     def _host_allowed(self, scope: Scope) -> bool:
+        server = scope.get("server")
+        local = server[0] if server else None
         for name, value in scope.get("headers", ()):
             if name == b"host":
-                host = value.decode("latin-1")
-                host = host.rsplit(":", 1)[0] if not host.endswith("]") else host
-                host = host.strip("[]")
-                return host == self.bound_host or is_loopback(host)
+                return self.hosts.allows(value.decode("latin-1"), local)
         return False
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        if self.check_host and not self._host_allowed(scope):
+        if not self._host_allowed(scope):
             await send({"type": "http.response.start", "status": 421,
                         "headers": [(b"content-type", b"text/plain")]})
             await send({"type": "http.response.body", "body": b"misdirected request\n"})

@@ -12,6 +12,7 @@ from .sessions import COOKIE, IDLE_TIMEOUT_S, LoginFailed, Session
 from .web import (
     client_address,
     console_of,
+    cross_site,
     kafka_call,
     login_redirect,
     page,
@@ -86,8 +87,16 @@ async def login(request: Request) -> Response:
     username, password = form.get("username", ""), form.get("password", "")
     mechanism = form.get("mechanism") or console.settings.mechanisms[0]
     target = _safe_next(form.get("next"))
+    # login CSRF: another site's page must not log a visitor in as the attacker's user
+    refused = cross_site(request)
+    if refused is not None:
+        LOGGER.info("console login of %r from %s refused: %s", username,
+                    client_address(request), refused)
+        return render(request, "login.html", None, status=403, error=refused, next=target,
+                      username="")
     try:
-        session = await console.sessions.login(username, password, mechanism)
+        session = await console.sessions.login(username, password, mechanism,
+                                               client=client_address(request))
     except LoginFailed as exc:
         LOGGER.info("console login of %r from %s failed: %s", username, client_address(request),
                     exc)

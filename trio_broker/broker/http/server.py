@@ -72,6 +72,10 @@ async def run_console(config: BrokerConfig, state: BrokerState,
         LOGGER.info("web console off: %s", settings.off_reason)
         task_status.started(None)
         return
+    if settings.presents_no_certificate:
+        LOGGER.info("web console: its client presents no certificate to the %s listener "
+                    "(ssl.client.auth=%s); set http.console.ssl.certfile to give it one",
+                    console_listener(config), settings.client_auth)
     async with trio.open_nursery() as nursery:
         sessions = Sessions(settings, nursery)
         await sessions.start()

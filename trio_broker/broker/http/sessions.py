@@ -6,17 +6,20 @@ authorizer) sees that user, not the console. The login *is* the SASL exchange: a
 fails there, with the broker's own message, and nothing is stored but the open connection.
 
 Each client lives in the console's nursery, in its own cancel scope: logging out, expiry after
-``IDLE_TIMEOUT_S`` without a request, or eviction of the least recently used session when
-``MAX_SESSIONS`` are open closes it. Logins run at most ``MAX_CONCURRENT_LOGINS`` at a time, so a
-flood of attempts costs the broker a bounded number of connections. Every form carries the
-session's CSRF token, checked on every write.
+``IDLE_TIMEOUT_S`` without a request, or eviction closes it. Why eviction goes by owner (the
+user and the address that logged in): a user who logs in again and again must push out only
+their own sessions, never another user's. So one owner keeps at most ``MAX_SESSIONS_PER_OWNER``
+(a new login closes that owner's least recently used one), and when ``MAX_SESSIONS`` are open a
+new login closes the least recently used session of the owner holding the most. Logins run at
+most ``MAX_CONCURRENT_LOGINS`` at a time, so a flood of attempts costs the broker a bounded
+number of connections. Every form carries the session's CSRF token, checked on every write.
 """
 
 from __future__ import annotations
 
 import logging
 import secrets
-from collections import OrderedDict
+from collections import Counter, OrderedDict
 from typing import Any
 
 import trio
@@ -31,6 +34,7 @@ LOGGER = logging.getLogger(__name__)
 
 IDLE_TIMEOUT_S = 30 * 60
 MAX_SESSIONS = 64
+MAX_SESSIONS_PER_OWNER = 8
 MAX_CONCURRENT_LOGINS = 4
 LOGIN_TIMEOUT_S = 10
 COOKIE = "trio_broker_console"
@@ -43,13 +47,20 @@ class LoginFailed(Exception):
 class Session:
     """One Kafka client of the console and who uses it."""
 
-    def __init__(self, admin: Admin, scope: trio.CancelScope, user: str | None) -> None:
+    def __init__(self, admin: Admin, scope: trio.CancelScope, user: str | None,
+                 client: str = "?") -> None:
         self.admin = admin
         self.user = user
+        #: the address that logged in
+        self.client = client
         self.token = secrets.token_urlsafe(32)
         self.csrf = secrets.token_urlsafe(32)
         self.last_used = trio.current_time()
         self._scope = scope
+
+    @property
+    def owner(self) -> tuple[str | None, str]:
+        return self.user, self.client
 
     @property
     def who(self) -> str:
@@ -75,7 +86,8 @@ class Sessions:
             self.shared = await self._open(self.settings.client_config(), None)
         self._nursery.start_soon(self._expire_loop)
 
-    async def _open(self, config: dict[str, Any], user: str | None) -> Session:
+    async def _open(self, config: dict[str, Any], user: str | None,
+                    client: str = "?") -> Session:
         async def hold(task_status: trio.TaskStatus[Session]) -> None:
             admin = Admin(normalize("admin", ADMIN_DEFAULTS, {
                 "bootstrap.servers": self.settings.bootstrap, **config}, {}))
@@ -87,7 +99,7 @@ class Sessions:
                 async with trio.open_nursery() as nursery:
                     admin.client.start(nursery)
                     try:
-                        task_status.started(Session(admin, scope, user))
+                        task_status.started(Session(admin, scope, user, client))
                         await trio.sleep_forever()
                     finally:
                         admin.client.close()
@@ -96,13 +108,15 @@ class Sessions:
         session: Session = await self._nursery.start(hold)
         return session
 
-    async def login(self, username: str, password: str, mechanism: str) -> Session:
-        """Log in to the broker as ``username``; raises ``LoginFailed``."""
+    async def login(self, username: str, password: str, mechanism: str, *,
+                    client: str = "?") -> Session:
+        """Log in to the broker as ``username`` for the visitor at address ``client``; raises
+        ``LoginFailed``."""
         if mechanism not in self.settings.mechanisms:
             raise LoginFailed(f"mechanism {mechanism!r} is not enabled")
         async with self._logins:
             session = await self._open(
-                self.settings.client_config(username, password, mechanism), username)
+                self.settings.client_config(username, password, mechanism), username, client)
             try:
                 with trio.fail_after(LOGIN_TIMEOUT_S):
                     await session.admin.client.refresh_metadata()
@@ -113,12 +127,26 @@ class Sessions:
                 session.close()
                 raise LoginFailed(f"the broker did not answer within {LOGIN_TIMEOUT_S} s"
                                   ) from None
-        while len(self._by_token) >= MAX_SESSIONS:
-            _, oldest = self._by_token.popitem(last=False)
-            LOGGER.info("console: session of %s evicted (%d open)", oldest.who, MAX_SESSIONS)
-            oldest.close()
+        self._make_room(session.owner)
         self._by_token[session.token] = session
         return session
+
+    def _make_room(self, owner: tuple[str | None, str]) -> None:
+        """Close sessions so that ``owner`` may open one more (the module's docstring)."""
+        mine = [s for s in self._by_token.values() if s.owner == owner]  # least recent first
+        while len(mine) >= MAX_SESSIONS_PER_OWNER:
+            self._evict(mine.pop(0), f"{MAX_SESSIONS_PER_OWNER} open for this user and address")
+        while len(self._by_token) >= MAX_SESSIONS:
+            counts = Counter(s.owner for s in self._by_token.values())
+            biggest = max(counts, key=counts.__getitem__)
+            victim = next(s for s in self._by_token.values() if s.owner == biggest)
+            self._evict(victim, f"{MAX_SESSIONS} open")
+
+    def _evict(self, session: Session, why: str) -> None:
+        del self._by_token[session.token]
+        LOGGER.info("console: session of %s from %s evicted (%s)", session.who, session.client,
+                    why)
+        session.close()
 
     def get(self, token: str | None) -> Session | None:
         """The session for a cookie value (the shared one when no login is needed)."""

@@ -11,27 +11,18 @@ for, so the console stays off there unless ``http.console.enabled=true`` says ot
 
 from __future__ import annotations
 
-import ipaddress
 import ssl
 from typing import Any
 
 import attrs
 
 from ..config import BrokerConfig, ConfigError, parse_http_listener
+from .guard import is_loopback as is_loopback
 
 #: SASL mechanisms in the order the login page offers them: PLAIN first, because it logs in any
 #: stored user (the broker checks it against whichever SCRAM credential the user has)
 _MECHANISM_ORDER = ("PLAIN", "SCRAM-SHA-512", "SCRAM-SHA-256")
 
-
-
-def is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 @attrs.frozen
@@ -53,6 +44,13 @@ class ConsoleSettings:
     key_password: str = ""
     cafile: str = ""
     client_auth: str = "none"
+    #: the certificate the console's client presents (``http.console.ssl.*``): never the
+    #: broker's own, whose principal every visitor of the console would otherwise act as
+    client_certfile: str = ""
+    client_keyfile: str = ""
+    client_key_password: str = ""
+    #: names the console answers to besides loopback and its own address (DNS rebinding guard)
+    allowed_hosts: tuple[str, ...] = ()
 
     @property
     def enabled(self) -> bool:
@@ -84,8 +82,8 @@ class ConsoleSettings:
         The console dials its own broker, so the certificate it must accept is the one in
         ``ssl.certfile`` (trusted as is, even when it is not self-signed: partial chains are
         allowed) or one signed by ``ssl.cafile``; the host name is not checked, since the address
-        is the broker's own. When the listener asks for client certificates, the broker's own
-        certificate is offered.
+        is the broker's own. When the listener asks for client certificates, the one in
+        ``http.console.ssl.certfile`` is offered, if set.
         """
         if not self.tls:
             return None
@@ -94,10 +92,15 @@ class ConsoleSettings:
             context.load_verify_locations(cafile=self.cafile)
         context.verify_flags |= ssl.VERIFY_X509_PARTIAL_CHAIN
         context.check_hostname = False
-        if self.client_auth != "none" and self.certfile:
-            context.load_cert_chain(self.certfile, self.keyfile or None,
-                                    self.key_password or None)
+        if self.client_auth != "none" and self.client_certfile:
+            context.load_cert_chain(self.client_certfile, self.client_keyfile or None,
+                                    self.client_key_password or None)
         return context
+
+    @property
+    def presents_no_certificate(self) -> bool:
+        """The listener asks for client certificates and the console has none to present."""
+        return self.tls and self.client_auth != "none" and not self.client_certfile
 
 
 def console_listener(config: BrokerConfig) -> str:
@@ -140,7 +143,11 @@ def console_settings(config: BrokerConfig, advertised: tuple[str, int]) -> Conso
         security_protocol=protocol, bootstrap=f"{_host_for_url(adv_host)}:{adv_port}",
         mechanisms=mechanisms, certfile=config.ssl_certfile, keyfile=config.ssl_keyfile,
         key_password=config.ssl_key_password or "", cafile=config.ssl_cafile,
-        client_auth=str(config.ssl_client_auth or "none").lower())
+        client_auth=str(config.ssl_client_auth or "none").lower(),
+        client_certfile=config.http_console_ssl_certfile,
+        client_keyfile=config.http_console_ssl_keyfile,
+        client_key_password=config.http_console_ssl_key_password or "",
+        allowed_hosts=tuple(h for h in config.http_allowed_hosts.split(",") if h))
 
 
 def _host_for_url(host: str) -> str:

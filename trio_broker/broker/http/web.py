@@ -18,7 +18,7 @@ from contextlib import asynccontextmanager, contextmanager
 from importlib import metadata as importlib_metadata
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qs, quote, urlsplit
+from urllib.parse import parse_qs, quote
 
 import jinja2
 import trio
@@ -27,6 +27,7 @@ from starlette.responses import HTMLResponse, RedirectResponse, Response
 
 from ...client.core.errors import KafkaError
 from ..server.state import BrokerState
+from .guard import origin_matches
 from .live import LiveSampler
 from .reads import KafkaView
 from .sessions import COOKIE, Flashes, Session, Sessions
@@ -164,11 +165,22 @@ def write_refused(request: Request, session: Session, form: dict[str, str]) -> s
     """Why this write must be refused, or None."""
     if console_of(request).settings.read_only:
         return "the console is read-only (http.console.read.only)"
-    origin = request.headers.get("origin")
-    if origin not in (None, "null") and urlsplit(origin).netloc != request.headers.get("host"):
-        return "cross-origin form refused"
+    cross = cross_site(request)
+    if cross is not None:
+        return cross
     if form.get("csrf") != session.csrf:
         return "the form's CSRF token is missing or stale: reload the page"
+    return None
+
+
+def cross_site(request: Request) -> str | None:
+    """Why a form post comes from another site's page, or None: an ``Origin`` (browsers send
+    it with every POST) that does not name this Host, ``null`` included (a sandboxed frame), or
+    a ``Sec-Fetch-Site`` saying another site sent it."""
+    if not origin_matches(request.headers.get("origin"), request.headers.get("host")):
+        return "cross-origin form refused"
+    if request.headers.get("sec-fetch-site") in ("cross-site", "same-site"):
+        return "cross-origin form refused"
     return None
 
 

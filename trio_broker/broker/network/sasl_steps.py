@@ -43,8 +43,10 @@ async def raw_sasl_token(conn: Connection, token: bytes, settings: SaslSettings 
     sasl = conn.sasl
     assert sasl is not None
     assert settings is not None
+    token = bytes(token)
+    limiter = settings.plain_limiter if sasl.costly(token) else None
     try:  # PLAIN costs a PBKDF2 of a few milliseconds: keep it off the event loop
-        data = await trio.to_thread.run_sync(sasl.authenticate_bare, bytes(token))
+        data = await trio.to_thread.run_sync(sasl.authenticate_bare, token, limiter=limiter)
     except Exception:  # a bug stays in this connection, as a handler's would
         LOGGER.exception("bare SASL token failed; closing connection %s", conn.id)
         return False

@@ -242,7 +242,11 @@ class Processor:
                     return "ssl_handshake_failed"
                 from ..security.tls import peer_principal
 
-                conn.principal = peer_principal(conn.stream)
+                try:
+                    conn.principal = peer_principal(conn.stream)
+                except ValueError as exc:
+                    LOGGER.info("closing connection %s: %s", conn.id, exc)
+                    return "ssl_handshake_failed"
                 LOGGER.debug("connection %s: TLS %s, TLS principal %s", conn.id,
                               conn.stream.version(), conn.principal)
             while True:

@@ -5,6 +5,14 @@ one entry per SCRAM mechanism (Kafka's ``ScramCredential``: salt, stored key, se
 iterations). PLAIN logins are checked against the same entries by recomputing the stored key
 from the offered password, so no mechanism needs the password in clear.
 
+Why PLAIN remembers verified logins: that recomputation is a PBKDF2 of a few milliseconds, which
+Kafka's PLAIN (passwords compared in clear) does not pay, and clients that reconnect log in again
+and again. After a PLAIN login succeeds, the store keeps an HMAC of the password under a random
+key that never leaves the process, bound to the user's current stored key (a changed password
+misses); the same login again costs one HMAC. Nothing is written to disk, and a guess that was
+never right is never cached, so a wrong password always costs the full PBKDF2 (the broker runs
+those one at a time: ``SaslSettings.plain_limiter``).
+
 File layout (``sasl.credentials.file``)::
 
     {"version": 1,
@@ -34,12 +42,15 @@ import argparse
 import base64
 import contextlib
 import getpass
+import hmac
 import json
 import logging
 import os
+import secrets
 import sys
 import tempfile
 import threading
+from collections import OrderedDict
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
@@ -63,6 +74,8 @@ __all__ = ["CredentialStore", "CredentialsError", "ScramDeletion", "ScramUpserti
            "alter_scram_credentials", "describe_scram_credentials", "main", "remove_user"]
 
 _FORMAT_VERSION = 1
+#: PLAIN logins remembered as verified (the least recently verified go first)
+MAX_VERIFIED_LOGINS = 4096
 
 
 class CredentialsError(ValueError):
@@ -124,6 +137,11 @@ class CredentialStore:
         self.path = Path(path) if path is not None else None
         self._users = users or {}
         self._version: tuple[int, int, int] | None = None
+        # PLAIN logins verified since start: (user, mechanism, stored key) -> HMAC of the
+        # password under a key that lives only in this process (module docstring)
+        self._verified: OrderedDict[tuple[str, str, bytes], bytes] = OrderedDict()
+        self._verified_secret = secrets.token_bytes(32)
+        self._verified_lock = threading.Lock()
         if self.path is not None:
             self._users = _read(self.path)
             self._version = self._stat()
@@ -156,15 +174,41 @@ class CredentialStore:
     def scram(self, username: str, mechanism: str) -> ScramCredential | None:
         return self._users.get(username, {}).get(mechanism)
 
-    def verify_plain(self, username: str, password: str) -> bool:
-        """Check a PLAIN login against any stored SCRAM entry (one PBKDF2; run off the loop)."""
+    def _verified_key(self, username: str) -> tuple[str, str, bytes] | None:
         entries = self._users.get(username)
         if not entries:
+            return None
+        mechanism, credential = sorted(entries.items())[0]
+        return username, mechanism, credential.stored_key
+
+    def _tag(self, password: str) -> bytes:
+        return hmac.new(self._verified_secret, password.encode("utf-8"), "sha256").digest()
+
+    def plain_verified(self, username: str, password: str) -> bool:
+        """Whether this PLAIN login matches one already verified against the user's current
+        credential (one HMAC, no PBKDF2)."""
+        key = self._verified_key(username)
+        tag = None if key is None else self._verified.get(key)
+        return tag is not None and hmac.compare_digest(tag, self._tag(password))
+
+    def verify_plain(self, username: str, password: str) -> bool:
+        """Check a PLAIN login against any stored SCRAM entry: one PBKDF2 (run off the loop)
+        unless the same password was verified before (``plain_verified``)."""
+        if self.plain_verified(username, password):
+            return True
+        key = self._verified_key(username)
+        if key is None:
             # Spend the same time as a real check so timing does not reveal unknown users.
             make_credential("SCRAM-SHA-256", password, salt=b"\x00" * 32)
             return False
-        mechanism, credential = sorted(entries.items())[0]
-        return verify_password(mechanism, credential, password)
+        user, mechanism, _ = key
+        if not verify_password(mechanism, self._users[user][mechanism], password):
+            return False
+        with self._verified_lock:
+            self._verified[key] = self._tag(password)
+            while len(self._verified) > MAX_VERIFIED_LOGINS:
+                self._verified.popitem(last=False)
+        return True
 
     def __len__(self) -> int:
         return len(self._users)

@@ -16,6 +16,7 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+import math
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -103,14 +104,31 @@ def _b64(part: str) -> bytes:
         raise OAuthBearerError("Invalid token: not base64url") from None
 
 
+def _finite(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError(f"{text} is not a finite number")
+    return value
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
 def _json(part: str) -> dict[str, Any]:
+    # NaN, Infinity and numbers past a double's range (1e400) are not JSON numbers (RFC 8259),
+    # and as a claim they would fail arithmetic later instead of failing the login
     try:
-        value = json.loads(_b64(part))
+        value = json.loads(_b64(part), parse_float=_finite, parse_constant=_no_constant)
     except ValueError:
         raise OAuthBearerError("Invalid token: not JSON") from None
     if not isinstance(value, dict):
         raise OAuthBearerError("Invalid token: not a JSON object")
     return value
+
+
+#: the latest expiry a session lifetime can carry (an int64 of milliseconds, as Kafka's long)
+_MAX_EXPIRY_MS = 2**63 - 1
 
 
 class OAuthBearerValidator:
@@ -135,8 +153,10 @@ class OAuthBearerValidator:
         else:
             self._verify(path, header, f"{parts[0]}.{parts[1]}".encode(), _b64(parts[2]))
         exp = claims.get("exp")
-        if not isinstance(exp, int | float):
+        if not isinstance(exp, int | float) or isinstance(exp, bool):
             raise OAuthBearerError("Invalid token: no exp claim")
+        if not 0 <= exp * 1000 <= _MAX_EXPIRY_MS:
+            raise OAuthBearerError("Invalid token: the exp claim is out of range")
         if exp + skew <= now:
             raise OAuthBearerError("The token has expired")
         iat = claims.get("iat")
@@ -149,7 +169,8 @@ class OAuthBearerValidator:
             raise OAuthBearerError("The token's issuer is not the expected one")
         if settings.expected_audience:
             aud = claims.get("aud")
-            auds = [aud] if isinstance(aud, str) else list(aud or [])
+            auds = [aud] if isinstance(aud, str) else [
+                a for a in (aud if isinstance(aud, list) else []) if isinstance(a, str)]
             if not set(auds) & set(settings.expected_audience):
                 raise OAuthBearerError("The token's audience is not an expected one")
         return sub, int(exp * 1000)

@@ -30,6 +30,7 @@ import time
 from collections.abc import Sequence
 
 import attrs
+import trio
 
 from ...protocol.api_keys import ApiKey
 from ...protocol.errors import ErrorCode
@@ -83,6 +84,10 @@ class SaslSettings:
     oauth: OAuthSettings = attrs.field(factory=OAuthSettings)
     oauth_validator: OAuthBearerValidator = attrs.field(default=attrs.Factory(
         lambda self: OAuthBearerValidator(self.oauth), takes_self=True))
+    #: the worker threads PLAIN's PBKDF2s run in, one at a time: failed logins cost no more
+    #: than one core however many connections send them, and never take the threads that
+    #: storage work runs in (``costly`` says which logins go here)
+    plain_limiter: trio.CapacityLimiter = attrs.field(factory=lambda: trio.CapacityLimiter(1))
 
 
 class SaslAuthenticator:
@@ -173,7 +178,8 @@ class SaslAuthenticator:
     def authenticate(self, token: bytes) -> tuple[ErrorCode, str | None, bytes]:
         """SaslAuthenticate: (error, error message, server token).
 
-        PLAIN costs one PBKDF2 (a few ms): callers run this off the event loop.
+        PLAIN costs one PBKDF2 (a few ms) when ``costly``: callers run this off the event loop,
+        in ``settings.plain_limiter`` then.
         """
         if self.state is not SaslState.AUTHENTICATE:
             return (ErrorCode.ILLEGAL_SASL_STATE,
@@ -194,6 +200,19 @@ class SaslAuthenticator:
             LOGGER.info("SASL %s authentication failed: %s", self._mechanism, exc)
             return ErrorCode.SASL_AUTHENTICATION_FAILED, str(exc), b""
         return ErrorCode.NONE, None, reply
+
+    def costly(self, token: bytes) -> bool:
+        """Whether ``authenticate(token)`` costs a PBKDF2: a PLAIN login not verified before."""
+        if self._mechanism != "PLAIN" or self.state is not SaslState.AUTHENTICATE:
+            return False
+        parts = token.split(b"\x00")
+        if len(parts) != 3:
+            return False
+        try:
+            username, password = parts[1].decode("utf-8"), parts[2].decode("utf-8")
+        except UnicodeDecodeError:
+            return False
+        return not self.settings.credentials.plain_verified(username, password)
 
     def authenticate_bare(self, token: bytes) -> bytes | None:
         """A token after SaslHandshake v0: the size-prefixed answer frame, or None when the

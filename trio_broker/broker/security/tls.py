@@ -12,6 +12,8 @@ from __future__ import annotations
 import ssl
 from typing import Any
 
+from .x500 import subject_name
+
 __all__ = ["TLSConfigError", "peer_principal", "server_ssl_context"]
 
 _VERIFY_MODES = {"none": ssl.CERT_NONE, "requested": ssl.CERT_OPTIONAL,
@@ -69,19 +71,17 @@ def server_ssl_context(config: Any) -> ssl.SSLContext:
 
 
 def peer_principal(ssl_object: Any) -> str | None:
-    """Kafka's default SSL principal: ``User:`` + the client certificate's subject DN."""
+    """Kafka's default SSL principal: ``User:`` + the client certificate's subject DN, as Java's
+    ``X500Principal.getName()`` prints it (``x500.py``). A subject that cannot be read raises
+    ValueError: the connection is closed rather than served as ANONYMOUS."""
     try:
-        cert = ssl_object.getpeercert()
+        der = ssl_object.getpeercert(binary_form=True)
     except (ValueError, AttributeError):
         return None
-    if not cert:
+    if not der:
         return None
-    # subject is a tuple of RDNs, each a tuple of (key, value); Kafka prints RFC 2253 order.
-    parts = []
-    for rdn in reversed(cert.get("subject", ())):
-        for key, value in rdn:
-            short = {"commonName": "CN", "organizationName": "O",
-                     "organizationalUnitName": "OU", "countryName": "C",
-                     "localityName": "L", "stateOrProvinceName": "ST"}.get(key, key)
-            parts.append(f"{short}={value}")
-    return "User:" + ",".join(parts) if parts else None
+    try:
+        name = subject_name(der)
+    except (IndexError, UnicodeDecodeError) as exc:
+        raise ValueError(f"unreadable certificate subject: {exc}") from None
+    return f"User:{name}" if name else None

@@ -13,12 +13,12 @@ if TYPE_CHECKING:
     from .file_region import FileRegion
     from .txn_index import AbortedTxn
 
-_PARTITION_DIR = re.compile(r"^(.+)-(\d+)$")
+_PARTITION_DIR = re.compile(r"(.+)-([0-9]+)")  # fullmatch: ``$`` admits a trailing "\n"
 
 
 def parse_partition_dir(name: str) -> tuple[str, int] | None:
     """``orders-3`` -> ("orders", 3); None for anything that is not a partition directory."""
-    match = _PARTITION_DIR.match(name)
+    match = _PARTITION_DIR.fullmatch(name)
     if match is None:
         return None
     return match.group(1), int(match.group(2))

@@ -37,7 +37,7 @@ from .txn_index import AbortedTxn
 
 LOGGER = logging.getLogger(__name__)
 
-_SEGMENT_FILE = re.compile(r"^(\d{20})\.(log|index|timeindex|txnindex)$")
+_SEGMENT_FILE = re.compile(r"([0-9]{20})\.(log|index|timeindex|txnindex)")  # fullmatch
 
 
 class LoadedLog(NamedTuple):
@@ -138,7 +138,7 @@ class LogLoader:
             if path.name.endswith((".tmp", ".deleted", ".cleaned", ".swap")):
                 path.unlink()
                 continue
-            match = _SEGMENT_FILE.match(path.name)
+            match = _SEGMENT_FILE.fullmatch(path.name)
             if match is None:
                 continue
             base = int(match.group(1))

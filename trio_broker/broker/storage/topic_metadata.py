@@ -41,7 +41,7 @@ LOGGER = logging.getLogger(__name__)
 
 TOPIC_CONFIG_DIR = "topic-configs"
 MAX_TOPIC_NAME_LENGTH = 249
-_LEGAL_TOPIC = re.compile(r"^[a-zA-Z0-9._-]+$")
+_LEGAL_TOPIC = re.compile(r"[a-zA-Z0-9._-]+")  # whole name: fullmatch (``$`` admits "a\n")
 
 
 def validate_topic_name(name: str) -> str | None:
@@ -55,7 +55,7 @@ def validate_topic_name(name: str) -> str | None:
             f"Topic name is illegal, it can't be longer than {MAX_TOPIC_NAME_LENGTH} "
             f"characters, topic name: {name}"
         )
-    if not _LEGAL_TOPIC.match(name):
+    if not _LEGAL_TOPIC.fullmatch(name):
         return (
             f'Topic name "{name}" is illegal, it contains a character other than ASCII '
             "alphanumerics, '.', '_' and '-'"
