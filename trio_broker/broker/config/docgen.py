@@ -21,7 +21,7 @@ from .topic_keys import TOPIC_KEYS
 
 __all__ = ["render_document", "sections"]
 
-DOC = Path(__file__).resolve().parents[2] / "docs" / "configuration.md"
+DOC = Path(__file__).resolve().parents[3] / "docs" / "configuration.md"
 _BLOCK = re.compile(r"(<!-- BEGIN (?P<name>[\w-]+) -->\n)(?P<body>.*?)(<!-- END (?P=name) -->)",
                     re.S)
 
