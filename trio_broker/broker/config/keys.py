@@ -132,7 +132,8 @@ _HONOURED: tuple[ConfigKey, ...] = (
     _h("sasl.enabled.mechanisms", "SASL mechanisms offered on SASL listeners (GSSAPI is not "
        "supported).", default=list(SASL_MECHANISMS[:3])),
     _h("sasl.credentials.file", "JSON file of SCRAM-hashed users (python -m "
-       "trio_broker.broker.security.credentials add USER --file F).", own=True, type_=T.STRING,
+       "trio_broker.broker.security.credentials add USER --file F, or AlterUserScramCredentials);"
+       " empty: scram-credentials.json in the first log dir.", own=True, type_=T.STRING,
        default=""),
     _h("sasl.server.max.receive.size", "Largest request accepted before authentication.",
        validator=AtLeast(1)),
