@@ -175,3 +175,31 @@ def test_scram_users_over_the_wire(scram_broker):
     with pytest.raises(confluent_kafka.KafkaException) as gone:
         admin.describe_user_scram_credentials(["dave"])["dave"].result(TIMEOUT_S)
     assert gone.value.args[0].code() == confluent_kafka.KafkaError.RESOURCE_NOT_FOUND
+
+
+def test_scram_users_stored_with_no_setting_survive_a_restart(tmp_path):
+    """No sasl.credentials.file: AlterUserScramCredentials stores the users in the log dir,
+    SCRAM logins see them at once, and a restarted broker still has them."""
+    data = tmp_path / "data"
+    settings = {**TEST_DEFAULTS, "log_dirs": str(data),
+                "listeners": "PLAINTEXT://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0",
+                "sasl_enabled_mechanisms": "SCRAM-SHA-256,SCRAM-SHA-512"}
+    broker = ThreadedBroker(**settings).start()
+    try:
+        assert not _sasl_metadata(broker, "erin", "erin-secret", "SCRAM-SHA-256")
+        admin = admin_for(broker.bootstrap_servers)
+        upsert = UserScramCredentialUpsertion(
+            "erin", ScramCredentialInfo(ScramMechanism.SCRAM_SHA_256, 8192), b"erin-secret")
+        admin.alter_user_scram_credentials([upsert])["erin"].result(TIMEOUT_S)
+        assert _sasl_metadata(broker, "erin", "erin-secret", "SCRAM-SHA-256")
+        assert not _sasl_metadata(broker, "erin", "wrong", "SCRAM-SHA-256")
+    finally:
+        broker.stop()
+    assert (data / "scram-credentials.json").stat().st_mode & 0o777 == 0o600
+    broker = ThreadedBroker(**settings).start()
+    try:
+        assert _sasl_metadata(broker, "erin", "erin-secret", "SCRAM-SHA-256")
+        admin = admin_for(broker.bootstrap_servers)
+        assert set(admin.describe_user_scram_credentials().result(TIMEOUT_S)) == {"erin"}
+    finally:
+        broker.stop()

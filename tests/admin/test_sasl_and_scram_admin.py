@@ -228,9 +228,14 @@ async def test_alter_scram_credentials_refusals(tmp_path, users):
         assert await scram_login(broker, "bob", password("bob")) == 0
 
 
-async def test_scram_admin_without_a_credentials_file(trio_broker):
+async def test_scram_admin_without_a_credentials_file_stores_in_the_log_dir(trio_broker):
+    """As Kafka stores SCRAM credentials with no setting: the first log dir's file, 0600."""
     client = await RawClient.connect(trio_broker.host, trio_broker.port)
+    stored = trio_broker.state.config.log_dir_list[0] / "scram-credentials.json"
+    assert not stored.exists()
     assert await describe(client, None) == {}
     assert (await describe(client, "ann"))["ann"][0] == E.RESOURCE_NOT_FOUND
     got = await alter(client, upsertions=[upsert("ann", "pw")])
-    assert got["ann"][0] == E.SECURITY_DISABLED
+    assert got["ann"][0] == E.NONE
+    assert stored.stat().st_mode & 0o777 == 0o600
+    assert "ann" in (await describe(client, None))

@@ -46,17 +46,18 @@ async def test_a_start_hands_its_file_work_to_one_worker_thread(
         assert handed == ["_open_storage"]
 
 
-async def test_an_empty_log_dirs_start_hands_nothing_to_a_thread_and_writes_no_file(
+async def test_an_empty_log_dirs_start_hands_nothing_to_a_thread_and_writes_only_its_stamp(
         tmp_path: Path, handed: list[str]) -> None:
-    """Nothing to read and, with the coordinators' files made on first use, nothing to write:
-    the files are opened on the loop, without the thread's hand-off and back."""
+    """Nothing to read and, with the coordinators' files made on first use, nothing to write
+    but the dir's meta.properties: the files are opened on the loop, without the thread's
+    hand-off and back."""
     async with open_broker(log_dirs=str(tmp_path)) as broker:
         # the coordinators, started without waiting for them, are loaded by now
         assert broker.state.groups.loaded
         assert broker.state.transactions.loaded
         await trio.testing.wait_all_tasks_blocked()
         assert handed == []
-        assert os.listdir(tmp_path) == []
+        assert os.listdir(tmp_path) == ["meta.properties"]
 
 
 # Run in a process of its own: a start that does not end would hang the test run, not fail it.

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import confluent_kafka
 import pytest
+from confluent_kafka.admin import AdminClient
 
 from tests.cli.conftest import Cli, run_cli
 from trio_broker.testing import ThreadedBroker
@@ -161,3 +162,31 @@ def test_plain_and_json_carry_the_table_facts(loaded, secure_cli: Cli):
     assert tables[0].splitlines()[1].split() == [LONG, "0", "0", "0", "0", "0", str(end[0]), "-"]
     assert any(line.split()[:3] == [LONG, "cleanup.policy", "delete"]
                for line in tables[1].splitlines())
+
+
+def test_list_commands_print_bare_names_in_plain_form_as_kafkas_tools_do(
+        loaded, secure_cli: Cli, secure_librdkafka: dict[str, str]):
+    """``kafka-topics --list`` and ``kafka-consumer-groups --list`` print one name a line and
+    no header; with ``--state``, the groups tool prints GROUP and STATE columns."""
+    admin = AdminClient(secure_librdkafka)
+    seen = admin.list_topics(timeout=15).topics
+    topics = secure_cli("topics", "list", "-o", "plain").stdout.splitlines()
+    assert topics == sorted(seen)
+    assert LONG in topics
+    excluded = secure_cli("topics", "list", "-o", "plain", "--exclude-internal").stdout
+    assert excluded.splitlines() == sorted(t for t in seen if not t.startswith("__"))
+    groups = secure_cli("groups", "list", "-o", "plain").stdout.splitlines()
+    listed = admin.list_consumer_groups().result(15).valid
+    assert groups == sorted(g.group_id for g in listed)
+    assert GROUP in groups
+    by_state = secure_cli("groups", "list", "--state", "Empty", "-o", "plain").stdout
+    empty = [g["group"] for g in json.loads(
+        secure_cli("groups", "list", "--state", "Empty", "-o", "json").stdout)]
+    width = max(15, *(len(g) for g in empty))  # the longest id, at least 15
+    assert by_state.splitlines() == [f"{'GROUP':<{width}} STATE",
+                                     *(f"{g:<{width}} Empty" for g in empty)]
+    assert GROUP in empty
+    # the table and json forms keep their columns
+    assert "│" in secure_cli("topics", "list").stdout
+    assert json.loads(secure_cli("groups", "list", "-o", "json").stdout)[0].keys() == {
+        "group", "protocol_type", "state", "members"}

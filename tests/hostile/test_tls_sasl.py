@@ -218,9 +218,12 @@ def test_security_config_errors(tmp_path, tls_files, users_file):
 
     with pytest.raises(ConfigError, match=r"needs\ ssl\.certfile"):
         load_config(environ={}, overrides={"listeners": "SSL://127.0.0.1:0"})
-    with pytest.raises(ConfigError, match=r"needs\ sasl\.credentials\.file"):
-        load_config(environ={}, overrides={"listeners": "SASL_SSL://127.0.0.1:0",
-                                           "ssl.keystore.location": str(tls_files.server_pem)})
+    # no sasl.credentials.file: the users live in the log dir, as Kafka keeps them with no
+    # setting (AlterUserScramCredentials adds them)
+    cfg = load_config(environ={}, overrides={"listeners": "SASL_SSL://127.0.0.1:0",
+                                             "ssl.keystore.location": str(tls_files.server_pem),
+                                             "log.dirs": str(tmp_path)})
+    assert cfg.scram_credentials_path == tmp_path / "scram-credentials.json"
     with pytest.raises(ConfigError, match=r"sasl\.enabled\.mechanisms"):
         load_config(environ={}, overrides={"listeners": "SASL_PLAINTEXT://127.0.0.1:0",
                                            "sasl.credentials.file": str(users_file),

@@ -38,7 +38,7 @@ def _expected(broker, frame: bytes) -> bytes:
         ApiKey.Metadata, header.api_version, throttle_time_ms=0, error_code=0, topics=[],
         brokers=[_R.MetadataResponseBroker(node_id=state.node_id, host=broker.host,
                                            port=broker.port, rack=None)],
-        cluster_id=state.config.cluster_id, controller_id=state.node_id,
+        cluster_id=state.cluster_id, controller_id=state.node_id,
         authorized_operations=None)
     return encode_response(header, body)[4:]
 

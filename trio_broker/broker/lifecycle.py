@@ -38,6 +38,7 @@ from .server.state import BrokerState
 from .storage import Log, LogManager, ProducerIdManager, log_config_from
 from .storage.cleaner import CleanerStats
 from .storage.cleaner_manager import LogCleaner, cleaner_settings
+from .storage.meta_properties import META_PROPERTIES_NAME, ensure_meta_properties
 
 LOGGER = logging.getLogger(__name__)
 
@@ -125,8 +126,8 @@ async def serve(config: ConfigInput = None, *,
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(metrics.loop_stalls.run)
                 with _names_key(cfg, "log.dirs"):
-                    logs, coordinator, producer_ids, transactions = await start_storage(
-                        cfg, nursery)
+                    logs, coordinator, producer_ids, transactions, cluster_id = (
+                        await start_storage(cfg, nursery))
                 with _names_key(cfg, "listeners"):
                     bound = await server.start(nursery)
                 endpoints = advertised_endpoints(cfg, bound)
@@ -137,7 +138,7 @@ async def serve(config: ConfigInput = None, *,
                     producer_ids=producer_ids, transactions=transactions,
                     fetch_purgatory=Purgatory(nursery), advertised_host=host,
                     advertised_port=port, endpoints=endpoints, dynamic_configs=dynamic,
-                    cleaner=log_cleaner(cfg, logs))
+                    cleaner=log_cleaner(cfg, logs), cluster_id=cluster_id)
                 register_state_metrics(state)
                 pool = RequestHandlerPool(state, server.request_channel, cfg.num_io_threads)
                 pool.start(nursery)
@@ -247,7 +248,8 @@ async def _retention_loop(state: BrokerState) -> None:
             LOGGER.info("retention deleted %d segment(s)", deleted)
 
 
-Storage = tuple[LogManager, GroupCoordinator, ProducerIdManager, TransactionCoordinator]
+#: the logs, the coordinators over them, and the cluster id the log dirs are stamped with
+Storage = tuple[LogManager, GroupCoordinator, ProducerIdManager, TransactionCoordinator, str]
 
 
 async def start_storage(cfg: BrokerConfig, nursery: trio.Nursery) -> Storage:
@@ -258,6 +260,7 @@ async def start_storage(cfg: BrokerConfig, nursery: trio.Nursery) -> Storage:
     log_dirs = cfg.log_dir_list
     for d in log_dirs:
         d.mkdir(parents=True, exist_ok=True)
+    cluster_id = ensure_meta_properties(log_dirs, cfg.node_id, cfg.cluster_id)
     logs = LogManager(log_dirs, log_config_from(cfg),
                       producer_id_expiration_ms=cfg.producer_id_expiration_ms)
     groups = GroupCoordinator(cfg, log_dirs[0])
@@ -273,21 +276,21 @@ async def start_storage(cfg: BrokerConfig, nursery: trio.Nursery) -> Storage:
         # the two passes of the event loop each ``nursery.start`` costs
         nursery.start_soon(groups.run)
         nursery.start_soon(transactions.run)
-        return logs, groups, producer_ids, transactions
+        return logs, groups, producer_ids, transactions, cluster_id
     await run_io(_open_storage, logs, groups, transactions)
     await transactions.load()
     await nursery.start(groups.run)
     # after the logs and the groups: it finishes prepared transactions in both
     await nursery.start(transactions.run)
-    return logs, groups, producer_ids, transactions
+    return logs, groups, producer_ids, transactions, cluster_id
 
 
 def _is_empty(log_dir: Path) -> bool:
-    """A log dir that holds nothing (one that cannot be listed is left to the log manager,
-    which takes it offline)."""
+    """A log dir that holds nothing but its stamp (one that cannot be listed is left to the log
+    manager, which takes it offline)."""
     try:
         with os.scandir(log_dir) as entries:
-            return next(entries, None) is None
+            return all(e.name == META_PROPERTIES_NAME for e in entries)
     except OSError:
         return False
 

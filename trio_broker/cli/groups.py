@@ -38,7 +38,8 @@ from .reset_offsets import add_reset_arguments, parse_topic_partitions, reset_of
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.description = "List, describe, reset the offsets of, or delete consumer groups."
     sub = parser.add_subparsers(dest="groups_command", required=True, metavar="ACTION")
-    listing = sub.add_parser("list", help="list consumer groups with their state")
+    listing = sub.add_parser("list", help="list consumer groups with their state "
+                             "(--output plain: bare ids, as kafka-consumer-groups --list)")
     listing.add_argument("--state", action="append", default=[], metavar="STATE",
                          help="only groups in STATE (Stable, Empty, ...; repeatable)")
     describe = sub.add_parser("describe", help="members, assignments, committed offsets, lag")
@@ -108,6 +109,8 @@ def list_groups(client: BlockingClient, args: argparse.Namespace) -> int:
     for listing in client.list_groups():  # each broker lists the groups it coordinates
         kip848 = _describe_consumer_group(client, listing.group_id)
         if kip848 is not None:
+            if wanted and kip848.group_state.lower() not in wanted:
+                continue
             rows.append((listing.group_id, listing.protocol_type or "consumer",
                          kip848.group_state, len(kip848.members)))
             continue
@@ -119,10 +122,21 @@ def list_groups(client: BlockingClient, args: argparse.Namespace) -> int:
     rows.sort()
     report = Report(args.output)
     report.table(["group", "protocol type", "state", "members"], rows, numeric=["members"])
+    report.plain_lines = kafka_group_list(rows, with_state=bool(wanted))
     report.document = [{"group": g, "protocol_type": t, "state": s, "members": m}
                        for g, t, s, m in rows]
     report.emit()
     return 0
+
+
+def kafka_group_list(rows: list[tuple[str, str, str, int]], *, with_state: bool) -> list[str]:
+    """``kafka-consumer-groups --list``'s lines: bare ids; with ``--state``, GROUP and STATE
+    columns, the group padded to its longest id (at least 15)."""
+    if not with_state:
+        return [group for group, *_ in rows]
+    width = max([15, *(len(group) for group, *_ in rows)])
+    return [f"{group:<{width}} {state}" for group, state in
+            [("GROUP", "STATE"), *((g, s) for g, _, s, _ in rows)]]
 
 
 # --- describe --------------------------------------------------------------------------------

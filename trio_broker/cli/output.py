@@ -2,8 +2,10 @@
 
 Why three forms: ``table`` is for people (boxes, titles), ``plain`` for ``awk`` and ``cut``
 (Kafka's tools' upper-case headers, columns aligned with spaces, ``-`` for an empty cell, one
-row per line), ``json`` for programs (one document with every field). None of them ever wraps or
-cuts a value when stdout is not a terminal: a pipe gets every id whole however long it is.
+row per line; a list command prints what the Kafka tool's ``--list`` prints, bare names one
+per line, so a script written for one works with the other), ``json`` for programs (one
+document with every field). None of them ever wraps or cuts a value when stdout is not a
+terminal: a pipe gets every id whole however long it is.
 
 A command fills a ``Report`` (headlines, tables and one JSON document) and ``Report.emit``
 prints the form asked for. A closed stdout (``| head -1``) ends the command quietly through
@@ -44,6 +46,8 @@ class Report:
         self.form = form
         self._parts: list[str | Table] = []
         self.document: Any = None
+        #: the plain form's lines when they are not the tables' (a list command's bare names)
+        self.plain_lines: list[str] | None = None
 
     def line(self, text: str) -> None:
         """A headline for people (table form only: plain and json carry it in their data)."""
@@ -59,6 +63,8 @@ class Report:
         if self.form == "json":
             json.dump(self.document, out, indent=2, sort_keys=False, default=str)
             out.write("\n")
+        elif self.form == "plain" and self.plain_lines is not None:
+            out.writelines(f"{line}\n" for line in self.plain_lines)
         elif self.form == "plain":
             tables = [p for p in self._parts if isinstance(p, Table)]
             out.write("\n\n".join(plain_table(t) for t in tables))

@@ -9,6 +9,7 @@ import signal
 from collections.abc import Awaitable, Callable
 
 from ..broker.config import BrokerConfig, ConfigError, describe_keys, load_config, parse_overrides
+from ..broker.storage.meta_properties import MetaPropertiesError
 from .base import CommandError, Tool, UsageError
 
 LOGGER = logging.getLogger("trio_broker")
@@ -96,7 +97,7 @@ def _run(main: Callable[[], Awaitable[None]]) -> int:
             raise first from None
         if isinstance(first, ConfigError):
             raise UsageError(str(first)) from None
-        if isinstance(first, OSError):
+        if isinstance(first, (OSError, MetaPropertiesError)):
             raise CommandError(f"cannot start: {first}") from None
         raise
     return 0

@@ -54,7 +54,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="a topic config override, e.g. retention.ms=60000 (repeatable)")
     create.add_argument("--if-not-exists", action="store_true",
                         help="succeed quietly if the topic already exists")
-    listing = sub.add_parser("list", help="list topics with their partition counts")
+    listing = sub.add_parser("list", help="list topics with their partition counts "
+                             "(--output plain: bare names, as kafka-topics --list)")
+    listing.add_argument("--exclude-internal", action="store_true",
+                         help="leave out internal topics (__consumer_offsets, ...)")
     describe = sub.add_parser("describe", help="partitions, leaders, offsets and configs")
     describe.add_argument("topics", nargs="*", metavar="TOPIC",
                           help="topics to describe (default: all)")
@@ -157,6 +160,8 @@ def _list(client: BlockingClient, args: argparse.Namespace) -> int:
     cluster = client.metadata(None)
     rows: list[dict[str, Any]] = []
     for name, info in sorted(cluster.topics.items()):
+        if args.exclude_internal and info.internal:
+            continue
         rf = max((len(p.replicas) for p in info.partitions.values()), default=0)
         rows.append({"topic": name, "partitions": len(info.partitions),
                      "replication_factor": rf, "internal": info.internal})
@@ -164,6 +169,7 @@ def _list(client: BlockingClient, args: argparse.Namespace) -> int:
     report.table(["topic", "partitions", "replication factor"],
                  [(r["topic"], r["partitions"], r["replication_factor"]) for r in rows],
                  numeric=["partitions", "replication factor"])
+    report.plain_lines = [r["topic"] for r in rows]  # kafka-topics --list
     report.document = rows
     report.emit()
     return 0

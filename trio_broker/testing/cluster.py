@@ -286,7 +286,8 @@ async def serve_cluster(config: ConfigInput = None, *, brokers: int = 3,
                         ) -> None:
         with parts_scope:
             async with trio.open_nursery() as nursery:
-                logs, groups, producer_ids, transactions = await start_storage(cfg, nursery)
+                logs, groups, producer_ids, transactions, cluster_id = await start_storage(
+                    cfg, nursery)
                 model = ClusterModel(
                     [Node(k, "", 0) for k in node_configs], logs,
                     default_replication=replication,
@@ -302,7 +303,7 @@ async def serve_cluster(config: ConfigInput = None, *, brokers: int = 3,
                                     transactions=transactions,
                                     fetch_purgatory=Purgatory(nursery), advertised_host="",
                                     advertised_port=0, cluster=model,
-                                    cleaner=log_cleaner(cfg, logs))
+                                    cleaner=log_cleaner(cfg, logs), cluster_id=cluster_id)
                 faults = Faults()
                 nodes = {k: _Node(k, c, faults) for k, c in node_configs.items()}
                 for node in nodes.values():

@@ -96,6 +96,8 @@ async def _create_one(broker: BrokerState, t: Struct, validate_only: bool) -> St
     rf = _replication_factor(broker, t)
     if not validate_only:
         broker.cluster.set_replication(t.name, rf)
+        for a in t.assignments or ():
+            broker.cluster.assign(t.name, a.partition_index, list(a.broker_ids))
     return _CT.CreatableTopicResult(
         name=t.name, topic_id=topic_id, error_code=ErrorCode.NONE, error_message=None,
         topic_config_error_code=ErrorCode.NONE, num_partitions=partitions, replication_factor=rf,
@@ -116,15 +118,19 @@ def _partition_count(broker: BrokerState, t: Struct) -> tuple[int, str | None, i
             return (ErrorCode.INVALID_REQUEST, "A manual partition assignment was specified, "
                     "but numPartitions was not set to -1.", 0)
         seen: set[int] = set()
+        factor: int | None = None  # the first partition's sets the others'
         for a in t.assignments:
             if a.partition_index in seen:
                 return (ErrorCode.INVALID_REPLICA_ASSIGNMENT, "Found multiple manual partition "
                         f"assignments for partition {a.partition_index}", 0)
             seen.add(a.partition_index)
-            problem = replica_assignment_problem(list(a.broker_ids), node,
-                                                 registered=broker.cluster.nodes)
+            problem = (replica_assignment_problem(list(a.broker_ids), node,
+                                                  registered=broker.cluster.nodes,
+                                                  replication_factor=factor)
+                       or all_fenced_problem(broker, list(a.broker_ids), a.partition_index))
             if problem:
                 return ErrorCode.INVALID_REPLICA_ASSIGNMENT, problem, 0
+            factor = len(a.broker_ids)
         if seen != set(range(len(seen))):
             return (ErrorCode.INVALID_REPLICA_ASSIGNMENT,
                     "partitions should be a consecutive 0-based integer sequence", 0)
@@ -162,9 +168,10 @@ def _replication_factor(broker: BrokerState, t: Struct) -> int:
 
 
 def replica_assignment_problem(replicas: list[int], node: int, *,
-                               registered: Container[int] = ()) -> str | None:
+                               registered: Container[int] = (),
+                               replication_factor: int | None = None) -> str | None:
     """Kafka's ``validateManualPartitionAssignment``: every replica a registered broker (this
-    one, or one of ``registered``), none twice."""
+    one, or one of ``registered``), none twice, as many as ``replication_factor`` if given."""
     if not replicas:
         return "The manual partition assignment includes an empty replica list."
     previous = None
@@ -176,7 +183,21 @@ def replica_assignment_problem(replicas: list[int], node: int, *,
             return (f"The manual partition assignment includes the broker {broker_id} more "
                     "than once.")
         previous = broker_id
+    if replication_factor is not None and len(replicas) != replication_factor:
+        return (f"The manual partition assignment includes a partition with {len(replicas)} "
+                "replica(s), but this is not consistent with previous partitions, which have "
+                f"{replication_factor} replica(s).")
     return None
+
+
+def all_fenced_problem(broker: BrokerState, replicas: list[int], partition: int) -> str | None:
+    """Kafka's refusal of an assignment with no live replica: the partition would have no
+    leader (a stopped node of a test cluster is a fenced broker)."""
+    nodes = broker.cluster.nodes
+    if any(nodes[r].alive for r in replicas if r in nodes):
+        return None
+    return (f"All brokers specified in the manual partition assignment for partition "
+            f"{partition} are fenced or in controlled shutdown.")
 
 
 def _effective_topic_configs(broker: BrokerState,
@@ -282,8 +303,8 @@ _CP = response_type(ApiKey.CreatePartitions)
 
 async def handle_create_partitions(ctx: HandlerContext,
                                    request: CreatePartitionsRequest) -> HandlerResult:
-    """CreatePartitions v0-v3: add partitions to existing topics (one replica, this broker),
-    checked as a KRaft controller checks them."""
+    """CreatePartitions v0-v3: add partitions to existing topics (placed as the cluster places
+    them, or on the replicas the request assigns), checked as a KRaft controller checks them."""
     broker = ctx.broker
     counts = Counter(t.name for t in request.topics)
     results = []
@@ -318,8 +339,12 @@ async def _add_partitions(broker: BrokerState, t: Struct, validate_only: bool,
             return (ErrorCode.INVALID_REPLICA_ASSIGNMENT,
                     f"Attempted to add {added} additional partition(s), but only "
                     f"{len(t.assignments)} assignment(s) were specified.")
-        for a in t.assignments:
-            problem = replica_assignment_problem(list(a.broker_ids), broker.node_id)
+        factor = len(broker.cluster.partition(t.name, 0).replicas)
+        for i, a in enumerate(t.assignments):
+            problem = (replica_assignment_problem(list(a.broker_ids), broker.node_id,
+                                                  registered=broker.cluster.nodes,
+                                                  replication_factor=factor)
+                       or all_fenced_problem(broker, list(a.broker_ids), current + i))
             if problem:
                 return ErrorCode.INVALID_REPLICA_ASSIGNMENT, problem
     if t.count > MAX_PARTITIONS_PER_TOPIC:
@@ -332,4 +357,6 @@ async def _add_partitions(broker: BrokerState, t: Struct, validate_only: bool,
         return exc.error_code, str(exc)
     if not validate_only:
         broker.topics_changed(TopicChange(t.name, current, t.count))
+        for i, a in enumerate(t.assignments or ()):
+            broker.cluster.assign(t.name, current + i, list(a.broker_ids))
     return ErrorCode.NONE, None

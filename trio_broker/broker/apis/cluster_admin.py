@@ -27,7 +27,8 @@ from ..server.bodies import (
     Struct,
 )
 from ..server.context import HandlerContext, HandlerResult
-from .admin import replica_assignment_problem
+from ..server.state import BrokerState
+from .admin import all_fenced_problem, replica_assignment_problem
 
 _BROKER_ENDPOINT, _CONTROLLER_ENDPOINT = 1, 2
 _ENDPOINT_NAMES = {_BROKER_ENDPOINT: "BROKER", _CONTROLLER_ENDPOINT: "CONTROLLER"}
@@ -125,21 +126,21 @@ _APR = response_type(ApiKey.AlterPartitionReassignments)
 
 async def handle_alter_partition_reassignments(
         ctx: HandlerContext, request: AlterPartitionReassignmentsRequest) -> HandlerResult:
-    """AlterPartitionReassignments v0-v1: ``[this broker]`` is accepted (nothing to move),
-    anything else refused as a KRaft controller refuses it."""
+    """AlterPartitionReassignments v0-v1: registered, distinct brokers are accepted, and the
+    reassignment completes at once (the storage is shared: nothing to move); anything else is
+    refused as a KRaft controller refuses it."""
     allow_rf_change = request.allow_replication_factor_change if ctx.version >= 1 else True
     if not authz.cluster(ctx, authz.ALTER):
         return ctx.response(throttle_time_ms=0, allow_replication_factor_change=allow_rf_change,
                             error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
                             error_message=None, responses=[])
     topics = ctx.broker.logs.topics()
-    node = ctx.broker.node_id
     responses = []
     for t in request.topics:
         parts = []
         for p in t.partitions:
-            error, message = _reassign(t.name, p.partition_index, p.replicas, topics, node,
-                                       allow_rf_change)
+            error, message = _reassign(ctx.broker, t.name, p.partition_index, p.replicas,
+                                       topics, allow_rf_change)
             parts.append(_APR.ReassignableTopicResponse.ReassignablePartitionResponse(
                 partition_index=p.partition_index, error_code=error, error_message=message))
         responses.append(_APR.ReassignableTopicResponse(name=t.name, partitions=parts))
@@ -147,8 +148,8 @@ async def handle_alter_partition_reassignments(
                         error_code=ErrorCode.NONE, error_message=None, responses=responses)
 
 
-def _reassign(topic: str, partition: int, replicas: list[int] | None, topics: dict[str, int],
-              node: int, allow_rf_change: bool) -> tuple[ErrorCode, str | None]:
+def _reassign(broker: BrokerState, topic: str, partition: int, replicas: list[int] | None,
+              topics: dict[str, int], allow_rf_change: bool) -> tuple[ErrorCode, str | None]:
     if topic not in topics:
         return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"Unable to find a topic named {topic}."
     if not 0 <= partition < topics[topic]:
@@ -156,12 +157,17 @@ def _reassign(topic: str, partition: int, replicas: list[int] | None, topics: di
                 f"Unable to find partition {topic}:{partition}.")
     if replicas is None:  # cancel: there is never a reassignment to cancel
         return ErrorCode.NO_REASSIGNMENT_IN_PROGRESS, "No partition reassignment is in progress."
-    if not allow_rf_change and len(replicas) != 1:
+    cluster = broker.cluster
+    current = len(cluster.partition(topic, partition).replicas)
+    if not allow_rf_change and len(replicas) != current:
         return (ErrorCode.INVALID_REPLICATION_FACTOR,
-                f"The replication factor is changed from 1 to {len(replicas)}")
-    problem = replica_assignment_problem(list(replicas), node)
+                f"The replication factor is changed from {current} to {len(replicas)}")
+    problem = (replica_assignment_problem(list(replicas), broker.node_id,
+                                          registered=cluster.nodes)
+               or all_fenced_problem(broker, list(replicas), partition))
     if problem:
         return ErrorCode.INVALID_REPLICA_ASSIGNMENT, problem
+    cluster.reassign(topic, partition, list(replicas))
     return ErrorCode.NONE, None
 
 

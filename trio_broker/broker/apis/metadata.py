@@ -95,7 +95,7 @@ async def handle_metadata(ctx: HandlerContext, request: MetadataRequest) -> Hand
         throttle_time_ms=0,
         brokers=[_Broker(node_id=i, host=host, port=port, rack=None)
                  for i, host, port in broker.cluster.live_endpoints(ctx.listener)],
-        cluster_id=broker.config.cluster_id,
+        cluster_id=broker.cluster_id,
         controller_id=broker.cluster.controller_id(broker.node_id),
         topics=topics,
         authorized_operations=cluster_ops,
@@ -114,7 +114,7 @@ def no_topics_answer(broker: BrokerState, version: int, listener: str) -> Encode
     (each listener names the brokers by its own endpoints): nothing else goes into it."""
     cluster = broker.cluster
     live = tuple(cluster.live_endpoints(listener))
-    key = (version, broker.config.cluster_id, cluster.controller_id(broker.node_id), listener,
+    key = (version, broker.cluster_id, cluster.controller_id(broker.node_id), listener,
            live)
     answer = _NO_TOPICS.get(key)
     if answer is None:

@@ -1,11 +1,12 @@
 """DescribeUserScramCredentials and AlterUserScramCredentials (KIP-554): the SCRAM users of
-``sasl.credentials.file``, managed over the wire.
+``sasl.credentials.file`` (unset: ``scram-credentials.json`` in the first log dir), managed over
+the wire.
 
 Why the file: it is where this broker's SASL listeners find their users (``security/``), and an
-alter replaces it atomically and fsynced, so a change survives a crash and the next login sees
-it (the listeners re-read a changed file). Kafka's rules and messages apply
-(``security.credentials.alter_scram_credentials``). Without a credentials file there is nowhere
-to keep a credential: Describe finds no users and Alter answers SECURITY_DISABLED.
+alter replaces it atomically and fsynced (mode 0600), so a change survives a crash and the next
+login sees it (the listeners re-read a changed file). Kafka's rules and messages apply
+(``security.credentials.alter_scram_credentials``). As Kafka stores credentials with no setting,
+so does this broker: a file that does not exist yet holds no users.
 """
 
 from __future__ import annotations
@@ -40,7 +41,7 @@ async def handle_describe_user_scram_credentials(
         return ctx.response(throttle_time_ms=0,
                             error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
                             error_message=None, results=[])
-    path = ctx.broker.config.sasl_credentials_file or None
+    path = ctx.broker.config.scram_credentials_path
     try:
         found = await trio.to_thread.run_sync(describe_scram_credentials, path, users)
     except CredentialsError as exc:
@@ -62,16 +63,11 @@ async def handle_alter_user_scram_credentials(
     upsertions = [ScramUpsertion(u.name, MECHANISM_TYPES.get(u.mechanism), u.iterations,
                                  bytes(u.salt), bytes(u.salted_password))
                   for u in request.upsertions]
-    path = ctx.broker.config.sasl_credentials_file
+    path = ctx.broker.config.scram_credentials_path
     results: list[UserResult]
     if not authz.cluster(ctx, authz.ALTER):
         users = dict.fromkeys([*(d.user for d in deletions), *(u.user for u in upsertions)])
         results = [(user, ErrorCode.CLUSTER_AUTHORIZATION_FAILED, None) for user in users]
-    elif not path:
-        users = dict.fromkeys([*(d.user for d in deletions), *(u.user for u in upsertions)])
-        results = [(user, ErrorCode.SECURITY_DISABLED,
-                    "sasl.credentials.file is not set: SCRAM credentials cannot be stored")
-                   for user in users]
     else:
         try:
             results = await trio.to_thread.run_sync(alter_scram_credentials, path, deletions,

@@ -37,6 +37,9 @@ from .listeners import parse_listeners as parse_listeners
 from .listeners import parse_protocol_map as parse_protocol_map
 from .topic_keys import TOPIC_KEYS
 
+#: the SCRAM users' file in the first log dir when ``sasl.credentials.file`` is not set
+SCRAM_CREDENTIALS_FILE = "scram-credentials.json"
+
 __all__ = ["BrokerConfig", "ConfigError", "Listener", "build_config", "normalise",
            "parse_ip_overrides", "parse_listeners"]
 
@@ -177,6 +180,15 @@ class BrokerConfig(FrozenFields):
         if "log.dirs" not in self.originals and "log.dir" in self.originals:
             dirs = self.log_dir  # Kafka: log.dir is used when log.dirs is not given
         return [Path(p.strip()) for p in dirs.split(",") if p.strip()]
+
+    @property
+    def scram_credentials_path(self) -> Path:
+        """Where the SCRAM users live: ``sasl.credentials.file``, else the first log dir's
+        ``scram-credentials.json`` (Kafka keeps them in its cluster metadata with no setting,
+        so AlterUserScramCredentials works on any broker)."""
+        if self.sasl_credentials_file:
+            return Path(self.sasl_credentials_file)
+        return self.log_dir_list[0] / SCRAM_CREDENTIALS_FILE
 
     @property
     def log_retention_effective_ms(self) -> int:
@@ -333,9 +345,6 @@ def check_config(config: BrokerConfig) -> None:
             raise ConfigError(f"Invalid value {config.sasl_enabled_mechanisms} for configuration "
                               f"sasl.enabled.mechanisms: expected one or more of "
                               f"{', '.join(SASL_MECHANISMS)}", key="sasl.enabled.mechanisms")
-        if not config.sasl_credentials_file and set(mechanisms) - {"OAUTHBEARER"}:
-            raise ConfigError(f"listeners={config.listeners!r}: a SASL listener needs "
-                              "sasl.credentials.file", key="listeners")
         if "OAUTHBEARER" in mechanisms and config.sasl_oauthbearer_jwks_endpoint_url:
             _check_jwks(config.sasl_oauthbearer_jwks_endpoint_url)
     bounds = consumer_group_bounds_error(

@@ -86,8 +86,9 @@ _HONOURED: tuple[ConfigKey, ...] = (
        "a listener without an entry advertises its bound address.", default=""),
     _h("listener.security.protocol.map", "Listener name to security protocol, NAME:PROTOCOL,...; "
        "a listener named after a protocol needs no entry."),
-    _h("cluster.id", "Cluster id reported in Metadata v2+.", own=True, type_=T.STRING,
-       default="trio-broker-cluster"),
+    _h("cluster.id", "Cluster id; empty: the one stamped in the log dirs' meta.properties, "
+       "or a new random one stamped there at the first start.", own=True, type_=T.STRING,
+       default=""),
     # --- network --------------------------------------------------------------------------------
     _h("num.network.threads", "Processors (connection-owning tasks) per listener."),
     _h("num.io.threads", "Request handler tasks."),
@@ -144,7 +145,8 @@ _HONOURED: tuple[ConfigKey, ...] = (
     _h("sasl.enabled.mechanisms", "SASL mechanisms offered on SASL listeners (GSSAPI is not "
        "supported).", default=list(SASL_MECHANISMS[:3])),
     _h("sasl.credentials.file", "JSON file of SCRAM-hashed users (python -m "
-       "trio_broker.broker.security.credentials add USER --file F).", own=True, type_=T.STRING,
+       "trio_broker.broker.security.credentials add USER --file F, or AlterUserScramCredentials);"
+       " empty: scram-credentials.json in the first log dir.", own=True, type_=T.STRING,
        default=""),
     _h("sasl.server.max.receive.size", "Largest request accepted before authentication.",
        validator=AtLeast(1)),

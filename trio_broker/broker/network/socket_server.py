@@ -422,8 +422,15 @@ class SocketServer:
             from ..security.credentials import CredentialsError, CredentialStore
             from ..security.sasl import SaslSettings, oauth_settings
 
+            path = config.scram_credentials_path
             try:
-                credentials = CredentialStore(config.sasl_credentials_file or None)
+                if config.sasl_credentials_file or path.exists():
+                    credentials = CredentialStore(path)
+                else:
+                    # no users yet: the store reads the file once AlterUserScramCredentials
+                    # writes it (it re-reads a file whose stat changed)
+                    credentials = CredentialStore(users={})
+                    credentials.path = path
             except CredentialsError as exc:
                 raise ConfigError(str(exc)) from None
             sasl_settings = SaslSettings(

@@ -173,6 +173,25 @@ class ClusterModel:
         isr = [r for r in replicas if self.nodes[r].alive]
         return PartitionState(replicas, isr, isr[0] if isr else NO_LEADER)
 
+    def assign(self, topic: str, partition: int, replicas: list[int]) -> None:
+        """A new partition with an explicit assignment (CreateTopics, CreatePartitions): those
+        replicas, the live ones in sync, the first live one leading, as Kafka's controller
+        registers it."""
+        isr = [r for r in replicas if self.nodes[r].alive]
+        self._partitions[(topic, partition)] = PartitionState(list(replicas), isr,
+                                                              isr[0] if isr else NO_LEADER)
+
+    def reassign(self, topic: str, partition: int, replicas: list[int]) -> None:
+        """A reassignment, complete at once (the storage is shared: nothing to copy): the
+        replicas become ``replicas``; a leader that is not one of them gives way to the first
+        live one (leader epoch + 1)."""
+        state = self.partition(topic, partition)
+        state.replicas = list(replicas)
+        state.isr = [r for r in replicas if self.nodes[r].alive]
+        if state.leader not in state.isr:
+            state.leader = state.isr[0] if state.isr else NO_LEADER
+            self._bump_epoch(topic, partition, state)
+
     def leader_epoch(self, topic: str, partition: int) -> int:
         log = self.logs.get_log(topic, partition)
         return self.partition(topic, partition).epoch if log is None else log.leader_epoch

@@ -29,6 +29,7 @@ from ..security.acl_store import AclStore, authorizer_from_config
 from ..security.client_quotas import QUOTA_FILE, ClientQuotas
 from ..storage import LogManager, ProducerIdManager, log_config_from
 from ..storage.cleaner_manager import LogCleaner
+from ..storage.meta_properties import ensure_meta_properties
 from .cluster_model import ClusterModel, Node
 from .purgatory import Purgatory
 from .telemetry_state import TelemetryState
@@ -78,6 +79,9 @@ class BrokerState:
         lambda self: ClusterModel([Node(self.config.node_id, self.advertised_host,
                                         self.advertised_port, endpoints=dict(self.endpoints))],
                                   self.logs), takes_self=True))
+    #: the cluster id, as stamped in the log dirs' meta.properties (``start_storage``)
+    cluster_id: str = attrs.field(default=attrs.Factory(lambda self: self.config.cluster_id,
+                                                        takes_self=True))
     #: ACLs and Kafka's decisions over them; None without ``authorizer.class.name``
     authorizer: AclStore | None = attrs.field(default=attrs.Factory(
         lambda self: authorizer_from_config(self.config.log_dir_list[0],
@@ -113,10 +117,6 @@ class BrokerState:
     @property
     def node_id(self) -> int:
         return self.config.node_id
-
-    @property
-    def cluster_id(self) -> str:
-        return self.config.cluster_id
 
     def advertised(self, listener: str) -> tuple[str, int]:
         """(host, port) this broker is named by to a client connected to ``listener``."""
@@ -159,6 +159,7 @@ def standalone_state(config: BrokerConfig, *, groups: GroupCoordinator, nursery:
     """
     for log_dir in config.log_dir_list:
         log_dir.mkdir(parents=True, exist_ok=True)
+    cluster_id = ensure_meta_properties(config.log_dir_list, config.node_id, config.cluster_id)
     logs = LogManager(config.log_dir_list, log_config_from(config),
                       producer_id_expiration_ms=config.producer_id_expiration_ms)
     logs.load()
@@ -168,4 +169,4 @@ def standalone_state(config: BrokerConfig, *, groups: GroupCoordinator, nursery:
     return BrokerState(config=config, metrics=metrics or BrokerMetrics(), logs=logs,
                        groups=groups, producer_ids=producer_ids, transactions=transactions,
                        fetch_purgatory=Purgatory(nursery), advertised_host=advertised_host,
-                       advertised_port=advertised_port)
+                       advertised_port=advertised_port, cluster_id=cluster_id)

@@ -1,6 +1,6 @@
-"""Client-side SASL (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512) as sans-IO steps, over
-SaslHandshake v1 and SaslAuthenticate, in the order Kafka's clients use: after ApiVersions,
-before any other request::
+"""Client-side SASL (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512, unsecured OAUTHBEARER) as sans-IO
+steps, over SaslHandshake v1 and SaslAuthenticate, in the order Kafka's clients use: after
+ApiVersions, before any other request::
 
     auth = SaslAuthentication(credentials, "the broker at h:9093")
     step = auth.first()                       # SaslHandshake
@@ -17,7 +17,7 @@ pretend it does.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple
 
 from ...protocol.api_keys import ApiKey
@@ -30,14 +30,18 @@ from .errors import (
     describe_code,
     error_for,
 )
+from .oauthbearer import client_first_message
 
-SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
+SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER")
 
 
 class SaslCredentials(NamedTuple):
     mechanism: str
+    #: the user (OAUTHBEARER: the principal its token names)
     username: str
     password: str
+    #: OAUTHBEARER: the unsecured token's JAAS options (``oauthbearer.py``)
+    token_options: Mapping[str, str] | None = None
 
 
 class SaslStep(NamedTuple):
@@ -125,7 +129,7 @@ class SaslAuthentication:
         self.complete = False
         self._stage = "handshake"
         self._scram: ScramClient | None = None
-        if credentials.mechanism != "PLAIN":
+        if credentials.mechanism.startswith("SCRAM-"):
             self._scram = ScramClient(credentials.mechanism, credentials.username,
                                       credentials.password, nonce=nonce)
 
@@ -140,6 +144,9 @@ class SaslAuthentication:
         stage = self._stage
         if stage == "handshake":
             self._check_handshake(body)
+            if self.credentials.mechanism == "OAUTHBEARER":
+                self._stage = "oauthbearer"
+                return _authenticate(client_first_message(self.credentials.token_options or {}))
             if self._scram is None:
                 self._stage = "plain"
                 creds = self.credentials

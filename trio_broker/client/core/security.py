@@ -10,8 +10,13 @@ Keys (librdkafka's names, which Kafka's Python clients share)::
     ssl.endpoint.identification.algorithm  https (default: the certificate must name the host)
                                            or none
     sasl.mechanism                         PLAIN | SCRAM-SHA-256 | SCRAM-SHA-512 (Kafka's
-                                           default, GSSAPI, is not supported)
+                                           default, GSSAPI, is not supported) | OAUTHBEARER
+                                           (unsecured tokens, from sasl.jaas.config)
     sasl.username / sasl.password
+
+and Kafka's Java client keys, read into those (``jaas.py``): ``sasl.jaas.config``,
+``ssl.truststore.location`` / ``ssl.keystore.location`` of PEM stores (``ssl.*.type``,
+``ssl.*.password``).
 
 ``ssl`` is the standard library's: building a context is configuration, not I/O; each face
 wraps its own sockets with it (``trio.SSLStream``, ``SSLContext.wrap_socket``).
@@ -26,6 +31,8 @@ from typing import Any, NamedTuple
 
 from .bootstrap import resolve_security_protocol
 from .errors import ConfigError
+from .jaas import JAVA_CLIENT_KEYS, OAUTHBEARER_OPTIONS, from_java_settings
+from .oauthbearer import principal_of
 from .sasl import SASL_MECHANISMS, SaslCredentials
 
 #: the security keys and their defaults (``security.protocol`` None: from the bootstrap prefix)
@@ -39,6 +46,7 @@ SECURITY_DEFAULTS: dict[str, Any] = {
     "sasl.mechanism": "GSSAPI",
     "sasl.username": None,
     "sasl.password": None,
+    **dict.fromkeys(JAVA_CLIENT_KEYS),
 }
 
 
@@ -89,6 +97,7 @@ def _reason(exc: BaseException) -> str:
 def resolve_security(config: Mapping[str, Any], servers: str | Sequence[str]) -> Security:
     """The protocol (``security.protocol``, else the bootstrap prefix), a TLS context when it
     uses TLS, SASL credentials when it uses SASL; ``ConfigError`` when a piece is missing."""
+    config = from_java_settings(config)
     protocol = resolve_security_protocol(config.get("security.protocol"), servers)
     context = client_ssl_context(config) if protocol in ("SSL", "SASL_SSL") else None
     sasl = None
@@ -97,6 +106,14 @@ def resolve_security(config: Mapping[str, Any], servers: str | Sequence[str]) ->
         if mechanism not in SASL_MECHANISMS:
             raise ConfigError(f"sasl.mechanism {mechanism} is not supported with "
                               f"security.protocol={protocol}: use {', '.join(SASL_MECHANISMS)}")
+        if mechanism == "OAUTHBEARER":
+            options = config.get(OAUTHBEARER_OPTIONS)
+            if options is None:
+                raise ConfigError("sasl.mechanism=OAUTHBEARER needs sasl.jaas.config with "
+                                  "org.apache.kafka.common.security.oauthbearer."
+                                  "OAuthBearerLoginModule and its unsecuredLogin* options")
+            return Security(protocol, context,
+                            SaslCredentials(mechanism, principal_of(options), "", options))
         username, password = config.get("sasl.username"), config.get("sasl.password")
         if username is None or password is None:
             raise ConfigError(f"security.protocol={protocol} needs sasl.username and "
