@@ -17,11 +17,10 @@ import trio
 from tests.security_files import TlsFiles, password
 from tests.wire import RawClient
 from trio_broker import open_broker
-from trio_broker.cluster import open_cluster
-from trio_broker.config import BrokerConfig, ConfigError
-from trio_broker.http.settings import console_listener, console_settings
+from trio_broker.broker.config import BrokerConfig, ConfigError
+from trio_broker.broker.http.settings import console_listener, console_settings
 from trio_broker.protocol.api_keys import ApiKey
-from trio_broker.testing import ThreadedBroker
+from trio_broker.testing import ThreadedBroker, open_cluster
 
 TWO = "PLAINTEXT://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0"
 
