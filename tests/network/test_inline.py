@@ -13,6 +13,7 @@ from trio_broker.broker.apis import registry
 from trio_broker.broker.metrics.idle import IdleMeter
 from trio_broker.broker.network.connection import YIELD_BYTES, YIELD_FRAME_MIN
 from trio_broker.broker.network.request_handler import INLINE_APIS
+from trio_broker.broker.server.context import DEFERRED
 from trio_broker.protocol.api_keys import ApiKey
 
 
@@ -144,3 +145,41 @@ async def test_a_connection_pipelining_a_long_burst_lets_another_be_answered(tri
         await busy.receive(ApiKey.Metadata, 1)
     await busy.aclose()
     await other.aclose()
+
+
+async def test_a_parked_inline_request_is_answered_through_its_processor(trio_broker,
+                                                                        monkeypatch):
+    parked = []
+
+    async def parking(ctx, request):
+        parked.append(ctx)
+        return DEFERRED
+
+    monkeypatch.setitem(registry.HANDLERS, int(ApiKey.Heartbeat), parking)
+    client = await connect(trio_broker)
+    await client.request(ApiKey.ApiVersions, 0)
+    first, a = client.encode(ApiKey.ApiVersions, 0)
+    second, b = client.encode(ApiKey.ApiVersions, 0)
+    beat, c = client.encode(ApiKey.Heartbeat, 0, group_id="g", generation_id=1, member_id="m")
+    last, d = client.encode(ApiKey.ApiVersions, 0)
+    await client.send_raw(a + b + c + d)
+    # the answers held for one write go out before the parked request waits...
+    with trio.fail_after(10):
+        assert (await client.receive(ApiKey.ApiVersions, 0))[0] == first
+        assert (await client.receive(ApiKey.ApiVersions, 0))[0] == second
+    with trio.move_on_after(0.2):
+        await client.read_frame()
+        raise AssertionError("answered past the parked request")
+    # ...and the connection stays muted until its answer comes back, in request order
+    assert len(parked) == 1
+    parked[0].respond(parked[0].response(error_code=0))
+    with trio.fail_after(10):
+        got, body = await client.receive(ApiKey.Heartbeat, 0)
+        assert (await client.receive(ApiKey.ApiVersions, 0))[0] == last
+    assert (got, body.error_code) == (beat, 0)
+    # never queued for a handler task; the wait is its remote time, as a delayed operation's
+    assert exposed(trio_broker, "kafka_network_requestmetrics_requestqueuetimems_sum",
+                   "Heartbeat") == 0
+    assert exposed(trio_broker, "kafka_network_requestmetrics_remotetimems_sum",
+                   "Heartbeat") >= 200
+    await client.aclose()

@@ -5,7 +5,7 @@ reads a frame, stays muted while its request is in flight and writes the answer)
 (``Acceptor``), ``connection`` (one connection's state), ``request_channel`` (``Request``, the
 response family, the bounded request queue), ``request_handler`` (``RequestHandlerPool``:
 decode, dispatch through ``apis.registry``, encode), ``quotas`` (``ConnectionQuotas``),
-``sasl_steps`` (the SASL answers the connection task gives itself), ``send_file`` (writes, and
+``sasl_session`` (one connection's SASL state and steps), ``send_file`` (writes, and
 ``sendfile`` for zero-copy fetch) and ``metrics_http`` (the metrics and health endpoint). See
 docs/architecture.md, "The request pipeline".
 

@@ -1,7 +1,8 @@
 """One client connection's state, and the settings a processor applies to every connection.
 
-Why apart from ``socket_server.py``: the connection is what a processor's task and the handlers'
-responses meet at (the response slot), and it is all a connection task needs to know about itself.
+Why apart from ``socket_server.py``: the connection is what a processor's task and the queued
+requests' responses meet at (the response slot), and it is all a connection task needs to know
+about itself.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from ..config import BrokerConfig, Listener
 from .request_channel import Request, Response, SendFileResponse
 
 if TYPE_CHECKING:
-    from ..security.sasl import SaslAuthenticator
+    from .sasl_session import SaslSession
 
 _connection_ids = itertools.count(1)
 #: answers held back for one write stop growing here (a socket buffer's worth)
@@ -76,10 +77,11 @@ class UnsentResponses:
 
 
 class Connection:
-    """One client connection: its stream, frame buffer, idle scope and the slot for its response."""
+    """One client connection: its stream, frame buffer, idle scope and the slot for the response
+    to a queued (or parked) request; an inline request's response is its handler's return value."""
 
     __slots__ = ("_response", "_waiter", "client_host", "client_port", "decoder", "id",
-                 "idle_scope", "in_flight", "listener_name", "principal", "raw_sasl", "sasl",
+                 "idle_scope", "in_flight", "listener_name", "principal", "sasl",
                  "security_protocol", "stream", "unsent")
 
     def __init__(self, stream: trio.abc.Stream, listener: Listener, client_host: str,
@@ -93,10 +95,8 @@ class Connection:
         self.decoder = FrameDecoder(max_frame_bytes)
         self.idle_scope: trio.CancelScope | None = None
         self.in_flight: Request | None = None
-        #: the SASL state of a SASL listener's connection (None elsewhere)
-        self.sasl: SaslAuthenticator | None = None
-        #: after SaslHandshake v0: the next frames are bare SASL tokens, not requests
-        self.raw_sasl = False
+        #: the SASL session of a SASL listener's connection (None elsewhere)
+        self.sasl: SaslSession | None = None
         #: "User:..." from SASL or a TLS client certificate; None = anonymous
         self.principal: str | None = None
         self._response: Response | None = None
@@ -105,18 +105,14 @@ class Connection:
         self.unsent = UnsentResponses()
 
     def deliver(self, response: Response) -> None:
+        """The response to the queued (or parked) request in flight, from its processor."""
         self._response = response
         if self._waiter is not None:
             self._waiter.set()
 
-    def take_response(self) -> Response | None:
-        """The response to the request in flight if it has been delivered (else None)."""
-        response, self._response = self._response, None
-        return response
-
     async def wait_response(self) -> Response:
-        """The response to the request in flight; returns at once (no checkpoint) if it has
-        already been delivered, as an inline request's always is: no loop pass is spent."""
+        """The response to the queued (or parked) request in flight; returns at once (no
+        checkpoint) if it has already been delivered: no loop pass is spent."""
         while (response := self._response) is None:
             self._waiter = trio.Event()
             await self._waiter.wait()

@@ -6,10 +6,12 @@ back to the processor that owns the connection, so a connection's bytes are only
 its own processor.
 
 Why some requests skip the queue: the small APIs that answer without waiting (``set_inline``:
-ApiVersions, Metadata, Produce, ...) are answered by the handler pool's code in the connection's
-own task, in ``send_request``: the queue and the hand-off to a handler task and back cost two
-passes of Trio's event loop per request, more than the work of such a request. Everything runs
-on the one event loop either way; the connection stays muted while its request is in flight.
+ApiVersions, Metadata, Produce, ...) are answered by the handler pool's code called by the
+connection's own task (``answer_inline``), which gets the response back as the call's result and
+writes it: the queue and the hand-off to a handler task and back cost two passes of Trio's event
+loop per request, more than the work of such a request. One of them that parks is answered
+later through ``send_response``, as a queued request is. Everything runs on the one event loop
+either way; the connection stays muted while its request is in flight.
 
 Responses are a closed family: send bytes, send bytes and file regions (zero-copy fetch), no-op
 (acks=0 produce), or close.
@@ -116,32 +118,31 @@ class RequestChannel:
         self._resp = [trio.open_memory_channel[Response](math.inf) for _ in range(num_processors)]
         #: per processor: a function that hands a response to its connection at once
         self._deliver: list[Callable[[Response], None] | None] = [None] * num_processors
-        #: the APIs answered in the sender's task, and the function that answers them
-        self._inline_keys: frozenset[int] = frozenset()
-        self._inline: Callable[[Request], Awaitable[None]] | None = None
+        #: the APIs answered in the sender's task (``set_inline``)
+        self.inline_keys: frozenset[int] = frozenset()
         #: inline APIs whose answers to pipelined requests may be written together
         self.batched_keys: frozenset[int] = frozenset()
+        #: ``await answer_inline(request)``, for a request of ``inline_keys``: answer it in the
+        #: caller's task and return the response; ``None`` if it was parked (its response then
+        #: comes through ``send_response``, as a queued request's)
+        self.answer_inline: Callable[[Request], Awaitable[Response | None]] = _no_inline
 
-    def set_inline(self, handle: Callable[[Request], Awaitable[None]] | None,
+    def set_inline(self, answer: Callable[[Request], Awaitable[Response | None]] | None,
                    api_keys: Collection[int] = (), batched: Collection[int] = ()) -> None:
-        """Answer requests of ``api_keys`` by ``await handle(request)`` in the task that sends
-        them, instead of queueing them for a handler task (``None``: queue everything).
+        """Have requests of ``api_keys`` answered by ``await answer(request)`` in the task that
+        reads them (``answer_inline``), instead of queueing them for a handler task (``None``:
+        queue everything).
 
         ``batched`` (a subset of ``api_keys``): APIs answered without waiting for anything, so
         a connection may answer the next pipelined request of one of them before it writes
         the answers before it, and write them all at once."""
-        self._inline = handle
-        self._inline_keys = frozenset(api_keys) if handle is not None else frozenset()
-        self.batched_keys = self._inline_keys & frozenset(batched)
+        self.answer_inline = answer or _no_inline
+        self.inline_keys = frozenset(api_keys) if answer is not None else frozenset()
+        self.batched_keys = self.inline_keys & frozenset(batched)
 
     async def send_request(self, request: Request) -> None:
-        """Queue ``request`` for the handlers (waiting while the queue is full), or answer it
-        here if its API is answered inline; either way its response comes through
-        ``send_response``."""
-        if request.header.api_key in self._inline_keys:
-            assert self._inline is not None
-            await self._inline(request)
-            return
+        """Queue ``request`` for the handlers (waiting while the queue is full); its response
+        comes through ``send_response``."""
         await self._req_send.send(request)
 
     @property
@@ -155,9 +156,9 @@ class RequestChannel:
         return sum(s.statistics().current_buffer_used for s, _ in self._resp)
 
     def set_deliver(self, processor: int, deliver: Callable[[Response], None] | None) -> None:
-        """Let ``processor`` take its responses directly (``deliver(response)`` on the event
-        loop, never blocking) instead of through its response queue: one task hand-off less
-        per request. ``None`` goes back to the queue."""
+        """Let ``processor`` take the responses to queued and parked requests directly
+        (``deliver(response)`` on the event loop, never blocking) instead of through its
+        response queue: one task hand-off less per request. ``None`` goes back to the queue."""
         self._deliver[processor] = deliver
 
     def send_response(self, response: Response) -> None:
@@ -178,3 +179,7 @@ class RequestChannel:
         self._req_send.close()
         for s, _ in self._resp:
             s.close()
+
+
+async def _no_inline(request: Request) -> Response | None:
+    raise RuntimeError(f"no inline answer is set for {request.header.api_name}")

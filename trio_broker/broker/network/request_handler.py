@@ -9,7 +9,8 @@ Why some requests are answered in their connection's task (``INLINE_APIS``): the
 every client sends all the time answer at once, and the hand-off through the request queue to a
 handler task and back cost two passes of Trio's event loop per request, more than the request's
 own work. The pool registers ``handle_inline`` with the request channel for them: the same
-dispatch, quotas, authorization and fault injection, run by the connection's task. Kafka's
+dispatch, quotas, authorization and fault injection, called by the connection's task, which gets
+the response back as the call's result and writes it (no queue, no hand-over). Kafka's
 metrics stay meaningful: such a request never waits in a queue (``RequestQueueTimeMs`` 0), and
 its handling time counts as one handler's work in ``RequestHandlerAvgIdlePercent``
 (``IdleMeter.add_busy``). A request of these APIs that does wait (an OffsetCommit waiting for its
@@ -45,6 +46,7 @@ from .request_channel import (
     NoOpResponse,
     Request,
     RequestChannel,
+    Response,
     SendFileResponse,
     SendResponse,
 )
@@ -121,9 +123,11 @@ class RequestHandlerPool:
                 self._nursery = None
             await self.handle(request)
 
-    async def handle_inline(self, request: Request) -> None:
-        """Answer ``request`` in the caller's task: never queued, and its handling counted as
-        one handler's work."""
+    async def handle_inline(self, request: Request) -> Response | None:
+        """Answer ``request`` in the caller's task and return the response, to be written by
+        that task; ``None`` if it was parked (its answer comes later through the request
+        channel, as a queued request's). Never queued; its handling counts as one handler's
+        work."""
         request.dequeued_ns = start = request.received_ns
         header = request.header
         # a client's periodic refresh of the brokers, answered as ``handle_metadata`` (the
@@ -138,22 +142,36 @@ class RequestHandlerPool:
             request.api_local_done_ns = now = time.monotonic_ns()
             request.frame = b""
             self.metrics.request_metrics.count_errors(header.api_key, answer.errors)
-            self.channel.send_response(SendResponse(request, encode_response(header, answer)))
             self.metrics.handler_idle.add_busy(start, now)
-            return
-        await self.handle(request)
-        # answered (or parked) just now: that stamp is the end of its handling, one clock read
-        # less per request
-        self.metrics.handler_idle.add_busy(start, request.api_local_done_ns or time.monotonic_ns())
+            return SendResponse(request, encode_response(header, answer))
+        response = await self._dispatch(request, hold=True)
+        # answered (or parked) just now: that stamp is the end of its handling and the
+        # response's hand-over to the connection, one clock read less per request
+        done = request.api_local_done_ns
+        if not done:  # refused before a handler answered it
+            done = request.response_dequeued_ns = time.monotonic_ns()
+        self.metrics.handler_idle.add_busy(start, done)
+        return response
 
     async def handle(self, request: Request) -> None:
-        """Dispatch one request; every failure is confined to this request's connection."""
+        """Handle a queued request; its response goes back through the request channel."""
+        response = await self._dispatch(request, hold=False)
+        if response is not None:
+            self.channel.send_response(response)
+
+    async def _dispatch(self, request: Request, *, hold: bool) -> Response | None:
+        """Dispatch one request; every failure is confined to this request's connection.
+
+        Returns the response when the request is refused or closes its connection, and (with
+        ``hold``, for the caller to write) when its handler answered before returning. Else
+        ``None``: the answer went (or, parked, will go) through the request channel."""
         header = request.header
         answered = False
+        answer: Response | None = None
         count_errors = self.metrics.request_metrics.count_errors
 
         def respond(body: ResponseBody | None) -> None:
-            nonlocal answered
+            nonlocal answered, answer
             if answered:
                 LOGGER.error("%r answered twice; second answer dropped", header)
                 return
@@ -165,38 +183,40 @@ class RequestHandlerPool:
                 request.api_local_done_ns = now
             request.throttle_ms = throttle_ms(self.broker, request.context, body, request_bytes,
                                               request.api_local_done_ns - request.dequeued_ns)
+            response: Response
             if body is None:
-                self.channel.send_response(NoOpResponse(request))
-                return
-            try:
-                if header.api_key == ApiKey.Fetch:  # its records may be file regions
-                    parts = encode_response_parts(header, body)
-                    data = parts[0] if len(parts) == 1 else None
+                response = NoOpResponse(request)
+            else:
+                try:
+                    if header.api_key == ApiKey.Fetch:  # its records may be file regions
+                        parts = encode_response_parts(header, body)
+                        data = parts[0] if len(parts) == 1 else None
+                    else:
+                        data = encode_response(header, body)
+                except Exception:
+                    LOGGER.exception("failed to encode the response to %r", header)
+                    response = CloseConnectionResponse(request, "encode_error")
                 else:
-                    data = encode_response(header, body)
-            except Exception:
-                LOGGER.exception("failed to encode the response to %r", header)
-                self.channel.send_response(CloseConnectionResponse(request, "encode_error"))
-                return
-            count_errors(header.api_key, error_codes(body, 3))
-            self.channel.send_response(SendResponse(request, data) if data is not None
-                                       else SendFileResponse(request, parts))
+                    count_errors(header.api_key, error_codes(body, 3))
+                    response = (SendResponse(request, data) if data is not None
+                                else SendFileResponse(request, parts))
+            if hold:
+                answer = response
+            else:  # back through the processor owning the connection
+                self.channel.send_response(response)
 
         if header.api_key == ApiKey.ApiVersions and header.api_version > 4:
-            respond_api_versions_unsupported(request, self.channel)
-            return
+            return api_versions_unsupported(request)
         try:
             body = decode_request_body(header, request.frame)
         except RemoteProtocolError as exc:
             LOGGER.info("closing connection %s: %s", request.context.connection_id, exc)
-            self.channel.send_response(CloseConnectionResponse(request, exc.reason))
-            return
+            return CloseConnectionResponse(request, exc.reason)
         request_bytes = len(request.frame)
         request.frame = b""  # the body is decoded; do not keep the bytes alive while parked
         handler = self.handlers.get(header.api_key)
         if handler is None:
-            self.channel.send_response(CloseConnectionResponse(request, "unsupported_version"))
-            return
+            return CloseConnectionResponse(request, "unsupported_version")
         connection_id = request.context.connection_id
         ctx = HandlerContext(request.context, self.broker, respond)
         try:
@@ -204,22 +224,24 @@ class RequestHandlerPool:
         except Exception:
             LOGGER.exception("handler for %r failed; closing connection %s", header,
                              connection_id)
-            if not answered:
-                answered = True
-                self.channel.send_response(CloseConnectionResponse(request, "handler_error"))
-            return
+            hold = False
+            if answered:
+                return answer
+            answered = True
+            return CloseConnectionResponse(request, "handler_error")
         if isinstance(result, Deferred):
+            hold = False  # its answer, given later, goes through the request channel
             request.api_local_done_ns = time.monotonic_ns()
-            return
+            return answer
         if isinstance(result, CloseConnection):
             LOGGER.info("closing connection %s: %s", connection_id, result.reason)
             request.api_local_done_ns = time.monotonic_ns()
-            self.channel.send_response(CloseConnectionResponse(request, result.reason))
-            return
+            return CloseConnectionResponse(request, result.reason)
         respond(result)
+        return answer
 
 
-def respond_api_versions_unsupported(request: Request, channel: RequestChannel) -> None:
+def api_versions_unsupported(request: Request) -> SendResponse:
     """Answer an ApiVersions version we do not know in the v0 layout, listing our ranges.
 
     The client then retries with a version from the list (reference trap 2).
@@ -233,4 +255,4 @@ def respond_api_versions_unsupported(request: Request, channel: RequestChannel) 
                   for k, v in sorted(versions.items())])
     data = encode_response(header, body, version=0)
     request.api_local_done_ns = time.monotonic_ns()
-    channel.send_response(SendResponse(request, data))
+    return SendResponse(request, data)

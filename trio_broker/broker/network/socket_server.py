@@ -3,23 +3,26 @@
 Threading model, Trio edition. One nursery owns, per listener, an ``Acceptor`` task; N
 ``Processor``s, each owning a nursery of connection tasks, a new-connection channel and a response
 channel; one bounded ``RequestChannel``; and a pool of M request handler tasks
-(``request_handler.py``). A connection task reads one frame, decodes its header, hands a
-``Request`` to the request channel (which has the small APIs answered at once in this same task,
-``request_handler.INLINE_APIS``) and is then *muted*: it reads nothing more until its response
-is written, so responses keep request order and later frames wait in its buffer (Kafka's staged
-receives). Each connection lives in a cancel scope whose deadline moves on every request and
-response (``connections.max.idle.ms``); expiry closes that connection only. Bytes trickling in
-do not keep a connection alive forever: the deadline moves when a frame *starts*, so one frame
-must arrive within the idle time (slowloris). Anything a peer does wrong closes that peer's
+(``request_handler.py``). A connection task reads one frame, decodes its header and is then
+*muted* while its ``Request`` is handled: the small APIs (``request_handler.INLINE_APIS``) by a
+plain call in this same task, which returns the response; the others through the request
+channel's queue to a handler task, the response coming back through this processor. It reads
+nothing more until the response is written, so responses keep request order and later frames
+wait in its buffer (Kafka's staged receives). The loop's steps are named as Kafka's
+``Processor``'s are: configure a new connection, read, dispatch, write, unmute, disconnect.
+Each connection lives in a cancel scope whose deadline moves on every request and response
+(``connections.max.idle.ms``); expiry closes that connection only. Bytes trickling in do not
+keep a connection alive forever: the deadline moves when a frame *starts*, so one frame must
+arrive within the idle time (slowloris). Anything a peer does wrong closes that peer's
 connection with one log line and a counted reason.
 
 Security (docs/security.md): an ``SSL``/``SASL_SSL`` listener wraps each accepted stream in a
 ``trio.SSLStream`` and handshakes inside the idle scope; a ``SASL_*`` listener gives each
-connection a ``SaslAuthenticator``. Until it completes, only ApiVersions and the SASL requests
-pass ``_parse`` (anything else closes the connection before a handler sees it) and frames are
-limited to ``sasl.server.max.receive.size``; a failed login is answered after
-``connection.failed.authentication.delay.ms`` and the connection is closed. After SaslHandshake v0
-the tokens come as bare size-prefixed frames (``sasl_steps.py``), as before KIP-152.
+connection a ``SaslSession`` (``sasl_session.py``). Until it has authenticated, only ApiVersions
+and the SASL requests pass ``_parse`` (anything else closes the connection before a handler
+sees it) and frames are limited to ``sasl.server.max.receive.size``; a failed login is answered
+after ``connection.failed.authentication.delay.ms`` and the connection is closed. After
+SaslHandshake v0 the tokens come as bare size-prefixed frames, as before KIP-152.
 
 Zero-copy fetch: on a plain socket, a Fetch response may come as a ``SendFileResponse``: its
 bytes and, between them, regions of segment files, sent with ``sendfile`` (``send_file.py``);
@@ -44,7 +47,6 @@ from typing import TYPE_CHECKING
 
 import trio
 
-from ...protocol.api_keys import ApiKey
 from ...protocol.errors import RemoteProtocolError, UnsupportedVersionError
 from ...protocol.framing import NEED_DATA
 from ...protocol.messages import decode_request_header, peek_correlation_id
@@ -62,7 +64,6 @@ from .request_channel import (
     SendFileResponse,
     SendResponse,
 )
-from .sasl_steps import fail_authentication, raw_sasl_token
 from .send_file import send_bytes, send_parts
 
 if TYPE_CHECKING:
@@ -107,6 +108,9 @@ class Processor:
         self._metrics = metrics
         self._quotas = quotas
         self._settings = settings
+        self._idle_s = settings.connections_max_idle_ms / 1000
+        #: the idle deadline is not moved by less than this (``_move_idle_deadline``)
+        self._idle_slack_s = self._idle_s / 100
         self._ssl_context = ssl_context
         self._sasl_settings = sasl_settings
         self._new_send, self._new_recv = trio.open_memory_channel[
@@ -146,11 +150,11 @@ class Processor:
         if self._drained is not None:
             self._drained.set()
 
-    # -- step: processNewResponses ---------------------------------------------------------
+    # -- step: processNewResponses (queued and parked requests' responses) --------------------
     def _deliver_response(self, response: Response, now: int = 0) -> None:
-        """A handler's response, handed straight to its connection's task (``now``: when it
-        left the response queue; else it is handed over in the call that answered it, whose
-        stamp is the hand-over's too: one clock read less per request)."""
+        """A handler's response to a queued (or parked) request, handed straight to its
+        connection's task (``now``: when it left the response queue; else it is handed over in
+        the call that answered it, whose stamp is the hand-over's too: one clock read less)."""
         req = response.request
         now = now or req.api_remote_done_ns or req.api_local_done_ns or time.monotonic_ns()
         req.response_dequeued_ns = now
@@ -167,10 +171,28 @@ class Processor:
         async for response in self._channel.response_receiver(self.index):
             self._deliver_response(response, time.monotonic_ns())
 
-    # -- one task per connection: processCompletedReceives / processCompletedSends -----------
+    # -- one task per connection -------------------------------------------------------------
     async def _serve_connection(self, stream: trio.SocketStream, listener: Listener) -> None:
-        """Serve one accepted connection; its quota slot was taken by the acceptor."""
-        metrics = self._metrics
+        """Serve one accepted connection until it closes; its quota slot was taken by the
+        acceptor. Whatever goes wrong closes this connection only."""
+        conn = self._configure_new_connection(stream, listener)
+        reason = "client_closed"
+        try:
+            reason = await self._process_connection(conn)
+        except RemoteProtocolError as exc:
+            reason = exc.reason
+            LOGGER.info("closing connection %s: %s", conn.id, exc)
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            reason = "client_closed"
+        except OSError as exc:
+            reason = "socket_error"
+            LOGGER.info("closing connection %s: %s", conn.id, exc)
+        finally:
+            await self._process_disconnected(conn, reason)
+
+    def _configure_new_connection(self, stream: trio.SocketStream,
+                                  listener: Listener) -> Connection:
+        """Kafka's ``configureNewConnections``: socket options, TLS, SASL; registered."""
         host, port = peer_address(stream)
         if _TCP_NOTSENT_LOWAT is not None:
             try:
@@ -186,177 +208,181 @@ class Processor:
                           self._settings.socket_request_max_bytes)
         if protocol in _SASL_PROTOCOLS:
             assert self._sasl_settings is not None
-            from ..security.sasl import SaslAuthenticator
+            from .sasl_session import SaslSession  # only on SASL listeners
 
-            conn.sasl = SaslAuthenticator(self._sasl_settings)
+            conn.sasl = SaslSession(self._sasl_settings, transport, conn.id, host, self._metrics)
             conn.decoder.max_frame_bytes = min(self._sasl_settings.max_receive_size,
                                                conn.decoder.max_frame_bytes)
         self.connections[conn.id] = conn
-        metrics.connections.inc()
-        reason = "client_closed"
-        try:
-            reason = await self._connection_loop(conn)
-        except RemoteProtocolError as exc:
-            reason = exc.reason
-            LOGGER.info("closing connection %s: %s", conn.id, exc)
-        except (trio.BrokenResourceError, trio.ClosedResourceError):
-            reason = "client_closed"
-        except OSError as exc:
-            reason = "socket_error"
-            LOGGER.info("closing connection %s: %s", conn.id, exc)
-        finally:
-            del self.connections[conn.id]
-            conn.drop_response()
-            if self.draining:
-                self._request_finished()
-            self._quotas.release(host)
-            metrics.connections.dec()
-            metrics.connections_closed.labels(reason).inc()
-            with trio.CancelScope(shield=True,
-                                  deadline=trio.current_time() + _CLOSE_TIMEOUT_S):
-                await transport.aclose()
+        self._metrics.connections.inc()
+        return conn
 
-    async def _connection_loop(self, conn: Connection) -> str:
-        idle_s = self._settings.connections_max_idle_ms / 1000
-        slack_s = idle_s / 100
-        bytes_in = self._metrics.bytes_in
-        bytes_out = self._metrics.bytes_out
-        timings = self._metrics.request_metrics
-        channel = self._channel
+    async def _process_disconnected(self, conn: Connection, reason: str) -> None:
+        """Kafka's ``processDisconnected``: forget the connection, release its quota slot and
+        any response it will never send, count the reason, close the stream."""
+        del self.connections[conn.id]
+        conn.drop_response()
+        if self.draining:
+            self._request_finished()
+        self._quotas.release(conn.client_host)
+        self._metrics.connections.dec()
+        self._metrics.connections_closed.labels(reason).inc()
+        with trio.CancelScope(shield=True, deadline=trio.current_time() + _CLOSE_TIMEOUT_S):
+            await conn.stream.aclose()
+
+    async def _process_connection(self, conn: Connection) -> str:
+        """Read frames and answer them one at a time, in order, until the connection closes
+        (the reason it closed), all within its idle scope."""
         decoder = conn.decoder
-        unsent = conn.unsent
-        ran = 0  # pipelined frames' bytes answered since this task last yielded (a read yields)
-        # a SASL listener's connections write each answer on its own (authentication state)
-        batched = channel.batched_keys if conn.sasl is None else frozenset()
         eof = False
-        # a plain TCP connection's socket, read into a big frame's own buffer (frame_view)
-        plain = conn.stream.socket if type(conn.stream) is trio.SocketStream else None
-        with trio.CancelScope(deadline=trio.current_time() + idle_s) as idle:
+        ran = 0  # pipelined frames' bytes answered since this task last yielded (a read yields)
+        with trio.CancelScope(deadline=trio.current_time() + self._idle_s) as idle:
             conn.idle_scope = idle
-            if isinstance(conn.stream, trio.SSLStream):
-                try:
-                    await conn.stream.do_handshake()
-                except trio.BrokenResourceError as exc:
-                    LOGGER.info("closing connection %s: TLS handshake failed: %s", conn.id,
-                                exc.__cause__ or exc)
-                    return "ssl_handshake_failed"
-                from ..security.tls import peer_principal
-
-                try:
-                    conn.principal = peer_principal(conn.stream)
-                except ValueError as exc:
-                    LOGGER.info("closing connection %s: %s", conn.id, exc)
-                    return "ssl_handshake_failed"
-                LOGGER.debug("connection %s: TLS %s, TLS principal %s", conn.id,
-                              conn.stream.version(), conn.principal)
+            if isinstance(conn.stream, trio.SSLStream) and not await self._handshake(conn):
+                return "ssl_handshake_failed"
+            sasl = conn.sasl
             while True:
                 frame = decoder.next_frame()
                 if frame is NEED_DATA:
                     ran = 0  # the read below yields, whether it waits or not
-                    if unsent:  # the answers to the frames read so far go out before a read
+                    if conn.unsent:  # the answers to the frames read so far go out first
                         await self._send_unsent(conn)
                     if eof or self.draining:
                         return "client_closed" if eof else "shutdown"
-                    if plain is not None and (
-                            view := decoder.frame_view(_RECEIVE_SIZE)) is not None:
-                        # the rest of a big frame, read into its own buffer
-                        got = await _recv_into(plain, view[:_RECEIVE_MAX])
-                        bytes_in.inc(got)
-                        decoder.received_into(got)
-                        eof = not got
-                        continue
-                    data = await conn.stream.receive_some(
-                        min(max(_RECEIVE_SIZE, decoder.missing_bytes()), _RECEIVE_MAX))
-                    if not data:
-                        # Half-closed: still answer whatever whole frames are buffered.
-                        eof = True
-                        continue
-                    bytes_in.inc(len(data))
-                    if not decoder.buffered:
-                        # A frame starts: it must be complete within the idle time. Moving a
-                        # deadline costs a heap update: skipped while it would move less than
-                        # 1% of the idle time (a request a few ms after its predecessor's
-                        # response), so a connection expires after 99-100% of it.
-                        deadline = trio.current_time() + idle_s
-                        if deadline - idle.deadline > slack_s:
-                            idle.deadline = deadline
-                    decoder.receive_data(data)
+                    eof = not await self._receive(conn)
                     continue
                 if self.draining:
-                    if unsent:
+                    if conn.unsent:
                         await self._send_unsent(conn)
                     return "shutdown"
-                if conn.raw_sasl:
-                    if not await raw_sasl_token(conn, frame, self._sasl_settings,
-                                                self._metrics):
+                if sasl is not None and sasl.bare_tokens:
+                    if not await sasl.receive_bare_token(frame):
                         return "authentication_failed"
-                    self._note_authenticated(conn)
-                    idle.deadline = trio.current_time() + idle_s
+                    self._unmute(conn)
                     continue
                 try:
                     request = self._parse(conn, frame)
                 except RemoteProtocolError:
-                    if unsent:  # answered before this frame was read, as Kafka's would be
+                    if conn.unsent:  # answered before this frame was read, as Kafka's would be
                         await self._send_unsent(conn)
                     raise
-                batch = request.header.api_key in batched
-                if unsent and not batch:
-                    await self._send_unsent(conn)
-                conn.in_flight = request
-                await channel.send_request(request)
-                response = conn.take_response()
-                if response is None:  # it waits (parked): the answers before it go out first
-                    if unsent:
-                        await self._send_unsent(conn)
-                    response = await conn.wait_response()
-                conn.in_flight = None
-                if self.draining:
-                    self._request_finished()
-                sasl = conn.sasl
-                if sasl is not None and sasl.failed:
-                    return await fail_authentication(conn, request, response,
-                                                     self._sasl_settings, self._metrics)
-                if isinstance(response, SendResponse):
-                    if unsent or (batch and decoder.buffered):
-                        # Pipelined frames of batched APIs: their answers are written together
-                        # once the buffer holds no more frames (or enough is held back).
-                        if (unsent.add(request, response.data) or not decoder.buffered
-                                or request.throttle_ms):
-                            await self._send_unsent(conn)
-                    else:
-                        await send_bytes(conn.stream, response.data)
-                        bytes_out.inc(len(response.data))
-                        timings.record_timings(request.header.api_key, request,
-                                               time.monotonic_ns())
-                    if (sasl is not None and sasl.awaits_token
-                            and request.header.api_key == ApiKey.SaslHandshake
-                            and request.header.api_version == 0):
-                        conn.raw_sasl = True  # v0: bare tokens follow (before KIP-152)
-                else:
-                    if unsent:
-                        await self._send_unsent(conn)
-                    if isinstance(response, SendFileResponse):
-                        try:
-                            by_sendfile = await send_parts(conn.stream, response.parts)
-                        finally:
-                            response.close()
-                        bytes_out.inc(response.size)
-                        self._metrics.sendfile_bytes.inc(by_sendfile)
-                    timings.record_timings(request.header.api_key, request, time.monotonic_ns())
-                    if isinstance(response, CloseConnectionResponse):
-                        return response.reason
+                # a SASL listener's connections write each answer on its own (login state)
+                batch = sasl is None and request.header.api_key in self._channel.batched_keys
+                response = await self._dispatch(conn, request, batch)
+                if sasl is not None and sasl.authenticator.failed:
+                    return await sasl.answer_failed_login(request, response)
+                if (reason := await self._write(conn, request, response, batch)) is not None:
+                    return reason
                 if request.throttle_ms:  # client quota: muted (Kafka's ThrottledChannel)
                     await trio.sleep(request.throttle_ms / 1000)
-                self._note_authenticated(conn)
-                deadline = trio.current_time() + idle_s
-                if deadline - idle.deadline > slack_s:
-                    idle.deadline = deadline
+                self._unmute(conn)
                 if decoder.buffered:  # pipelined frames (an answer's one write did not yield)
                     ran += max(len(frame), YIELD_FRAME_MIN)
                     if ran >= YIELD_BYTES:
                         ran = 0
                         await trio.lowlevel.checkpoint()
         return "idle_timeout"
+
+    async def _handshake(self, conn: Connection) -> bool:
+        """The TLS handshake (inside the idle scope); False when it failed."""
+        assert isinstance(conn.stream, trio.SSLStream)
+        try:
+            await conn.stream.do_handshake()
+        except trio.BrokenResourceError as exc:
+            LOGGER.info("closing connection %s: TLS handshake failed: %s", conn.id,
+                        exc.__cause__ or exc)
+            return False
+        from ..security.tls import peer_principal  # only on TLS listeners
+
+        try:
+            conn.principal = peer_principal(conn.stream)
+        except ValueError as exc:  # a certificate whose subject cannot be read
+            LOGGER.info("closing connection %s: %s", conn.id, exc)
+            return False
+        LOGGER.debug("connection %s: TLS %s, TLS principal %s", conn.id,
+                     conn.stream.version(), conn.principal)
+        return True
+
+    async def _receive(self, conn: Connection) -> int:
+        """Read what the peer sent into the connection's frame buffer: the bytes read, 0 when
+        the peer closed its side (whole frames already buffered are still answered)."""
+        decoder = conn.decoder
+        stream = conn.stream
+        if type(stream) is trio.SocketStream and (
+                view := decoder.frame_view(_RECEIVE_SIZE)) is not None:
+            # the rest of a big frame, read from a plain socket into its own buffer
+            got = await _recv_into(stream.socket, view[:_RECEIVE_MAX])
+            self._metrics.bytes_in.inc(got)
+            decoder.received_into(got)
+            return got
+        data = await stream.receive_some(
+            min(max(_RECEIVE_SIZE, decoder.missing_bytes()), _RECEIVE_MAX))
+        if data:
+            self._metrics.bytes_in.inc(len(data))
+            if not decoder.buffered:
+                # A frame starts: it must be complete within the idle time (slowloris).
+                self._move_idle_deadline(conn)
+            decoder.receive_data(data)
+        return len(data)
+
+    async def _dispatch(self, conn: Connection, request: Request, batch: bool) -> Response:
+        """Hand ``request`` to the handlers and return its response; the connection is muted
+        meanwhile. An inline API's request is answered by this task, by a plain call; a queued
+        one's (or a parked inline one's) answer comes back through this processor."""
+        channel = self._channel
+        if conn.unsent and not batch:  # answers held back go out before anything else
+            await self._send_unsent(conn)
+        conn.in_flight = request
+        if request.header.api_key in channel.inline_keys:
+            response = await channel.answer_inline(request)
+        else:
+            await channel.send_request(request)
+            response = None
+        if response is None:  # it waits (queued or parked): the answers before it go out first
+            if conn.unsent:
+                await self._send_unsent(conn)
+            response = await conn.wait_response()
+        conn.in_flight = None
+        if self.draining:
+            self._request_finished()
+        return response
+
+    async def _write(self, conn: Connection, request: Request, response: Response,
+                     batch: bool) -> str | None:
+        """Write ``response`` (or hold it, to write with the answers to the pipelined frames
+        after it) and record its timings once written; the reason to close, if it says so."""
+        metrics = self._metrics
+        unsent = conn.unsent
+        if isinstance(response, SendResponse):
+            decoder = conn.decoder
+            if unsent or (batch and decoder.buffered):
+                # Pipelined frames of batched APIs: their answers are written together once
+                # the buffer holds no more frames (or enough is held back).
+                if (unsent.add(request, response.data) or not decoder.buffered
+                        or request.throttle_ms):
+                    await self._send_unsent(conn)
+            else:
+                await send_bytes(conn.stream, response.data)
+                metrics.bytes_out.inc(len(response.data))
+                metrics.request_metrics.record_timings(request.header.api_key, request,
+                                                       time.monotonic_ns())
+            if conn.sasl is not None:
+                conn.sasl.answered(request.header)
+            return None
+        if unsent:
+            await self._send_unsent(conn)
+        if isinstance(response, SendFileResponse):
+            try:
+                by_sendfile = await send_parts(conn.stream, response.parts)
+            finally:
+                response.close()
+            metrics.bytes_out.inc(response.size)
+            metrics.sendfile_bytes.inc(by_sendfile)
+        metrics.request_metrics.record_timings(request.header.api_key, request,
+                                               time.monotonic_ns())
+        if isinstance(response, CloseConnectionResponse):
+            return response.reason
+        return None
 
     async def _send_unsent(self, conn: Connection) -> None:
         """Write the answers held back while pipelined frames were answered, in one write."""
@@ -368,12 +394,26 @@ class Processor:
         for request in requests:
             record(request.header.api_key, request, now)
 
-    def _note_authenticated(self, conn: Connection) -> None:
+    def _unmute(self, conn: Connection) -> None:
+        """An answer is out: note a login it completed, move the idle deadline."""
         sasl = conn.sasl
-        if sasl is not None and sasl.complete and conn.principal != sasl.principal:
-            conn.principal = sasl.principal
-            conn.decoder.max_frame_bytes = self._settings.socket_request_max_bytes
-            LOGGER.debug("connection %s authenticated as %s", conn.id, conn.principal)
+        if sasl is not None:
+            principal = sasl.authenticator.principal
+            if sasl.authenticator.complete and conn.principal != principal:
+                conn.principal = principal
+                conn.decoder.max_frame_bytes = self._settings.socket_request_max_bytes
+                LOGGER.debug("connection %s authenticated as %s", conn.id, principal)
+        self._move_idle_deadline(conn)
+
+    def _move_idle_deadline(self, conn: Connection) -> None:
+        """``connections.max.idle.ms`` from now. Moving a deadline costs a heap update: skipped
+        while it would move less than 1% of the idle time (a request a few ms after its
+        predecessor's response), so a connection expires after 99-100% of it."""
+        idle = conn.idle_scope
+        assert idle is not None
+        deadline = trio.current_time() + self._idle_s
+        if deadline - idle.deadline > self._idle_slack_s:
+            idle.deadline = deadline
 
     def _parse(self, conn: Connection, frame: bytes) -> Request:
         try:
@@ -384,15 +424,13 @@ class Processor:
                 f"{exc} (correlation id {peek_correlation_id(frame)})",
                 reason="unsupported_version") from exc
         sasl = conn.sasl
-        if sasl is not None and not sasl.allows(header.api_key):
-            raise RemoteProtocolError(
-                f"{header.api_name} request during SASL {sasl.state.value} (only ApiVersions, "
-                "SaslHandshake and SaslAuthenticate are allowed before authentication)",
-                reason="authentication_required")
+        if sasl is not None:
+            sasl.check_allowed(header)
         context = RequestContext(header, conn.id, client_host=conn.client_host,
                                  client_port=conn.client_port, listener_name=conn.listener_name,
                                  security_protocol=conn.security_protocol,
-                                 principal=conn.principal, sasl=sasl,
+                                 principal=conn.principal,
+                                 sasl=None if sasl is None else sasl.authenticator,
                                  sendfile=type(conn.stream) is trio.SocketStream)
         return Request(self.index, context, frame)
 
