@@ -186,7 +186,9 @@ def test_unreachable_brokers_and_bad_settings_are_one_line_errors(free_port):
     assert isinstance(info.value, KafkaError)
     with pytest.raises(ConfigError, match="bad bootstrap server 'h:x'"):
         BlockingClient("h:x")
-    with pytest.raises(ConfigError, match=r"unknown client config 'ssl\.keystore\.location'"):
+    with pytest.raises(ConfigError, match=r"unknown client config 'ssl\.keymanager\.algorithm'"):
+        BlockingClient("h:1", config={"ssl.keymanager.algorithm": "x"})
+    with pytest.raises(ConfigError, match=r"^ssl\.keystore\.location x: No such file"):
         BlockingClient("h:1", config={"ssl.keystore.location": "x"})
     with pytest.raises(ConfigError, match=r"needs sasl\.username and sasl\.password"):
         BlockingClient("SASL_PLAINTEXT://h:1", config={"sasl.mechanism": "PLAIN"})
