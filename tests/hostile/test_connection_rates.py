@@ -80,6 +80,7 @@ def spread(times: list[float | None]) -> float:
 async def test_broker_rate_delays_the_flood_and_serves_it_all(tmp_path, autojump_clock):
     async with open_broker(log_dirs=str(tmp_path), max_connection_creation_rate=10,
                            quota_window_num=1) as broker:
+        assert "max.connection.creation.rate" not in broker.config.ignored_keys()
         times = await flood(broker, FLOOD)
         assert None not in times  # delayed, never refused
         # a burst of 10, then 30 at 10/s
@@ -148,3 +149,25 @@ async def test_ip_quota_closes_connections_over_the_rate(tmp_path, autojump_cloc
         # Removing the quota lifts the limit at once.
         await alter_ip_quota(broker, None, None)
         assert None not in await flood(broker, 20)
+
+
+async def test_max_connections_is_raised_without_a_restart(tmp_path, autojump_clock):
+    async with open_broker(log_dirs=str(tmp_path), max_connections=2) as broker:
+        held = [await RawClient.connect(broker.host, broker.port) for _ in range(2)]
+        for client in held:
+            assert (await client.request(ApiKey.ApiVersions, 0)).error_code == 0
+        waiting = await RawClient.connect(broker.host, broker.port)  # in the backlog
+        await waiting.send(ApiKey.ApiVersions, 0)
+        with trio.move_on_after(5):
+            await waiting.read_frame()
+            raise AssertionError("a third connection was served under max.connections=2")
+        # The change itself needs a connection: one of the held ones asks for it.
+        body = IncrementalAlterConfigsRequest(resources=[_IR(
+            resource_type=BROKER, resource_name="", configs=[_IR.AlterableConfig(
+                name="max.connections", config_operation=SET, value="3")])], validate_only=False)
+        response = await held[0].request(ApiKey.IncrementalAlterConfigs, 1, body=body)
+        assert [r.error_code for r in response.responses] == [0]
+        with trio.fail_after(5):
+            assert await waiting.read_frame() is not None
+        for client in (*held, waiting):
+            await client.aclose()
