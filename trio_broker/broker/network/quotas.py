@@ -41,7 +41,7 @@ class ConnectionQuotas:
         self._slot_freed = trio.Condition()
         #: seconds of quota a bucket holds when full (quota.window.num x the window)
         self.burst_s = 11.0
-        #: bound -> bucket: max.connection.creation.rate (listener None) and per listener
+        #: listener name (None: the broker) -> (its creation rate, the bucket measuring it)
         self._rates: dict[str | None, tuple[float, TokenBucket]] = {}
         self._rate_bounds: dict[str | None, float] = {}
         #: the connection_creation_rate quota of an address (None: no quota)
@@ -61,7 +61,8 @@ class ConnectionQuotas:
     def configure_rates(self, broker_rate: float, listener_rates: Mapping[str, float], *,
                         burst_s: float | None = None) -> None:
         """Set the creation rates (a change starts the measurement afresh, as Kafka's
-        ``updateBrokerMaxConnectionRate``); a bound of 2147483647 or more is no limit."""
+        ``updateBrokerMaxConnectionRate``); 2147483647, Kafka's default, is no limit, and so is
+        0, which would otherwise stop the acceptor for good."""
         if burst_s is not None:
             self.burst_s = burst_s
         bounds: dict[str | None, float] = {None: broker_rate}
@@ -79,13 +80,13 @@ class ConnectionQuotas:
             found = self._rates[key] = (bound, TokenBucket(bound, self.burst_s, now_ms))
         return found[1]
 
-    def record_connection(self, listener: str, *, inter_broker: bool = False) -> float:
-        """Record a new connection on the listener's and (except the inter-broker listener,
-        which Kafka leaves out) the broker's rate; the seconds the acceptor waits before
-        accepting the next (Kafka's ``recordConnectionAndGetThrottleTimeMs``)."""
+    def record_connection(self, listener: str) -> float:
+        """Record a new connection on the listener's and the broker's rate; the seconds the
+        acceptor waits before accepting the next (Kafka's
+        ``recordConnectionAndGetThrottleTimeMs``)."""
         now_ms = trio.current_time() * 1000
         throttle_ms = 0
-        for key in (listener,) if inter_broker else (listener, None):
+        for key in (listener, None):
             bucket = self._bucket(key, now_ms)
             if bucket is not None:
                 throttle_ms = max(throttle_ms, bucket.record(1, now_ms))
