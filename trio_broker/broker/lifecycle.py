@@ -33,6 +33,7 @@ from .metrics.collectors.state import register as register_state_metrics
 from .network.request_handler import RequestHandlerPool
 from .network.socket_server import SocketServer
 from .offload import run_io
+from .security.client_quotas import CONNECTION_CREATION_RATE
 from .server.purgatory import Purgatory
 from .server.state import BrokerState
 from .storage import Log, LogManager, ProducerIdManager, log_config_from
@@ -140,6 +141,7 @@ async def serve(config: ConfigInput = None, *,
                     advertised_port=port, endpoints=endpoints, dynamic_configs=dynamic,
                     cleaner=log_cleaner(cfg, logs), cluster_id=cluster_id)
                 register_state_metrics(state)
+                _apply_connection_quotas(server, state)
                 pool = RequestHandlerPool(state, server.request_channel, cfg.num_io_threads)
                 pool.start(nursery)
                 metrics_addr = None
@@ -185,6 +187,15 @@ async def serve(config: ConfigInput = None, *,
                 parts_scope.cancel()
     finally:
         trio.lowlevel.remove_instrument(instrument)
+
+
+def _apply_connection_quotas(server: SocketServer, state: BrokerState) -> None:
+    """The creation rates from the config (and from AlterConfigs at once), an address's from
+    its ``connection_creation_rate`` client quota (read at each connection)."""
+    quotas = server.quotas
+    quotas.reconfigure(state.config)
+    state.reconfigurables.append(quotas.reconfigure)
+    quotas.ip_rate = lambda ip: state.quotas.ip_quota(CONNECTION_CREATION_RATE, ip)
 
 
 def _readiness(broker: Broker) -> tuple[bool, str]:

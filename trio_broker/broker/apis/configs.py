@@ -312,6 +312,8 @@ def _alter_broker(broker: BrokerState, per_broker: bool,
         LOGGER.info("Dynamic %s configs are now: %s",
                     "per-broker" if per_broker else "cluster default", sorted(new))
         apply_log_defaults(broker, log_config_from(effective))
+        for reconfigure in broker.reconfigurables:
+            reconfigure(effective)
         if broker.cleaner is not None:  # the dynamic log.cleaner.* keys apply at once
             broker.cleaner.reconfigure(**cleaner_settings(effective.value_of))
 

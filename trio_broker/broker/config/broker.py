@@ -24,6 +24,7 @@ from .keys import (
     BROKER_KEYS,
     CONSUMER_ASSIGNORS,
     HONOURED_KEYS,
+    PER_LISTENER_KEYS,
     SASL_MECHANISMS,
     base_key,
     is_known,
@@ -71,6 +72,7 @@ class BrokerConfig(FrozenFields):
     queued_max_requests: int = _f("queued.max.requests")
     socket_request_max_bytes: int = _f("socket.request.max.bytes")
     max_connections: int = _f("max.connections")
+    max_connection_creation_rate: int = _f("max.connection.creation.rate")
     max_connections_per_ip: int = _f("max.connections.per.ip")
     max_connections_per_ip_overrides: str = _f("max.connections.per.ip.overrides")
     connections_max_idle_ms: int = _f("connections.max.idle.ms")
@@ -283,10 +285,9 @@ class BrokerConfig(FrozenFields):
 
     def ignored_keys(self) -> list[str]:
         """Keys given that have no meaning on one node (logged once at start-up); per-listener
-        settings (listener.name.L.<key>) are not applied per listener here."""
-        return sorted(name for name in self.originals
-                      if (key := BROKER_KEYS.get(name)) is None
-                      or key.support is Support.IGNORED or base_key(name) is not None)
+        settings (listener.name.L.<key>) are not applied per listener here but for
+        ``PER_LISTENER_KEYS``."""
+        return sorted(name for name in self.originals if _ignored(name))
 
     def evolve(self, **changes: Any) -> BrokerConfig:
         """A copy with ``changes`` (Python or Kafka key names) applied and validated."""
@@ -301,6 +302,14 @@ class BrokerConfig(FrozenFields):
         origins.update(dict.fromkeys(changed, "override"))
         values.update(changed)
         return build_config(values, origins)
+
+
+def _ignored(name: str) -> bool:
+    base = base_key(name)
+    if base is not None:
+        return base not in PER_LISTENER_KEYS
+    key = BROKER_KEYS.get(name)
+    return key is None or key.support is Support.IGNORED
 
 
 def check_config(config: BrokerConfig) -> None:

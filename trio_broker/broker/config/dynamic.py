@@ -9,9 +9,10 @@ or the new set, never a mix.
 Kafka's rules are kept: only keys Kafka updates dynamically are accepted ("Cannot update these
 configs dynamically"); per-broker keys (listeners, TLS) cannot be set as the cluster default;
 security keys must carry a listener prefix. The ``log.*`` topic defaults and the log cleaner's
-keys apply at once (the caller re-derives every topic's config and reconfigures the cleaner);
-other keys are stored, described and used from the next start, since this broker reads them when
-it starts.
+keys apply at once (the caller re-derives every topic's config and reconfigures the cleaner),
+and so do ``max.connections`` and the ``max.connection.creation.rate`` keys (the connection
+quotas take the new config); other keys are stored, described and used from the next start,
+since this broker reads them when it starts.
 
 Why mode 0600: the set may hold passwords (a listener's ``ssl.key.password``, ``sasl.jaas.config``),
 so the file is readable by the broker's user only, like ``users.json`` and ``acls.json``; a file

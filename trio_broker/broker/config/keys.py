@@ -21,11 +21,13 @@ from .kafka_keys import KAFKA_BROKER_KEYS
 from .topic_keys import TOPIC_KEYS
 
 __all__ = ["ALIASES", "BROKER_KEYS", "CONSUMER_ASSIGNORS", "HONOURED_KEYS",
-           "LISTENER_MECHANISM_KEYS", "SENSITIVE_KEYS", "base_key", "is_known"]
+           "LISTENER_MECHANISM_KEYS", "PER_LISTENER_KEYS", "SENSITIVE_KEYS", "base_key", "is_known"]
 
 #: Kafka names this broker reads as another key (PEM files instead of JKS keystores)
 ALIASES = {"broker.id": "node.id", "ssl.keystore.location": "ssl.certfile",
            "ssl.truststore.location": "ssl.cafile"}
+#: keys whose listener.name.L.<key> form this broker applies to listener L
+PER_LISTENER_KEYS = ("max.connection.creation.rate",)
 #: SASL keys Kafka sets per listener and mechanism: listener.name.L.scram-sha-256.sasl.jaas.config
 LISTENER_MECHANISM_KEYS = ("sasl.jaas.config", "sasl.login.callback.handler.class",
                            "sasl.login.class", "sasl.server.callback.handler.class",
@@ -95,6 +97,9 @@ _HONOURED: tuple[ConfigKey, ...] = (
     _h("queued.max.requests", "Bound of the request channel; readers wait when it is full."),
     _h("socket.request.max.bytes", "Largest request frame accepted."),
     _h("max.connections", "Broker-wide connection limit; the acceptor waits for a free slot."),
+    _h("max.connection.creation.rate", "New connections per second the broker accepts (also "
+       "per listener: listener.name.L.max.connection.creation.rate); over it the acceptor "
+       "waits, none is refused."),
     _h("max.connections.per.ip", "Connections allowed from one address; more are closed at "
        "once."),
     _h("max.connections.per.ip.overrides", "Per-address limits, 'host:N,ip:N'."),

@@ -30,7 +30,8 @@ REQUEST_PERCENTAGE = "request_percentage"
 #: quota keys Kafka accepts per entity kind -> whether the value must be a whole number
 CLIENT_KEYS = {PRODUCER_BYTE_RATE: True, CONSUMER_BYTE_RATE: True, REQUEST_PERCENTAGE: False,
                "controller_mutation_rate": False}
-IP_KEYS = {"connection_creation_rate": True}
+CONNECTION_CREATION_RATE = "connection_creation_rate"
+IP_KEYS = {CONNECTION_CREATION_RATE: True}
 USER, CLIENT_ID, IP = "user", "client-id", "ip"
 
 #: an entity: (entity type, name or None for the type's default), sorted by type
@@ -162,6 +163,15 @@ class ClientQuotas:
             values = self._quotas.get(entity)
             if values is not None and key in values:
                 return values[key], tags[0], tags[1]
+        return None
+
+    def ip_quota(self, key: str, ip: str) -> float | None:
+        """``key``'s bound for the address ``ip``: its own entity's, else the default IP
+        entity's, else None (Kafka's ``connectionRateForIp``)."""
+        for entity in (((IP, ip),), ((IP, None),)):
+            values = self._quotas.get(entity)
+            if values is not None and key in values:
+                return values[key]
         return None
 
     def record(self, key: str, user: str | None, client_id: str, value: float,

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import NamedTuple
 
 import attrs
@@ -95,6 +95,9 @@ class BrokerState:
                                   samples=self.config.quota_window_num,
                                   window_s=self.config.quota_window_size_seconds),
         takes_self=True))
+    #: parts below the handlers that take a new effective config at once (AlterConfigs on a
+    #: broker): the connection quotas
+    reconfigurables: list[Callable[[BrokerConfig], None]] = attrs.field(factory=list)
 
     def __attrs_post_init__(self) -> None:
         # Consumer groups (KIP-848) assign partitions by topic id and resolve regexes over
