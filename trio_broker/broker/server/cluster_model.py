@@ -51,6 +51,8 @@ class Node:
     alive: bool = True
     #: listener name -> the (host, port) advertised to a client connected to that listener
     endpoints: dict[str, tuple[str, int]] = attrs.field(factory=dict)
+    #: ``broker.rack``: Metadata and DescribeCluster name it, rack-aware placement reads it
+    rack: str | None = None
 
     def endpoint(self, listener: str) -> tuple[str, int]:
         """(host, port) this node is named by to a client whose request arrived on ``listener``:
@@ -129,6 +131,11 @@ class ClusterModel:
     def live_endpoints(self, listener: str) -> list[tuple[int, str, int]]:
         """(node id, host, port) of every live node, as named on ``listener``."""
         return [(n.node_id, *n.endpoint(listener)) for n in self.nodes.values() if n.alive]
+
+    def rack_of(self, node_id: int) -> str | None:
+        """The node's ``broker.rack`` (None: unset, or no such node)."""
+        node = self.nodes.get(node_id)
+        return None if node is None else node.rack
 
     def node(self, node_id: int) -> Node:
         try:
@@ -265,7 +272,7 @@ def leader_endpoints(cluster: ClusterModel, endpoint_cls: Any, topics: Iterable[
             hint = getattr(p, "current_leader", None)
             if hint is not None and hint.leader_id >= 0:
                 named.add(hint.leader_id)
-    return [endpoint_cls(node_id=i, host=host, port=port, rack=None)
+    return [endpoint_cls(node_id=i, host=host, port=port, rack=cluster.rack_of(i))
             for i, host, port in cluster.live_endpoints(listener) if i in named]
 
 

@@ -1,0 +1,87 @@
+"""A test cluster's nodes are distinct brokers to real clients: each its own id and rack."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from confluent_kafka.admin import AdminClient, ConfigResource, ResourceType
+
+from tests.cli.conftest import run_cli
+from trio_broker.cli import main
+from trio_broker.client.blocking import BlockingClient
+from trio_broker.testing import ThreadedCluster
+
+RACKS = ["a", "b", "c"]
+
+
+def _broker_configs(admin: AdminClient, node_id: int) -> dict[str, str | None]:
+    resource = ConfigResource(ResourceType.BROKER, str(node_id))
+    entries = admin.describe_configs([resource])[resource].result(10)
+    return {name: entry.value for name, entry in entries.items()}
+
+
+@pytest.mark.broker_config(brokers=3, racks=RACKS)
+def test_each_broker_describes_its_own_id_and_rack(kafka_cluster: ThreadedCluster) -> None:
+    admin = AdminClient({"bootstrap.servers": kafka_cluster.bootstrap_servers})
+    for k, rack in enumerate(RACKS):
+        configs = _broker_configs(admin, k)
+        assert (configs["broker.id"], configs["node.id"], configs["broker.rack"]) == (
+            str(k), str(k), rack)
+
+
+@pytest.mark.broker_config(brokers=3)
+def test_without_racks_each_broker_still_has_its_own_id(kafka_cluster: ThreadedCluster) -> None:
+    admin = AdminClient({"bootstrap.servers": kafka_cluster.bootstrap_servers})
+    for k in range(3):
+        configs = _broker_configs(admin, k)
+        assert (configs["broker.id"], configs["broker.rack"]) == (str(k), None)
+
+
+@pytest.mark.broker_config(brokers=3, racks=RACKS)
+def test_describe_cluster_names_the_racks(kafka_cluster: ThreadedCluster) -> None:
+    admin = AdminClient({"bootstrap.servers": kafka_cluster.bootstrap_servers})
+    nodes = admin.describe_cluster().result(10).nodes
+    assert sorted((n.id, n.rack) for n in nodes) == [(0, "a"), (1, "b"), (2, "c")]
+
+
+@pytest.mark.broker_config(brokers=3, racks=RACKS)
+def test_metadata_names_the_racks(kafka_cluster: ThreadedCluster) -> None:
+    # confluent-kafka's list_topics() does not expose a broker's rack: the project's client does
+    with BlockingClient(kafka_cluster.bootstrap_servers) as client:
+        brokers = client.metadata([]).brokers.values()
+    assert sorted((b.node_id, b.rack) for b in brokers) == [(0, "a"), (1, "b"), (2, "c")]
+
+
+@pytest.mark.broker_config(brokers=3, racks=RACKS)
+def test_a_per_broker_dynamic_config_stays_that_brokers(kafka_cluster: ThreadedCluster) -> None:
+    admin = AdminClient({"bootstrap.servers": kafka_cluster.bootstrap_servers})
+    resource = ConfigResource(ResourceType.BROKER, "1", {"log.cleaner.threads": "2"})
+    admin.alter_configs([resource])[resource].result(10)
+    assert _broker_configs(admin, 1)["log.cleaner.threads"] == "2"
+    assert _broker_configs(admin, 0)["log.cleaner.threads"] == "1"
+    assert _broker_configs(admin, 2)["broker.rack"] == "c"
+
+
+@pytest.mark.broker_config(brokers=3, racks="a,b,c")
+def test_cluster_describe_shows_the_racks(kafka_cluster: ThreadedCluster,
+                                          capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["cluster", "describe", "-o", "json",
+                 "--bootstrap-server", kafka_cluster.bootstrap_servers]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert sorted((b["id"], b["rack"]) for b in doc["brokers"]) == [(0, "a"), (1, "b"), (2, "c")]
+    assert [(b.node_id, b.rack) for b in kafka_cluster.brokers] == [(0, "a"), (1, "b"), (2, "c")]
+
+
+def test_serve_refuses_racks_that_do_not_name_every_broker(tmp_path: Path) -> None:
+    done = run_cli("serve", "--brokers", "3", "--racks", "a,b",
+                   "--override", "listeners=PLAINTEXT://127.0.0.1:0",
+                   "--override", f"log.dirs={tmp_path / 'data'}")
+    assert (done.returncode, done.stderr) == (
+        2, "trio-broker serve: error: racks names 2 racks for a cluster of 3 brokers: "
+           "give one per broker\n")
+    done = run_cli("serve", "--racks", "a", "--override", "listeners=PLAINTEXT://127.0.0.1:0",
+                   "--override", f"log.dirs={tmp_path / 'data'}")
+    assert done.returncode == 2
+    assert "--racks needs --brokers" in done.stderr
