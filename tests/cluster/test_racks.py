@@ -6,9 +6,11 @@ import json
 from pathlib import Path
 
 import pytest
-from confluent_kafka.admin import AdminClient, ConfigResource, ResourceType
+from confluent_kafka import TopicCollection
+from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic, ResourceType
 
 from tests.cli.conftest import run_cli
+from trio_broker.broker.server.cluster_model import rack_alternated, rack_aware_replicas
 from trio_broker.cli import main
 from trio_broker.client.blocking import BlockingClient
 from trio_broker.testing import ThreadedCluster
@@ -85,3 +87,61 @@ def test_serve_refuses_racks_that_do_not_name_every_broker(tmp_path: Path) -> No
                    "--override", f"log.dirs={tmp_path / 'data'}")
     assert done.returncode == 2
     assert "--racks needs --brokers" in done.stderr
+
+
+def test_rack_aware_placement_is_kafkas() -> None:
+    # AdminRackAwareTest.testGetRackAlternatedBrokerListAndAssignReplicasToBrokers (start index
+    # and shift 0: a seed of 0)
+    racks = {0: "rack1", 1: "rack3", 2: "rack3", 3: "rack2", 4: "rack2", 5: "rack1"}
+    assert rack_alternated(racks) == [0, 3, 1, 5, 4, 2]
+    assert rack_alternated({k: v for k, v in racks.items() if k != 5}) == [0, 3, 1, 4, 2]
+    assert {p: rack_aware_replicas(racks, 0, p, 3) for p in range(7)} == {
+        0: [0, 3, 1], 1: [3, 1, 5], 2: [1, 5, 4], 3: [5, 4, 2], 4: [4, 2, 0], 5: [2, 0, 3],
+        6: [0, 4, 2]}
+
+
+def _placement(cluster: ThreadedCluster, topic: str, partitions: int,
+               replication: int) -> dict[int, list[tuple[int, str | None]]]:
+    """partition -> its replicas (id, rack), leader first, as confluent-kafka describes them."""
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers})
+    admin.create_topics([NewTopic(topic, partitions, replication)])[topic].result(10)
+    found = admin.describe_topics(TopicCollection([topic]))[topic].result(10)
+    out = {}
+    for p in found.partitions:
+        rest = [r for r in p.replicas if r.id != p.leader.id]
+        out[p.id] = [(p.leader.id, p.leader.rack)] + [(r.id, r.rack) for r in rest]
+    return out
+
+
+@pytest.mark.broker_config(brokers=3, racks=RACKS)
+def test_replicas_span_every_rack_and_leaders_spread(kafka_cluster: ThreadedCluster) -> None:
+    placed = _placement(kafka_cluster, "racked", 6, 3)
+    assert sorted(placed) == list(range(6))
+    for replicas in placed.values():
+        assert sorted(rack for _, rack in replicas) == RACKS
+        assert [RACKS[i] for i, _ in replicas] == [rack for _, rack in replicas]
+    leaders = [replicas[0][0] for replicas in placed.values()]
+    assert sorted(leaders.count(k) for k in range(3)) == [2, 2, 2]
+
+
+@pytest.mark.broker_config(brokers=6, racks=["a", "a", "b", "b", "c", "c"])
+def test_two_brokers_per_rack_still_span_three_racks(kafka_cluster: ThreadedCluster) -> None:
+    placed = _placement(kafka_cluster, "racked", 12, 3)
+    for replicas in placed.values():
+        assert sorted(rack for _, rack in replicas) == ["a", "b", "c"]
+    leaders = [replicas[0][0] for replicas in placed.values()]
+    assert sorted(leaders.count(k) for k in range(6)) == [2] * 6
+
+
+@pytest.mark.broker_config(brokers=4, racks=["a", "a", "b", "b"])
+def test_more_replicas_than_racks_use_every_rack(kafka_cluster: ThreadedCluster) -> None:
+    for replicas in _placement(kafka_cluster, "racked", 8, 3).values():
+        assert {rack for _, rack in replicas} == {"a", "b"}
+        assert len({i for i, _ in replicas}) == 3
+
+
+@pytest.mark.broker_config(brokers=3)
+def test_without_racks_replicas_are_consecutive_nodes(kafka_cluster: ThreadedCluster) -> None:
+    for replicas in _placement(kafka_cluster, "unracked", 6, 2).values():
+        first, second = (i for i, _ in replicas)
+        assert second == (first + 1) % 3

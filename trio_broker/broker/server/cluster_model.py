@@ -132,6 +132,12 @@ class ClusterModel:
         """(node id, host, port) of every live node, as named on ``listener``."""
         return [(n.node_id, *n.endpoint(listener)) for n in self.nodes.values() if n.alive]
 
+    @property
+    def racked(self) -> bool:
+        """Whether every node has a rack: replicas are then placed rack-aware (Kafka refuses a
+        rack-aware placement over brokers of which only some have a rack)."""
+        return len(self.nodes) > 1 and all(n.rack for n in self.nodes.values())
+
     def rack_of(self, node_id: int) -> str | None:
         """The node's ``broker.rack`` (None: unset, or no such node)."""
         node = self.nodes.get(node_id)
@@ -177,6 +183,10 @@ class ClusterModel:
         n = len(ids)
         start = (zlib.crc32(topic.encode()) + partition) % n
         replicas = [ids[(start + i) % n] for i in range(self.replication_of(topic))]
+        if self.racked:
+            replicas = rack_aware_replicas({i: self.nodes[i].rack or "" for i in ids},
+                                           zlib.crc32(topic.encode()), partition,
+                                           self.replication_of(topic))
         isr = [r for r in replicas if self.nodes[r].alive]
         return PartitionState(replicas, isr, isr[0] if isr else NO_LEADER)
 
@@ -260,6 +270,42 @@ class ClusterModel:
         state.leader = node_id
         self._bump_epoch(topic, partition, state)
         return self.leader_epoch(topic, partition)
+
+
+def rack_alternated(racks: dict[int, str]) -> list[int]:
+    """Kafka's ``getRackAlternatedBrokerList``: the first broker of each rack (racks in name
+    order, brokers in id order), then the second of each, and so on."""
+    by_rack: dict[str, list[int]] = {}
+    for node_id in sorted(racks):
+        by_rack.setdefault(racks[node_id], []).append(node_id)
+    columns = [by_rack[r] for r in sorted(by_rack)]
+    return [col[i] for i in range(max(map(len, columns))) for col in columns if i < len(col)]
+
+
+def rack_aware_replicas(racks: dict[int, str], seed: int, partition: int,
+                        replication: int) -> list[int]:
+    """The replicas of ``partition`` by Kafka's ``assignReplicasToBrokersRackAware``: leaders
+    go round the rack-alternated broker list, and each further replica is the next broker (at
+    a shift that grows every N partitions) on a rack without one, until every rack has one.
+    Kafka draws the start index and the first shift at random; ``seed`` (the topic's hash)
+    fixes both, so a test is repeatable."""
+    arranged = rack_alternated(racks)
+    n, num_racks = len(arranged), len(set(racks.values()))
+    first = (seed + partition) % n
+    shift = seed % n + partition // n
+    leader = arranged[first]
+    replicas, used_racks, used = [leader], {racks[leader]}, {leader}
+    k = 0
+    while len(replicas) < min(replication, n):
+        step = 1 + (shift * num_racks + k) % (n - 1)
+        broker = arranged[(first + step) % n]
+        k += 1
+        if ((racks[broker] not in used_racks or len(used_racks) == num_racks)
+                and (broker not in used or len(used) == n)):
+            replicas.append(broker)
+            used_racks.add(racks[broker])
+            used.add(broker)
+    return replicas
 
 
 def leader_endpoints(cluster: ClusterModel, endpoint_cls: Any, topics: Iterable[Any],
