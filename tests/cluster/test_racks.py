@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 
 import pytest
-from confluent_kafka import TopicCollection
+from confluent_kafka import Consumer, Producer, TopicCollection, TopicPartition
 from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic, ResourceType
 
 from tests.cli.conftest import run_cli
@@ -16,6 +17,7 @@ from trio_broker.client.blocking import BlockingClient
 from trio_broker.testing import ThreadedCluster
 
 RACKS = ["a", "b", "c"]
+SELECTOR = "org.apache.kafka.common.replica.RackAwareReplicaSelector"
 
 
 def _broker_configs(admin: AdminClient, node_id: int) -> dict[str, str | None]:
@@ -145,3 +147,69 @@ def test_without_racks_replicas_are_consecutive_nodes(kafka_cluster: ThreadedClu
     for replicas in _placement(kafka_cluster, "unracked", 6, 2).values():
         first, second = (i for i, _ in replicas)
         assert second == (first + 1) % 3
+
+
+def _consume(consumer: Consumer, n: int) -> list[bytes]:
+    got: list[bytes] = []
+    deadline = time.monotonic() + 30
+    while len(got) < n and time.monotonic() < deadline:
+        msg = consumer.poll(0.2)
+        if msg is not None and msg.error() is None:
+            got.append(msg.value())
+    return got
+
+
+def _fetches(cluster: ThreadedCluster, node_id: int) -> int:
+    return sum(r.api == "Fetch" and r.node_id == node_id for r in cluster.requests())
+
+
+@pytest.mark.broker_config(brokers=3, racks=RACKS, **{"replica.selector.class": SELECTOR})
+def test_a_consumer_fetches_from_a_replica_in_its_rack(kafka_cluster: ThreadedCluster) -> None:
+    topic = "near"
+    admin = AdminClient({"bootstrap.servers": kafka_cluster.bootstrap_servers})
+    admin.create_topics([NewTopic(topic, 1, 3)])[topic].result(10)
+    kafka_cluster.move_leader(topic, 0, 0)  # the leader on rack a, the consumer on rack b
+    producer = Producer({"bootstrap.servers": kafka_cluster.bootstrap_servers})
+    first = [b"r%d" % i for i in range(10)]
+    for value in first:
+        producer.produce(topic, value)
+    assert producer.flush(10) == 0
+    consumer = Consumer({"bootstrap.servers": kafka_cluster.bootstrap_servers,
+                         "group.id": "near", "client.rack": "b",
+                         "auto.offset.reset": "earliest", "enable.auto.commit": False})
+    try:
+        consumer.assign([TopicPartition(topic, 0, 0)])
+        assert _consume(consumer, 10) == first
+        assert _fetches(kafka_cluster, 1) > 0  # rack b's node served them
+        # the consumer goes back to the leader as soon as node 1's connection drops
+        from_leader = _fetches(kafka_cluster, 0)
+        kafka_cluster.stop_broker(1)
+        second = [b"s%d" % i for i in range(10)]
+        for value in second:
+            producer.produce(topic, value)
+        assert producer.flush(10) == 0
+        assert _consume(consumer, 10) == second
+        assert _fetches(kafka_cluster, 0) > from_leader
+        assert _fetches(kafka_cluster, 2) == 0
+    finally:
+        consumer.close()
+
+
+@pytest.mark.broker_config(brokers=3, racks=RACKS)
+def test_without_the_selector_the_leader_serves(kafka_cluster: ThreadedCluster) -> None:
+    topic = "far"
+    admin = AdminClient({"bootstrap.servers": kafka_cluster.bootstrap_servers})
+    admin.create_topics([NewTopic(topic, 1, 3)])[topic].result(10)
+    kafka_cluster.move_leader(topic, 0, 0)
+    producer = Producer({"bootstrap.servers": kafka_cluster.bootstrap_servers})
+    producer.produce(topic, b"one")
+    assert producer.flush(10) == 0
+    consumer = Consumer({"bootstrap.servers": kafka_cluster.bootstrap_servers,
+                         "group.id": "far", "client.rack": "b",
+                         "auto.offset.reset": "earliest", "enable.auto.commit": False})
+    try:
+        consumer.assign([TopicPartition(topic, 0, 0)])
+        assert _consume(consumer, 1) == [b"one"]
+        assert _fetches(kafka_cluster, 1) == 0
+    finally:
+        consumer.close()

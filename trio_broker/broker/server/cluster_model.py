@@ -38,6 +38,8 @@ GROUP_KEY, TRANSACTION_KEY = 0, 1
 OFFSETS_TOPIC = "__consumer_offsets"
 TRANSACTION_TOPIC = "__transaction_state"
 NO_LEADER = -1
+#: ``replica.selector.class`` that sends a consumer to a replica in its own rack (KIP-392)
+RACK_AWARE_SELECTOR = "org.apache.kafka.common.replica.RackAwareReplicaSelector"
 
 
 @attrs.define
@@ -221,6 +223,22 @@ class ClusterModel:
     def in_sync(self, topic: str, partition: int) -> int:
         """How many replicas are in sync (``min.insync.replicas`` is checked against this)."""
         return len(self.partition(topic, partition).isr)
+
+    def serves_reads(self, node_id: int, topic: str, partition: int) -> bool:
+        """Whether ``node_id`` is an in-sync replica of the partition: a follower answers a
+        consumer's fetch (KIP-392) from the shared storage, up to the high watermark."""
+        return node_id in self.partition(topic, partition).isr
+
+    def preferred_read_replica(self, node_id: int, topic: str, partition: int,
+                               rack: str) -> int:
+        """Kafka's ``RackAwareReplicaSelector`` as the leader ``node_id`` runs it: a live
+        in-sync replica in the consumer's ``rack`` when the leader is not in it, else -1 (the
+        leader itself). Kafka picks the most caught-up of them; here all are equally so."""
+        state = self.partition(topic, partition)
+        if not rack or state.leader != node_id or self.rack_of(node_id) == rack:
+            return -1
+        near = [r for r in state.isr if self.nodes[r].alive and self.nodes[r].rack == rack]
+        return near[0] if near else -1
 
     def coordinator_for(self, key_type: int, key: str) -> int:
         """The node coordinating a group (key type 0) or a transactional id (1), or -1."""
