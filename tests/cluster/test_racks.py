@@ -14,7 +14,7 @@ from tests.cli.conftest import run_cli
 from trio_broker.broker.server.cluster_model import rack_alternated, rack_aware_replicas
 from trio_broker.cli import main
 from trio_broker.client.blocking import BlockingClient
-from trio_broker.testing import ThreadedCluster
+from trio_broker.testing import ThreadedBroker, ThreadedCluster
 
 RACKS = ["a", "b", "c"]
 SELECTOR = "org.apache.kafka.common.replica.RackAwareReplicaSelector"
@@ -213,3 +213,11 @@ def test_without_the_selector_the_leader_serves(kafka_cluster: ThreadedCluster) 
         assert _fetches(kafka_cluster, 1) == 0
     finally:
         consumer.close()
+
+
+@pytest.mark.broker_config(**{"broker.rack": "r1"})
+def test_one_broker_names_its_rack(kafka_broker: ThreadedBroker) -> None:
+    with BlockingClient(kafka_broker.bootstrap_servers) as client:
+        assert [b.rack for b in client.metadata([]).brokers.values()] == ["r1"]
+    admin = AdminClient({"bootstrap.servers": kafka_broker.bootstrap_servers})
+    assert [n.rack for n in admin.describe_cluster().result(10).nodes] == ["r1"]

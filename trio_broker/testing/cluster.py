@@ -153,7 +153,7 @@ class Cluster:
 
     @property
     def brokers(self) -> list[BrokerAddress]:
-        return [BrokerAddress(n.node_id, n.host, n.port, n.config.value_of("broker.rack"))
+        return [BrokerAddress(n.node_id, n.host, n.port, n.config.broker_rack)
                 for n in self._nodes.values()]
 
     @property
@@ -313,7 +313,7 @@ async def serve_cluster(config: ConfigInput = None, *, brokers: int = 3,
             async with trio.open_nursery() as nursery:
                 logs, groups, producer_ids, transactions = await start_storage(cfg, nursery)
                 model = ClusterModel(
-                    [Node(k, "", 0, rack=c.value_of("broker.rack"))
+                    [Node(k, "", 0, rack=c.broker_rack)
                      for k, c in node_configs.items()], logs,
                     default_replication=replication,
                     offsets_partitions=cfg.value_of("offsets.topic.num.partitions"),
@@ -335,7 +335,7 @@ async def serve_cluster(config: ConfigInput = None, *, brokers: int = 3,
                     await node.start(nursery, state)
                     model.nodes[node.node_id] = Node(node.node_id, node.host, node.port,
                                                      endpoints=dict(node.endpoints),
-                                                     rack=node.config.value_of("broker.rack"))
+                                                     rack=node.config.broker_rack)
                 start_log_duties(state, nursery)
                 cluster = Cluster(state, nodes, faults, nursery)
                 if cfg.control_listener:

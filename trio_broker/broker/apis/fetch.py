@@ -211,7 +211,7 @@ def read_partitions(broker: BrokerState, request: FetchRequest, version: int,
 
 def _rack_aware(broker: BrokerState) -> bool:
     return (broker.cluster.intercepting
-            and broker.config.value_of("replica.selector.class") == RACK_AWARE_SELECTOR)
+            and broker.config.replica_selector_class == RACK_AWARE_SELECTOR)
 
 
 def _partition_error(broker: BrokerState, name: str | None, p: Struct, log: Log | None,

@@ -88,6 +88,12 @@ _HONOURED: tuple[ConfigKey, ...] = (
        "a listener named after a protocol needs no entry."),
     _h("cluster.id", "Cluster id reported in Metadata v2+.", own=True, type_=T.STRING,
        default="trio-broker-cluster"),
+    _h("broker.rack", "This broker's rack, named in Metadata v1+ and DescribeCluster; a test "
+       "cluster (serve --brokers N --racks a,b,...) places replicas rack-aware when every node "
+       "has one."),
+    _h("replica.selector.class", "org.apache.kafka.common.replica.RackAwareReplicaSelector: a "
+       "test cluster's leader sends a consumer (Fetch v11+) to the in-sync replica in its "
+       "client.rack, which serves it (KIP-392); unset: the leader serves every fetch."),
     # --- network --------------------------------------------------------------------------------
     _h("num.network.threads", "Processors (connection-owning tasks) per listener."),
     _h("num.io.threads", "Request handler tasks."),

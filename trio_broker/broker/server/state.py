@@ -77,7 +77,7 @@ class BrokerState:
     cluster: ClusterModel = attrs.field(default=attrs.Factory(
         lambda self: ClusterModel([Node(self.config.node_id, self.advertised_host,
                                         self.advertised_port, endpoints=dict(self.endpoints),
-                                        rack=self.config.value_of("broker.rack"))],
+                                        rack=self.config.broker_rack)],
                                   self.logs), takes_self=True))
     #: ACLs and Kafka's decisions over them; None without ``authorizer.class.name``
     authorizer: AclStore | None = attrs.field(default=attrs.Factory(
