@@ -28,7 +28,7 @@ class ClusterProcess:
 
     def __init__(self, data: Path) -> None:
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "trio_broker", "serve", "--brokers", "3",
+            [sys.executable, "-m", "trio_broker", "serve", "--brokers", "3", "--racks", "a,b,c",
              "--override", "listeners=PLAINTEXT://127.0.0.1:0",
              "--override", f"log.dirs={data}",
              "--override", "group.initial.rebalance.delay.ms=0",
@@ -106,8 +106,8 @@ def test_injected_errors_through_http_reach_kafka_python(cluster_process: Cluste
     cluster = cluster_process
     assert sorted(cluster.brokers) == [0, 1, 2]
     brokers = cluster.call("GET", "/v1/brokers")["brokers"]
-    assert [(b["node_id"], b["port"], b["alive"]) for b in brokers] == [
-        (k, cluster.brokers[k], True) for k in range(3)]
+    assert [(b["node_id"], b["port"], b["rack"], b["alive"]) for b in brokers] == [
+        (k, cluster.brokers[k], "abc"[k], True) for k in range(3)]
     _create(cluster, "injected", 1)
     producer = KafkaProducer(bootstrap_servers=cluster.bootstrap_servers, acks="all",
                              enable_idempotence=True, retries=5, retry_backoff_ms=10)

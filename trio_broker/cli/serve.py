@@ -25,6 +25,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="run a test cluster of N brokers in this process (ports counted "
                         "up from the first listener's; control.listener=http://HOST:PORT "
                         "serves its fault controls; docs/testing.md)")
+    parser.add_argument("--racks", default=None, metavar="A,B,...",
+                        help="with --brokers: broker k's broker.rack is the k-th name (one per "
+                        "broker; an empty name: no rack)")
 
 
 def _epilog() -> str:
@@ -52,7 +55,9 @@ def run(args: argparse.Namespace) -> int:
     if args.brokers is not None:
         if args.brokers < 1:
             raise UsageError(f"--brokers must be at least 1, not {args.brokers}")
-        return _run(_serve_cluster_until_signalled(config, args.brokers))
+        return _run(_serve_cluster_until_signalled(config, args.brokers, args.racks))
+    if args.racks is not None:
+        raise UsageError("--racks needs --brokers (one broker's rack is broker.rack)")
 
     async def serve_until_signalled() -> None:
         # Signals are caught from before the broker starts: one that arrives during start-up
@@ -103,8 +108,8 @@ def _run(main: Callable[[], Awaitable[None]]) -> int:
     return 0
 
 
-def _serve_cluster_until_signalled(config: BrokerConfig,
-                                   brokers: int) -> Callable[[], Awaitable[None]]:
+def _serve_cluster_until_signalled(config: BrokerConfig, brokers: int,
+                                   racks: str | None = None) -> Callable[[], Awaitable[None]]:
     async def main() -> None:
         import trio
 
@@ -113,10 +118,11 @@ def _serve_cluster_until_signalled(config: BrokerConfig,
         with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
             async with trio.open_nursery() as nursery:
                 cluster = await nursery.start(functools.partial(
-                    serve_cluster, config, brokers=brokers))
+                    serve_cluster, config, brokers=brokers, racks=racks))
                 for b in cluster.brokers:
+                    rack = f" (rack {b.rack})" if b.rack else ""
                     print(f"trio-broker broker {b.node_id} listening on "
-                          f"{_fmt(b.host)}:{b.port}", flush=True)
+                          f"{_fmt(b.host)}:{b.port}{rack}", flush=True)
                 if cluster.control_address:
                     h, p = cluster.control_address
                     print(f"trio-broker cluster control on http://{_fmt(h)}:{p}/", flush=True)

@@ -58,6 +58,7 @@ class BrokerAddress:
     node_id: int
     host: str
     port: int
+    rack: str | None = None
 
 
 class _Node:
@@ -107,10 +108,13 @@ class _Node:
                             self.endpoints = {}
                             for name, host, port in bound:
                                 self.endpoints.setdefault(name, (host, port))
-                            self.state = attrs.evolve(base, config=cfg, metrics=self.metrics,
-                                                      advertised_host=self.host,
-                                                      advertised_port=self.port,
-                                                      endpoints=dict(self.endpoints))
+                            # its own dynamic store: DescribeConfigs of this broker names
+                            # its own static config (node id, rack) and per-broker set
+                            self.state = attrs.evolve(
+                                base, config=cfg, metrics=self.metrics,
+                                advertised_host=self.host, advertised_port=self.port,
+                                endpoints=dict(self.endpoints),
+                                dynamic_configs=base.dynamic_configs.for_node(cfg))
                         pool = RequestHandlerPool(
                             self.state, server.request_channel, cfg.num_io_threads,
                             handlers=cluster_handlers(HANDLERS, self.faults))
@@ -149,7 +153,8 @@ class Cluster:
 
     @property
     def brokers(self) -> list[BrokerAddress]:
-        return [BrokerAddress(n.node_id, n.host, n.port) for n in self._nodes.values()]
+        return [BrokerAddress(n.node_id, n.host, n.port, n.config.broker_rack)
+                for n in self._nodes.values()]
 
     @property
     def bootstrap_servers(self) -> str:
@@ -246,15 +251,32 @@ def cluster_config(config: ConfigInput, brokers: int, overrides: dict[str, Any])
     return DynamicBrokerConfigs.load(cfg).effective()
 
 
-def _node_configs(cfg: BrokerConfig, brokers: int) -> dict[int, BrokerConfig]:
-    """Each node's config: its id, and every client listener on that listener's port + k (0
-    stays 0); the controller's listeners are left out, as nothing here is a controller."""
+def cluster_racks(racks: str | Iterable[str | None] | None, brokers: int) -> list[str | None]:
+    """Each node's ``broker.rack`` from ``racks`` (a list, or its text ``a,b,c``; an empty
+    name: no rack), one per node; None: no node has a rack."""
+    if racks is None:
+        return [None] * brokers
+    names = racks.split(",") if isinstance(racks, str) else list(racks)
+    if len(names) != brokers:
+        raise ConfigError(f"racks names {len(names)} racks for a cluster of {brokers} brokers: "
+                          f"give one per broker")
+    return [str(r).strip() or None if r is not None else None for r in names]
+
+
+def _node_configs(cfg: BrokerConfig, brokers: int,
+                  racks: list[str | None] | None = None) -> dict[int, BrokerConfig]:
+    """Each node's config: its id, its rack (``racks[k]``, else the shared ``broker.rack``),
+    and every client listener on that listener's port + k (0 stays 0); the controller's
+    listeners are left out, as nothing here is a controller."""
     listeners = cfg.listener_list
     out = {}
     for k in range(brokers):
         ports = {x.name: (x.host, x.port + k if x.port else 0) for x in listeners}
+        own: dict[str, Any] = {}
+        if racks and racks[k] is not None:
+            own["broker.rack"] = racks[k]
         out[k] = cfg.evolve(node_id=k, advertised_listeners="",
-                            listeners=_listeners_value(cfg, ports))
+                            listeners=_listeners_value(cfg, ports), **own)
     return out
 
 
@@ -273,13 +295,16 @@ async def serve_cluster(config: ConfigInput = None, *, brokers: int = 3,
                         task_status: trio.TaskStatus[Cluster] = trio.TASK_STATUS_IGNORED,
                         **overrides: Any) -> None:
     """Run a cluster of ``brokers`` nodes until cancelled (or ``Cluster.stop()``); node k
-    listens on each listener's port + k (or on its own free port when that is 0)."""
+    listens on each listener's port + k (or on its own free port when that is 0). The
+    cluster-only setting ``racks`` (``["a", "b", "c"]`` or ``"a,b,c"``) gives node k the
+    ``broker.rack`` ``racks[k]``."""
     started_at = time.perf_counter()
     settings: dict[str, Any] = kafka_kwargs(overrides)
     # one broker's config allows 1 only: the cluster's default lives in its model
     replication = int(settings.pop("default_replication_factor", min(3, brokers)))
+    racks = cluster_racks(settings.pop("racks", None), brokers)
     cfg = cluster_config(config, brokers, settings)
-    node_configs = _node_configs(cfg, brokers)
+    node_configs = _node_configs(cfg, brokers, racks)
     parts_scope = trio.CancelScope(shield=True)
 
     async def run_parts(*, task_status: trio.TaskStatus[Cluster] = trio.TASK_STATUS_IGNORED,
@@ -289,7 +314,8 @@ async def serve_cluster(config: ConfigInput = None, *, brokers: int = 3,
                 logs, groups, producer_ids, transactions, cluster_id = await start_storage(
                     cfg, nursery)
                 model = ClusterModel(
-                    [Node(k, "", 0) for k in node_configs], logs,
+                    [Node(k, "", 0, rack=c.broker_rack)
+                     for k, c in node_configs.items()], logs,
                     default_replication=replication,
                     offsets_partitions=cfg.value_of("offsets.topic.num.partitions"),
                     offsets_replication=cfg.value_of("offsets.topic.replication.factor"),
@@ -309,7 +335,8 @@ async def serve_cluster(config: ConfigInput = None, *, brokers: int = 3,
                 for node in nodes.values():
                     await node.start(nursery, state)
                     model.nodes[node.node_id] = Node(node.node_id, node.host, node.port,
-                                                     endpoints=dict(node.endpoints))
+                                                     endpoints=dict(node.endpoints),
+                                                     rack=node.config.broker_rack)
                 start_log_duties(state, nursery)
                 cluster = Cluster(state, nodes, faults, nursery)
                 if cfg.control_listener:

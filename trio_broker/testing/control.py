@@ -130,7 +130,8 @@ def build_control_app(cluster: ClusterControls, *, bound_host: str = "127.0.0.1"
     @handled
     async def brokers(request: Request) -> Response:
         return JSONResponse({"brokers": [
-            {"node_id": b.node_id, "host": b.host, "port": b.port, "alive": cluster.live(b.node_id)}
+            {"node_id": b.node_id, "host": b.host, "port": b.port, "rack": b.rack,
+             "alive": cluster.live(b.node_id)}
             for b in cluster.brokers]})
 
     @handled

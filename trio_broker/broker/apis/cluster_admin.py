@@ -51,7 +51,8 @@ async def handle_describe_cluster(ctx: HandlerContext,
                             endpoint_type=_BROKER_ENDPOINT, cluster_id="", brokers=[],
                             authorized_operations=None)
     cls = response_type(ApiKey.DescribeCluster).DescribeClusterBroker
-    nodes = [cls(broker_id=i, host=host, port=port, rack=None, is_fenced=False)
+    nodes = [cls(broker_id=i, host=host, port=port, rack=broker.cluster.rack_of(i),
+                 is_fenced=False)
              for i, host, port in broker.cluster.live_endpoints(ctx.listener)]
     return ctx.response(
         throttle_time_ms=0, error_code=ErrorCode.NONE, error_message=None,

@@ -42,7 +42,7 @@ from ...protocol.errors import CorruptRecordError, ErrorCode, UnsupportedCompres
 from ...protocol.messages import response_type
 from ..server import authz
 from ..server.bodies import FetchRequest, ResponseBody, Struct
-from ..server.cluster_model import leader_endpoints
+from ..server.cluster_model import RACK_AWARE_SELECTOR, leader_endpoints
 from ..server.context import DEFERRED, HandlerContext, HandlerResult
 from ..server.purgatory import DelayedOperation
 from ..server.state import BrokerState
@@ -72,6 +72,8 @@ class _Read(NamedTuple):
     errors: int
     #: a partition answered with its current leader (v16+: the response lists that node)
     leader_shown: bool
+    #: a partition answered with a preferred read replica (KIP-392): answered at once
+    redirected: bool = False
 
 
 async def handle_fetch(ctx: HandlerContext, request: FetchRequest) -> HandlerResult:
@@ -84,7 +86,8 @@ async def handle_fetch(ctx: HandlerContext, request: FetchRequest) -> HandlerRes
     region_min = SENDFILE_MIN_BYTES if ctx.request.sendfile else None
     read = read_partitions(ctx.broker, request, v, denied, region_min=region_min)
     keys = [(t.topic, p.partition) for t in request.topics for p in t.partitions]
-    if request.max_wait_ms <= 0 or read.total >= request.min_bytes or read.errors or not keys:
+    if (request.max_wait_ms <= 0 or read.total >= request.min_bytes or read.errors or not keys
+            or read.redirected):
         return _response(ctx, read)
     close_regions(read.topics)  # read again when the operation completes
 
@@ -122,7 +125,11 @@ def read_partitions(broker: BrokerState, request: FetchRequest, version: int,
     total = errors = 0
     first_data = version >= 3  # v0-v2: Kafka's hard limit, no oversized first batch
     committed = request.isolation_level == READ_COMMITTED
-    leader_shown = False
+    leader_shown = redirected = False
+    # KIP-392: a consumer fetch (v11+) may be answered by a follower, and with the selector set
+    # a leader sends a consumer of another rack to a replica in its own
+    follower_reads = version >= 11 and _rack_aware(broker)
+    rack = request.rack_id if follower_reads else ""
     if version < 4:
         region_min = None  # down-converted: the bytes are needed
     out = []
@@ -132,7 +139,8 @@ def read_partitions(broker: BrokerState, request: FetchRequest, version: int,
         for p in t.partitions:
             log = None if name is None else logs.get_log(name, p.partition)
             error = (ErrorCode.TOPIC_AUTHORIZATION_FAILED if name in denied
-                     else _partition_error(broker, name, p, log, version))
+                     else _partition_error(broker, name, p, log, version,
+                                           follower_reads=follower_reads))
             if error is not None:
                 errors += 1
                 parts.append(_part(p.partition, error))
@@ -143,6 +151,7 @@ def read_partitions(broker: BrokerState, request: FetchRequest, version: int,
                     leader_shown = True
                 continue
             assert log is not None
+            assert name is not None
             diverging = _diverging_epoch(log, p) if version >= 12 else None
             if isinstance(diverging, int):
                 errors += 1
@@ -152,6 +161,14 @@ def read_partitions(broker: BrokerState, request: FetchRequest, version: int,
                 parts.append(_part(p.partition, 0, log.high_watermark, log.log_start_offset,
                                    lso=log.last_stable_offset))
                 parts[-1].diverging_epoch = diverging
+                continue
+            preferred = (broker.cluster.preferred_read_replica(broker.node_id, name, p.partition,
+                                                               rack) if rack else -1)
+            if preferred >= 0:
+                redirected = True
+                parts.append(_part(p.partition, 0, log.high_watermark, log.log_start_offset,
+                                   lso=log.last_stable_offset))
+                parts[-1].preferred_read_replica = preferred
                 continue
             limit = min(p.partition_max_bytes, remaining)
             try:
@@ -189,11 +206,16 @@ def read_partitions(broker: BrokerState, request: FetchRequest, version: int,
         out.append(_TopicResp(topic=t.topic if version < 13 else "",
                               topic_id=t.topic_id if version >= 13 else None,
                               partitions=parts))
-    return _Read(out, total, errors, leader_shown)
+    return _Read(out, total, errors, leader_shown, redirected)
+
+
+def _rack_aware(broker: BrokerState) -> bool:
+    return (broker.cluster.intercepting
+            and broker.config.replica_selector_class == RACK_AWARE_SELECTOR)
 
 
 def _partition_error(broker: BrokerState, name: str | None, p: Struct, log: Log | None,
-                     version: int) -> int | None:
+                     version: int, *, follower_reads: bool = False) -> int | None:
     if name is None:
         return ErrorCode.UNKNOWN_TOPIC_ID
     if log is None:
@@ -205,7 +227,8 @@ def _partition_error(broker: BrokerState, name: str | None, p: Struct, log: Log 
         return error
     if broker.cluster.intercepting:  # a cluster node that does not lead the partition
         error = broker.cluster.leader_error(broker.node_id, name, p.partition)
-        if error:
+        if error and not (follower_reads and broker.cluster.serves_reads(
+                broker.node_id, name, p.partition)):
             return error
     if version < 10 and log.config.compression_type == "zstd":
         return ErrorCode.UNSUPPORTED_COMPRESSION_TYPE  # Kafka: zstd topics need Fetch v10

@@ -93,7 +93,7 @@ async def handle_metadata(ctx: HandlerContext, request: MetadataRequest) -> Hand
                    and request.include_cluster_authorized_operations else None)
     return ctx.response(
         throttle_time_ms=0,
-        brokers=[_Broker(node_id=i, host=host, port=port, rack=None)
+        brokers=[_Broker(node_id=i, host=host, port=port, rack=broker.cluster.rack_of(i))
                  for i, host, port in broker.cluster.live_endpoints(ctx.listener)],
         cluster_id=broker.cluster_id,
         controller_id=broker.cluster.controller_id(broker.node_id),
@@ -103,8 +103,8 @@ async def handle_metadata(ctx: HandlerContext, request: MetadataRequest) -> Hand
     )
 
 
-#: (version, cluster id, controller, listener, live brokers) -> the answer naming no topic,
-#: encoded
+#: (version, cluster id, controller, listener, live brokers, their racks) -> the answer naming
+#: no topic, encoded
 _NO_TOPICS: dict[tuple[object, ...], Encoded] = {}
 
 
@@ -114,8 +114,9 @@ def no_topics_answer(broker: BrokerState, version: int, listener: str) -> Encode
     (each listener names the brokers by its own endpoints): nothing else goes into it."""
     cluster = broker.cluster
     live = tuple(cluster.live_endpoints(listener))
+    racks = tuple(cluster.rack_of(i) for i, _, _ in live)
     key = (version, broker.cluster_id, cluster.controller_id(broker.node_id), listener,
-           live)
+           live, racks)
     answer = _NO_TOPICS.get(key)
     if answer is None:
         if len(_NO_TOPICS) >= 64:  # brokers of many tests in one process
@@ -123,8 +124,8 @@ def no_topics_answer(broker: BrokerState, version: int, listener: str) -> Encode
         body = make_response(ApiKey.Metadata, version, throttle_time_ms=0, error_code=0,
                              topics=[], cluster_id=key[1], controller_id=key[2],
                              authorized_operations=None,
-                             brokers=[_Broker(node_id=i, host=h, port=p, rack=None)
-                                      for i, h, p in live])
+                             brokers=[_Broker(node_id=i, host=h, port=p, rack=rack)
+                                      for (i, h, p), rack in zip(live, racks, strict=True)])
         answer = _NO_TOPICS[key] = Encoded(body, version)
     return answer
 

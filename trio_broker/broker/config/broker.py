@@ -66,6 +66,8 @@ class BrokerConfig(FrozenFields):
     advertised_listeners: str = _f("advertised.listeners")
     listener_security_protocol_map: str = _f("listener.security.protocol.map")
     cluster_id: str = _f("cluster.id")
+    broker_rack: str | None = _f("broker.rack")
+    replica_selector_class: str | None = _f("replica.selector.class")
     # --- network --------------------------------------------------------------------------------
     num_network_threads: int = _f("num.network.threads")
     num_io_threads: int = _f("num.io.threads")

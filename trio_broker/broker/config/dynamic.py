@@ -92,6 +92,13 @@ class DynamicBrokerConfigs:
             setattr(store, attr, kept)
         return store
 
+    def for_node(self, static: BrokerConfig) -> DynamicBrokerConfigs:
+        """The store of another node of a test cluster over the same file: its own static config
+        and per-broker section, the cluster default shared (one dict, updated in place)."""
+        node = DynamicBrokerConfigs.load(static)
+        node.cluster_default = self.cluster_default
+        return node
+
     def _tighten(self) -> None:
         """Make a file others may read (an older broker wrote it so) the owner's only."""
         try:
@@ -164,12 +171,22 @@ class DynamicBrokerConfigs:
         if validate_only:
             return effective
         self._write(new_default, new_broker)
-        self.cluster_default, self.per_broker = dict(new_default), dict(new_broker)
+        # in place: the other nodes of a test cluster hold the same cluster-default dict
+        if new_default is not self.cluster_default:
+            self.cluster_default.clear()
+            self.cluster_default.update(new_default)
+        self.per_broker = dict(new_broker)
         return effective
 
     def _write(self, cluster_default: Mapping[str, str], per_broker: Mapping[str, str]) -> None:
-        doc = {"version": 1, "default": dict(cluster_default),
-               str(self.static.node_id): dict(per_broker)}
+        # the other nodes' sections stay (the nodes of a test cluster share one file)
+        try:
+            old = json.loads(self.path.read_text())
+        except (OSError, ValueError):
+            old = {}
+        doc: dict[str, Any] = old if isinstance(old, dict) else {}
+        doc.update({"version": 1, "default": dict(cluster_default),
+                    str(self.static.node_id): dict(per_broker)})
         self.path.parent.mkdir(parents=True, exist_ok=True)
         tmp = self.path.with_name(self.path.name + ".tmp")
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, _FILE_MODE)

@@ -91,6 +91,12 @@ _HONOURED: tuple[ConfigKey, ...] = (
     _h("cluster.id", "Cluster id; empty: the one stamped in the log dirs' meta.properties, "
        "or a new random one stamped there at the first start.", own=True, type_=T.STRING,
        default=""),
+    _h("broker.rack", "This broker's rack, named in Metadata v1+ and DescribeCluster; a test "
+       "cluster (serve --brokers N --racks a,b,...) places replicas rack-aware when every node "
+       "has one."),
+    _h("replica.selector.class", "org.apache.kafka.common.replica.RackAwareReplicaSelector: a "
+       "test cluster's leader sends a consumer (Fetch v11+) to the in-sync replica in its "
+       "client.rack, which serves it (KIP-392); unset: the leader serves every fetch."),
     # --- network --------------------------------------------------------------------------------
     _h("num.network.threads", "Processors (connection-owning tasks) per listener."),
     _h("num.io.threads", "Request handler tasks."),

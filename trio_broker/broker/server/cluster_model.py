@@ -38,6 +38,8 @@ GROUP_KEY, TRANSACTION_KEY = 0, 1
 OFFSETS_TOPIC = "__consumer_offsets"
 TRANSACTION_TOPIC = "__transaction_state"
 NO_LEADER = -1
+#: ``replica.selector.class`` that sends a consumer to a replica in its own rack (KIP-392)
+RACK_AWARE_SELECTOR = "org.apache.kafka.common.replica.RackAwareReplicaSelector"
 
 
 @attrs.define
@@ -51,6 +53,8 @@ class Node:
     alive: bool = True
     #: listener name -> the (host, port) advertised to a client connected to that listener
     endpoints: dict[str, tuple[str, int]] = attrs.field(factory=dict)
+    #: ``broker.rack``: Metadata and DescribeCluster name it, rack-aware placement reads it
+    rack: str | None = None
 
     def endpoint(self, listener: str) -> tuple[str, int]:
         """(host, port) this node is named by to a client whose request arrived on ``listener``:
@@ -130,6 +134,17 @@ class ClusterModel:
         """(node id, host, port) of every live node, as named on ``listener``."""
         return [(n.node_id, *n.endpoint(listener)) for n in self.nodes.values() if n.alive]
 
+    @property
+    def racked(self) -> bool:
+        """Whether every node has a rack: replicas are then placed rack-aware (Kafka refuses a
+        rack-aware placement over brokers of which only some have a rack)."""
+        return len(self.nodes) > 1 and all(n.rack for n in self.nodes.values())
+
+    def rack_of(self, node_id: int) -> str | None:
+        """The node's ``broker.rack`` (None: unset, or no such node)."""
+        node = self.nodes.get(node_id)
+        return None if node is None else node.rack
+
     def node(self, node_id: int) -> Node:
         try:
             return self.nodes[node_id]
@@ -170,6 +185,10 @@ class ClusterModel:
         n = len(ids)
         start = (zlib.crc32(topic.encode()) + partition) % n
         replicas = [ids[(start + i) % n] for i in range(self.replication_of(topic))]
+        if self.racked:
+            replicas = rack_aware_replicas({i: self.nodes[i].rack or "" for i in ids},
+                                           zlib.crc32(topic.encode()), partition,
+                                           self.replication_of(topic))
         isr = [r for r in replicas if self.nodes[r].alive]
         return PartitionState(replicas, isr, isr[0] if isr else NO_LEADER)
 
@@ -224,6 +243,22 @@ class ClusterModel:
         """How many replicas are in sync (``min.insync.replicas`` is checked against this)."""
         return len(self.partition(topic, partition).isr)
 
+    def serves_reads(self, node_id: int, topic: str, partition: int) -> bool:
+        """Whether ``node_id`` is an in-sync replica of the partition: a follower answers a
+        consumer's fetch (KIP-392) from the shared storage, up to the high watermark."""
+        return node_id in self.partition(topic, partition).isr
+
+    def preferred_read_replica(self, node_id: int, topic: str, partition: int,
+                               rack: str) -> int:
+        """Kafka's ``RackAwareReplicaSelector`` as the leader ``node_id`` runs it: a live
+        in-sync replica in the consumer's ``rack`` when the leader is not in it, else -1 (the
+        leader itself). Kafka picks the most caught-up of them; here all are equally so."""
+        state = self.partition(topic, partition)
+        if not rack or state.leader != node_id or self.rack_of(node_id) == rack:
+            return -1
+        near = [r for r in state.isr if self.nodes[r].alive and self.nodes[r].rack == rack]
+        return near[0] if near else -1
+
     def coordinator_for(self, key_type: int, key: str) -> int:
         """The node coordinating a group (key type 0) or a transactional id (1), or -1."""
         if self.single:
@@ -274,6 +309,42 @@ class ClusterModel:
         return self.leader_epoch(topic, partition)
 
 
+def rack_alternated(racks: dict[int, str]) -> list[int]:
+    """Kafka's ``getRackAlternatedBrokerList``: the first broker of each rack (racks in name
+    order, brokers in id order), then the second of each, and so on."""
+    by_rack: dict[str, list[int]] = {}
+    for node_id in sorted(racks):
+        by_rack.setdefault(racks[node_id], []).append(node_id)
+    columns = [by_rack[r] for r in sorted(by_rack)]
+    return [col[i] for i in range(max(map(len, columns))) for col in columns if i < len(col)]
+
+
+def rack_aware_replicas(racks: dict[int, str], seed: int, partition: int,
+                        replication: int) -> list[int]:
+    """The replicas of ``partition`` by Kafka's ``assignReplicasToBrokersRackAware``: leaders
+    go round the rack-alternated broker list, and each further replica is the next broker (at
+    a shift that grows every N partitions) on a rack without one, until every rack has one.
+    Kafka draws the start index and the first shift at random; ``seed`` (the topic's hash)
+    fixes both, so a test is repeatable."""
+    arranged = rack_alternated(racks)
+    n, num_racks = len(arranged), len(set(racks.values()))
+    first = (seed + partition) % n
+    shift = seed % n + partition // n
+    leader = arranged[first]
+    replicas, used_racks, used = [leader], {racks[leader]}, {leader}
+    k = 0
+    while len(replicas) < min(replication, n):
+        step = 1 + (shift * num_racks + k) % (n - 1)
+        broker = arranged[(first + step) % n]
+        k += 1
+        if ((racks[broker] not in used_racks or len(used_racks) == num_racks)
+                and (broker not in used or len(used) == n)):
+            replicas.append(broker)
+            used_racks.add(racks[broker])
+            used.add(broker)
+    return replicas
+
+
 def leader_endpoints(cluster: ClusterModel, endpoint_cls: Any, topics: Iterable[Any],
                      listener: str) -> list[Any]:
     """The ``node_endpoints`` of a response (KIP-951): every live leader named in a
@@ -284,7 +355,7 @@ def leader_endpoints(cluster: ClusterModel, endpoint_cls: Any, topics: Iterable[
             hint = getattr(p, "current_leader", None)
             if hint is not None and hint.leader_id >= 0:
                 named.add(hint.leader_id)
-    return [endpoint_cls(node_id=i, host=host, port=port, rack=None)
+    return [endpoint_cls(node_id=i, host=host, port=port, rack=cluster.rack_of(i))
             for i, host, port in cluster.live_endpoints(listener) if i in named]
 
 

@@ -77,7 +77,8 @@ class BrokerState:
     #: built it with more
     cluster: ClusterModel = attrs.field(default=attrs.Factory(
         lambda self: ClusterModel([Node(self.config.node_id, self.advertised_host,
-                                        self.advertised_port, endpoints=dict(self.endpoints))],
+                                        self.advertised_port, endpoints=dict(self.endpoints),
+                                        rack=self.config.broker_rack)],
                                   self.logs), takes_self=True))
     #: the cluster id, as stamped in the log dirs' meta.properties (``start_storage``)
     cluster_id: str = attrs.field(default=attrs.Factory(lambda self: self.config.cluster_id,
