@@ -55,13 +55,32 @@ def _error(status: int, message: str) -> JSONResponse:
 
 
 async def _json(request: Request) -> dict[str, Any]:
-    raw = await request.body()
+    return parse_body(await request.body())
+
+
+def parse_body(raw: bytes) -> dict[str, Any]:
+    """A request's JSON object (an empty body is an empty object)."""
     if not raw:
         return {}
     body = json.loads(raw)
     if not isinstance(body, dict):
         raise ValueError("the body must be a JSON object")
     return body
+
+
+def apply_latency(cluster: Any, node: int, body: dict[str, Any]) -> None:
+    """``POST /v1/brokers/{node_id}/latency``: ``{"ms": 250}``."""
+    cluster.set_latency(node, float(body["ms"]))
+
+
+def apply_fault(cluster: Any, body: dict[str, Any]) -> None:
+    """``POST /v1/faults``: ``{"api": "Produce", "errors": [...], "node_id": 1}`` or
+    ``{"api": "Fetch", "disconnect": true, "count": 2}``."""
+    node = body.get("node_id")
+    cluster.inject(body["api"], body.get("errors") or (),
+                   node_id=None if node is None else int(node),
+                   disconnect=bool(body.get("disconnect", False)),
+                   count=int(body.get("count", 1)))
 
 
 def build_control_app(cluster: ClusterControls) -> Starlette:
@@ -102,7 +121,7 @@ def build_control_app(cluster: ClusterControls) -> Starlette:
     @handled
     async def latency(request: Request) -> Response:
         node, body = node_of(request), await _json(request)
-        cluster.set_latency(node, float(body["ms"]))
+        apply_latency(cluster, node, body)
         return JSONResponse({"node_id": node, "latency_ms": body["ms"]})
 
     @handled
@@ -115,12 +134,7 @@ def build_control_app(cluster: ClusterControls) -> Starlette:
 
     @handled
     async def faults(request: Request) -> Response:
-        body = await _json(request)
-        node = body.get("node_id")
-        cluster.inject(body["api"], body.get("errors") or (),
-                       node_id=None if node is None else int(node),
-                       disconnect=bool(body.get("disconnect", False)),
-                       count=int(body.get("count", 1)))
+        apply_fault(cluster, await _json(request))
         return JSONResponse({"injected": True})
 
     @handled

@@ -71,15 +71,20 @@ def read_config_entries(path: str | os.PathLike[str]) -> list[tuple[str, Any, st
         raise ConfigError(f"config file {str(p)!r}: {exc.strerror or exc}") from exc
     except UnicodeDecodeError as exc:
         raise ConfigError(f"config file {str(p)!r}: not UTF-8 text: {exc}") from exc
-    if p.suffix == ".toml":
+    return parse_config_text(text, str(p), toml=p.suffix == ".toml")
+
+
+def parse_config_text(text: str, source: str, *, toml: bool) -> list[tuple[str, Any, str]]:
+    """A config file's text (TOML or Java properties) -> [(key, value, origin)]."""
+    if toml:
         import tomllib  # here: compiling its regular expressions costs start-up ~20-50 ms
 
         try:
             data = _flatten_toml(tomllib.loads(text))
         except tomllib.TOMLDecodeError as exc:
-            raise ConfigError(f"config file {str(p)!r}: invalid TOML: {exc}") from exc
-        return [(k, v, str(p)) for k, v in data.items()]
-    return list(read_properties(text, str(p)))
+            raise ConfigError(f"config file {source!r}: invalid TOML: {exc}") from exc
+        return [(k, v, source) for k, v in data.items()]
+    return read_properties(text, source)
 
 
 def _env_names() -> dict[str, str]:
