@@ -113,7 +113,7 @@ def _sasl() -> list[bytes]:
     sep = b"\x00\x00\x00"
     user, password = targets.USER.encode(), targets.PASSWORD.encode()
     scram_first = b"n,,n=" + user + b",r=clientnonce"
-    scram_final = b"c=biws,r=clientnonce" + targets.NONCE_MARK + b",p=" + base64.b64encode(
+    scram_final = b"c=biws,r=" + targets.NONCE_MARK + b",p=" + base64.b64encode(
         b"\x00" * 32)
     token = _jws({"sub": "alice", "exp": 4_000_000_000, "iat": 1_700_000_000, "aud": "kafka",
                   "iss": "issuer"})
@@ -124,6 +124,8 @@ def _sasl() -> list[bytes]:
         bytes([2]) + scram_first + sep + scram_final,
         bytes([3]) + b"n,,\x01auth=Bearer " + token.encode() + b"\x01\x01",
         bytes([7]) + b"n,a=alice,\x01auth=Bearer " + token.encode() + b"\x01\x01",
+        bytes([15]) + json.dumps({"alg": "none"}).encode() + sep + json.dumps(
+            {"sub": "alice", "exp": 4_000_000_000, "aud": ["kafka"], "iss": "issuer"}).encode(),
     ]
 
 

@@ -11,6 +11,7 @@ every corpus file.
 
 from __future__ import annotations
 
+import base64
 import struct
 import zlib
 from collections.abc import Callable
@@ -220,7 +221,8 @@ def sasl_tokens(data: bytes) -> None:
     """A SaslHandshake's mechanism (the first byte's low bits), then SaslAuthenticate tokens
     split at ``\\x00\\x00\\x00``: PLAIN, SCRAM client-first then client-final (with
     ``NONCE_MARK`` replaced by the exchange's nonce), OAUTHBEARER (unsecured JWS, with and
-    without audience and issuer checks)."""
+    without audience and issuer checks; with bit 3 set, the JWS header, claims and signature
+    as raw parts)."""
     if not data:
         return
     mechanism = MECHANISMS[data[0] & 3]
@@ -228,8 +230,14 @@ def sasl_tokens(data: bytes) -> None:
     settings = SaslSettings(mechanisms=MECHANISMS, credentials=_store(), oauth=oauth)
     auth = SaslAuthenticator(settings)
     auth.handshake(mechanism)
+    tokens = data[1:].split(b"\x00\x00\x00")[:3]
+    if mechanism == "OAUTHBEARER" and data[0] & 8:
+        # the token's JWS parts given as they are, base64url-encoded here: the fuzzer mutates
+        # the JSON of the header and claims, which it could not reach through base64
+        parts = (base64.urlsafe_b64encode(t).rstrip(b"=") for t in (*tokens, b"", b"")[:3])
+        tokens = [b"n,,\x01auth=Bearer " + b".".join(parts) + b"\x01\x01"]
     nonce = b""
-    for token in data[1:].split(b"\x00\x00\x00")[:3]:
+    for token in tokens:
         token = token.replace(NONCE_MARK, nonce)
         _, _, reply = auth.authenticate(token)  # every refusal is an error code
         if reply.startswith(b"r="):
