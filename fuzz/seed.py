@@ -169,6 +169,13 @@ def main() -> None:
     _write("config_file", b"\x00" + b"# broker\nlog.dirs=/tmp/x\nnum.partitions = 3\n"
            b"listeners=PLAINTEXT://127.0.0.1:9092\\\n\nauto.create.topics.enable:true\n")
     _write("config_file", b"\x01" + b'[log]\ndirs = "/tmp/x"\n[num]\npartitions = 3\n')
+    # every honoured key with its default, a dozen keys a file: each key's parser is reached
+    from trio_broker.broker.config.keys import HONOURED_KEYS
+
+    lines = [f"{key.name}={'' if key.default is None else key.render(key.default)}"
+             for key in HONOURED_KEYS.values()]
+    for i in range(0, len(lines), 12):
+        _write("config_file", b"\x00" + "\n".join(lines[i:i + 12]).encode())
 
 
 if __name__ == "__main__":
