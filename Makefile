@@ -73,7 +73,8 @@ fuzz: $(VENV)/.dev-installed
 	@set -e; for t in $(FUZZ_TARGETS); do \
 		rm -rf build/fuzz/$$t build/fuzz/$$t.min; mkdir -p build/fuzz/$$t build/fuzz/$$t.min build/fuzz/artifacts; \
 		echo "== $$t: $(FUZZ_SECONDS) s"; \
-		$(PY) fuzz/run.py $$t $(FUZZ_LIMITS) -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 \
+		dict=; test -f fuzz/dicts/$$t.dict && dict=-dict=fuzz/dicts/$$t.dict; \
+		$(PY) fuzz/run.py $$t $(FUZZ_LIMITS) $$dict -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 \
 			-artifact_prefix=build/fuzz/artifacts/$$t- build/fuzz/$$t fuzz/corpus/$$t; \
 		$(PY) fuzz/run.py $$t $(FUZZ_LIMITS) -merge=1 build/fuzz/$$t.min fuzz/corpus/$$t build/fuzz/$$t \
 			2>build/fuzz/$$t.merge.log; \
@@ -81,7 +82,8 @@ fuzz: $(VENV)/.dev-installed
 		rm -rf fuzz/corpus/$$t; mv build/fuzz/$$t.min fuzz/corpus/$$t; \
 	done
 
-## Rewrite the seed inputs (valid requests, batches, payloads) into fuzz/corpus/.
+## Rewrite the seed inputs (valid requests, batches, payloads) into fuzz/corpus/, and the
+## dictionaries into fuzz/dicts/.
 fuzz-seed: $(VENV)/.dev-installed
 	$(PY) fuzz/seed.py
 

@@ -178,5 +178,42 @@ def main() -> None:
         _write("config_file", b"\x00" + "\n".join(lines[i:i + 12]).encode())
 
 
+#: JSON's tokens, Python's extensions to it included (json.loads reads NaN and Infinity)
+_JSON_WORDS = ("{", "}", "[", "]", ":", ",", '"', "true", "false", "null", "NaN", "Infinity",
+               "-Infinity", "1e999", "-1", "0", "1.5", "4294967296", "99999999999999999999")
+
+
+def _dict(target: str, words: list[str]) -> None:
+    """A libFuzzer dictionary (``-dict=``): the words a mutation inserts whole, which byte
+    flips would take long to build (JSON keys, config key names)."""
+    folder = CORPUS.parent / "dicts"
+    folder.mkdir(exist_ok=True)
+    lines = ['"' + "".join(c if 32 <= ord(c) < 127 and c not in '"\\' else f"\\x{ord(c):02x}"
+                           for c in word) + '"' for word in dict.fromkeys(words)]
+    (folder / f"{target}.dict").write_text("\n".join(lines) + "\n")
+
+
+def dictionaries() -> None:
+    from trio_broker.broker.config.keys import BROKER_KEYS
+    from trio_broker.protocol.errors import ErrorCode
+
+    _dict("control_body", [*_JSON_WORDS, '"api"', '"errors"', '"node_id"', '"disconnect"',
+                           '"count"', '"ms"', '"Produce"', '"Fetch"',
+                           *(f'"{e.name}"' for e in list(ErrorCode)[:8])])
+    _dict("sasl_tokens", [*_JSON_WORDS, '"alg"', '"none"', '"kid"', '"sub"', '"exp"', '"iat"',
+                          '"aud"', '"iss"', '"kafka"', '"issuer"', "auth=Bearer ", "\x01",
+                          "n,,", "n=", "r=", "c=biws", "p=", "a=", "=2C", "=3D",
+                          targets.NONCE_MARK.decode(), "\x00\x00\x00"])
+    _dict("console_form", ["&", "=", "%", "%0A", "%3D", "%3A", "+", "timestamp", "format",
+                           "mode", "partition", "offset", "limit", "filter", "json", "hex",
+                           "text", "auto", "parse_configs", "parse_headers", "parse_time",
+                           "int_or_none", "T", "Z", "+00:00", "-", ":", "[", "{", "NaN",
+                           "Infinity"])
+    _dict("config_file", [*BROKER_KEYS, "=", ":", "\\", "\n", "#", "!", "[", "]", '"', "true",
+                          "false", "-1", "9223372036854775808", "PLAINTEXT://", "SASL_SSL://",
+                          "127.0.0.1:9092", ",", "{", "}", "1e999", "nan", "inf"])
+
+
 if __name__ == "__main__":
+    dictionaries()
     main()
