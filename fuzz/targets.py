@@ -265,10 +265,13 @@ def control_body(data: bytes) -> None:
 
 def console_form(data: bytes) -> None:
     """A console form body (urlencoded) through every parser the console's pages and writes run
-    on its fields. Writes answer ValueError with a flash message; the message browser's query
-    (a read page) must take any field."""
+    on its fields, and the body itself as a record value the message browser shows. Writes
+    answer ValueError with a flash message, the message browser's query with a 400 page."""
     form = parse_form(data)
-    _browse_query(form)
+    try:
+        _browse_query(form)
+    except ValueError:
+        pass
     show(data, form.get("format", "auto"))
     for parse in (parse_configs, parse_headers, parse_time, int_or_none):
         try:
