@@ -161,7 +161,7 @@ def main() -> None:
                  {"api": 1, "disconnect": True, "count": 2}):
         _write("control_body", b"\x00" + json.dumps(body).encode())
     _write("control_body", b"\x01" + json.dumps({"ms": 250}).encode())
-    for form in (b"csrf=x&name=t&partitions=3&configs=retention.ms%3D1000%0A%23c",
+    for form in (b"csrf=x&name=t&partitions=3&configs=retention.ms%3D1000%0A%23c&next=/topics",
                  b"parse_headers=a%3A1%0Ab%3D2&parse_time=2024-01-01T00%3A00%3A00Z",
                  b"mode=offset&offset=5&limit=20&format=json&timestamp=1700000000000"
                  b"&partition=0&int_or_none=7&parse_configs=a%3Db"):
@@ -208,7 +208,7 @@ def dictionaries() -> None:
                            "mode", "partition", "offset", "limit", "filter", "json", "hex",
                            "text", "auto", "parse_configs", "parse_headers", "parse_time",
                            "int_or_none", "T", "Z", "+00:00", "-", ":", "[", "{", "NaN",
-                           "Infinity"])
+                           "Infinity", "next", "/", "//", "\\\\", "%09", "%5C"])
     _dict("config_file", [*BROKER_KEYS, "=", ":", "\\", "\n", "#", "!", "[", "]", '"', "true",
                           "false", "-1", "9223372036854775808", "PLAINTEXT://", "SASL_SSL://",
                           "127.0.0.1:9092", ",", "{", "}", "1e999", "nan", "inf"])

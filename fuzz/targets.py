@@ -15,11 +15,13 @@ import base64
 import struct
 import zlib
 from collections.abc import Callable
+from urllib.parse import quote
 
 from trio_broker.broker.config import ConfigError
 from trio_broker.broker.config.broker import build_config
 from trio_broker.broker.config.loader import parse_config_text
 from trio_broker.broker.http.messages import parse_headers, parse_time, show
+from trio_broker.broker.http.overview import _safe_next
 from trio_broker.broker.http.topic_pages import _browse_query
 from trio_broker.broker.http.web import int_or_none, parse_form
 from trio_broker.broker.http.writes import parse_configs
@@ -273,6 +275,12 @@ def console_form(data: bytes) -> None:
     except ValueError:
         pass
     show(data, form.get("format", "auto"))
+    # after login the console redirects to ``next``: never to another site, as a browser reads
+    # the Location header Starlette writes (it percent-quotes; browsers drop tabs and newlines)
+    location = quote(_safe_next(form.get("next")), safe=":/%#?=@[]!$&'()*+,;")
+    seen = location.replace("\t", "").replace("\n", "").replace("\r", "")
+    if not seen.startswith("/") or seen.startswith("//") or "\\" in seen:
+        raise AssertionError(f"login redirects off the console: {location!r}")
     for parse in (parse_configs, parse_headers, parse_time, int_or_none):
         try:
             parse(form.get(parse.__name__, ""))
