@@ -161,6 +161,12 @@ def main() -> None:
                  {"api": 1, "disconnect": True, "count": 2}):
         _write("control_body", b"\x00" + json.dumps(body).encode())
     _write("control_body", b"\x01" + json.dumps({"ms": 250}).encode())
+    # nested JSON, valid and a hundred levels deep: what a peer can nest, the parser must bear
+    nested = "[" * 100 + "]" * 100
+    _write("control_body", b"\x00" + f'{{"api": "Produce", "errors": {nested}}}'.encode())
+    _write("console_form", f'{{"format": "json", "v": {nested}}}'.encode())
+    _write("sasl_tokens", bytes([15]) + b'{"alg": "none"}' + b"\x00\x00\x00" +
+           f'{{"sub": "alice", "exp": 4000000000, "aud": {nested}}}'.encode())
     for form in (b"csrf=x&name=t&partitions=3&configs=retention.ms%3D1000%0A%23c&next=/topics",
                  b"parse_headers=a%3A1%0Ab%3D2&parse_time=2024-01-01T00%3A00%3A00Z",
                  b"mode=offset&offset=5&limit=20&format=json&timestamp=1700000000000"
