@@ -83,6 +83,8 @@ def parse_config_text(text: str, source: str, *, toml: bool) -> list[tuple[str, 
             data = _flatten_toml(tomllib.loads(text))
         except tomllib.TOMLDecodeError as exc:
             raise ConfigError(f"config file {source!r}: invalid TOML: {exc}") from exc
+        except RecursionError:  # tomllib (and the flattening) recurse per level of nesting
+            raise ConfigError(f"config file {source!r}: invalid TOML: nested too deeply") from None
         return [(k, v, source) for k, v in data.items()]
     return read_properties(text, source)
 
