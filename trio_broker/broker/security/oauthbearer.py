@@ -16,6 +16,7 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+import math
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -27,6 +28,10 @@ import attrs
 # cryptography (about 10 ms to import) is imported when a signed token or a JWKS is first
 # read, not by every broker that merely could offer OAUTHBEARER.
 _HASHES = {"RS256": "SHA256", "RS384": "SHA384", "RS512": "SHA512"}
+
+
+#: Java's Long.MAX_VALUE: the latest expiry in epoch ms
+_MAX_MS = 2**63 - 1
 
 
 class OAuthBearerError(Exception):
@@ -134,7 +139,8 @@ class OAuthBearerValidator:
         else:
             self._verify(path, header, f"{parts[0]}.{parts[1]}".encode(), _b64(parts[2]))
         exp = claims.get("exp")
-        if not isinstance(exp, int | float):
+        # (Python's json reads NaN, Infinity and 1e999 (infinity) as numbers; JSON has none)
+        if not isinstance(exp, int | float) or isinstance(exp, bool) or not math.isfinite(exp):
             raise OAuthBearerError("Invalid token: no exp claim")
         if exp + skew <= now:
             raise OAuthBearerError("The token has expired")
@@ -151,7 +157,8 @@ class OAuthBearerValidator:
             auds = [aud] if isinstance(aud, str) else list(aud or [])
             if not set(auds) & set(settings.expected_audience):
                 raise OAuthBearerError("The token's audience is not an expected one")
-        return sub, int(exp * 1000)
+        # Kafka keeps the expiry in a long: a later one is Long.MAX_VALUE, as Java's cast makes it
+        return sub, _MAX_MS if exp >= _MAX_MS / 1000 else int(exp * 1000)
 
     def _keys(self, path: Path) -> dict[str | None, Any]:
         """The set's keys, read again whenever the file is replaced or changed."""
