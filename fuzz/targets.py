@@ -12,6 +12,7 @@ every corpus file.
 from __future__ import annotations
 
 import base64
+import math
 import struct
 import zlib
 from collections.abc import Callable
@@ -263,6 +264,9 @@ def control_body(data: bytes) -> None:
             apply_fault(faults, body)
     except (ValueError, KeyError, TypeError):
         pass
+    # what was accepted must be usable: a request delayed by NaN or forever is a hang
+    if not all(math.isfinite(s) and s >= 0 for s in faults.latency_s.values()):
+        raise AssertionError(f"latencies accepted: {faults.latency_s}")
 
 
 def console_form(data: bytes) -> None:

@@ -19,6 +19,7 @@ from __future__ import annotations
 import functools
 import json
 import logging
+import math
 from typing import Any, Protocol
 
 import trio
@@ -68,19 +69,32 @@ def parse_body(raw: bytes) -> dict[str, Any]:
     return body
 
 
+def _int(body: dict[str, Any], name: str, default: int | None = None) -> int | None:
+    """An integer field (a JSON number or a numeric string); anything else is a 400, including
+    what Python's json reads as infinite or NaN (``1e999``, ``Infinity``)."""
+    value = body.get(name, default)
+    if value is None:
+        return None
+    try:
+        return int(value)
+    except (OverflowError, ValueError, TypeError):
+        raise ValueError(f"{name}={value!r} is not an integer") from None
+
+
 def apply_latency(cluster: Any, node: int, body: dict[str, Any]) -> None:
     """``POST /v1/brokers/{node_id}/latency``: ``{"ms": 250}``."""
-    cluster.set_latency(node, float(body["ms"]))
+    ms = float(body["ms"])
+    if not math.isfinite(ms):  # a request delayed forever (or by NaN) is no latency
+        raise ValueError(f"ms={body['ms']!r} is not a finite number")
+    cluster.set_latency(node, ms)
 
 
 def apply_fault(cluster: Any, body: dict[str, Any]) -> None:
     """``POST /v1/faults``: ``{"api": "Produce", "errors": [...], "node_id": 1}`` or
     ``{"api": "Fetch", "disconnect": true, "count": 2}``."""
-    node = body.get("node_id")
-    cluster.inject(body["api"], body.get("errors") or (),
-                   node_id=None if node is None else int(node),
+    cluster.inject(body["api"], body.get("errors") or (), node_id=_int(body, "node_id"),
                    disconnect=bool(body.get("disconnect", False)),
-                   count=int(body.get("count", 1)))
+                   count=_int(body, "count", 1))
 
 
 def build_control_app(cluster: ClusterControls) -> Starlette:
