@@ -110,7 +110,7 @@ def _b64(part: str) -> bytes:
 def _json(part: str) -> dict[str, Any]:
     try:
         value = json.loads(_b64(part))
-    except ValueError:
+    except (ValueError, RecursionError):  # (json.loads recurses once per level of nesting)
         raise OAuthBearerError("Invalid token: not JSON") from None
     if not isinstance(value, dict):
         raise OAuthBearerError("Invalid token: not a JSON object")
@@ -154,8 +154,9 @@ class OAuthBearerValidator:
             raise OAuthBearerError("The token's issuer is not the expected one")
         if settings.expected_audience:
             aud = claims.get("aud")
-            auds = [aud] if isinstance(aud, str) else list(aud or [])
-            if not set(auds) & set(settings.expected_audience):
+            # a string or a list of strings (RFC 7519 4.1.3); any other value names no audience
+            auds = [aud] if isinstance(aud, str) else aud if isinstance(aud, list) else []
+            if not {a for a in auds if isinstance(a, str)} & set(settings.expected_audience):
                 raise OAuthBearerError("The token's audience is not an expected one")
         # Kafka keeps the expiry in a long: a later one is Long.MAX_VALUE, as Java's cast makes it
         return sub, _MAX_MS if exp >= _MAX_MS / 1000 else int(exp * 1000)
