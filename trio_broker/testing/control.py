@@ -63,7 +63,10 @@ def parse_body(raw: bytes) -> dict[str, Any]:
     """A request's JSON object (an empty body is an empty object)."""
     if not raw:
         return {}
-    body = json.loads(raw)
+    try:
+        body = json.loads(raw)
+    except RecursionError:  # json.loads recurses once per level of nesting
+        raise ValueError("the body is nested too deeply") from None
     if not isinstance(body, dict):
         raise ValueError("the body must be a JSON object")
     return body
