@@ -10,6 +10,8 @@ unchanged (``-max_total_time``, ``-rss_limit_mb``, corpus directories: see the M
 
 from __future__ import annotations
 
+import os
+import shlex
 import sys
 from pathlib import Path
 
@@ -35,10 +37,17 @@ def _instrument_request_decoders() -> None:
 
 
 def main(argv: list[str]) -> None:
-    if len(argv) < 2 or argv[1] not in targets.TARGETS:
+    # libFuzzer's merge (-merge=1) runs its inner passes as ``sh -c "<argv[0]> <flags>"``: the
+    # first argument it is given is this interpreter and script, and the target travels in the
+    # environment, since the inner command line has only flags.
+    if len(argv) >= 2 and argv[1] in targets.TARGETS:
+        name, flags = argv[1], argv[2:]
+        os.environ["FUZZ_TARGET"] = name
+    else:
+        name, flags = os.environ.get("FUZZ_TARGET", ""), argv[1:]
+    if name not in targets.TARGETS:
         sys.exit(f"usage: {argv[0]} TARGET [libFuzzer args]; targets: "
                  f"{', '.join(targets.TARGETS)}")
-    name = argv[1]
     if name in ("request_frames", "request_body"):
         _instrument_request_decoders()
     target = targets.TARGETS[name]
@@ -46,7 +55,8 @@ def main(argv: list[str]) -> None:
     def one_input(data: bytes) -> None:
         target(data)
 
-    atheris.Setup([argv[0], *argv[2:]], one_input)
+    me = f"{shlex.quote(sys.executable)} {shlex.quote(str(Path(__file__).resolve()))}"
+    atheris.Setup([me, *flags], one_input)
     atheris.Fuzz()
 
 
