@@ -68,6 +68,8 @@ MAX_MESSAGE_BYTES = 1_048_588
 #: the bound the fuzzed decompressions get (the broker's own bounds are larger, and slower)
 MAX_INFLATED_BYTES = 4 * 1024 * 1024
 _I32 = struct.Struct(">i")
+#: what one control body may queue through ``count`` (``fault_state.MAX_INJECTED``)
+MAX_QUEUED_FAULTS = 10_000
 
 
 # --- the Kafka wire: frames, request headers, request bodies ---------------------------------
@@ -264,9 +266,13 @@ def control_body(data: bytes) -> None:
             apply_fault(faults, body)
     except (ValueError, KeyError, TypeError):
         pass
-    # what was accepted must be usable: a request delayed by NaN or forever is a hang
+    # what was accepted must be usable: a request delayed by NaN or forever is a hang, and
+    # what a body queues is bounded (a body is at most a few KB; a count is not)
     if not all(math.isfinite(s) and s >= 0 for s in faults.latency_s.values()):
         raise AssertionError(f"latencies accepted: {faults.latency_s}")
+    queued = sum(faults.pending().values())
+    if queued > MAX_QUEUED_FAULTS + len(data):
+        raise AssertionError(f"one body queued {queued} faults")
 
 
 def console_form(data: bytes) -> None:
