@@ -79,7 +79,7 @@ fuzz: $(VENV)/.dev-installed
 		$(PY) fuzz/run.py $$t $(FUZZ_LIMITS) -merge=1 build/fuzz/$$t.min fuzz/corpus/$$t build/fuzz/$$t \
 			2>build/fuzz/$$t.merge.log; \
 		cp fuzz/corpus/$$t/regress-* build/fuzz/$$t.min/ 2>/dev/null || true; \
-		rm -rf fuzz/corpus/$$t; mv build/fuzz/$$t.min fuzz/corpus/$$t; \
+		test -n "$$(ls build/fuzz/$$t.min)" && { rm -rf fuzz/corpus/$$t; mv build/fuzz/$$t.min fuzz/corpus/$$t; }; \
 	done
 
 ## Rewrite the seed inputs (valid requests, batches, payloads) into fuzz/corpus/, and the
