@@ -63,8 +63,9 @@ cleaner-soak: $(VENV)/.dev-installed
 quota-soak: $(VENV)/.dev-installed
 	QUOTA_RUN_S=20 $(PY) -m pytest -q -p no:cacheprovider -s tests/authz/test_quota_throttling.py
 
-## Each fuzz target for FUZZ_SECONDS under atheris, one at a time, then its corpus minimised
-## back into fuzz/corpus/<target>/ (regress-* inputs always kept); crashes land in build/fuzz/.
+## Each fuzz target for FUZZ_SECONDS under atheris, one at a time, then its corpus minimised back
+## into fuzz/corpus/<target>/ (a small set of inputs reaching every edge reached; regress-* inputs
+## always kept); crashes land in build/fuzz/artifacts/.
 FUZZ_SECONDS ?= 60
 FUZZ_TARGETS ?= request_frames request_body record_batches consumer_protocol sasl_tokens \
 	control_body console_form config_file
@@ -76,7 +77,7 @@ fuzz: $(VENV)/.dev-installed
 		dict=; test -f fuzz/dicts/$$t.dict && dict=-dict=fuzz/dicts/$$t.dict; \
 		$(PY) fuzz/run.py $$t $(FUZZ_LIMITS) $$dict -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 \
 			-artifact_prefix=build/fuzz/artifacts/$$t- build/fuzz/$$t fuzz/corpus/$$t; \
-		$(PY) fuzz/run.py $$t $(FUZZ_LIMITS) -merge=1 build/fuzz/$$t.min fuzz/corpus/$$t build/fuzz/$$t \
+		$(PY) fuzz/run.py $$t $(FUZZ_LIMITS) -use_counters=0 -set_cover_merge=1 build/fuzz/$$t.min fuzz/corpus/$$t build/fuzz/$$t \
 			2>build/fuzz/$$t.merge.log; \
 		cp fuzz/corpus/$$t/regress-* build/fuzz/$$t.min/ 2>/dev/null || true; \
 		test -n "$$(ls build/fuzz/$$t.min)" && { rm -rf fuzz/corpus/$$t; mv build/fuzz/$$t.min fuzz/corpus/$$t; }; \
