@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 PIP := $(VENV)/bin/pip
 PYTEST_ARGS ?=
 
-.PHONY: serve test lint typecheck bench compare soak roundtrip class-archive txn-soak cleaner-soak quota-soak clean
+.PHONY: serve test lint typecheck bench compare soak roundtrip class-archive txn-soak cleaner-soak quota-soak fuzz fuzz-seed clean
 
 $(VENV)/.base-installed: pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -62,6 +62,31 @@ cleaner-soak: $(VENV)/.dev-installed
 ## Client quotas at Kafka's default burst for 20 s, measured over seconds 5-20 (the suite: 6 s).
 quota-soak: $(VENV)/.dev-installed
 	QUOTA_RUN_S=20 $(PY) -m pytest -q -p no:cacheprovider -s tests/authz/test_quota_throttling.py
+
+## Each fuzz target for FUZZ_SECONDS under atheris, one at a time, then its corpus minimised back
+## into fuzz/corpus/<target>/ (a small set of inputs reaching every edge reached; regress-* inputs
+## always kept); crashes land in build/fuzz/artifacts/.
+FUZZ_SECONDS ?= 60
+FUZZ_TARGETS ?= request_frames request_body record_batches consumer_protocol sasl_tokens \
+	control_body console_form config_file
+FUZZ_LIMITS ?= -rss_limit_mb=2048 -malloc_limit_mb=512 -timeout=10 -max_len=8192
+fuzz: $(VENV)/.dev-installed
+	@set -e; for t in $(FUZZ_TARGETS); do \
+		rm -rf build/fuzz/$$t build/fuzz/$$t.min; mkdir -p build/fuzz/$$t build/fuzz/$$t.min build/fuzz/artifacts; \
+		echo "== $$t: $(FUZZ_SECONDS) s"; \
+		dict=; test -f fuzz/dicts/$$t.dict && dict=-dict=fuzz/dicts/$$t.dict; \
+		$(PY) fuzz/run.py $$t $(FUZZ_LIMITS) $$dict -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 \
+			-artifact_prefix=build/fuzz/artifacts/$$t- build/fuzz/$$t fuzz/corpus/$$t; \
+		$(PY) fuzz/run.py $$t $(FUZZ_LIMITS) -use_counters=0 -set_cover_merge=1 build/fuzz/$$t.min fuzz/corpus/$$t build/fuzz/$$t \
+			2>build/fuzz/$$t.merge.log; \
+		cp fuzz/corpus/$$t/regress-* build/fuzz/$$t.min/ 2>/dev/null || true; \
+		test -n "$$(ls build/fuzz/$$t.min)" && { rm -rf fuzz/corpus/$$t; mv build/fuzz/$$t.min fuzz/corpus/$$t; }; \
+	done
+
+## Rewrite the seed inputs (valid requests, batches, payloads) into fuzz/corpus/, and the
+## dictionaries into fuzz/dicts/.
+fuzz-seed: $(VENV)/.dev-installed
+	$(PY) fuzz/seed.py
 
 ## Each benchmark alternately on BASE (a git revision) and on this checkout, in one run.
 BASE ?= 6ee5d16

@@ -26,6 +26,7 @@ from __future__ import annotations
 import functools
 import json
 import logging
+import math
 from typing import Any, Protocol
 
 import trio
@@ -64,13 +65,48 @@ def _error(status: int, message: str) -> JSONResponse:
 
 
 async def _json(request: Request) -> dict[str, Any]:
-    raw = await request.body()
+    return parse_body(await request.body())
+
+
+def parse_body(raw: bytes) -> dict[str, Any]:
+    """A request's JSON object (an empty body is an empty object)."""
     if not raw:
         return {}
-    body = json.loads(raw)
+    try:
+        body = json.loads(raw)
+    except RecursionError:  # json.loads recurses once per level of nesting
+        raise ValueError("the body is nested too deeply") from None
     if not isinstance(body, dict):
         raise ValueError("the body must be a JSON object")
     return body
+
+
+def _int(body: dict[str, Any], name: str, default: int | None = None) -> int | None:
+    """An integer field (a JSON number or a numeric string); anything else is a 400, including
+    what Python's json reads as infinite or NaN (``1e999``, ``Infinity``)."""
+    value = body.get(name, default)
+    if value is None:
+        return None
+    try:
+        return int(value)
+    except (OverflowError, ValueError, TypeError):
+        raise ValueError(f"{name}={value!r} is not an integer") from None
+
+
+def apply_latency(cluster: Any, node: int, body: dict[str, Any]) -> None:
+    """``POST /v1/brokers/{node_id}/latency``: ``{"ms": 250}``."""
+    ms = float(body["ms"])
+    if not math.isfinite(ms):  # a request delayed forever (or by NaN) is no latency
+        raise ValueError(f"ms={body['ms']!r} is not a finite number")
+    cluster.set_latency(node, ms)
+
+
+def apply_fault(cluster: Any, body: dict[str, Any]) -> None:
+    """``POST /v1/faults``: ``{"api": "Produce", "errors": [...], "node_id": 1}`` or
+    ``{"api": "Fetch", "disconnect": true, "count": 2}``."""
+    cluster.inject(body["api"], body.get("errors") or (), node_id=_int(body, "node_id"),
+                   disconnect=bool(body.get("disconnect", False)),
+                   count=_int(body, "count", 1))
 
 
 #: methods that change the cluster; they must send JSON (a DELETE only if it sends a body type)
@@ -149,7 +185,7 @@ def build_control_app(cluster: ClusterControls, *, bound_host: str = "127.0.0.1"
     @handled
     async def latency(request: Request) -> Response:
         node, body = node_of(request), await _json(request)
-        cluster.set_latency(node, float(body["ms"]))
+        apply_latency(cluster, node, body)
         return JSONResponse({"node_id": node, "latency_ms": body["ms"]})
 
     @handled
@@ -162,12 +198,7 @@ def build_control_app(cluster: ClusterControls, *, bound_host: str = "127.0.0.1"
 
     @handled
     async def faults(request: Request) -> Response:
-        body = await _json(request)
-        node = body.get("node_id")
-        cluster.inject(body["api"], body.get("errors") or (),
-                       node_id=None if node is None else int(node),
-                       disconnect=bool(body.get("disconnect", False)),
-                       count=int(body.get("count", 1)))
+        apply_fault(cluster, await _json(request))
         return JSONResponse({"injected": True})
 
     @handled

@@ -16,6 +16,8 @@ from ..protocol.errors import ErrorCode
 
 #: requests kept for ``requests()``: the oldest are dropped beyond this
 REQUEST_LOG_SIZE = 10_000
+#: faults one ``inject`` may queue: each is an object held until a request takes it
+MAX_INJECTED = 10_000
 
 
 class RequestRecord(NamedTuple):
@@ -72,6 +74,8 @@ class Faults:
         """The next requests of ``api`` (on ``node_id``, or any node) answer with ``errors`` in
         order; or, with ``disconnect=True``, the next ``count`` ones close their connection."""
         key = api_key_of(api)
+        if not 0 <= count <= MAX_INJECTED:
+            raise ValueError(f"count={count}: expected 0..{MAX_INJECTED}")
         codes = [error_code_of(e) for e in errors]
         if disconnect == bool(codes):
             raise ValueError("give either errors or disconnect=True")

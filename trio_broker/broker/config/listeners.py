@@ -105,12 +105,12 @@ def parse_http_listener(value: str, key: str = "http.listener") -> tuple[str, st
     machine unless a host says so. A bad value is a ConfigError naming ``key``.
     """
     schemes = HTTP_LISTENER_SCHEMES[key]
-    url = urlsplit(value if "://" in value else f"http://{value}")
+    expected = " or ".join(f"{scheme}://host:port" for scheme in schemes)
     try:
+        url = urlsplit(value if "://" in value else f"http://{value}")
         port = url.port
-    except ValueError:
-        port = None
+    except ValueError:  # an unbalanced "[" (urlsplit), a port out of range (.port)
+        raise ConfigError(f"{key}={value!r}: expected {expected}", key) from None
     if url.scheme not in schemes or port is None or url.path.strip("/") or url.query:
-        expected = " or ".join(f"{scheme}://host:port" for scheme in schemes)
         raise ConfigError(f"{key}={value!r}: expected {expected}", key)
     return url.scheme, url.hostname or "127.0.0.1", port

@@ -71,7 +71,12 @@ def read_config_entries(path: str | os.PathLike[str]) -> list[tuple[str, Any, st
         raise ConfigError(f"config file {str(p)!r}: {exc.strerror or exc}") from exc
     except UnicodeDecodeError as exc:
         raise ConfigError(f"config file {str(p)!r}: not UTF-8 text: {exc}") from exc
-    if p.suffix == ".toml":
+    return parse_config_text(text, str(p), toml=p.suffix == ".toml")
+
+
+def parse_config_text(text: str, source: str, *, toml: bool) -> list[tuple[str, Any, str]]:
+    """A config file's text (TOML or Java properties) -> [(key, value, origin)]."""
+    if toml:
         # here: its import compiles regular expressions, which a start without a .toml file
         # need not pay for (docs/benchmarks.md, "Start-up")
         import tomllib
@@ -79,9 +84,11 @@ def read_config_entries(path: str | os.PathLike[str]) -> list[tuple[str, Any, st
         try:
             data = _flatten_toml(tomllib.loads(text))
         except tomllib.TOMLDecodeError as exc:
-            raise ConfigError(f"config file {str(p)!r}: invalid TOML: {exc}") from exc
-        return [(k, v, str(p)) for k, v in data.items()]
-    return list(read_properties(text, str(p)))
+            raise ConfigError(f"config file {source!r}: invalid TOML: {exc}") from exc
+        except RecursionError:  # tomllib (and the flattening) recurse per level of nesting
+            raise ConfigError(f"config file {source!r}: invalid TOML: nested too deeply") from None
+        return [(k, v, source) for k, v in data.items()]
+    return read_properties(text, source)
 
 
 def _env_names() -> dict[str, str]:

@@ -101,7 +101,7 @@ def show(data: bytes | None, fmt: str = "auto") -> Shown:
         if fmt == "json" or stripped[:1] in ("{", "["):
             try:
                 pretty = json.dumps(json.loads(stripped), indent=2, ensure_ascii=False)
-            except ValueError:
+            except (ValueError, RecursionError):  # any producer may nest [ a thousand deep
                 pass
             else:
                 return Shown("json", pretty, size, cut)

@@ -157,6 +157,12 @@ async def read_form(request: Request) -> dict[str, str]:
         body += chunk
         if len(body) > MAX_FORM_BYTES:
             raise ValueError("form too large")
+    return parse_form(body)
+
+
+def parse_form(body: bytes) -> dict[str, str]:
+    """An urlencoded form's fields, the last value of each (bytes that are not UTF-8 are
+    replaced, never refused)."""
     fields = parse_qs(body.decode("utf-8", "replace"), keep_blank_values=True)
     return {name: values[-1] for name, values in fields.items()}
 

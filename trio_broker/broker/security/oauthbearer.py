@@ -31,6 +31,8 @@ import attrs
 _HASHES = {"RS256": "SHA256", "RS384": "SHA384", "RS512": "SHA512"}
 
 
+
+
 class OAuthBearerError(Exception):
     """A token refused; ``str()`` is what the client is told."""
 
@@ -120,7 +122,7 @@ def _json(part: str) -> dict[str, Any]:
     # and as a claim they would fail arithmetic later instead of failing the login
     try:
         value = json.loads(_b64(part), parse_float=_finite, parse_constant=_no_constant)
-    except ValueError:
+    except (ValueError, RecursionError):  # (json.loads recurses once per level of nesting)
         raise OAuthBearerError("Invalid token: not JSON") from None
     if not isinstance(value, dict):
         raise OAuthBearerError("Invalid token: not a JSON object")
@@ -153,7 +155,7 @@ class OAuthBearerValidator:
         else:
             self._verify(path, header, f"{parts[0]}.{parts[1]}".encode(), _b64(parts[2]))
         exp = claims.get("exp")
-        if not isinstance(exp, int | float) or isinstance(exp, bool):
+        if not isinstance(exp, int | float) or isinstance(exp, bool) or not math.isfinite(exp):
             raise OAuthBearerError("Invalid token: no exp claim")
         if not 0 <= exp * 1000 <= _MAX_EXPIRY_MS:
             raise OAuthBearerError("Invalid token: the exp claim is out of range")
