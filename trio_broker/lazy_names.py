@@ -13,20 +13,22 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 
-def lazy_names(package: str, modules: Mapping[str, str],
+def lazy_names(package: str, modules: Mapping[str, str], *, relative_to: str | None = None,
                ) -> tuple[Callable[[str], Any], Callable[[], list[str]]]:
     """``__getattr__`` and ``__dir__`` for ``package``: name -> the submodule that defines it.
 
-    A name is imported once and then kept in the package's namespace, so later lookups are
-    ordinary attribute reads.
+    ``package`` may be a plain module too; its ``modules`` are then named relative to the
+    package ``relative_to``. A name is imported once and then kept in the module's namespace,
+    so later lookups are ordinary attribute reads.
     """
     namespace = sys.modules[package].__dict__
+    anchor = relative_to or package
 
     def __getattr__(name: str) -> Any:
         module = modules.get(name)
         if module is None:
             raise AttributeError(f"module {package!r} has no attribute {name!r}")
-        value = getattr(importlib.import_module(f".{module}", package), name)
+        value = getattr(importlib.import_module(f".{module}", anchor), name)
         namespace[name] = value
         return value
 
