@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from ._classes import class_archive
+from ._class_archive import class_archive
 
 _LOG4J2 = """\
 rootLogger.level = warn
@@ -37,7 +37,7 @@ logger.jetty.level = error
 #: threads of G1, Java's default, which a few seconds' heap does not need (JVM CPU 9.9-10.0 s
 #: against 11.0-14.6 with G1, both with the class archive; bench/bench_export_start.py, see
 #: docs/benchmarks.md). Long jobs keep the JVM's defaults. A short job's driver also uses the
-#: class-data-sharing archive of ``_classes``.
+#: class-data-sharing archive of ``_class_archive``.
 SHORT_JOB_JAVA_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
 
 #: the log of the JVM this module started, if it started the running one
@@ -49,8 +49,8 @@ def build_session(*, master: str, app_name: str, conf: Mapping[str, str] | None 
     """Start a SparkSession whose JVM writes to a log file, or join the running one.
 
     ``short_job``: the session runs one short job and stops: its driver JVM starts with
-    ``SHORT_JOB_JAVA_OPTIONS`` and the class archive (``_classes``, created by the first such
-    run, which waits at exit while the JVM writes it). It has no effect when a session is
+    ``SHORT_JOB_JAVA_OPTIONS`` and the class archive (``_class_archive``, created by the first
+    such run, which waits at exit while the JVM writes it). It has no effect when a session is
     running already. Returns (session, log path); the path is
     None for a session started some other way.
     """
