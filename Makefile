@@ -5,26 +5,32 @@ PY := $(VENV)/bin/python
 PIP := $(VENV)/bin/pip
 PYTEST_ARGS ?=
 
-.PHONY: serve test lint typecheck bench compare soak roundtrip class-archive txn-soak cleaner-soak quota-soak fuzz fuzz-seed clean
+.PHONY: system-packages serve test lint typecheck bench compare soak roundtrip class-archive txn-soak cleaner-soak quota-soak fuzz fuzz-seed clean
 
 $(VENV)/.base-installed: pyproject.toml
+	test -x $(PY) || tools/ensure-system-packages python3-venv
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PIP) install -q --upgrade pip
 	$(PIP) install -q -e .
 	touch $@
 
 $(VENV)/.dev-installed: pyproject.toml
+	test -x $(PY) || tools/ensure-system-packages python3-venv
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PIP) install -q --upgrade pip
 	$(PIP) install -q -e '.[dev]'
 	touch $(VENV)/.base-installed $@
 
+## What the tests need that pip cannot install (Java, kcat, Chromium, a font): apt-get, as root.
+system-packages:
+	tools/ensure-system-packages
+
 ## Run the broker on 127.0.0.1:9092 with data under ./data (Ctrl-C stops it cleanly).
 serve: $(VENV)/.base-installed
 	$(VENV)/bin/trio-broker serve --override listeners=PLAINTEXT://127.0.0.1:9092 --override log.dirs=./data
 
-## Run the whole test suite.
-test: $(VENV)/.dev-installed
+## Run the whole test suite, after installing the system packages it needs.
+test: system-packages $(VENV)/.dev-installed
 	$(PY) -m pytest -q -p no:cacheprovider $(PYTEST_ARGS)
 
 lint: $(VENV)/.dev-installed

@@ -7,9 +7,9 @@ the export command as a process of its own (Spark started in it, as a user runs 
 each of ``--ways``:
 
 - ``short``: as the command runs it: a batch export of at most ``SHORT_EXPORT_RECORDS`` starts
-  its driver JVM for a short job (``_session.SHORT_JOB_JAVA_OPTIONS`` and the class archive of
-  ``_classes``). The runs use a cache directory of their own (``--cache`` to reuse one): when it
-  holds no archive, a first run creates it and is reported apart (``creating``);
+  its driver JVM for a short job (``_session.SHORT_JOB_JAVA_OPTIONS`` and the class archive
+  of ``_class_archive``). The runs use a cache directory of their own (``--cache`` to reuse
+  one): when it holds no archive, a first run creates it and is reported apart (``creating``);
 - ``no-archive``: the short way without the class archive;
 - ``default``: the same command with the JVM's defaults (no short-job options, no archive);
 - ``variant``: the short way with ``--java-options`` added (``-D spark.*`` settings work too).

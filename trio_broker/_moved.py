@@ -62,6 +62,7 @@ MOVED: dict[str, str] = {
     "cluster.runtime": "testing.cluster",
     "cluster.threaded": "testing.threaded",
     "loop_thread": "testing.loop_thread",
+    "spark._classes": "spark._class_archive",
 }
 _PREFIX = "trio_broker."
 

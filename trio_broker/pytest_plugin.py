@@ -23,12 +23,25 @@ import itertools
 import uuid
 from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from .broker.lifecycle import Broker, open_broker
-from .testing import TEST_DEFAULTS, ThreadedBroker, ThreadedCluster, open_cluster
+from .lazy_names import lazy_names
+
+if TYPE_CHECKING:
+    from .broker.lifecycle import Broker as Broker
+    from .broker.lifecycle import open_broker as open_broker
+    from .testing import ThreadedBroker as ThreadedBroker
+    from .testing import ThreadedCluster as ThreadedCluster
+    from .testing import open_cluster as open_cluster
+
+# pytest loads this plugin in every run of every project that installed the package; the broker
+# is imported by the first test that asks for one of its fixtures, not by the plugin.
+__getattr__, __dir__ = lazy_names(__name__, {
+    "Broker": "broker.lifecycle", "open_broker": "broker.lifecycle",
+    "ThreadedBroker": "testing", "ThreadedCluster": "testing", "open_cluster": "testing"},
+    relative_to=__package__)
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -46,6 +59,9 @@ def _overrides(request: pytest.FixtureRequest) -> dict[str, Any]:
 @pytest.fixture
 async def trio_broker(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Broker]:
     """A broker running in this test's Trio loop, stopped (gracefully) after the test."""
+    from .broker.lifecycle import open_broker
+    from .testing import TEST_DEFAULTS
+
     settings = {**TEST_DEFAULTS, "log_dirs": str(tmp_path / "broker-data"), **_overrides(request)}
     async with open_broker(**settings) as broker:
         yield broker
@@ -53,6 +69,8 @@ async def trio_broker(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIt
 
 @pytest.fixture(scope="session")
 def _kafka_broker_session(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ThreadedBroker]:
+    from .testing import TEST_DEFAULTS, ThreadedBroker
+
     data = tmp_path_factory.mktemp("kafka-broker")
     broker = ThreadedBroker(**{**TEST_DEFAULTS, "log_dirs": str(data)}).start()
     yield broker
@@ -62,6 +80,8 @@ def _kafka_broker_session(tmp_path_factory: pytest.TempPathFactory) -> Iterator[
 @pytest.fixture
 def kafka_broker(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[ThreadedBroker]:
     """A broker in a background thread: the session's, or a fresh one for ``broker_config``."""
+    from .testing import TEST_DEFAULTS, ThreadedBroker
+
     overrides = _overrides(request)
     if not overrides:
         yield request.getfixturevalue("_kafka_broker_session")
@@ -92,6 +112,8 @@ def unique_topic(request: pytest.FixtureRequest) -> Callable[[str], str]:
 @pytest.fixture
 def kafka_cluster(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[ThreadedCluster]:
     """A test cluster in a background thread; ``broker_config(brokers=N, ...)`` sets it up."""
+    from .testing import TEST_DEFAULTS, ThreadedCluster
+
     overrides = _overrides(request)
     brokers = int(overrides.pop("brokers", 3))
     auto_failover = bool(overrides.pop("auto_failover", True))

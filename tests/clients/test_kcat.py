@@ -6,7 +6,7 @@ without a word. So the test reads the stored batches' attributes (the codec bits
 partition log, not only the records kcat reads back. Then a group consumer commits part of each
 topic, the broker restarts on the same data, and the group resumes exactly where it committed.
 
-kcat comes from the apt package ``kcat`` (``.ci/run`` installs it); a machine without it fails
+kcat comes from the apt package ``kcat`` (``make test`` installs it); a machine without it fails
 this test rather than skipping it, since the claim in docs/compatibility.md rests on it.
 """
 
@@ -29,7 +29,7 @@ CLIENT_ID = "kcat-compat"
 
 def _kcat(*args: str, stdin: bytes | None = None) -> bytes:
     kcat = shutil.which("kcat")
-    assert kcat is not None, "kcat is missing: install the apt package kcat (.ci/run does)"
+    assert kcat is not None, "kcat is missing: install the apt package kcat (make test does)"
     done = subprocess.run([kcat, "-X", f"client.id={CLIENT_ID}", *args], input=stdin,
                           capture_output=True, timeout=60, check=False)
     assert done.returncode == 0, done.stderr.decode(errors="replace")

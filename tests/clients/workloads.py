@@ -109,7 +109,7 @@ def _confluent(bootstrap: str, sasl: str, topic: str) -> None:
 
 def _kcat(bootstrap: str, sasl: str, topic: str) -> None:
     kcat = shutil.which("kcat")
-    assert kcat is not None, "kcat is missing: install the apt package kcat (.ci/run does)"
+    assert kcat is not None, "kcat is missing: install the apt package kcat (make test does)"
     base = [kcat, "-b", bootstrap, "-X", f"client.id={client_id('kcat')}"]
     values = _values("kcat")
 

@@ -1,7 +1,7 @@
 """One headless Chromium for every console test, and brokers serving the console.
 
 The browser is Debian's ``chromium`` driven by Playwright (``playwright install`` is not needed:
-the system browser is launched by path). A missing browser fails the tests (``.ci/run`` installs
+the system browser is launched by path). A missing browser fails the tests (``make test`` installs
 it; ``apt-get install chromium`` does by hand): they are the console's proof, never skipped.
 
 Every page the tests visit is screenshotted; the PNGs are written into ``docs/console/`` (which
@@ -35,7 +35,7 @@ VIEWPORT = {"width": 1100, "height": 720}
 @pytest.fixture(scope="package")
 def chromium(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrowserContext]:
     if not (Path(CHROMIUM).exists() or shutil.which(CHROMIUM)):
-        pytest.fail(f"no Chromium at {CHROMIUM} (apt-get install chromium; .ci/run does)")
+        pytest.fail(f"no Chromium at {CHROMIUM} (apt-get install chromium; make test does)")
     profile = tmp_path_factory.mktemp("chromium-profile")
     # Package scope: Playwright's sync API runs an asyncio loop on greenlets in this thread, so
     # while it lives asyncio.run() refuses to start (aiokafka's tests) and Python 3.11's parser

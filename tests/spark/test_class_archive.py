@@ -15,7 +15,7 @@ from pathlib import Path
 import pyspark
 import pytest
 
-from trio_broker.spark._classes import SWITCH, ClassArchive, archive_enabled, class_archive
+from trio_broker.spark._class_archive import SWITCH, ClassArchive, archive_enabled, class_archive
 
 
 def _archive(cache: Path) -> ClassArchive:

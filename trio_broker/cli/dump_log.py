@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from ..broker.storage import dump_segment
 from .base import CommandError, Tool, UsageError
 
 
@@ -25,8 +26,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Dump every file given; a bad one is reported and the rest are still dumped (exit 1)."""
-    from ..broker.storage import dump_segment
-
     failures = []
     names = [*args.files, *(f for item in args.more_files for f in item.split(",") if f)]
     if not names:

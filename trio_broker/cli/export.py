@@ -11,6 +11,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from ..client.core.errors import ConfigError, KafkaError
 from ..client.core.security import SECURITY_DEFAULTS
 from .base import CommandError, Tool, UsageError
 from .connect import add_client_config_arguments, client_config, describe
@@ -56,7 +57,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     """Run an export from parsed ``add_arguments`` options."""
     require_spark()
-    from ..client.core.errors import ConfigError, KafkaError
     from ..spark.job import ExportFailed, ExportJob, ExportSettings
 
     if args.follow and args.ending_offsets != "latest":

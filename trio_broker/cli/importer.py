@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 from ..client.blocking.producer import PRODUCER_DEFAULTS
+from ..client.core.errors import ConfigError, KafkaError
 from .base import CommandError, Tool, UsageError
 from .connect import add_client_config_arguments, describe
 from .export import require_spark, security_options
@@ -59,7 +60,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     """Run an import from parsed ``add_arguments`` options."""
     require_spark()
-    from ..client.core.errors import ConfigError, KafkaError
     from ..spark.importer import ImportFailed, ImportJob, ImportSettings
 
     if "://" not in args.source and not Path(args.source).exists():  # Spark's error is long

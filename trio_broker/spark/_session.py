@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from ._classes import class_archive
+from ._class_archive import class_archive
 
 _LOG4J2 = """\
 rootLogger.level = warn
@@ -35,7 +35,8 @@ logger.jetty.level = error
 #: never earns back, so only the quick compiler (C1) runs. The serial collector spares the
 #: threads of G1, Java's default, which a few seconds' heap does not need. (The JVM's CPU with
 #: each: docs/benchmarks.md, "Spark: export, sink and the end-to-end export".) Long jobs keep the
-#: JVM's defaults. A short job's driver also uses the class-data-sharing archive of ``_classes``.
+#: JVM's defaults. A short job's driver also uses the class-data-sharing archive of
+#: ``_class_archive``.
 SHORT_JOB_JAVA_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
 
 #: the log of the JVM this module started, if it started the running one
@@ -47,8 +48,8 @@ def build_session(*, master: str, app_name: str, conf: Mapping[str, str] | None 
     """Start a SparkSession whose JVM writes to a log file, or join the running one.
 
     ``short_job``: the session runs one short job and stops: its driver JVM starts with
-    ``SHORT_JOB_JAVA_OPTIONS`` and the class archive (``_classes``, created by the first such
-    run, which waits at exit while the JVM writes it). It has no effect when a session is
+    ``SHORT_JOB_JAVA_OPTIONS`` and the class archive (``_class_archive``, created by the first
+    such run, which waits at exit while the JVM writes it). It has no effect when a session is
     running already. Returns (session, log path); the path is
     None for a session started some other way.
     """

@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from . import manifest as manifests
-from ._classes import archive_enabled
+from ._class_archive import archive_enabled
 from ._decode import schema_ddl
 from ._options import PROGRESS_OPTION, OffsetRange, offsets_json, parse_options
 from ._planning import split_ranges, subscribed_partitions

@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from .defs import ConfigKey, Support
-from .kafka_keys import AREAS
+from .kafka_keys import AREAS, KAFKA_BROKER_KEYS
 from .keys import ALIASES, BROKER_KEYS, HONOURED_KEYS
 from .topic_keys import TOPIC_KEYS
 
@@ -38,8 +38,6 @@ def _default(key: ConfigKey) -> str:
 
 
 def _kafka_default(name: str, key: ConfigKey) -> str:
-    from .kafka_keys import KAFKA_BROKER_KEYS
-
     kafka = KAFKA_BROKER_KEYS.get(name)
     if kafka is None or (kafka.default_text or "") == (key.default_text or ""):
         return ""

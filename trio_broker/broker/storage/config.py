@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 import attrs
 
 from ..config.defs import LONG_MAX, ConfigType, ConfigValueError
+from ..config.keys import BROKER_KEYS
 from ..config.topic_keys import COMPRESSION_TYPES, TOPIC_KEYS, TopicKey
 from .errors import InvalidConfigError
 
@@ -180,8 +181,6 @@ class LogConfig:
         Each topic config takes the first of its broker synonyms that is set, in Kafka's order
         (``log.retention.ms``, then ``.minutes``, then ``.hours``); a negative time stays -1.
         """
-        from ..config.keys import BROKER_KEYS
-
         changes: dict[str, Any] = {}
         for topic_key in TOPIC_KEYS.values():
             for broker_key, scale in topic_key.synonyms:
