@@ -244,7 +244,8 @@ class RequestHandlerPool:
 def api_versions_unsupported(request: Request) -> SendResponse:
     """Answer an ApiVersions version we do not know in the v0 layout, listing our ranges.
 
-    The client then retries with a version from the list (reference trap 2).
+    The client then retries with a version from the list (KIP-511: a broker answers a newer
+    ApiVersions request than it knows with UNSUPPORTED_VERSION in v0's layout).
     """
     header = request.header
     versions = advertised_versions()

@@ -79,9 +79,9 @@ _RECEIVE_MAX = 1 << 20
 #: how long closing may take (a TLS close_notify to a peer that does not read)
 _CLOSE_TIMEOUT_S = 1.0
 #: TCP_NOTSENT_LOWAT of every connection: the socket reports writable only while less than this
-#: is queued unsent. Measured on loopback (docs/benchmarks.md, "Zero-copy fetch"): in a period
-#: when most ~1 MB fetch responses stalled for 200 ms (zero-window advertisements, retransmitted
-#: segments; 100 KB records consumed at ~5 MB/s, old and new code alike), with it they did not.
+#: is queued unsent, so big fetch answers do not pile up in the kernel and stall on zero-window
+#: advertisements and retransmissions (docs/benchmarks.md, "Zero-copy fetch", has the stalls it
+#: prevented).
 _NOTSENT_LOWAT = 1 << 20
 _TCP_NOTSENT_LOWAT = getattr(socket, "TCP_NOTSENT_LOWAT", 25 if sys.platform == "linux" else None)
 _TLS_PROTOCOLS = frozenset({"SSL", "SASL_SSL"})
