@@ -1,6 +1,6 @@
 """The embedded start (``open_broker``): its file work takes one hand-off to a worker thread
-(none for an empty log dir), and a start cancelled or interrupted half-way still ends, with its
-logs cleanly closed."""
+(for an empty log dir, only its new stamp's, in the background), and a start cancelled or
+interrupted half-way still ends, with its logs cleanly closed."""
 
 from __future__ import annotations
 
@@ -20,6 +20,7 @@ from trio_broker import open_broker
 from trio_broker.broker.config import BrokerConfig, ConfigError
 from trio_broker.broker.lifecycle import as_config
 from trio_broker.broker.storage.dir_checkpoints import CLEAN_SHUTDOWN_FILE
+from trio_broker.broker.storage.meta_properties import ensure_meta_properties, read_meta_properties
 
 
 @pytest.fixture
@@ -39,6 +40,7 @@ def handed(monkeypatch: pytest.MonkeyPatch) -> list[str]:
 async def test_a_start_hands_its_file_work_to_one_worker_thread(
         tmp_path: Path, handed: list[str]) -> None:
     (tmp_path / "topic-configs").mkdir()  # a log dir that holds something
+    ensure_meta_properties([tmp_path], 0)  # and was stamped by an earlier start
     async with open_broker(log_dirs=str(tmp_path)):
         assert handed == ["_open_storage"]
         # every background task had its first pass; with no log the cleaner hands off nothing
@@ -46,18 +48,22 @@ async def test_a_start_hands_its_file_work_to_one_worker_thread(
         assert handed == ["_open_storage"]
 
 
-async def test_an_empty_log_dirs_start_hands_nothing_to_a_thread_and_writes_only_its_stamp(
+async def test_an_empty_log_dirs_start_opens_on_the_loop_and_stamps_the_dir_in_a_thread(
         tmp_path: Path, handed: list[str]) -> None:
     """Nothing to read and, with the coordinators' files made on first use, nothing to write
     but the dir's meta.properties: the files are opened on the loop, without the thread's
-    hand-off and back."""
+    hand-off and back, and the stamp's fsyncs are a worker thread's, beside the start."""
     async with open_broker(log_dirs=str(tmp_path)) as broker:
         # the coordinators, started without waiting for them, are loaded by now
         assert broker.state.groups.loaded
         assert broker.state.transactions.loaded
         await trio.testing.wait_all_tasks_blocked()
-        assert handed == []
+        assert handed == ["write_stamps"]
+        with trio.fail_after(10):  # the worker thread's fsyncs, beside the running broker
+            while read_meta_properties(tmp_path) is None:  # noqa: ASYNC110 (a thread's file)
+                await trio.sleep(0.005)
         assert os.listdir(tmp_path) == ["meta.properties"]
+        assert read_meta_properties(tmp_path).cluster_id == broker.state.cluster_id
 
 
 # Run in a process of its own: a start that does not end would hang the test run, not fail it.

@@ -39,7 +39,7 @@ from .server.state import BrokerState
 from .storage import Log, LogManager, ProducerIdManager, log_config_from
 from .storage.cleaner import CleanerStats
 from .storage.cleaner_manager import LogCleaner, cleaner_settings
-from .storage.meta_properties import META_PROPERTIES_NAME, ensure_meta_properties
+from .storage.meta_properties import META_PROPERTIES_NAME, plan_meta_properties, write_stamps
 
 LOGGER = logging.getLogger(__name__)
 
@@ -271,7 +271,12 @@ async def start_storage(cfg: BrokerConfig, nursery: trio.Nursery) -> Storage:
     log_dirs = cfg.log_dir_list
     for d in log_dirs:
         d.mkdir(parents=True, exist_ok=True)
-    cluster_id = ensure_meta_properties(log_dirs, cfg.node_id, cfg.cluster_id)
+    cluster_id, stamps = plan_meta_properties(log_dirs, cfg.node_id, cfg.cluster_id)
+    if stamps:
+        # a new dir's stamp is made durable (two fsyncs) in a worker thread while the broker
+        # starts: nothing reads it before the next start, and a crash before it lands leaves
+        # no stamp, so that start stamps the dir again
+        nursery.start_soon(run_io, write_stamps, stamps)
     logs = LogManager(log_dirs, log_config_from(cfg),
                       producer_id_expiration_ms=cfg.producer_id_expiration_ms)
     groups = GroupCoordinator(cfg, log_dirs[0])

@@ -103,7 +103,7 @@ async def handle_metadata(ctx: HandlerContext, request: MetadataRequest) -> Hand
     )
 
 
-#: (version, cluster id, controller, listener, live brokers, their racks) -> the answer naming
+#: (version, cluster id, controller, listener, live brokers with their racks) -> the answer naming
 #: no topic, encoded
 _NO_TOPICS: dict[tuple[object, ...], Encoded] = {}
 
@@ -113,10 +113,8 @@ def no_topics_answer(broker: BrokerState, version: int, listener: str) -> Encode
     brokers) that arrived on ``listener``, encoded once per version, cluster state and listener
     (each listener names the brokers by its own endpoints): nothing else goes into it."""
     cluster = broker.cluster
-    live = tuple(cluster.live_endpoints(listener))
-    racks = tuple(cluster.rack_of(i) for i, _, _ in live)
-    key = (version, broker.cluster_id, cluster.controller_id(broker.node_id), listener,
-           live, racks)
+    live = cluster.live_brokers(listener)
+    key = (version, broker.cluster_id, cluster.controller_id(broker.node_id), listener, live)
     answer = _NO_TOPICS.get(key)
     if answer is None:
         if len(_NO_TOPICS) >= 64:  # brokers of many tests in one process
@@ -125,7 +123,7 @@ def no_topics_answer(broker: BrokerState, version: int, listener: str) -> Encode
                              topics=[], cluster_id=key[1], controller_id=key[2],
                              authorized_operations=None,
                              brokers=[_Broker(node_id=i, host=h, port=p, rack=rack)
-                                      for (i, h, p), rack in zip(live, racks, strict=True)])
+                                      for i, h, p, rack in live])
         answer = _NO_TOPICS[key] = Encoded(body, version)
     return answer
 

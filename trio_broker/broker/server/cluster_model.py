@@ -134,6 +134,11 @@ class ClusterModel:
         """(node id, host, port) of every live node, as named on ``listener``."""
         return [(n.node_id, *n.endpoint(listener)) for n in self.nodes.values() if n.alive]
 
+    def live_brokers(self, listener: str) -> tuple[tuple[int, str, int, str | None], ...]:
+        """(node id, host, port, rack) of every live node, as named on ``listener``."""
+        return tuple((n.node_id, *n.endpoint(listener), n.rack)
+                     for n in self.nodes.values() if n.alive)
+
     @property
     def racked(self) -> bool:
         """Whether every node has a rack: replicas are then placed rack-aware (Kafka refuses a

@@ -116,6 +116,24 @@ def ensure_meta_properties(log_dirs: list[Path], node_id: int, cluster_id: str =
     """Check every log dir's stamp against ``node_id`` and each other, stamp the unstamped ones,
     and return the cluster id: the stamped one, else ``cluster_id`` when configured, else a new
     random one (Kafka's ``MetaPropertiesEnsemble.verify`` and its formatting of new dirs)."""
+    chosen, stamps = plan_meta_properties(log_dirs, node_id, cluster_id)
+    write_stamps(stamps)
+    return chosen
+
+
+def write_stamps(stamps: list[tuple[Path, MetaProperties]]) -> None:
+    """Write each new dir's ``meta.properties`` (durably: temp file, fsync, rename)."""
+    for log_dir, meta in stamps:
+        try:
+            write_meta_properties(log_dir, meta)
+        except OSError as exc:
+            LOGGER.error("Error while writing meta.properties to %s: %s", log_dir, exc)
+
+
+def plan_meta_properties(log_dirs: list[Path], node_id: int, cluster_id: str = "",
+                         ) -> tuple[str, list[tuple[Path, MetaProperties]]]:
+    """What ``ensure_meta_properties`` checks and decides, without writing: the cluster id and
+    the stamps the unstamped dirs need."""
     found: dict[Path, MetaProperties | None] = {}
     for log_dir in log_dirs:
         try:
@@ -146,14 +164,12 @@ def ensure_meta_properties(log_dirs: list[Path], node_id: int, cluster_id: str =
                 raise MetaPropertiesError(f"Duplicate directory ID {meta.directory_id} found. It "
                                           f"was the ID of {other}, but also of {log_dir}")
     chosen = expected or random_uuid()
+    stamps = []
     for log_dir, meta in found.items():
         if meta is None:
             directory_id = random_uuid()
             while directory_id in seen_dirs:
                 directory_id = random_uuid()
             seen_dirs[directory_id] = log_dir
-            try:
-                write_meta_properties(log_dir, MetaProperties(chosen, node_id, directory_id))
-            except OSError as exc:
-                LOGGER.error("Error while writing meta.properties to %s: %s", log_dir, exc)
-    return chosen
+            stamps.append((log_dir, MetaProperties(chosen, node_id, directory_id)))
+    return chosen, stamps
