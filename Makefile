@@ -95,7 +95,7 @@ fuzz-seed: $(VENV)/.dev-installed
 	$(PY) fuzz/seed.py
 
 ## Each benchmark alternately on BASE (a git revision) and on this checkout, in one run.
-BASE ?= 6ee5d16
+BASE ?= fe8d540
 compare: $(VENV)/.dev-installed
 	$(PY) bench/compare_revisions.py --base $(BASE)
 
