@@ -462,13 +462,8 @@ class SocketServer:
 
             path = config.scram_credentials_path
             try:
-                if config.sasl_credentials_file or path.exists():
-                    credentials = CredentialStore(path)
-                else:
-                    # no users yet: the store reads the file once AlterUserScramCredentials
-                    # writes it (it re-reads a file whose stat changed)
-                    credentials = CredentialStore(users={})
-                    credentials.path = path
+                # the log dir's store may not exist yet: AlterUserScramCredentials writes it
+                credentials = CredentialStore(path, missing_ok=not config.sasl_credentials_file)
             except CredentialsError as exc:
                 raise ConfigError(str(exc)) from None
             sasl_settings = SaslSettings(

@@ -133,7 +133,10 @@ class CredentialStore:
     """The users a broker accepts; re-read when the file changes."""
 
     def __init__(self, path: str | os.PathLike[str] | None = None,
-                 users: dict[str, dict[str, ScramCredential]] | None = None) -> None:
+                 users: dict[str, dict[str, ScramCredential]] | None = None, *,
+                 missing_ok: bool = False) -> None:
+        """``missing_ok``: a ``path`` that does not exist yet is no user at all until it is
+        written (the log dir's store, which AlterUserScramCredentials creates)."""
         self.path = Path(path) if path is not None else None
         self._users = users or {}
         self._version: tuple[int, int, int] | None = None
@@ -142,7 +145,7 @@ class CredentialStore:
         self._verified: OrderedDict[tuple[str, str, bytes], bytes] = OrderedDict()
         self._verified_secret = secrets.token_bytes(32)
         self._verified_lock = threading.Lock()
-        if self.path is not None:
+        if self.path is not None and not (missing_ok and not self.path.exists()):
             self._users = _read(self.path)
             self._version = self._stat()
 
