@@ -7,7 +7,9 @@ import base64
 import re
 import subprocess
 import sys
+from pathlib import Path
 
+import javaproperties
 import pytest
 import trio
 from confluent_kafka.admin import AdminClient
@@ -18,12 +20,17 @@ from trio_broker.broker.storage.meta_properties import (
     MetaPropertiesError,
     ensure_meta_properties,
     random_uuid,
-    read_properties,
 )
 from trio_broker.testing import ThreadedBroker, ThreadedCluster, open_cluster
 
 TIMEOUT_S = 15
 KAFKA_UUID = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_-]{21}")
+
+
+def read_properties(path: Path) -> dict[str, str]:
+    """The stamp as any Java properties reader sees it."""
+    props: dict[str, str] = javaproperties.loads(path.read_text(encoding="latin-1"))
+    return props
 
 
 def _cluster_id_seen_by_librdkafka(bootstrap: str) -> str:

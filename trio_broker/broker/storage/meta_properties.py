@@ -14,14 +14,14 @@ from __future__ import annotations
 
 import base64
 import logging
-import os
 import time
 import uuid
 from pathlib import Path
 
 import attrs
+import javaproperties
 
-from .files import fsync_dir
+from .files import atomic_write
 
 LOGGER = logging.getLogger(__name__)
 
@@ -59,25 +59,11 @@ class MetaProperties:
         return props
 
 
-def read_properties(path: Path) -> dict[str, str]:
-    """A Java properties file of plain ``key=value`` lines (what Kafka writes here)."""
-    props = {}
-    for raw in path.read_text(encoding="latin-1").splitlines():
-        line = raw.strip()
-        if not line or line[0] in "#!":
-            continue
-        key, sep, value = line.partition("=")
-        if not sep:
-            key, _, value = line.partition(":")
-        props[key.strip()] = value.strip()
-    return props
-
-
 def read_meta_properties(log_dir: Path) -> MetaProperties | None:
     """The dir's stamp; None when it has no meta.properties (a new or empty dir)."""
     path = log_dir / META_PROPERTIES_NAME
     try:
-        props = read_properties(path)
+        props: dict[str, str] = javaproperties.loads(path.read_text(encoding="latin-1"))
     except FileNotFoundError:
         return None
     version = props.get("version", "0")
@@ -99,17 +85,10 @@ def read_meta_properties(log_dir: Path) -> MetaProperties | None:
 
 def write_meta_properties(log_dir: Path, meta: MetaProperties) -> None:
     """Write the stamp durably (temp file, fsync, rename), as Kafka does."""
-    path = log_dir / META_PROPERTIES_NAME
-    tmp = path.with_name(META_PROPERTIES_NAME + ".tmp")
-    # the two comment lines of Java's Properties.store
+    # the two comment lines of Java's Properties.store, then the keys
     lines = ["#", time.strftime("#%a %b %d %H:%M:%S UTC %Y", time.gmtime())]
     lines += [f"{k}={v}" for k, v in sorted(meta.to_properties().items())]
-    with open(tmp, "w", encoding="latin-1") as f:
-        f.write("\n".join(lines) + "\n")
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
-    fsync_dir(log_dir)
+    atomic_write(log_dir / META_PROPERTIES_NAME, ("\n".join(lines) + "\n").encode("latin-1"))
 
 
 def ensure_meta_properties(log_dirs: list[Path], node_id: int, cluster_id: str = "") -> str:
