@@ -14,7 +14,7 @@ import trio
 from ...protocol.api_keys import ApiKey
 from ...protocol.errors import ErrorCode
 from ..core.errors import KafkaError, KafkaTimeoutError, describe_code, error_for
-from ..core.offsets import list_offsets_request, parse_list_offsets
+from ..core.offsets import READ_UNCOMMITTED, list_offsets_request, parse_list_offsets
 from ..core.structs import OffsetAndTimestamp, TopicPartition
 from .network import NetworkClient
 
@@ -22,8 +22,10 @@ LOGGER = logging.getLogger(__name__)
 
 
 async def list_offsets(client: NetworkClient, timestamps: Mapping[TopicPartition, int], *,
-                       timeout_s: float) -> dict[TopicPartition, OffsetAndTimestamp]:
-    """The offset for each partition's timestamp (``EARLIEST``, ``LATEST`` or ms since epoch).
+                       timeout_s: float, isolation_level: int = READ_UNCOMMITTED
+                       ) -> dict[TopicPartition, OffsetAndTimestamp]:
+    """The offset for each partition's timestamp (``EARLIEST``, ``LATEST`` or ms since epoch);
+    under ``READ_COMMITTED``, ``LATEST`` is the last stable offset.
 
     Retries retriable errors (refreshing metadata) until ``timeout_s``; raises the others.
     """
@@ -47,7 +49,8 @@ async def list_offsets(client: NetworkClient, timestamps: Mapping[TopicPartition
             errors: list[KafkaError] = []
             async with trio.open_nursery() as nursery:
                 for node_id, wanted in by_node.items():
-                    nursery.start_soon(_ask_node, client, node_id, wanted, result, errors)
+                    nursery.start_soon(_ask_node, client, node_id, wanted, result, errors,
+                                       isolation_level)
             for tp in result:
                 remaining.pop(tp, None)
             fatal = [e for e in errors if not e.retriable]
@@ -64,10 +67,11 @@ async def list_offsets(client: NetworkClient, timestamps: Mapping[TopicPartition
 
 async def _ask_node(client: NetworkClient, node_id: int, wanted: dict[TopicPartition, int],
                     result: dict[TopicPartition, OffsetAndTimestamp],
-                    errors: list[KafkaError]) -> None:
+                    errors: list[KafkaError], isolation_level: int) -> None:
     try:
-        response = await client.request(node_id, ApiKey.ListOffsets,
-                                        lambda v: list_offsets_request(v, wanted))
+        response = await client.request(
+            node_id, ApiKey.ListOffsets,
+            lambda v: list_offsets_request(v, wanted, isolation_level=isolation_level))
     except KafkaError as exc:
         errors.append(exc)
         return

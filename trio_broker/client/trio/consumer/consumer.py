@@ -15,8 +15,9 @@ beginning or end), the metadata updater, and with a group the group task, the he
 the auto-commit task. Leaving the ``async with`` block (by any exit, cancellation and Ctrl-C
 included) commits (with auto-commit on), leaves the group and stops them all.
 
-Only ``isolation.level=read_uncommitted`` is supported: transaction markers are skipped, records
-of aborted transactions are returned like any others.
+``isolation.level``: ``read_uncommitted`` (the default) returns every data record, aborted ones
+included; ``read_committed`` reads up to the last stable offset and drops the records of aborted
+transactions (``client.core.fetch``), and its "latest" is the last stable offset.
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ from ...core.errors import (
     KafkaError,
 )
 from ...core.metadata import metadata_request
+from ...core.offsets import READ_COMMITTED, READ_UNCOMMITTED
 from ...core.structs import (
     EARLIEST,
     LATEST,
@@ -64,8 +66,11 @@ class Consumer:
 
     def __init__(self, config: dict[str, Any]) -> None:
         self.config = config
-        if config["isolation.level"] != "read_uncommitted":
-            raise ConfigError("only isolation.level=read_uncommitted is supported")
+        if config["isolation.level"] not in ("read_uncommitted", "read_committed"):
+            raise ConfigError("isolation.level must be read_uncommitted or read_committed, "
+                              f"got {config['isolation.level']!r}")
+        self._isolation_level = (READ_COMMITTED if config["isolation.level"] == "read_committed"
+                                 else READ_UNCOMMITTED)
         protocol = str(config["group.protocol"]).lower()
         if protocol not in ("classic", "consumer"):
             raise ConfigError(f"group.protocol must be classic or consumer, got {protocol!r}")
@@ -96,7 +101,8 @@ class Consumer:
         self._api_timeout_s = config["default.api.timeout.ms"] / 1000
         self._positions = PositionResolver(self._client, self._subs, self._fetcher,
                                            self._coordinator, reset_policy=reset,
-                                           api_timeout_s=self._api_timeout_s)
+                                           api_timeout_s=self._api_timeout_s,
+                                           isolation_level=self._isolation_level)
         self._max_poll_records = config["max.poll.records"]
         self._auto_commit = bool(config["enable.auto.commit"]) and self._group_id is not None
         self._closed = False
@@ -437,7 +443,8 @@ class Consumer:
     async def end_offsets(self, partitions: Iterable[TopicPartition],
                           ) -> dict[TopicPartition, int]:
         found = await list_offsets(self._client, dict.fromkeys(partitions, LATEST),
-                                   timeout_s=self._api_timeout_s)
+                                   timeout_s=self._api_timeout_s,
+                                   isolation_level=self._isolation_level)
         return {tp: v.offset for tp, v in found.items()}
 
     async def offsets_for_times(self, timestamps: Mapping[TopicPartition, int],

@@ -65,11 +65,14 @@ _STALE_METADATA = frozenset({
 class _Chunk:
     """One partition's records from one Fetch response, consumed front to back."""
 
-    __slots__ = ("epoch", "index", "next_offset", "raw", "records", "start_offset", "state")
+    __slots__ = ("aborted", "epoch", "index", "next_offset", "raw", "records", "start_offset",
+                 "state")
 
     def __init__(self, state: PartitionState, raw: bytes, start_offset: int,
-                 next_offset: int) -> None:
+                 next_offset: int, aborted: tuple[tuple[int, int], ...] | None) -> None:
         self.state = state
+        #: read_committed: the response's aborted transactions (None: read_uncommitted)
+        self.aborted = aborted
         self.epoch = state.epoch
         self.raw = raw
         self.start_offset = start_offset
@@ -99,6 +102,7 @@ class Fetcher:
         self._partition_max_bytes = config["max.partition.fetch.bytes"]
         self._check_crcs = config["check.crcs"]
         self._rack = config["client.rack"]
+        self._read_committed = config["isolation.level"] == "read_committed"
         self._retry_backoff_s = config["retry.backoff.ms"] / 1000
         self._request_timeout_s = (config["request.timeout.ms"] + self._max_wait_ms) / 1000
 
@@ -205,7 +209,7 @@ class Fetcher:
         def body(version: int) -> Any:
             return fetch_request(version, entries, max_wait_ms=self._max_wait_ms,
                                  min_bytes=self._min_bytes, max_bytes=self._max_bytes,
-                                 rack_id=self._rack)
+                                 isolation_level=int(self._read_committed), rack_id=self._rack)
 
         self._in_flight_nodes.add(node_id)
         try:
@@ -250,7 +254,9 @@ class Fetcher:
                 if raw:
                     next_offset = next_fetch_offset(raw, fetch_offset)
                     if next_offset > fetch_offset:
-                        self._chunks.append(_Chunk(state, raw, fetch_offset, next_offset))
+                        self._chunks.append(_Chunk(
+                            state, raw, fetch_offset, next_offset,
+                            part.aborted_transactions if self._read_committed else None))
                         state.buffered += 1
                         state.fetch_offset = next_offset
                         added = True
@@ -297,7 +303,8 @@ class Fetcher:
             if records is None:
                 try:
                     records = chunk.records = decode_fetched(
-                        state.tp, chunk.raw, chunk.start_offset, check_crcs=self._check_crcs)
+                        state.tp, chunk.raw, chunk.start_offset, check_crcs=self._check_crcs,
+                        aborted=chunk.aborted)
                 except CorruptRecordError as exc:
                     chunks.popleft()
                     state.buffered -= 1

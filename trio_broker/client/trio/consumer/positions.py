@@ -18,6 +18,7 @@ from ...core.errors import (
     NoOffsetForPartitionError,
     OffsetOutOfRangeError,
 )
+from ...core.offsets import READ_UNCOMMITTED
 from ...core.structs import EARLIEST, LATEST, OffsetAndMetadata, TopicPartition
 from ..network import NetworkClient, Wakeup
 from ..offsets import list_offsets
@@ -36,8 +37,10 @@ class PositionResolver:
 
     def __init__(self, client: NetworkClient, subscriptions: SubscriptionState,
                  fetcher: Fetcher, coordinator: CoordinatorLookup | None, *,
-                 reset_policy: str, api_timeout_s: float) -> None:
+                 reset_policy: str, api_timeout_s: float,
+                 isolation_level: int = READ_UNCOMMITTED) -> None:
         self._client = client
+        self._isolation_level = isolation_level
         self._subs = subscriptions
         self._fetcher = fetcher
         self._coordinator = coordinator
@@ -126,7 +129,8 @@ class PositionResolver:
         to_reset = {s.tp: _RESETS[s.reset] for s in pending
                     if current(s) and s.reset in _RESETS}
         if to_reset:
-            found = await list_offsets(self._client, to_reset, timeout_s=self._api_timeout_s)
+            found = await list_offsets(self._client, to_reset, timeout_s=self._api_timeout_s,
+                                       isolation_level=self._isolation_level)
             for state in pending:
                 if state.tp in found and current(state):
                     state.seek(found[state.tp].offset)
