@@ -111,6 +111,8 @@ class NetworkClient:
         self._failures: dict[int, int] = {}
         self._backoff_until: dict[int, float] = {}
         self._wanted_topics: set[str] = set()
+        #: a pattern subscription needs every topic's metadata, not just the wanted ones
+        self._all_topics = False
         self._update_requested = 0
         self._update_completed = 0
         self._update_wakeup = Wakeup()
@@ -335,6 +337,12 @@ class NetworkClient:
             self._wanted_topics = topics
             self.request_update()
 
+    def track_all_topics(self, on: bool) -> None:
+        """Ask Metadata for every topic (a pattern subscription matches against them)."""
+        if on != self._all_topics:
+            self._all_topics = on
+            self.request_update()
+
     @property
     def wanted_topics(self) -> frozenset[str]:
         return frozenset(self._wanted_topics)
@@ -412,10 +420,14 @@ class NetworkClient:
             self._notify()
 
     async def _update_metadata(self) -> None:
+        every = self._all_topics
         wanted = sorted(self._wanted_topics)
         node_id = self.least_loaded_node()
         conn = await self.connection(node_id)
         # (v0 reads an empty list as "all topics": acceptable for a broker that old)
         response = await conn.request(ApiKey.Metadata, lambda v: metadata_request(
-            v, wanted, allow_auto_create=self.allow_auto_topic_creation))
-        self.metadata.update(response, trio.current_time(), requested=wanted)
+            v, None if every else wanted,
+            allow_auto_create=False if every else self.allow_auto_topic_creation))
+        # an all-topics answer lists every topic: the ones known before and absent now are gone
+        gone = sorted(set(self.metadata.topics) | self._wanted_topics) if every else wanted
+        self.metadata.update(response, trio.current_time(), requested=gone)

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import logging
 import math
+import re
 from collections.abc import AsyncIterator, Iterable, Mapping
 from contextlib import asynccontextmanager
 from typing import Any
@@ -32,6 +33,7 @@ import trio
 import trio.lowlevel
 
 from ....protocol.api_keys import ApiKey
+from ....protocol.errors import ErrorCode
 from ...core.errors import (
     ConfigError,
     IllegalStateError,
@@ -106,6 +108,9 @@ class Consumer:
         self._max_poll_records = config["max.poll.records"]
         self._auto_commit = bool(config["enable.auto.commit"]) and self._group_id is not None
         self._closed = False
+        #: a classic-protocol pattern subscription, matched here at every metadata update
+        self._pattern: re.Pattern[str] | None = None
+        self._exclude_internal = bool(config["exclude.internal.topics"])
 
     @property
     def client(self) -> NetworkClient:
@@ -125,6 +130,7 @@ class Consumer:
                 nursery.start_soon(self._auto_commit_loop)
 
     def _on_cluster_change(self) -> None:
+        self._match_pattern()
         if self._client.fatal_error is not None:
             self._fetcher.data_ready.set()  # a waiting getmany raises it
 
@@ -143,21 +149,67 @@ class Consumer:
 
     # --- subscription and assignment ---------------------------------------------------------
 
-    def subscribe(self, topics: Iterable[str] | str,
-                  listener: ConsumerRebalanceListener | None = None) -> None:
-        """Join the consumer group (``group.id``) for ``topics``; the group assigns partitions.
+    def subscribe(self, topics: Iterable[str] | str = (),
+                  listener: ConsumerRebalanceListener | None = None, *,
+                  pattern: str | None = None) -> None:
+        """Join the consumer group (``group.id``) for ``topics``, or for every topic whose
+        whole name matches ``pattern``; the group assigns partitions.
+
+        A pattern is matched by this client against every topic's metadata with the classic
+        protocol (Python's ``re``, as Java's client uses ``java.util.regex``; internal topics
+        left out while ``exclude.internal.topics``), so topics created or deleted later join or
+        leave the subscription at the next metadata refresh (``metadata.max.age.ms``); with the
+        consumer protocol it goes to the group coordinator, which matches it (RE2 syntax).
         """
         if self._member is None:
             raise IllegalStateError("subscribe() needs a group.id; use assign() without one")
         if self._subs.manual:
             raise IllegalStateError("subscribe() after assign(): call unsubscribe() first")
         names = {topics} if isinstance(topics, str) else set(topics)
+        if pattern is not None:
+            if names:
+                raise ValueError("subscribe() takes topics or a pattern, not both")
+            self._subscribe_pattern(pattern, listener)
+            return
         if not names:
             raise ValueError("subscribe() needs at least one topic")
+        self._pattern = None
+        self._client.track_all_topics(False)
         self._subs.subscription = names
         self._subs.listener = listener
         self._client.set_topics(names)
         self._member.subscribe(names)
+
+    def _subscribe_pattern(self, pattern: str,
+                           listener: ConsumerRebalanceListener | None) -> None:
+        assert self._member is not None
+        try:
+            compiled = re.compile(pattern)
+        except re.error as exc:
+            raise ValueError(f"subscribe(pattern={pattern!r}): {exc}") from None
+        self._subs.listener = listener
+        self._client.track_all_topics(True)
+        if isinstance(self._member, ConsumerMember):
+            self._pattern = None
+            self._subs.subscription = set()
+            self._member.subscribe_pattern(pattern)
+            return
+        self._pattern = compiled
+        self._subs.subscription = set()
+        self._match_pattern()
+
+    def _match_pattern(self) -> None:
+        """Classic protocol: subscribe to the topics the pattern matches now."""
+        if self._pattern is None or self._member is None or self._subs.subscription is None:
+            return
+        exclude = self._exclude_internal
+        matched = {name for name, info in self._client.metadata.topics.items()
+                   if info.error == ErrorCode.NONE and not (exclude and info.internal)
+                   and self._pattern.fullmatch(name)}
+        if matched != self._subs.subscription:
+            LOGGER.info("pattern %r now matches %s", self._pattern.pattern, sorted(matched))
+            self._subs.subscription = matched
+            self._member.subscribe(matched)
 
     def assign(self, partitions: Iterable[TopicPartition]) -> None:
         """Consume exactly ``partitions``, without group membership."""
@@ -171,6 +223,8 @@ class Consumer:
     async def unsubscribe(self) -> None:
         """Drop the subscription (leaving the group) or the manual assignment."""
         if self._member is not None and self._subs.subscription is not None:
+            self._pattern = None
+            self._client.track_all_topics(False)
             self._member.subscribe(())
             self._member.stop_joining()
             if self._member.assignment:

@@ -75,6 +75,8 @@ class ConsumerMember:
         self.member_id = uuid.uuid4().hex  # KIP-1082: the member chooses its id
         self.member_epoch = 0
         self.topics: set[str] = set()
+        #: a pattern subscription (RE2 syntax, matched by the group coordinator, KIP-848)
+        self.regex: str | None = None
         self.assignment: set[TopicPartition] = set()
         self.stable = False
         self.fatal_error: KafkaError | None = None
@@ -94,8 +96,16 @@ class ConsumerMember:
 
     def subscribe(self, topics: Iterable[str]) -> None:
         topics = set(topics)
-        if topics != self.topics:
+        if topics != self.topics or self.regex is not None:
             self.topics = topics
+            self.regex = None
+            self._left = False
+            self._wakeup.set()
+
+    def subscribe_pattern(self, regex: str) -> None:
+        if regex != self.regex:
+            self.topics = set()
+            self.regex = regex
             self._left = False
             self._wakeup.set()
 
@@ -116,7 +126,7 @@ class ConsumerMember:
     async def run(self) -> None:
         attempts = 0
         while True:
-            if not self.topics or self._left:
+            if (not self.topics and self.regex is None) or self._left:
                 await self._wakeup.wait()
                 continue
             self._wakeup.clear()
@@ -151,7 +161,9 @@ class ConsumerMember:
             ApiKey.ConsumerGroupHeartbeat, version, group_id=self.group_id,
             member_id=self.member_id, member_epoch=epoch, instance_id=self._instance_id,
             rack_id=None, rebalance_timeout_ms=-1 if leaving else self._rebalance_timeout_ms,
-            subscribed_topic_names=None if leaving else sorted(self.topics),
+            subscribed_topic_names=None if leaving or self.regex is not None else sorted(
+                self.topics),
+            subscribed_topic_regex=None if leaving else self.regex,
             server_assignor=None if leaving else self._assignor,
             topic_partitions=None if leaving else owned)
 
@@ -228,7 +240,8 @@ class ConsumerMember:
             raise UnsupportedVersionError(f"the broker speaks Metadata up to v{theirs[1]}; "
                                           "topic ids need v10")
         request = await conn.send(ApiKey.Metadata,
-                                  lambda v: metadata_request(v, sorted(self.topics)),
+                                  lambda v: metadata_request(
+                                      v, None if self.regex is not None else sorted(self.topics)),
                                   version=version)
         assert request is not None
         response = await request.wait()
