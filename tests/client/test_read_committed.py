@@ -90,7 +90,7 @@ async def test_read_committed_drops_aborted_and_stops_at_the_stable_offset(
 
 
 async def test_an_unknown_isolation_level_is_refused() -> None:
-    with pytest.raises(errors.ConfigError, match="isolation.level"):
+    with pytest.raises(errors.ConfigError, match=r"isolation\.level"):
         async with open_consumer(bootstrap_servers="127.0.0.1:1",
                                  isolation_level="serializable"):
             pass

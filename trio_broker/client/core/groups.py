@@ -14,6 +14,7 @@ from typing import Any, NamedTuple
 from ...protocol.api_keys import ApiKey, request_class
 from ...protocol.consumer_protocol import PayloadError, decode_assignment
 from ...protocol.messages import make_request
+from .errors import UnsupportedVersionError
 from .structs import TopicPartition
 
 _JOIN: Any = request_class(ApiKey.JoinGroup)
@@ -82,10 +83,16 @@ def parse_find_coordinator(response: Any) -> Coordinator:
 def join_group_request(version: int, group_id: str, member_id: str, *,
                        session_timeout_ms: int, rebalance_timeout_ms: int,
                        protocols: Sequence[tuple[str, bytes]],
-                       protocol_type: str = "consumer") -> Any:
+                       protocol_type: str = "consumer",
+                       group_instance_id: str | None = None) -> Any:
+    """``group_instance_id`` makes the member static (KIP-345), which needs JoinGroup v5."""
+    if group_instance_id is not None and version < 5:
+        raise UnsupportedVersionError(f"static membership needs JoinGroup v5; the coordinator "
+                                      f"speaks up to v{version}")
     return make_request(
         ApiKey.JoinGroup, version, group_id=group_id, session_timeout_ms=session_timeout_ms,
-        rebalance_timeout_ms=rebalance_timeout_ms, member_id=member_id, group_instance_id=None,
+        rebalance_timeout_ms=rebalance_timeout_ms, member_id=member_id,
+        group_instance_id=group_instance_id,
         protocol_type=protocol_type,
         protocols=[_JOIN.JoinGroupRequestProtocol(name=name, metadata=metadata)
                    for name, metadata in protocols])
@@ -99,10 +106,11 @@ def parse_join_group(response: Any) -> JoinResult:
 
 def sync_group_request(version: int, group_id: str, generation: int, member_id: str, *,
                        protocol_name: str | None, assignments: Mapping[str, bytes],
-                       protocol_type: str = "consumer") -> Any:
+                       protocol_type: str = "consumer",
+                       group_instance_id: str | None = None) -> Any:
     return make_request(
         ApiKey.SyncGroup, version, group_id=group_id, generation_id=generation,
-        member_id=member_id, group_instance_id=None, protocol_type=protocol_type,
+        member_id=member_id, group_instance_id=group_instance_id, protocol_type=protocol_type,
         protocol_name=protocol_name,
         assignments=[_SYNC.SyncGroupRequestAssignment(member_id=m, assignment=a)
                      for m, a in assignments.items()])
@@ -113,9 +121,10 @@ def parse_sync_group(response: Any) -> tuple[int, bytes]:
     return response.error_code, bytes(response.assignment or b"")
 
 
-def heartbeat_request(version: int, group_id: str, generation: int, member_id: str) -> Any:
+def heartbeat_request(version: int, group_id: str, generation: int, member_id: str,
+                      group_instance_id: str | None = None) -> Any:
     return make_request(ApiKey.Heartbeat, version, group_id=group_id, generation_id=generation,
-                        member_id=member_id, group_instance_id=None)
+                        member_id=member_id, group_instance_id=group_instance_id)
 
 
 def leave_group_request(version: int, group_id: str, member_id: str) -> Any:

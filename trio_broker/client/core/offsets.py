@@ -64,7 +64,8 @@ def parse_list_offsets(response: Any) -> dict[TopicPartition, tuple[int, OffsetA
 
 def offset_commit_request(version: int, group_id: str,
                           offsets: Mapping[TopicPartition, OffsetAndMetadata | tuple[int, Any]],
-                          *, generation: int = -1, member_id: str = "") -> Any:
+                          *, generation: int = -1, member_id: str = "",
+                          group_instance_id: str | None = None) -> Any:
     """Commit ``offsets`` (the next offsets to read); generation -1 and member "" commit
     outside a group generation (a consumer that assigned partitions itself)."""
     part = _COMMIT.OffsetCommitRequestTopic.OffsetCommitRequestPartition
@@ -74,7 +75,7 @@ def offset_commit_request(version: int, group_id: str,
                        for tp, (offset, metadata) in offsets.items())
     return make_request(ApiKey.OffsetCommit, version, group_id=group_id,
                         generation_id_or_member_epoch=generation, member_id=member_id,
-                        group_instance_id=None, retention_time_ms=-1,
+                        group_instance_id=group_instance_id, retention_time_ms=-1,
                         topics=[_COMMIT.OffsetCommitRequestTopic(name=t, partitions=p)
                                 for t, p in topics.items()])
 

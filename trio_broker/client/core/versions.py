@@ -44,7 +44,7 @@ CLIENT_VERSIONS: dict[int, VersionRange] = {
     # membership stays pre-flexible: librdkafka's mock cluster (the tests' other Kafka) does
     # not form a group with this client at JoinGroup v6+ / SyncGroup v4+ / LeaveGroup v2+
     ApiKey.JoinGroup: VersionRange(0, 5),
-    ApiKey.Heartbeat: VersionRange(0, 1),
+    ApiKey.Heartbeat: VersionRange(0, 3),  # v3: group_instance_id (static members)
     ApiKey.LeaveGroup: VersionRange(0, 1),
     ApiKey.SyncGroup: VersionRange(0, 3),
     ApiKey.DescribeGroups: VersionRange(0, 5),  # v6 answers GROUP_ID_NOT_FOUND, not "Dead"

@@ -86,6 +86,9 @@ class GroupMember:
         self._rebalance_timeout_ms = config["max.poll.interval.ms"]
         self._heartbeat_interval_s = config["heartbeat.interval.ms"] / 1000
         self._request_timeout_s = config["request.timeout.ms"] / 1000
+        #: a static member (KIP-345): its partitions wait for it through a restart within
+        #: session.timeout.ms, and it never sends LeaveGroup (as Java's consumer since 2.3)
+        self.instance_id: str | None = config["group.instance.id"]
         names = config["partition.assignment.strategy"]
         if isinstance(names, str):
             names = [n.strip() for n in names.split(",") if n.strip()]
@@ -231,7 +234,8 @@ class GroupMember:
         joined = requests.parse_join_group(await self._coordinator.request(
             ApiKey.JoinGroup, lambda v: requests.join_group_request(
                 v, self.group_id, self.member_id, session_timeout_ms=self._session_timeout_ms,
-                rebalance_timeout_ms=self._rebalance_timeout_ms, protocols=protocols),
+                rebalance_timeout_ms=self._rebalance_timeout_ms, protocols=protocols,
+                group_instance_id=self.instance_id),
             timeout_s=self._rebalance_timeout_ms / 1000 + 5 + self._request_timeout_s))
         code = joined.error
         if code == ErrorCode.MEMBER_ID_REQUIRED:
@@ -251,7 +255,8 @@ class GroupMember:
         code, assignment = requests.parse_sync_group(await self._coordinator.request(
             ApiKey.SyncGroup, lambda v: requests.sync_group_request(
                 v, self.group_id, self.generation, self.member_id,
-                protocol_name=self.protocol, assignments=assignments)))
+                protocol_name=self.protocol, assignments=assignments,
+                group_instance_id=self.instance_id)))
         if code != ErrorCode.NONE:
             self._handle_group_error(code, "SyncGroup")
             return None
@@ -324,7 +329,8 @@ class GroupMember:
             try:
                 response = await self._coordinator.request(
                     ApiKey.Heartbeat, partial(requests.heartbeat_request, group_id=self.group_id,
-                                              generation=generation, member_id=member_id))
+                                              generation=generation, member_id=member_id,
+                                              group_instance_id=self.instance_id))
                 code = response.error_code
             except KafkaError as exc:
                 LOGGER.info("group %s: heartbeat failed: %r", self.group_id, exc)
@@ -346,6 +352,16 @@ class GroupMember:
                 self.request_rejoin("heartbeat answered UNKNOWN_MEMBER_ID")
             elif code in COORDINATOR_ERRORS:
                 self._coordinator.mark_unknown()
+            elif code == ErrorCode.FENCED_INSTANCE_ID:
+                # another consumer took this group.instance.id: fatal, as in Java
+                self.fatal_error = error_for(code, f"Heartbeat for group {self.group_id!r}: "
+                                             f"{describe_code(code)}")
+                LOGGER.error("group %s: %r", self.group_id, self.fatal_error)
+                self.stable = False
+                self._left = True
+                self.joined.set()
+                self._on_fatal()
+                return
             if (self.stable and now - self._last_heartbeat_ok
                     > self._session_timeout_ms / 1000):
                 self.request_rejoin("no successful heartbeat within session.timeout.ms")
@@ -366,6 +382,10 @@ class GroupMember:
     async def leave(self) -> None:
         """LeaveGroup (best effort) so the group rebalances now rather than after a timeout."""
         self.stop_joining()
+        if self.instance_id is not None:  # static: the session timeout ends the membership
+            self.member_id, self.generation, self.stable = "", -1, False
+            await trio.lowlevel.checkpoint()
+            return
         if not self.member_id or self._coordinator.node_id is None:
             return
         member_id, self.member_id = self.member_id, ""

@@ -35,7 +35,8 @@ T = TypeVar("T")
 
 async def commit_offsets(coordinator: CoordinatorLookup, client: NetworkClient,
                          offsets: OffsetMap, *, generation: int, member_id: str,
-                         timeout_s: float, version: int | None = None) -> None:
+                         timeout_s: float, version: int | None = None,
+                         group_instance_id: str | None = None) -> None:
     """OffsetCommit, retrying retriable errors until ``timeout_s``; raises the rest.
     ``version`` pins one (a consumer-protocol member commits at v9+, with its epoch)."""
     if not offsets:
@@ -45,7 +46,7 @@ async def commit_offsets(coordinator: CoordinatorLookup, client: NetworkClient,
 
     def body(version: int) -> Any:
         return offset_commit_request(version, group_id, offsets, generation=generation,
-                                     member_id=member_id)
+                                     member_id=member_id, group_instance_id=group_instance_id)
 
     async def commit() -> None:
         response = await coordinator.request(ApiKey.OffsetCommit, body, version=version)

@@ -76,9 +76,6 @@ class Consumer:
         protocol = str(config["group.protocol"]).lower()
         if protocol not in ("classic", "consumer"):
             raise ConfigError(f"group.protocol must be classic or consumer, got {protocol!r}")
-        if config["group.instance.id"] is not None and protocol == "classic":
-            raise ConfigError("static membership (group.instance.id) needs "
-                              "group.protocol=consumer here")
         if config["group.remote.assignor"] is not None and protocol == "classic":
             raise ConfigError("group.remote.assignor needs group.protocol=consumer")
         self._consumer_protocol = protocol == "consumer"
@@ -440,12 +437,14 @@ class Consumer:
 
     async def _commit(self, offsets: Mapping[TopicPartition, OffsetAndMetadata]) -> None:
         assert self._coordinator is not None
-        generation, member_id = -1, ""
+        generation, member_id, instance_id = -1, "", None
         if self._member is not None and self._subs.subscription is not None:
             generation, member_id = self._member.commit_identity
+            instance_id = self.config["group.instance.id"]
         await commit_offsets(self._coordinator, self._client, offsets, generation=generation,
                              member_id=member_id, timeout_s=self._api_timeout_s,
-                             version=COMMIT_VERSION if self._consumer_protocol else None)
+                             version=COMMIT_VERSION if self._consumer_protocol else None,
+                             group_instance_id=instance_id)
         for tp, (offset, _) in offsets.items():
             self._subs.committed[tp] = offset
 
