@@ -15,7 +15,13 @@ from pathlib import Path
 import pyspark
 import pytest
 
-from trio_broker.spark._class_archive import SWITCH, ClassArchive, archive_enabled, class_archive
+from trio_broker.spark._class_archive import (
+    SWITCH,
+    WRITER,
+    ClassArchive,
+    archive_enabled,
+    class_archive,
+)
 
 
 def _archive(cache: Path) -> ClassArchive:
@@ -61,10 +67,38 @@ def test_a_java_installation_without_a_version_has_no_archive(
     assert class_archive(tmp_path) is None
 
 
-def test_the_first_run_creates_it_and_later_runs_use_it(tmp_path: Path) -> None:
+def test_a_run_without_an_archive_starts_the_writer_and_does_not_wait(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(WRITER, raising=False)
+    first = _archive(tmp_path)
+    assert first.java_options() == ""  # the user's run starts as without the feature
+    assert first.missing
+    assert not first.creating
+    started = time.monotonic()
+    writer = first.start_writer([sys.executable, "-c", textwrap.dedent("""
+        import os, sys, time
+        print(os.environ["_TRIOBROKER_SPARK_ARCHIVE_WRITER"], os.getsid(0) == os.getpid())
+        time.sleep(5)
+    """)])
+    assert writer is not None
+    assert time.monotonic() - started < 2  # the run does not wait for the writer
+    writer.wait(30)
+    # detached (a session of its own) and told to record; its output kept beside the archive
+    assert (first.path.parent / "writer.log").read_text().split() == ["1", "True"]
+    # while a writer holds the lock, runs start without an archive and start no other writer
+    first.lock.touch()
+    second = _archive(tmp_path)
+    assert second.java_options() == ""
+    assert not second.missing
+    assert second.start_writer([sys.executable, "-c", "pass"]) is None
+
+
+def test_the_writer_creates_it_and_later_runs_use_it(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(WRITER, "1")
     first = _archive(tmp_path)
     assert first.java_options() == f"-XX:ArchiveClassesAtExit={first.partial}"
-    # while the first run creates it, another starts without an archive
+    # while the writer creates it, another starts without an archive
     assert _archive(tmp_path).java_options() == ""
     first.partial.write_bytes(b"archive")
     jvm = subprocess.Popen([sys.executable, "-c", "import sys; sys.stdin.read()"],
@@ -77,7 +111,9 @@ def test_the_first_run_creates_it_and_later_runs_use_it(tmp_path: Path) -> None:
     assert later.java_options() == f"-XX:SharedArchiveFile={later.path}"
 
 
-def test_an_archive_is_not_published_when_its_jvm_failed(tmp_path: Path) -> None:
+def test_an_archive_is_not_published_when_its_jvm_failed(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(WRITER, "1")
     archive = _archive(tmp_path)
     archive.java_options()
     archive.partial.write_bytes(b"half an arch")
@@ -87,7 +123,9 @@ def test_an_archive_is_not_published_when_its_jvm_failed(tmp_path: Path) -> None
     assert list(archive.path.parent.iterdir()) == []
 
 
-def test_a_cache_directory_that_cannot_be_made_means_no_archive(tmp_path: Path) -> None:
+def test_a_cache_directory_that_cannot_be_made_means_no_archive(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(WRITER, "1")
     (tmp_path / "cache").write_text("a file where the cache directory would be")
     archive = _archive(tmp_path / "cache")
     assert archive.java_options() == ""  # the JVM starts as it would without the feature
@@ -95,14 +133,16 @@ def test_a_cache_directory_that_cannot_be_made_means_no_archive(tmp_path: Path) 
     assert not archive.using
 
 
-def test_a_lock_left_by_a_dead_run_expires(tmp_path: Path) -> None:
+def test_a_lock_left_by_a_dead_writer_expires(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(WRITER, "1")
     archive = _archive(tmp_path)
     archive.path.parent.mkdir(parents=True)
     archive.lock.touch()
     assert archive.java_options() == ""
     old = time.time() - 3600
     os.utime(archive.lock, (old, old))
-    left = archive.path.with_name(archive.path.name + ".12345.tmp")  # the dead run's
+    left = archive.path.with_name(archive.path.name + ".12345.tmp")  # the dead writer's
     left.write_bytes(b"half")
     assert archive.java_options().startswith("-XX:ArchiveClassesAtExit=")
     assert not left.exists()
@@ -145,12 +185,18 @@ def _run_session(tmp_path: Path, name: str) -> list[str]:
 def test_real_jvms_use_the_archive_and_survive_a_damaged_one(tmp_path: Path) -> None:
     """The suite stands the JDK's own archive in for one a first run wrote (writing one costs
     a minute or more on a busy 2-core machine); ``make class-archive`` sets CLASS_ARCHIVE_CYCLE
-    and runs the whole cycle: a first run writes it, a second maps it, a truncated one makes the
-    JVM crash and the session starts without it."""
+    and runs the whole cycle: a first run starts the writer, which writes it in the background,
+    a second run maps it, a truncated one makes the JVM crash and the session starts without
+    it."""
     cycle = bool(os.environ.get("CLASS_ARCHIVE_CYCLE"))
     if cycle:
         assert not [p for p in _run_session(tmp_path, "creating") if "trio-broker" in p]
-        [archive] = (tmp_path / "cache" / "trio-broker").glob("*.jsa")
+        directory = tmp_path / "cache" / "trio-broker"
+        deadline = time.monotonic() + 300  # the writer, in the background, runs an export
+        while not list(directory.glob("*.jsa")) or list(directory.glob("*.lock")):
+            assert time.monotonic() < deadline, (directory / "writer.log").read_text()[-3000:]
+            time.sleep(0.5)
+        [archive] = directory.glob("*.jsa")
         assert not list(archive.parent.glob("*.tmp"))
         assert not list(archive.parent.glob("*.lock"))
     else:
@@ -164,6 +210,6 @@ def test_real_jvms_use_the_archive_and_survive_a_damaged_one(tmp_path: Path) -> 
         f.truncate(archive.stat().st_size // 2)
     assert str(archive) not in _run_session(tmp_path, "damaged")  # the session started
     if cycle:  # a truncated archive of classes made the JVM crash: it was started again
-        assert not archive.exists()  # without it, and the next run creates it again
+        assert not archive.exists()  # without it, and started the writer again
         # the crash report is written next to the log
         assert list((tmp_path / "damaged").glob("hs_err_pid*.log"))

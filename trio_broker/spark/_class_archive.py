@@ -2,9 +2,16 @@
 
 Why: a fresh driver JVM loads, parses and verifies over 20,000 classes from Spark's jars before
 a short export has read a record. Java's class-data sharing (CDS) keeps the classes one run
-loaded in an archive file that later JVMs map into memory instead. The first run that finds no
-archive creates it (``-XX:ArchiveClassesAtExit``: the JVM writes it as it exits, which that run
-waits for); later runs use it (``-XX:SharedArchiveFile``).
+loaded in an archive file that later JVMs map into memory instead. Later runs use it
+(``-XX:SharedArchiveFile``).
+
+The first run that finds no archive does not make it: it starts as without the feature and, as
+it exits, starts the archive's writer (``_archive_writer``) in the background, detached, and
+returns. Writing an archive costs more than the short job itself (the JVM records every class it
+loads and writes them as it exits, over ten seconds even on an idle machine), and a user's first
+export should not wait for it (docs/benchmarks.md, "The first export"). The writer runs a short
+export of its own, against a broker it starts for the purpose, in a JVM started with
+``-XX:ArchiveClassesAtExit``, so the archive holds the classes an export loads.
 
 The archive lives in the user's cache directory (``$XDG_CACHE_HOME/trio-broker``, by default
 ``~/.cache/trio-broker``), one per Spark version, Java version and installation of each (a
@@ -16,7 +23,8 @@ The archive lives in the user's cache directory (``$XDG_CACHE_HOME/trio-broker``
   cleanly, so a run never sees half a file (a truncated archive makes the JVM crash at start);
   should a JVM still fail to start with an archive, the archive is deleted and the JVM started
   again without it;
-- while one run creates the archive (a lock file next to it), other runs start without one;
+- while the writer creates the archive (a lock file next to it), runs start without one and
+  start no second writer;
 - ``TRIOBROKER_SPARK_CLASS_ARCHIVE=off`` turns it off (not ``TRIO_BROKER_...``: that prefix
   is the broker's configuration, which refuses names it does not know).
 """
@@ -41,6 +49,8 @@ _ON = frozenset({"", "on", "1", "true", "yes"})
 STALE_LOCK_SECONDS = 600.0
 #: how long a run that creates the archive waits for its JVM to write it
 WRITE_TIMEOUT_SECONDS = 300.0
+#: set (to any value) in the writer's environment: its run records the archive
+WRITER = "_TRIOBROKER_SPARK_ARCHIVE_WRITER"
 
 
 @dataclass
@@ -51,6 +61,8 @@ class ClassArchive:
     path: Path
     creating: bool = field(default=False, init=False)
     using: bool = field(default=False, init=False)
+    #: no archive yet: this run starts the writer as it exits
+    missing: bool = field(default=False, init=False)
 
     @property
     def lock(self) -> Path:
@@ -61,11 +73,15 @@ class ClassArchive:
         return self.path.with_name(f"{self.path.name}.{os.getpid()}.tmp")
 
     def java_options(self) -> str:
-        """Use the archive if it exists; else create it, unless another run is doing so."""
-        self.creating = self.using = False
+        """Use the archive if it exists. Else, in the writer, record it (unless another writer
+        is doing so); in any other run, start without it and start the writer at exit."""
+        self.creating = self.using = self.missing = False
         if self.path.is_file():
             self.using = True
             return f"-XX:SharedArchiveFile={self.path}"
+        if WRITER not in os.environ:
+            self.missing = not self.lock.exists()
+            return ""
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             if not _take_lock(self.lock):
@@ -88,12 +104,31 @@ class ClassArchive:
         return True
 
     def launched(self, jvm: subprocess.Popen[bytes] | None) -> None:
-        """The JVM started; if it is creating the archive, wait for it at this process's exit."""
+        """The JVM started; if it is creating the archive, wait for it at this process's exit;
+        if there is no archive, start the writer at this process's exit."""
         if self.creating:
             if jvm is None:  # not a JVM this process started: it cannot be waited for
                 self._cleanup()
             else:
                 atexit.register(self._publish, jvm)
+        elif self.missing:
+            atexit.register(self.start_writer)
+
+    def start_writer(self, command: list[str] | None = None) -> subprocess.Popen[bytes] | None:
+        """Start the archive's writer, detached (its own session, no terminal, its output in
+        ``writer.log`` next to the archive), unless one holds the lock; None if none started.
+        """
+        if self.lock.exists():
+            return None
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            with open(self.path.parent / "writer.log", "ab") as log:
+                return subprocess.Popen(
+                    command or [sys.executable, "-m", "trio_broker.spark._archive_writer"],
+                    stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True,
+                    env={**os.environ, WRITER: "1"})
+        except OSError:
+            return None
 
     def _publish(self, jvm: subprocess.Popen[bytes]) -> None:
         """Let the JVM exit (its stdin closing is its signal), wait while it writes the archive,
