@@ -190,6 +190,29 @@ def test_a_big_frame_read_in_place_can_be_taken_without_a_copy():
         assert take(dec) is NEED_DATA
 
 
+def test_a_produce_request_read_in_place_hands_its_batches_over_without_a_copy():
+    """A big Produce frame read into its own buffer reaches the decoder as that buffer, and its
+    ``records`` are views of it: the batches go from the socket to the log with no copy in
+    between."""
+    batch = bytes(range(256)) * 4000
+    body = _sample_request(ApiKey.Produce, 9)
+    body.topic_data[0].partition_data[0].records = batch
+    data = encode_request(ApiKey.Produce, 9, 5, "c", body)
+    dec = FrameDecoder()
+    dec.receive_data(data[:70_000])
+    view = dec.frame_view(100, 16)
+    assert view is not None
+    view[:] = data[70_000:]
+    dec.received_into(len(view))
+    raw = dec.next_frame_in_place()
+    assert type(raw) is bytearray
+    decoded = decode_request_body(decode_request_header(raw), raw)
+    records = decoded.topic_data[0].partition_data[0].records
+    assert isinstance(records, memoryview)
+    assert records.obj is raw
+    assert records == batch
+
+
 def test_big_frame_view_needs_a_valid_size():
     """No buffer is reserved for a size claim the decoder refuses, nor for one whose bytes did
     not arrive (a size claim alone costs nothing)."""

@@ -4,7 +4,10 @@ The generated function reads a ``memoryview`` from ``pos`` and returns ``(messag
 Every length and count is checked against the bytes left before anything is sliced or built (an
 array count larger than the bytes that could hold it is refused before any list exists), a null
 in a field the schema declares non-nullable is refused, unknown tagged fields are skipped, and
-``bytes``/``records`` values are copied out of the frame exactly once. Everything a hostile peer
+``bytes``/``records`` values are copied out of the frame exactly once, except a request's
+``records`` (Produce's batches): those are views of the frame, which the reader hands over and
+keeps nothing else of, so the batches go from the socket's buffer to the log's ``pwritev`` with
+no copy in between (docs/benchmarks.md, "Big records"). Everything a hostile peer
 can cause raises ``RemoteProtocolError`` (or a ``struct.error``/``IndexError``/
 ``UnicodeDecodeError``, which the codec turns into one).
 """
@@ -31,7 +34,8 @@ def decoder_source(schema: MessageSchema, version: int) -> Source:
                         ("_ce", wire.count_error), ("_te", wire.tag_error),
                         ("_Z16", _Z16), ("_UUID", uuid.UUID), ("_bits", wire.bits_from_int)):
         src.consts[name] = value
-    gen = _Decoder(src, version, schema.flexible(version))
+    gen = _Decoder(src, version, schema.flexible(version),
+                   records_as_views=schema.kind == "request")
     src.emit(0, "def decode(data, pos):")
     src.emit(1, "end = len(data)")
     gen.struct(schema.root, "o", 1, schema.name)
@@ -40,10 +44,12 @@ def decoder_source(schema: MessageSchema, version: int) -> Source:
 
 
 class _Decoder:
-    def __init__(self, src: Source, version: int, flexible: bool) -> None:
+    def __init__(self, src: Source, version: int, flexible: bool, *,
+                 records_as_views: bool = False) -> None:
         self.src = src
         self.v = version
         self.flex = flexible
+        self.records_as_views = records_as_views
 
     # --- structs --------------------------------------------------------------------------------
 
@@ -188,6 +194,8 @@ class _Decoder:
         src.emit(ind, f"if {end} > end: raise _se({path!r})")
         if element == "string":
             src.emit(ind, f"{dest} = str(data[pos:{end}], 'utf-8')")
+        elif element == "records" and self.records_as_views:
+            src.emit(ind, f"{dest} = data[pos:{end}]")
         else:  # bytes, records: one copy out of the frame
             src.emit(ind, f"{dest} = bytes(data[pos:{end}])")
         src.emit(ind, f"pos = {end}")

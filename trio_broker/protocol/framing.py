@@ -137,8 +137,8 @@ class FrameDecoder:
     def next_frame_in_place(self) -> bytes | bytearray | _Sentinel:
         """``next_frame``, except that a big frame read in place (``frame_view``) comes back as
         the buffer it was read into, not copied to ``bytes``: for a reader that only decodes
-        its frames (the client's ~1 MB fetch answers). The broker keeps ``next_frame``'s bytes,
-        whose slices it stores."""
+        its frames and keeps nothing of them but what the decoder copies out (the broker's
+        requests, a produce of 1 MB records among them; the client's ~1 MB fetch answers)."""
         big = self._big
         if big is not None and self._big_got == len(big):
             self._big = None

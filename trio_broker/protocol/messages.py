@@ -66,7 +66,7 @@ class RequestHeader:
                 f"correlation_id={self.correlation_id}, client_id={self.client_id!r})")
 
 
-def _skip_tagged_fields(buf: bytes, pos: int) -> int:
+def _skip_tagged_fields(buf: bytes | bytearray, pos: int) -> int:
     count, pos = read_uvarint(buf, pos)
     for _ in range(count):
         _, pos = read_uvarint(buf, pos)
@@ -77,7 +77,7 @@ def _skip_tagged_fields(buf: bytes, pos: int) -> int:
     return pos
 
 
-def peek_correlation_id(frame: bytes) -> int | None:
+def peek_correlation_id(frame: bytes | bytearray) -> int | None:
     """The correlation id of a frame whose header may be otherwise unparseable."""
     if len(frame) < 8:
         return None
@@ -91,7 +91,7 @@ _KNOWN: dict[tuple[int, int], bool] = {
     for version in range(supported.min, supported.max + 1)}
 
 
-def decode_request_header(frame: bytes) -> RequestHeader:
+def decode_request_header(frame: bytes | bytearray) -> RequestHeader:
     """Decode the header of a request frame (the size prefix already stripped).
 
     Raises ``UnsupportedVersionError`` for an API key or version outside ``SUPPORTED_VERSIONS``
@@ -117,7 +117,7 @@ def decode_request_header(frame: bytes) -> RequestHeader:
     return _decode_request_header(frame)
 
 
-def _decode_request_header(frame: bytes) -> RequestHeader:
+def _decode_request_header(frame: bytes | bytearray) -> RequestHeader:
     """Every header, with every check (unsupported versions, null client ids, tagged fields)."""
     if len(frame) < _HEADER_FIXED.size:
         raise RemoteProtocolError(f"request header needs 10 bytes, frame has {len(frame)}")
@@ -183,7 +183,8 @@ def _decoder(api_key: int, kind: str, version: int) -> codec.Decoder:
     return fn
 
 
-def _decode(api_key: int, kind: str, version: int, data: bytes, offset: int) -> Any:
+def _decode(api_key: int, kind: str, version: int, data: bytes | bytearray,
+            offset: int) -> Any:
     fn = _decoders.get((api_key, kind, version)) or _decoder(api_key, kind, version)
     try:
         return fn(memoryview(data), offset)[0]
@@ -194,7 +195,7 @@ def _decode(api_key: int, kind: str, version: int, data: bytes, offset: int) -> 
                                   f"{type(exc).__name__}: {exc}") from exc
 
 
-def decode_request_body(header: RequestHeader, frame: bytes) -> Any:
+def decode_request_body(header: RequestHeader, frame: bytes | bytearray) -> Any:
     """Decode the body of a request whose header was decoded by ``decode_request_header``.
 
     Nulls in fields the schema declares non-nullable are refused here, as Kafka does.

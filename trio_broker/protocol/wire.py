@@ -19,7 +19,7 @@ UVARINT_1: tuple[bytes, ...] = tuple(bytes([i]) for i in range(128))
 STRUCT_ERRORS = (struct.error, IndexError, UnicodeDecodeError, ValueError, OverflowError)
 
 
-def read_uvarint(data: memoryview | bytes, pos: int) -> tuple[int, int]:
+def read_uvarint(data: memoryview | bytes | bytearray, pos: int) -> tuple[int, int]:
     """An unsigned varint of at most 5 bytes (a 32-bit value) at ``pos``: (value, next pos)."""
     result = 0
     for shift in (0, 7, 14, 21, 28):

@@ -41,7 +41,8 @@ class Request(RequestTimes):
 
     __slots__ = ("context", "frame", "header", "processor", "throttle_ms")
 
-    def __init__(self, processor: int, context: RequestContext, frame: bytes) -> None:
+    def __init__(self, processor: int, context: RequestContext,
+                 frame: bytes | bytearray) -> None:
         # Performance: one request, one call; the stamps are RequestTimes' (set inline).
         self.received_ns = time.monotonic_ns()
         self.dequeued_ns = self.api_local_done_ns = self.api_remote_done_ns = 0

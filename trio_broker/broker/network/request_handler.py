@@ -137,7 +137,7 @@ class RequestHandlerPool:
         if (header.api_key == ApiKey.Metadata
                 and self.handlers.get(ApiKey.Metadata) is handle_metadata
                 and (answer := refresh_answer(self.broker, header.api_version,
-                                              request.frame[header.body_offset:],
+                                              bytes(request.frame[header.body_offset:]),
                                               request.context.listener_name)) is not None):
             request.api_local_done_ns = now = time.monotonic_ns()
             request.frame = b""

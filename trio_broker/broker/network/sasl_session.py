@@ -58,7 +58,7 @@ class SaslSession:
                 and self.authenticator.awaits_token):
             self.bare_tokens = True
 
-    async def receive_bare_token(self, token: bytes) -> bool:
+    async def receive_bare_token(self, token: bytes | bytearray) -> bool:
         """Answer a bare SASL token; False when the login failed (Kafka does not answer it:
         the connection is closed after ``connection.failed.authentication.delay.ms``)."""
         sasl = self.authenticator

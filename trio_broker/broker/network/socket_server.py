@@ -242,7 +242,7 @@ class Processor:
                 return "ssl_handshake_failed"
             sasl = conn.sasl
             while True:
-                frame = decoder.next_frame()
+                frame = decoder.next_frame_in_place()
                 if frame is NEED_DATA:
                     ran = 0  # the read below yields, whether it waits or not
                     if conn.unsent:  # the answers to the frames read so far go out first
@@ -415,7 +415,7 @@ class Processor:
         if deadline - idle.deadline > self._idle_slack_s:
             idle.deadline = deadline
 
-    def _parse(self, conn: Connection, frame: bytes) -> Request:
+    def _parse(self, conn: Connection, frame: bytes | bytearray) -> Request:
         try:
             header = decode_request_header(frame)
         except UnsupportedVersionError as exc:
