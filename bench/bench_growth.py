@@ -77,6 +77,13 @@ def _rss_kib(pid: int) -> int:
     raise RuntimeError("no VmRSS")
 
 
+def _cpu_s(pid: int) -> float:
+    """User + system CPU seconds of process ``pid`` so far."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def _start(argv: list[str]) -> tuple[subprocess.Popen[str], float]:
     """Start a server; (process, seconds from start to its "listening" line)."""
     t0 = time.perf_counter()
@@ -218,13 +225,17 @@ def sizes(total_mb: float) -> tuple[list[int], dict[str, list[float]]]:
     try:
         for size in SIZES:
             records = max(100, min(500_000, int(total_mb * 1e6 / size)))
-            for name, bootstrap in (("trio-broker", f"127.0.0.1:{port}"),
-                                    ("librdkafka mock", mock_bootstrap)):
-                out[name].append(_produce_mb_s(bootstrap, f"size-{size}", size, records))
+            cpu_before = _cpu_s(proc.pid)
+            out["trio-broker"].append(_produce_mb_s(f"127.0.0.1:{port}", f"size-{size}", size,
+                                                    records))
+            cpu_per_gb = (_cpu_s(proc.pid) - cpu_before) / (records * size / 1e9)
+            out["librdkafka mock"].append(_produce_mb_s(mock_bootstrap, f"size-{size}", size,
+                                                        records))
             ours, theirs = out["trio-broker"][-1], out["librdkafka mock"][-1]
             print(f"{size:9,d} B x {records:7,d}: trio-broker {ours:7.1f} MB/s "
-                  f"({ours * 1e6 / size:10,.0f} rec/s), mock {theirs:7.1f} MB/s, ratio "
-                  f"{ours / theirs:.2f}   (load {_load()})", flush=True)
+                  f"({ours * 1e6 / size:10,.0f} rec/s, broker CPU {cpu_per_gb:.2f} s/GB), "
+                  f"mock {theirs:7.1f} MB/s, ratio {ours / theirs:.2f}   (load {_load()})",
+                  flush=True)
     finally:
         _stop(proc)
         shutil.rmtree(data, ignore_errors=True)
