@@ -1,0 +1,119 @@
+"""The three schema types: parse, validate and give the form a schema is stored and compared in.
+
+Why a parsed form per type: lookups and de-duplication compare schemas by their canonical text
+(Confluent's ``canonicalString``: Avro and JSON Schema as compact JSON, Protobuf as given), and
+compatibility works on the parsed form. Parsing is plain synchronous code; the HTTP side runs it
+in a worker thread under a limiter (``registry.py``), so a huge or hostile schema never stalls
+the broker's event loop.
+
+References resolve before the schema: each one names a (subject, version) whose schema text is
+handed in by the caller, with its own references already resolved.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import attrs
+
+from . import protobuf
+from .errors import RegistryError, invalid_schema
+
+#: Confluent's ``/schemas/types``
+SCHEMA_TYPES = ("JSON", "PROTOBUF", "AVRO")
+
+
+@attrs.frozen
+class Reference:
+    name: str
+    subject: str
+    version: int
+
+    def as_json(self) -> dict[str, object]:
+        return {"name": self.name, "subject": self.subject, "version": self.version}
+
+
+@attrs.frozen
+class ParsedSchema:
+    """A schema checked against its type's rules."""
+
+    schema_type: str
+    #: the stored text (``canonicalString``)
+    canonical: str
+    #: the parsed form compatibility reads: Avro/JSON as JSON values, Protobuf as a ProtoFile
+    parsed: Any
+    #: Avro's named types visible through references (full name -> definition)
+    named: Mapping[str, Any] = attrs.field(factory=dict)
+
+
+def unknown_type(schema_type: str) -> RegistryError:
+    return RegistryError(422, 42201, f"Invalid schema type {schema_type}")
+
+
+def parse_schema(schema_type: str, text: str, references: Sequence[ParsedSchema] = (), *,
+                 normalize: bool = False) -> ParsedSchema:
+    """Parse ``text`` as ``schema_type``; RegistryError 42201 when it is not a valid schema."""
+    if schema_type == "AVRO":
+        return _parse_avro(text, references, normalize)
+    if schema_type == "JSON":
+        return _parse_json_schema(text, normalize)
+    if schema_type == "PROTOBUF":
+        try:
+            proto = protobuf.parse(text)
+        except protobuf.ProtoError as exc:
+            raise invalid_schema(f"{text}, details: {exc}") from None
+        return ParsedSchema("PROTOBUF", protobuf.render(proto) if normalize else text, proto)
+    raise unknown_type(schema_type)
+
+
+def _load_json(text: str) -> Any:
+    try:
+        return json.loads(text)
+    except (ValueError, RecursionError) as exc:
+        raise invalid_schema(f"{text[:200]}, details: not JSON: {exc}") from None
+
+
+def compact(value: Any) -> str:
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+
+
+def _parse_avro(text: str, references: Sequence[ParsedSchema], normalize: bool) -> ParsedSchema:
+    import fastavro
+    from fastavro.schema import SchemaParseException, UnknownType
+
+    from .avro import canonical_form
+
+    value = _load_json(text)
+    named: dict[str, Any] = {}
+    for ref in references:
+        if ref.schema_type != "AVRO":
+            raise invalid_schema(f"{text[:200]}, details: an Avro schema references a "
+                                 f"{ref.schema_type} schema")
+        named.update(ref.named)
+    parse_names = dict(named)
+    try:
+        parsed = fastavro.parse_schema(value, named_schemas=parse_names, _write_hint=False)
+    except (SchemaParseException, UnknownType, ValueError, TypeError, KeyError,
+            AttributeError, RecursionError) as exc:
+        raise invalid_schema(f"{text[:200]}, details: {exc}") from None
+    # what this schema defines, for schemas that reference it
+    return ParsedSchema("AVRO", canonical_form(parsed) if normalize else compact(value), parsed,
+                        parse_names)
+
+
+def _parse_json_schema(text: str, normalize: bool) -> ParsedSchema:
+    import jsonschema
+    from jsonschema.exceptions import SchemaError
+
+    value = _load_json(text)
+    if not isinstance(value, (dict, bool)):
+        raise invalid_schema(f"{text[:200]}, details: a JSON schema is an object or a boolean")
+    try:
+        jsonschema.validators.validator_for(value).check_schema(value)
+    except SchemaError as exc:
+        raise invalid_schema(f"{text[:200]}, details: {exc.message}") from None
+    canonical = (json.dumps(value, separators=(",", ":"), sort_keys=True) if normalize
+                 else compact(value))
+    return ParsedSchema("JSON", canonical, value)
