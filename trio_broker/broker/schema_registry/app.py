@@ -74,6 +74,7 @@ def _id(request: Request) -> int:
 def _endpoint(handler: Handler, registry: SchemaRegistry) -> Callable[[Request], Any]:
     async def endpoint(request: Request) -> Response:
         try:
+            registry.store.catch_up()  # records another writer appended since
             result = await handler(registry, request)
         except e.RegistryError as exc:
             return _json(exc.body(), exc.status)

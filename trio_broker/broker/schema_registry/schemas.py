@@ -99,8 +99,37 @@ def _parse_avro(text: str, references: Sequence[ParsedSchema], normalize: bool) 
             AttributeError, RecursionError) as exc:
         raise invalid_schema(f"{text[:200]}, details: {exc}") from None
     # what this schema defines, for schemas that reference it
+    problem = _avro_problem(value, 0)
+    if problem:
+        raise invalid_schema(f"{text[:200]}, details: {problem}")
     return ParsedSchema("AVRO", canonical_form(parsed) if normalize else compact(value), parsed,
                         parse_names)
+
+
+def _avro_problem(value: Any, depth: int) -> str | None:
+    """What Avro's Java parser refuses and fastavro lets through: a record without a fields
+    list, a field name used twice."""
+    if depth > 200:
+        return "nested too deep"
+    if isinstance(value, list):
+        return next((p for v in value if (p := _avro_problem(v, depth + 1))), None)
+    if not isinstance(value, dict):
+        return None
+    kind = value.get("type")
+    if kind in ("record", "error"):
+        fields = value.get("fields")
+        if not isinstance(fields, list):
+            return f"record {value.get('name')!r} has no fields"
+        names = [f.get("name") for f in fields if isinstance(f, dict)]
+        if len(set(names)) != len(names):
+            return f"record {value.get('name')!r} has a field name used twice"
+        return next((p for f in fields if isinstance(f, dict)
+                     and (p := _avro_problem(f.get("type"), depth + 1))), None)
+    if kind == "array":
+        return _avro_problem(value.get("items"), depth + 1)
+    if kind == "map":
+        return _avro_problem(value.get("values"), depth + 1)
+    return _avro_problem(kind, depth + 1) if isinstance(kind, (dict, list)) else None
 
 
 def _parse_json_schema(text: str, normalize: bool) -> ParsedSchema:

@@ -142,28 +142,31 @@ class KafkaStore:
         self.skipped = 0
 
     async def start(self) -> None:
-        """Create the topic if it is missing, then read it whole."""
-        if self.broker.logs.get_log(TOPIC, 0) is None:
-            try:
-                await run_io(self.broker.logs.create_topic, TOPIC, 1,
-                             {"cleanup.policy": "compact"})
-                self.broker.topics_changed(TopicChange(TOPIC, 0, 1))
-            except StorageError as exc:
-                if self.broker.logs.get_log(TOPIC, 0) is None:
-                    raise store_error(str(exc)) from exc
+        """Read the topic whole (a missing topic is an empty registry)."""
         self.catch_up()
         LOGGER.info("schema registry: read %d subjects, %d schema ids from %s (offset %d)",
                     len(self.state.subjects), len(self.state.ids), TOPIC, self._position)
 
-    def _log(self) -> Log:
-        log = self.broker.logs.get_log(TOPIC, 0)
+    async def _create_topic(self) -> Log:
+        """``_schemas`` with one partition, compacted, made by the first write (a broker
+        whose registry is never written to shows no extra topic)."""
+        logs = self.broker.logs
+        try:
+            await run_io(logs.create_topic, TOPIC, 1, {"cleanup.policy": "compact"})
+            self.broker.topics_changed(TopicChange(TOPIC, 0, 1))
+        except StorageError as exc:
+            if logs.get_log(TOPIC, 0) is None:  # not created meanwhile by someone else
+                raise store_error(str(exc)) from exc
+        log = logs.get_log(TOPIC, 0)
         if log is None:
             raise store_error(f"the {TOPIC} topic is missing")
         return log
 
     def catch_up(self) -> None:
         """Apply every record between the last read and the log's end."""
-        log = self._log()
+        log = self.broker.logs.get_log(TOPIC, 0)
+        if log is None:
+            return
         try:
             while self._position < log.log_end_offset:
                 start = max(self._position, log.log_start_offset)
@@ -194,7 +197,7 @@ class KafkaStore:
     async def write(self, records: Sequence[tuple[dict[str, Any], dict[str, Any] | None]],
                     ) -> None:
         """Append ``records`` as one batch, wait until durable, and apply them."""
-        log = self._log()
+        log = self.broker.logs.get_log(TOPIC, 0) or await self._create_topic()
         batch = build_batch([(_encode(k), _encode(v)) for k, v in records])
         broker = self.broker
         try:
