@@ -258,3 +258,58 @@ _VARINT = {"int32", "int64", "uint32", "uint64", "bool"}
 def _same_wire_type(a: str, b: str) -> bool:
     # Confluent accepts changes within the varint family and between string and bytes
     return (a in _VARINT and b in _VARINT) or {a, b} == {"string", "bytes"}
+
+
+_BASE64 = re.compile(r"[A-Za-z0-9+/=\s]+")
+
+
+def parse_any(text: str) -> ProtoFile:
+    """.proto text, or the base64 of a serialized ``FileDescriptorProto`` (what
+    confluent-kafka's ProtobufSerializer sends, and Confluent's registry accepts)."""
+    if not _BASE64.fullmatch(text) or ";" in text:
+        return parse(text)
+    import base64
+    import binascii
+
+    from google.protobuf import descriptor_pb2
+    from google.protobuf.message import DecodeError
+
+    try:
+        proto = descriptor_pb2.FileDescriptorProto.FromString(base64.b64decode(text,
+                                                                               validate=False))
+    except (binascii.Error, DecodeError, ValueError) as exc:
+        raise ProtoError(f"neither .proto text nor a serialized file descriptor: {exc}") from None
+    return from_descriptor(proto)
+
+
+def from_descriptor(proto: object) -> ProtoFile:
+    """The ProtoFile of a ``FileDescriptorProto``."""
+    from google.protobuf import descriptor_pb2
+
+    assert isinstance(proto, descriptor_pb2.FileDescriptorProto)
+    t = descriptor_pb2.FieldDescriptorProto
+    labels = {t.LABEL_OPTIONAL: "", t.LABEL_REQUIRED: "required", t.LABEL_REPEATED: "repeated"}
+    out = ProtoFile(syntax=proto.syntax or "proto2", package=proto.package,
+                    imports=list(proto.dependency))
+
+    def add(message: descriptor_pb2.DescriptorProto, scope: str, depth: int) -> None:
+        if depth > MAX_DEPTH:
+            raise ProtoError("messages nested too deep")
+        full = f"{scope}.{message.name}" if scope else message.name
+        msg = Message(full)
+        for f in message.field:
+            kind = (f.type_name.lstrip(".") if f.type_name else
+                    t.Type.Name(f.type).removeprefix("TYPE_").lower())
+            msg.fields[f.number] = Field(f.name, f.number, kind, labels.get(f.label, ""))
+        out.messages[full] = msg
+        for nested in message.nested_type:
+            add(nested, full, depth + 1)
+        for e in message.enum_type:
+            out.enums[f"{full}.{e.name}"] = {v.name: v.number for v in e.value}
+
+    for message in proto.message_type:
+        add(message, proto.package, 1)
+    for e in proto.enum_type:
+        name = f"{proto.package}.{e.name}" if proto.package else e.name
+        out.enums[name] = {v.name: v.number for v in e.value}
+    return out

@@ -61,7 +61,7 @@ def parse_schema(schema_type: str, text: str, references: Sequence[ParsedSchema]
         return _parse_json_schema(text, normalize)
     if schema_type == "PROTOBUF":
         try:
-            proto = protobuf.parse(text)
+            proto = protobuf.parse_any(text)
         except protobuf.ProtoError as exc:
             raise invalid_schema(f"{text}, details: {exc}") from None
         return ParsedSchema("PROTOBUF", protobuf.render(proto) if normalize else text, proto)
