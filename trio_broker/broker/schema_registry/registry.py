@@ -21,7 +21,7 @@ from ..offload import mock_clock
 from . import errors as e
 from .compat import LEVELS, check
 from .schemas import SCHEMA_TYPES, ParsedSchema, parse_schema, unknown_type
-from .store import KafkaStore, SchemaVersion, setting_key
+from .store import KafkaStore, RegistryState, SchemaVersion, setting_key
 
 T = TypeVar("T")
 PARSE_THREADS = 2
@@ -54,7 +54,7 @@ class SchemaRegistry:
         self._parsed: dict[int, ParsedSchema] = {}
 
     @property
-    def state(self) -> Any:
+    def state(self) -> RegistryState:
         return self.store.state
 
     async def _off_loop(self, fn: Callable[..., T], *args: Any) -> T:
@@ -97,7 +97,7 @@ class SchemaRegistry:
         if not users:
             raise e.schema_not_found(f"Schema {schema_id} not found")
         subject, version = min(users)
-        return self.state.subjects[subject][version]  # type: ignore[no-any-return]
+        return self.state.subjects[subject][version]
 
     def id_versions(self, schema_id: int, *, deleted: bool = False) -> list[SchemaVersion]:
         self.by_id(schema_id)
@@ -216,7 +216,7 @@ class SchemaRegistry:
                                parsed.canonical)
             await self.store.write([(sv.key(), sv.value())])
             self._parsed.setdefault(schema_id, parsed)
-            return self.state.subjects[subject][version]  # type: ignore[no-any-return]
+            return self.state.subjects[subject][version]
 
     def _id_for(self, parsed: ParsedSchema, refs: list[dict[str, Any]], given: Any) -> int:
         for schema_id, users in self.state.ids.items():
@@ -226,7 +226,7 @@ class SchemaRegistry:
                     break
                 return schema_id
         if given in (None, -1, 0):
-            return int(self.state.max_id) + 1
+            return self.state.max_id + 1
         if not isinstance(given, int) or given < 1:
             raise e.bad_request(f"Invalid id {given!r}")
         if given in self.state.ids:
