@@ -8,9 +8,10 @@ Fixtures:
   test asks for its own config with ``@pytest.mark.broker_config(...)``. ``unique_topic`` gives
   each test fresh topic names so a shared broker never leaks state between tests.
 
-  Both serve a Schema Registry on an ephemeral 127.0.0.1 port: ``kafka_broker.schema_registry_url``
-  (``trio_broker.schema_registry_url``) is the URL for confluent-kafka's ``SchemaRegistryClient``
-  (docs/schema-registry.md); ``broker_config(schema_registry_listener="")`` turns it off.
+  ``kafka_broker`` serves a Schema Registry on an ephemeral 127.0.0.1 port:
+  ``kafka_broker.schema_registry_url`` is the URL for confluent-kafka's ``SchemaRegistryClient``
+  (docs/schema-registry.md); ``broker_config(schema_registry_listener="")`` turns it off, and
+  ``broker_config(schema_registry_listener="http://127.0.0.1:0")`` gives ``trio_broker`` one.
 
 - ``kafka_cluster``: a ``ThreadedCluster`` of ``brokers`` nodes (3 unless
   ``@pytest.mark.broker_config(brokers=N, ...)`` says), fresh for each test, with its controls
@@ -53,8 +54,10 @@ def pytest_configure(config: pytest.Config) -> None:
         "markers", "broker_config(**overrides): config overrides for the broker fixtures")
 
 
-#: the single-broker fixtures serve a Schema Registry too (``.schema_registry_url``); its topic
-#: is made by its first write, so a test that never uses it sees no extra topic
+#: ``kafka_broker`` serves a Schema Registry too (``.schema_registry_url``); its topic is made
+#: by its first write, so a test that never uses it sees no extra topic. ``trio_broker`` starts
+#: one only when asked (``broker_config(schema_registry_listener="http://127.0.0.1:0")``): its
+#: HTTP server would add tens of milliseconds to every Trio test's broker start.
 REGISTRY = {"schema_registry_listener": "http://127.0.0.1:0"}
 
 
@@ -71,8 +74,7 @@ async def trio_broker(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIt
     from .broker.lifecycle import open_broker
     from .testing import TEST_DEFAULTS
 
-    settings = {**TEST_DEFAULTS, **REGISTRY, "log_dirs": str(tmp_path / "broker-data"),
-                **_overrides(request)}
+    settings = {**TEST_DEFAULTS, "log_dirs": str(tmp_path / "broker-data"), **_overrides(request)}
     async with open_broker(**settings) as broker:
         yield broker
 

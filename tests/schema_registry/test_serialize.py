@@ -12,6 +12,8 @@ import pytest
 from trio_broker.broker.lifecycle import Broker
 from trio_broker.broker.schema_registry import RegistryError, serialize
 
+pytestmark = pytest.mark.broker_config(schema_registry_listener="http://127.0.0.1:0")
+
 AVRO = {"type": "record", "name": "Click", "fields": [{"name": "page", "type": "string"},
                                                       {"name": "ms", "type": "long"}]}
 
