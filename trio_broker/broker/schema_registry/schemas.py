@@ -63,7 +63,7 @@ def parse_schema(schema_type: str, text: str, references: Sequence[ParsedSchema]
         try:
             proto = protobuf.parse_any(text)
         except protobuf.ProtoError as exc:
-            raise invalid_schema(f"{text}, details: {exc}") from None
+            raise invalid_schema(f"{text[:200]}, details: {exc}") from None
         return ParsedSchema("PROTOBUF", protobuf.render(proto) if normalize else text, proto)
     raise unknown_type(schema_type)
 
