@@ -27,6 +27,7 @@ def http(kafka_broker: ThreadedBroker) -> Iterator[httpx.Client]:
     {"schema": "[" * 100_000},
     {"schema": '{"type":"array","items":' * 3000 + '"int"' + "}" * 3000},
     {"schemaType": "JSON", "schema": '{"items":' * 3000 + "{}" + "}" * 3000},
+    {"schemaType": "JSON", "schema": '{"items":' * 300 + "{}" + "}" * 300},
     {"schemaType": "PROTOBUF", "schema": "message A {" * 3000 + "}" * 3000},
     {"schemaType": "PROTOBUF", "schema": "\x00 junk ;"},
     {"schemaType": "PROTOBUF", "schema": "AAAA"},
@@ -35,9 +36,9 @@ def http(kafka_broker: ThreadedBroker) -> Iterator[httpx.Client]:
     {"schema": '"int"', "references": [{"name": 1}]},
     {"schema": '"int"', "schemaType": ["AVRO"]},
     {"schema": '{"type":"record","name":"R","fields":[{"name":"a","type":"int","default":"x"}]}'},
-], ids=["deep-json", "deep-avro", "deep-jsonschema", "deep-proto", "proto-junk",
-        "proto-not-a-descriptor", "schema-not-text", "references-not-list", "reference-bad",
-        "type-not-text", "avro-bad-default"])
+], ids=["deep-json", "deep-avro", "deep-jsonschema", "jsonschema-300-levels", "deep-proto",
+        "proto-junk", "proto-not-a-descriptor", "schema-not-text", "references-not-list",
+        "reference-bad", "type-not-text", "avro-bad-default"])
 def test_bad_schemas_are_42201(http: httpx.Client, body: dict[str, object]) -> None:
     response = http.post("/subjects/hostile/versions", json=body)
     assert response.status_code == 422, response.text

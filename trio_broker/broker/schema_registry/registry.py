@@ -81,14 +81,13 @@ class SchemaRegistry:
 
     def version(self, subject: str, text: str, *, deleted: bool = False) -> SchemaVersion:
         number = parse_version(text)
-        everything = self.live(subject, deleted=True)
-        live = [sv for sv in everything if not sv.deleted]
-        if not (live if number is None or not deleted else everything):
+        found = self.live(subject, deleted=deleted)
+        if not found:
             raise e.subject_not_found(subject)
         if number is None:
-            return (everything if deleted else live)[-1]
-        for sv in everything:
-            if sv.version == number and (deleted or not sv.deleted):
+            return found[-1]
+        for sv in found:
+            if sv.version == number:
                 return sv
         raise e.version_not_found(number)
 

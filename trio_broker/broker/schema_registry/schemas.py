@@ -68,11 +68,33 @@ def parse_schema(schema_type: str, text: str, references: Sequence[ParsedSchema]
     raise unknown_type(schema_type)
 
 
+#: how deep a schema's JSON may nest: far beyond any real schema, well within the recursion
+#: the parsers and the compatibility walks need
+MAX_NESTING = 64
+
+
 def _load_json(text: str) -> Any:
     try:
-        return json.loads(text)
+        value = json.loads(text)
     except (ValueError, RecursionError) as exc:
         raise invalid_schema(f"{text[:200]}, details: not JSON: {exc}") from None
+    if _nesting(value) > MAX_NESTING:
+        raise invalid_schema(f"{text[:200]}, details: nested deeper than {MAX_NESTING} levels")
+    return value
+
+
+def _nesting(value: Any) -> int:
+    """How deep ``value`` nests (without recursion)."""
+    deepest = 0
+    stack = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict):
+            item = list(item.values())
+        if isinstance(item, list):
+            deepest = max(deepest, depth)
+            stack.extend((child, depth + 1) for child in item)
+    return deepest
 
 
 def compact(value: Any) -> str:
@@ -143,6 +165,8 @@ def _parse_json_schema(text: str, normalize: bool) -> ParsedSchema:
         jsonschema.validators.validator_for(value).check_schema(value)
     except SchemaError as exc:
         raise invalid_schema(f"{text[:200]}, details: {exc.message}") from None
+    except RecursionError:  # jsonschema recurses several frames per level of a schema
+        raise invalid_schema(f"{text[:200]}, details: nested too deep") from None
     canonical = (json.dumps(value, separators=(",", ":"), sort_keys=True) if normalize
                  else compact(value))
     return ParsedSchema("JSON", canonical, value)
