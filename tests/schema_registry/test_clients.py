@@ -18,7 +18,7 @@ from confluent_kafka.schema_registry.error import SchemaRegistryError
 from confluent_kafka.schema_registry.json_schema import JSONDeserializer, JSONSerializer
 from confluent_kafka.schema_registry.protobuf import ProtobufDeserializer, ProtobufSerializer
 from confluent_kafka.serialization import MessageField, SerializationContext
-from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
+from google.protobuf import descriptor_pb2, descriptor_pool, message_factory, timestamp_pb2
 
 from trio_broker.testing import ThreadedBroker
 
@@ -155,3 +155,37 @@ def test_protobuf_round_trip(kafka_broker: ThreadedBroker, registry: SchemaRegis
     assert round_trip(kafka_broker, topic, values, serializer, deserializer) == values
     assert registry.get_latest_version(f"{topic}-value").schema.schema_type == "PROTOBUF"
 
+
+
+def test_protobuf_imports_become_references(registry: SchemaRegistryClient, topic: str) -> None:
+    """The serializer registers each imported file under a subject named after it (a "/" in
+    a subject name) and refers to it; well-known types are left out."""
+    t = descriptor_pb2.FieldDescriptorProto
+    pool = descriptor_pool.DescriptorPool()
+    timestamp = descriptor_pb2.FileDescriptorProto()
+    timestamp_pb2.DESCRIPTOR.CopyToProto(timestamp)
+    pool.Add(timestamp)
+    common_name = f"acme/common_{uuid.uuid4().hex[:8]}.proto"
+    common = descriptor_pb2.FileDescriptorProto(name=common_name, package="acme",
+                                                syntax="proto3")
+    money = common.message_type.add(name="Money")
+    money.field.add(name="cents", number=1, type=t.TYPE_INT64, label=t.LABEL_OPTIONAL)
+    pool.Add(common)
+    order_file = descriptor_pb2.FileDescriptorProto(
+        name=f"acme/order_{uuid.uuid4().hex[:8]}.proto", package="acme", syntax="proto3",
+        dependency=[common_name, "google/protobuf/timestamp.proto"])
+    order = order_file.message_type.add(name="Order")
+    order.field.add(name="price", number=1, type=t.TYPE_MESSAGE, type_name=".acme.Money",
+                    label=t.LABEL_OPTIONAL)
+    order.field.add(name="at", number=2, type=t.TYPE_MESSAGE,
+                    type_name=".google.protobuf.Timestamp", label=t.LABEL_OPTIONAL)
+    pool.Add(order_file)
+    cls = message_factory.GetMessageClass(pool.FindMessageTypeByName("acme.Order"))
+    serializer = ProtobufSerializer(cls, registry, {"use.deprecated.format": False})
+    data = serializer(cls(), SerializationContext(topic, MessageField.VALUE))
+    assert data is not None
+    latest = registry.get_latest_version(f"{topic}-value")
+    assert [(r.name, r.subject, r.version) for r in latest.schema.references] == [
+        (common_name, common_name, 1)]
+    assert common_name in registry.get_subjects()
+    assert registry.get_referenced_by(common_name, 1) == [latest.schema_id]

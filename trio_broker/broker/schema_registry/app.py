@@ -208,35 +208,38 @@ async def root(r: SchemaRegistry, q: Request) -> Any:
     return {}
 
 
+#: Subject names may hold "/" (confluent-kafka's ProtobufSerializer names a dependency's subject
+#: after its file, "acme/common.proto"), so a subject is a ``path`` segment and the routes
+#: with a suffix come before the bare subject ones: the first full match wins.
 ROUTES: list[tuple[str, Handler, list[str]]] = [
     ("/", root, ["GET"]),
     ("/subjects", list_subjects, ["GET"]),
-    ("/subjects/{subject}", lookup, ["POST"]),
-    ("/subjects/{subject}", delete_subject, ["DELETE"]),
-    ("/subjects/{subject}/versions", list_versions, ["GET"]),
-    ("/subjects/{subject}/versions", register, ["POST"]),
-    ("/subjects/{subject}/versions/{version}", get_version, ["GET"]),
-    ("/subjects/{subject}/versions/{version}", delete_version, ["DELETE"]),
-    ("/subjects/{subject}/versions/{version}/schema", get_version_schema, ["GET"]),
-    ("/subjects/{subject}/versions/{version}/referencedby", referenced_by, ["GET"]),
+    ("/subjects/{subject:path}/versions/{version}/schema", get_version_schema, ["GET"]),
+    ("/subjects/{subject:path}/versions/{version}/referencedby", referenced_by, ["GET"]),
+    ("/subjects/{subject:path}/versions/{version}", get_version, ["GET"]),
+    ("/subjects/{subject:path}/versions/{version}", delete_version, ["DELETE"]),
+    ("/subjects/{subject:path}/versions", list_versions, ["GET"]),
+    ("/subjects/{subject:path}/versions", register, ["POST"]),
+    ("/subjects/{subject:path}", lookup, ["POST"]),
+    ("/subjects/{subject:path}", delete_subject, ["DELETE"]),
     ("/schemas/types", schema_types, ["GET"]),
     ("/schemas/ids/{id}", schema_by_id, ["GET"]),
     ("/schemas/ids/{id}/schema", schema_text_by_id, ["GET"]),
     ("/schemas/ids/{id}/subjects", id_subjects, ["GET"]),
     ("/schemas/ids/{id}/versions", id_versions, ["GET"]),
-    ("/compatibility/subjects/{subject}/versions", compatibility, ["POST"]),
-    ("/compatibility/subjects/{subject}/versions/{version}", compatibility, ["POST"]),
+    ("/compatibility/subjects/{subject:path}/versions/{version}", compatibility, ["POST"]),
+    ("/compatibility/subjects/{subject:path}/versions", compatibility, ["POST"]),
     ("/config", get_global_config, ["GET"]),
     ("/config", put_config, ["PUT"]),
     ("/config", delete_config, ["DELETE"]),
-    ("/config/{subject}", get_subject_config, ["GET"]),
-    ("/config/{subject}", put_config, ["PUT"]),
-    ("/config/{subject}", delete_config, ["DELETE"]),
+    ("/config/{subject:path}", get_subject_config, ["GET"]),
+    ("/config/{subject:path}", put_config, ["PUT"]),
+    ("/config/{subject:path}", delete_config, ["DELETE"]),
     ("/mode", get_global_mode, ["GET"]),
     ("/mode", put_mode, ["PUT"]),
-    ("/mode/{subject}", get_subject_mode, ["GET"]),
-    ("/mode/{subject}", put_mode, ["PUT"]),
-    ("/mode/{subject}", delete_mode, ["DELETE"]),
+    ("/mode/{subject:path}", get_subject_mode, ["GET"]),
+    ("/mode/{subject:path}", put_mode, ["PUT"]),
+    ("/mode/{subject:path}", delete_mode, ["DELETE"]),
 ]
 
 
