@@ -204,3 +204,12 @@ def test_json_schema_and_protobuf_subjects(http: httpx.Client, subject: str) -> 
     assert http.get(f"/schemas/ids/{pid}").json() == {"schemaType": "PROTOBUF", "schema": proto}
     error(http.post(f"/subjects/{subject}-proto/versions", json={
         "schemaType": "PROTOBUF", "schema": proto.replace("string id", "int32 id")}), 409, 409)
+
+
+def test_the_same_avro_schema_written_differently_keeps_its_id(http: httpx.Client,
+                                                                subject: str) -> None:
+    written = '{"type": "record", "name": "R", "fields": [{"name": "a", "type": "int"}]}'
+    reordered = '{"fields":[{"type":"int","name":"a"}],\n "name":"R","type":"record"}'
+    first = http.post(f"/subjects/{subject}/versions", json={"schema": written}).json()
+    assert http.post(f"/subjects/{subject}/versions", json={"schema": reordered}).json() == first
+    assert http.get(f"/subjects/{subject}/versions").json() == [1]

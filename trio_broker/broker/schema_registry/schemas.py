@@ -124,8 +124,34 @@ def _parse_avro(text: str, references: Sequence[ParsedSchema], normalize: bool) 
     problem = _avro_problem(value, 0)
     if problem:
         raise invalid_schema(f"{text[:200]}, details: {problem}")
-    return ParsedSchema("AVRO", canonical_form(parsed) if normalize else compact(value), parsed,
-                        parse_names)
+    canonical = canonical_form(parsed) if normalize else compact(_avro_order(value))
+    return ParsedSchema("AVRO", canonical, parsed, parse_names)
+
+
+#: the order Avro's ``Schema.toString()`` writes attributes in (a type's, a field's): the same
+#: schema written with its keys in another order is the same stored text, hence the same id, as
+#: in Confluent's registry
+_TYPE_KEYS = ("type", "name", "namespace", "doc", "fields", "symbols", "items", "values", "size",
+              "default", "aliases", "logicalType", "precision", "scale")
+_FIELD_KEYS = ("name", "type", "doc", "default", "order", "aliases")
+
+
+def _avro_order(value: Any, keys: tuple[str, ...] = _TYPE_KEYS) -> Any:
+    if isinstance(value, list):
+        return [_avro_order(v) for v in value]
+    if not isinstance(value, dict):
+        return value
+    rank = {key: i for i, key in enumerate(keys)}
+    out = {}
+    for key in sorted(value, key=lambda k: (rank.get(k, len(rank)), k)):
+        item = value[key]
+        if key == "fields" and isinstance(item, list):
+            out[key] = [_avro_order(f, _FIELD_KEYS) for f in item]
+        elif key == "default":  # data, not schema: as written
+            out[key] = item
+        else:
+            out[key] = _avro_order(item)
+    return out
 
 
 def _avro_problem(value: Any, depth: int) -> str | None:
