@@ -51,3 +51,20 @@ async def test_normalize_finds_a_schema_written_differently(trio_broker: Broker)
                             "doc": "ignored by the canonical form"})
     found = await registry.lookup("n1", {"schema": reordered}, normalize=True)
     assert found.id == sv.id
+
+
+async def test_avro_value_of_a_schema_with_references(trio_broker: Broker) -> None:
+    assert trio_broker.schema_registry is not None
+    registry = trio_broker.schema_registry[2]
+    address = {"type": "record", "name": "Address", "namespace": "acme",
+               "fields": [{"name": "city", "type": "string"}]}
+    await registry.register("address", {"schema": json.dumps(address)})
+    person = {"type": "record", "name": "Person", "namespace": "acme",
+              "fields": [{"name": "home", "type": "acme.Address"}]}
+    await registry.register("person", {"schema": json.dumps(person), "references": [
+        {"name": "acme.Address", "subject": "address", "version": 1}]})
+    data = await serialize(registry, "person", {"home": {"city": "Oslo"}})
+    named: dict[str, object] = {}
+    fastavro.parse_schema(address, named_schemas=named)
+    reader = fastavro.parse_schema(person, named_schemas=named)
+    assert fastavro.schemaless_reader(io.BytesIO(data[5:]), reader) == {"home": {"city": "Oslo"}}

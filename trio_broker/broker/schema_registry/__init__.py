@@ -63,7 +63,9 @@ async def serialize(registry: SchemaRegistry, subject: str, value: object, *,
     if sv.schema_type == "AVRO":
         out = io.BytesIO()
         try:
-            fastavro.schemaless_writer(out, parsed.parsed, value)
+            # the named types of the schema's references are known to the writer too
+            schema = fastavro.parse_schema(parsed.parsed, named_schemas=dict(parsed.named))
+            fastavro.schemaless_writer(out, schema, value)
         except (ValueError, TypeError, KeyError, AttributeError) as exc:
             raise RegistryError(422, 42201, f"The value does not fit the schema: {exc}") from None
         return header + out.getvalue()
