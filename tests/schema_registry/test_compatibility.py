@@ -52,6 +52,17 @@ def test_transitive_checks_every_version() -> None:
     assert "READER_FIELD_MISSING_DEFAULT_VALUE" in problems[0]
 
 
+def test_forward_and_full_transitive() -> None:
+    v1 = avro(field("a", "int"), field("b", "string"))
+    v2 = avro(field("a", "int"), field("b", "string", default="x"))
+    # v3 drops b: v2 (b has a default) reads v3's data, v1 (no default) cannot
+    v3 = avro(field("a", "int"))
+    assert check("FORWARD", v3, [v1, v2]) == []
+    assert check("FORWARD_TRANSITIVE", v3, [v1, v2])
+    assert check("FULL", v3, [v1, v2]) == []
+    assert check("FULL_TRANSITIVE", v3, [v1, v2])
+
+
 @pytest.mark.parametrize(("writer", "reader", "ok"), [
     ("int", "long", True), ("int", "float", True), ("int", "double", True),
     ("long", "double", True), ("float", "double", True), ("string", "bytes", True),
