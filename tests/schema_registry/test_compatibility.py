@@ -168,3 +168,27 @@ def test_protobuf_rules() -> None:
                                                             "repeated int32 qty = 2;"), [old])[0]
     renamed = parse_schema("PROTOBUF", 'syntax = "proto3";\npackage acme;\nmessage Other {}')
     assert "MESSAGE_REMOVED" in check("BACKWARD", renamed, [old])[0]
+
+
+def test_protobuf_text_and_descriptor_compare_alike() -> None:
+    """The same file as .proto text and as the base64 descriptor confluent-kafka sends."""
+    import base64
+
+    from google.protobuf import descriptor_pb2
+
+    text = ('syntax = "proto3";\npackage acme;\nmessage Money { int64 cents = 1; }\n'
+            "message Order { Money price = 1; repeated string tags = 2; }\n")
+    t = descriptor_pb2.FieldDescriptorProto
+    proto = descriptor_pb2.FileDescriptorProto(name="order.proto", package="acme",
+                                               syntax="proto3")
+    proto.message_type.add(name="Money").field.add(name="cents", number=1, type=t.TYPE_INT64,
+                                                   label=t.LABEL_OPTIONAL)
+    order = proto.message_type.add(name="Order")
+    order.field.add(name="price", number=1, type=t.TYPE_MESSAGE, type_name=".acme.Money",
+                    label=t.LABEL_OPTIONAL)
+    order.field.add(name="tags", number=2, type=t.TYPE_STRING, label=t.LABEL_REPEATED)
+    from_text = parse_schema("PROTOBUF", text)
+    from_descriptor = parse_schema("PROTOBUF",
+                                   base64.b64encode(proto.SerializeToString()).decode())
+    assert from_text.parsed.messages == from_descriptor.parsed.messages
+    assert check("FULL_TRANSITIVE", from_text, [from_descriptor]) == []

@@ -206,9 +206,36 @@ def _int(tok: str) -> int:
         raise ProtoError(f"expected a number, found {tok!r}") from None
 
 
+SCALARS = {"double", "float", "int32", "int64", "uint32", "uint64", "sint32", "sint64",
+           "fixed32", "fixed64", "sfixed32", "sfixed64", "bool", "string", "bytes"}
+
+
 def parse(text: str) -> ProtoFile:
     """Parse .proto text; ProtoError names the first problem."""
-    return _Parser(_tokens(text)).parse()
+    return _resolve_types(_Parser(_tokens(text)).parse())
+
+
+def _resolve_types(proto: ProtoFile) -> ProtoFile:
+    """Name each field's message or enum type in full, as a descriptor does (``Money`` in
+    message ``acme.Order`` -> ``acme.Money``), so text and descriptors compare alike. A type
+    from an import keeps the name it was written with."""
+    known = proto.messages.keys() | proto.enums.keys()
+
+    def resolve(kind: str, scope: str) -> str:
+        if kind in SCALARS or kind.startswith("map<"):
+            return kind
+        if kind.startswith("."):
+            return kind[1:]
+        while True:  # protobuf's scoping: innermost scope first
+            candidate = f"{scope}.{kind}" if scope else kind
+            if candidate in known or not scope:
+                return candidate
+            scope = scope.rpartition(".")[0]
+
+    for name, message in proto.messages.items():
+        for number, f in list(message.fields.items()):
+            message.fields[number] = attrs.evolve(f, type=resolve(f.type, name))
+    return proto
 
 
 def render(proto: ProtoFile) -> str:
