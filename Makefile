@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 PIP := $(VENV)/bin/pip
 PYTEST_ARGS ?=
 
-.PHONY: system-packages serve test lint typecheck bench compare soak roundtrip class-archive txn-soak cleaner-soak quota-soak fuzz fuzz-seed clean
+.PHONY: system-packages serve test lint typecheck bench compare soak roundtrip class-archive txn-soak cleaner-soak quota-soak schema-registry fuzz fuzz-seed clean
 
 $(VENV)/.base-installed: pyproject.toml
 	test -x $(PY) || tools/ensure-system-packages python3-venv
@@ -64,6 +64,11 @@ txn-soak: $(VENV)/.dev-installed
 ## 20 kill -9 cycles during log cleaning (the suite runs 3 of them).
 cleaner-soak: $(VENV)/.dev-installed
 	CLEANER_KILL_CYCLES=20 $(PY) -m pytest -q -p no:cacheprovider -s tests/log/test_cleaner_crash.py
+
+## 10,000 records per format (Avro, JSON Schema, Protobuf) through confluent-kafka's serializers
+## and the broker's Schema Registry (the suite: 2,000).
+schema-registry: $(VENV)/.dev-installed
+	SCHEMA_REGISTRY_RECORDS=10000 $(PY) -m pytest -q -p no:cacheprovider tests/schema_registry/test_clients.py
 
 ## Client quotas at Kafka's default burst for 20 s, measured over seconds 5-20 (the suite: 6 s).
 quota-soak: $(VENV)/.dev-installed

@@ -8,6 +8,11 @@ Fixtures:
   test asks for its own config with ``@pytest.mark.broker_config(...)``. ``unique_topic`` gives
   each test fresh topic names so a shared broker never leaks state between tests.
 
+  ``kafka_broker`` serves a Schema Registry on an ephemeral 127.0.0.1 port:
+  ``kafka_broker.schema_registry_url`` is the URL for confluent-kafka's ``SchemaRegistryClient``
+  (docs/schema-registry.md); ``broker_config(schema_registry_listener="")`` turns it off, and
+  ``broker_config(schema_registry_listener="http://127.0.0.1:0")`` gives ``trio_broker`` one.
+
 - ``kafka_cluster``: a ``ThreadedCluster`` of ``brokers`` nodes (3 unless
   ``@pytest.mark.broker_config(brokers=N, ...)`` says), fresh for each test, with its controls
   (``stop_broker``, ``move_leader``, ``inject``...). Trio tests use ``open_cluster`` directly.
@@ -49,6 +54,13 @@ def pytest_configure(config: pytest.Config) -> None:
         "markers", "broker_config(**overrides): config overrides for the broker fixtures")
 
 
+#: ``kafka_broker`` serves a Schema Registry too (``.schema_registry_url``); its topic is made
+#: by its first write, so a test that never uses it sees no extra topic. ``trio_broker`` starts
+#: one only when asked (``broker_config(schema_registry_listener="http://127.0.0.1:0")``): its
+#: HTTP server would add tens of milliseconds to every Trio test's broker start.
+REGISTRY = {"schema_registry_listener": "http://127.0.0.1:0"}
+
+
 def _overrides(request: pytest.FixtureRequest) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for marker in reversed(list(request.node.iter_markers("broker_config"))):
@@ -72,7 +84,7 @@ def _kafka_broker_session(tmp_path_factory: pytest.TempPathFactory) -> Iterator[
     from .testing import TEST_DEFAULTS, ThreadedBroker
 
     data = tmp_path_factory.mktemp("kafka-broker")
-    broker = ThreadedBroker(**{**TEST_DEFAULTS, "log_dirs": str(data)}).start()
+    broker = ThreadedBroker(**{**TEST_DEFAULTS, **REGISTRY, "log_dirs": str(data)}).start()
     yield broker
     broker.stop()
 
@@ -86,8 +98,8 @@ def kafka_broker(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Thr
     if not overrides:
         yield request.getfixturevalue("_kafka_broker_session")
         return
-    broker = ThreadedBroker(**{**TEST_DEFAULTS, "log_dirs": str(tmp_path / "broker-data"),
-                               **overrides}).start()
+    broker = ThreadedBroker(**{**TEST_DEFAULTS, **REGISTRY,
+                               "log_dirs": str(tmp_path / "broker-data"), **overrides}).start()
     try:
         yield broker
     finally:

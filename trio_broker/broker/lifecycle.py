@@ -16,6 +16,7 @@ import os
 import time
 from collections.abc import AsyncIterator, Iterator, Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import attrs
 import trio
@@ -33,6 +34,7 @@ from .metrics.collectors.state import register as register_state_metrics
 from .network.request_handler import RequestHandlerPool
 from .network.socket_server import SocketServer
 from .offload import run_io
+from .schema_registry import serve_schema_registry
 from .security.client_quotas import CONNECTION_CREATION_RATE
 from .server.purgatory import Purgatory
 from .server.state import BrokerState
@@ -40,6 +42,9 @@ from .storage import Log, LogManager, ProducerIdManager, log_config_from
 from .storage.cleaner import CleanerStats
 from .storage.cleaner_manager import LogCleaner, cleaner_settings
 from .storage.meta_properties import META_PROPERTIES_NAME, plan_meta_properties, write_stamps
+
+if TYPE_CHECKING:
+    from .schema_registry.registry import SchemaRegistry
 
 LOGGER = logging.getLogger(__name__)
 
@@ -55,6 +60,9 @@ class Broker:
     metrics_address: tuple[str, int] | None = None
     #: the web console's bound (host, port), when ``http.listener`` is set and it is on
     http_address: tuple[str, int] | None = None
+    #: the Schema Registry's bound (host, port) and registry, when ``schema.registry.listener``
+    #: is set
+    schema_registry: tuple[str, int, SchemaRegistry] | None = None
     _stop: trio.Event = attrs.field(factory=trio.Event)
     #: the log cleaner (compacts ``cleanup.policy=compact`` topics)
     cleaner: LogCleaner | None = None
@@ -68,6 +76,14 @@ class Broker:
     def port(self) -> int:
         """The first listener's advertised port."""
         return self.state.advertised_port
+
+    @property
+    def schema_registry_url(self) -> str | None:
+        """``http://host:port`` of the Schema Registry, or None when it is off."""
+        if self.schema_registry is None:
+            return None
+        host, port, _registry = self.schema_registry
+        return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
 
     @property
     def bootstrap_servers(self) -> str:
@@ -155,10 +171,14 @@ async def serve(config: ConfigInput = None, *,
                 if cfg.http_listener:
                     with _names_key(cfg, "http.listener"):
                         http_addr = await nursery.start(serve_http, cfg, state, bound)
+                registry = None
+                if cfg.schema_registry_listener:
+                    with _names_key(cfg, "schema.registry.listener"):
+                        registry = await nursery.start(serve_schema_registry, cfg, state)
                 cleaner = start_log_duties(state, nursery)
                 metrics.add_collector(lambda: cleaner_metrics(cleaner))
                 task_status.started(Broker(cfg, state, bound, metrics_addr, http_addr,
-                                           cleaner=cleaner))
+                                           cleaner=cleaner, schema_registry=registry))
                 await trio.sleep_forever()
 
     instrument = metrics.io_wait_instrument()  # the network loop's idle time

@@ -43,6 +43,12 @@ class ThreadedBroker(LoopThread):
         assert self.broker is not None
         return self.broker.bootstrap_servers
 
+    @property
+    def schema_registry_url(self) -> str | None:
+        """``http://127.0.0.1:port`` of the broker's Schema Registry, or None when it is off."""
+        assert self.broker is not None
+        return self.broker.schema_registry_url
+
     def start(self, timeout_s: float = 30) -> ThreadedBroker:
         self._start_thread(timeout_s)
         return self

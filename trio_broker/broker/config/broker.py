@@ -81,6 +81,7 @@ class BrokerConfig(FrozenFields):
     shutdown_timeout_ms: int = _f("shutdown.timeout.ms")
     metrics_listener: str = _f("metrics.listener")
     http_listener: str = _f("http.listener")
+    schema_registry_listener: str = _f("schema.registry.listener")
     control_listener: str = _f("control.listener")
     control_listener_token: str = _f("control.listener.token")
     http_allowed_hosts: str = _f("http.allowed.hosts")

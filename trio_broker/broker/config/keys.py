@@ -125,6 +125,10 @@ _HONOURED: tuple[ConfigKey, ...] = (
     _h("http.allowed.hosts", "Host names the web console and control.listener answer to besides "
        "loopback names and the address they are bound to or reached on (the DNS rebinding "
        "guard: any other Host gets 421).", own=True, type_=T.LIST, default=[]),
+    # --- schema registry (docs/schema-registry.md) -------------------------------------------
+    _h("schema.registry.listener", "http://host:port of the broker's Schema Registry (Confluent's "
+       "REST API v1, stored in the _schemas topic; no host = loopback); empty = off.", own=True,
+       type_=T.STRING, default=""),
     # --- web console (docs/console.md) ----------------------------------------------------------
     _h("http.listener", "http://host:port (or https://, with ssl.certfile) of the broker's web "
        "console (one broker; no host = loopback); empty = off.", own=True, type_=T.STRING,

@@ -1,0 +1,255 @@
+"""Confluent's Schema Registry REST API (v1) as a Starlette application.
+
+Why every answer goes through ``_endpoint``: Confluent's clients read the error JSON
+(``{"error_code": 40401, "message": ...}``) to tell "subject not found" from "version not found",
+so every refusal, a bad body and an unknown route included, is that JSON with Confluent's code,
+and the content types Confluent accepts are the only ones read.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+from . import errors as e
+from .registry import SchemaRegistry, schema_json
+from .schemas import SCHEMA_TYPES
+
+LOGGER = logging.getLogger(__name__)
+
+CONTENT_TYPE = "application/vnd.schemaregistry.v1+json"
+ACCEPTED_TYPES = ("application/vnd.schemaregistry.v1+json", "application/vnd.schemaregistry+json",
+                  "application/json", "application/octet-stream")
+#: the largest request body read (a schema with its JSON wrapping)
+MAX_BODY_BYTES = 8 * 1024 * 1024
+
+Handler = Callable[[SchemaRegistry, Request], Awaitable[Any]]
+
+
+def _json(value: Any, status: int = 200) -> Response:
+    return Response(json.dumps(value), status, media_type=CONTENT_TYPE)
+
+
+def _flag(request: Request, name: str) -> bool:
+    return request.query_params.get(name, "false").lower() == "true"
+
+
+async def _body(request: Request) -> dict[str, Any]:
+    media = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    if media and media not in ACCEPTED_TYPES:
+        raise e.RegistryError(415, 415, "HTTP 415 Unsupported Media Type")
+    declared = request.headers.get("content-length")
+    if declared is not None and declared.isdigit() and int(declared) > MAX_BODY_BYTES:
+        raise e.RegistryError(413, 413, f"Request body larger than {MAX_BODY_BYTES} bytes")
+    data = bytearray()
+    async for chunk in request.stream():
+        data += chunk
+        if len(data) > MAX_BODY_BYTES:
+            raise e.RegistryError(413, 413, f"Request body larger than {MAX_BODY_BYTES} bytes")
+    try:
+        body = json.loads(data)
+    except (ValueError, RecursionError) as exc:
+        raise e.RegistryError(400, 400, f"Unrecognized request body: {exc}") from None
+    if not isinstance(body, dict):
+        raise e.RegistryError(400, 400, "The request body is not a JSON object")
+    return body
+
+
+def _id(request: Request) -> int:
+    text = request.path_params["id"]
+    try:
+        return int(text)
+    except ValueError:
+        raise e.RegistryError(404, 404, "HTTP 404 Not Found") from None
+
+
+def _endpoint(handler: Handler, registry: SchemaRegistry) -> Callable[[Request], Any]:
+    async def endpoint(request: Request) -> Response:
+        try:
+            registry.store.catch_up()  # records another writer appended since
+            result = await handler(registry, request)
+        except e.RegistryError as exc:
+            return _json(exc.body(), exc.status)
+        except Exception:
+            LOGGER.exception("schema registry: %s %s failed", request.method, request.url.path)
+            return _json(e.store_error("internal error").body(), 500)
+        return result if isinstance(result, Response) else _json(result)
+    return endpoint
+
+
+# --- subjects and versions ---------------------------------------------------------------------
+
+async def list_subjects(r: SchemaRegistry, q: Request) -> Any:
+    return r.subjects(deleted=_flag(q, "deleted"), prefix=q.query_params.get("subjectPrefix", ""))
+
+
+async def list_versions(r: SchemaRegistry, q: Request) -> Any:
+    return r.versions(q.path_params["subject"], deleted=_flag(q, "deleted"))
+
+
+async def register(r: SchemaRegistry, q: Request) -> Any:
+    body = await _body(q)
+    sv = await r.register(q.path_params["subject"], body, normalize=_flag(q, "normalize"))
+    return {"id": sv.id}
+
+
+async def lookup(r: SchemaRegistry, q: Request) -> Any:
+    body = await _body(q)
+    return schema_json(await r.lookup(q.path_params["subject"], body,
+                                      normalize=_flag(q, "normalize"),
+                                      deleted=_flag(q, "deleted")))
+
+
+async def delete_subject(r: SchemaRegistry, q: Request) -> Any:
+    return await r.delete_subject(q.path_params["subject"], permanent=_flag(q, "permanent"))
+
+
+async def get_version(r: SchemaRegistry, q: Request) -> Any:
+    return schema_json(r.version(q.path_params["subject"], q.path_params["version"],
+                                 deleted=_flag(q, "deleted")))
+
+
+async def get_version_schema(r: SchemaRegistry, q: Request) -> Any:
+    sv = r.version(q.path_params["subject"], q.path_params["version"],
+                   deleted=_flag(q, "deleted"))
+    return Response(sv.schema, media_type=CONTENT_TYPE)
+
+
+async def delete_version(r: SchemaRegistry, q: Request) -> Any:
+    return await r.delete_version(q.path_params["subject"], q.path_params["version"],
+                                  permanent=_flag(q, "permanent"))
+
+
+async def referenced_by(r: SchemaRegistry, q: Request) -> Any:
+    return r.referenced_by(q.path_params["subject"], q.path_params["version"])
+
+
+# --- schemas by id -------------------------------------------------------------------------------
+
+async def schema_by_id(r: SchemaRegistry, q: Request) -> Any:
+    body = schema_json(r.by_id(_id(q)), with_subject=False)
+    return body
+
+
+async def schema_text_by_id(r: SchemaRegistry, q: Request) -> Any:
+    return Response(r.by_id(_id(q)).schema, media_type=CONTENT_TYPE)
+
+
+async def id_subjects(r: SchemaRegistry, q: Request) -> Any:
+    return sorted({sv.subject for sv in r.id_versions(_id(q), deleted=_flag(q, "deleted"))})
+
+
+async def id_versions(r: SchemaRegistry, q: Request) -> Any:
+    return [{"subject": sv.subject, "version": sv.version}
+            for sv in r.id_versions(_id(q), deleted=_flag(q, "deleted"))]
+
+
+async def schema_types(r: SchemaRegistry, q: Request) -> Any:
+    return list(SCHEMA_TYPES)
+
+
+# --- compatibility, config, mode -----------------------------------------------------------------
+
+async def compatibility(r: SchemaRegistry, q: Request) -> Any:
+    body = await _body(q)
+    problems = await r.test_compatibility(q.path_params["subject"],
+                                          q.path_params.get("version"), body,
+                                          normalize=_flag(q, "normalize"))
+    answer: dict[str, Any] = {"is_compatible": not problems}
+    if _flag(q, "verbose"):
+        answer["messages"] = problems
+    return answer
+
+
+async def get_global_config(r: SchemaRegistry, q: Request) -> Any:
+    return {"compatibilityLevel": r.compatibility(None)}
+
+
+async def put_config(r: SchemaRegistry, q: Request) -> Any:
+    return {"compatibility": await r.set_config(q.path_params.get("subject"), await _body(q))}
+
+
+async def delete_config(r: SchemaRegistry, q: Request) -> Any:
+    return {"compatibilityLevel": await r.delete_config(q.path_params.get("subject"))}
+
+
+async def get_subject_config(r: SchemaRegistry, q: Request) -> Any:
+    return {"compatibilityLevel": r.subject_config(
+        q.path_params["subject"], default_to_global=_flag(q, "defaultToGlobal"))}
+
+
+async def get_global_mode(r: SchemaRegistry, q: Request) -> Any:
+    return {"mode": r.mode(None)}
+
+
+async def put_mode(r: SchemaRegistry, q: Request) -> Any:
+    return {"mode": await r.set_mode(q.path_params.get("subject"), await _body(q),
+                                     force=_flag(q, "force"))}
+
+
+async def get_subject_mode(r: SchemaRegistry, q: Request) -> Any:
+    return {"mode": r.subject_mode(q.path_params["subject"],
+                                   default_to_global=_flag(q, "defaultToGlobal"))}
+
+
+async def delete_mode(r: SchemaRegistry, q: Request) -> Any:
+    return {"mode": await r.delete_mode(q.path_params["subject"])}
+
+
+async def root(r: SchemaRegistry, q: Request) -> Any:
+    return {}
+
+
+#: Subject names may hold "/" (confluent-kafka's ProtobufSerializer names a dependency's subject
+#: after its file, "acme/common.proto"), so a subject is a ``path`` segment and the routes
+#: with a suffix come before the bare subject ones: the first full match wins.
+ROUTES: list[tuple[str, Handler, list[str]]] = [
+    ("/", root, ["GET"]),
+    ("/subjects", list_subjects, ["GET"]),
+    ("/subjects/{subject:path}/versions/{version}/schema", get_version_schema, ["GET"]),
+    ("/subjects/{subject:path}/versions/{version}/referencedby", referenced_by, ["GET"]),
+    ("/subjects/{subject:path}/versions/{version}", get_version, ["GET"]),
+    ("/subjects/{subject:path}/versions/{version}", delete_version, ["DELETE"]),
+    ("/subjects/{subject:path}/versions", list_versions, ["GET"]),
+    ("/subjects/{subject:path}/versions", register, ["POST"]),
+    ("/subjects/{subject:path}", lookup, ["POST"]),
+    ("/subjects/{subject:path}", delete_subject, ["DELETE"]),
+    ("/schemas/types", schema_types, ["GET"]),
+    ("/schemas/ids/{id}", schema_by_id, ["GET"]),
+    ("/schemas/ids/{id}/schema", schema_text_by_id, ["GET"]),
+    ("/schemas/ids/{id}/subjects", id_subjects, ["GET"]),
+    ("/schemas/ids/{id}/versions", id_versions, ["GET"]),
+    ("/compatibility/subjects/{subject:path}/versions/{version}", compatibility, ["POST"]),
+    ("/compatibility/subjects/{subject:path}/versions", compatibility, ["POST"]),
+    ("/config", get_global_config, ["GET"]),
+    ("/config", put_config, ["PUT"]),
+    ("/config", delete_config, ["DELETE"]),
+    ("/config/{subject:path}", get_subject_config, ["GET"]),
+    ("/config/{subject:path}", put_config, ["PUT"]),
+    ("/config/{subject:path}", delete_config, ["DELETE"]),
+    ("/mode", get_global_mode, ["GET"]),
+    ("/mode", put_mode, ["PUT"]),
+    ("/mode/{subject:path}", get_subject_mode, ["GET"]),
+    ("/mode/{subject:path}", put_mode, ["PUT"]),
+    ("/mode/{subject:path}", delete_mode, ["DELETE"]),
+]
+
+
+async def _http_error(request: Request, exc: Exception) -> Response:
+    status = exc.status_code if isinstance(exc, HTTPException) else 500
+    phrase = {404: "Not Found", 405: "Method Not Allowed"}.get(status, "Error")
+    return _json({"error_code": status, "message": f"HTTP {status} {phrase}"}, status)
+
+
+def build_app(registry: SchemaRegistry) -> Starlette:
+    routes = [Route(path, _endpoint(handler, registry), methods=methods)
+              for path, handler, methods in ROUTES]
+    return Starlette(routes=routes, exception_handlers={HTTPException: _http_error})

@@ -1,0 +1,394 @@
+"""The registry's operations, in Confluent's order of checks, over the ``_schemas`` state.
+
+Why one lock: a registration reads the state (the next id, the next version, the subject's
+versions for compatibility), parses in a worker thread and then writes; two registrations
+interleaving there could give one id two schemas. Writes are few and small, so they take turns;
+reads need no lock (the state changes only on the event loop, between awaits).
+
+Parsing runs off the event loop in a worker thread, at most ``PARSE_THREADS`` at a time, so a
+big or hostile schema costs a thread, never the broker's loop (the body size bounds its input).
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import trio
+
+from ..offload import mock_clock
+from . import errors as e
+from .compat import LEVELS, check
+from .schemas import SCHEMA_TYPES, ParsedSchema, parse_schema, unknown_type
+from .store import KafkaStore, RegistryState, SchemaVersion, setting_key
+
+T = TypeVar("T")
+PARSE_THREADS = 2
+#: how deep references may chain (a deeper chain is refused as a likely cycle)
+MAX_REFERENCE_DEPTH = 32
+MODES = ("READWRITE", "READONLY", "READONLY_OVERRIDE", "IMPORT")
+DEFAULT_COMPATIBILITY = "BACKWARD"
+MAX_VERSION = 2**31 - 1
+
+
+def parse_version(text: str) -> int | None:
+    """A version path segment -> the number, or None for latest (``latest`` or -1)."""
+    if text in ("latest", "-1"):
+        return None
+    try:
+        version = int(text)
+    except ValueError:
+        raise e.invalid_version(text) from None
+    if not 1 <= version <= MAX_VERSION:
+        raise e.invalid_version(text)
+    return version
+
+
+class SchemaRegistry:
+    def __init__(self, store: KafkaStore) -> None:
+        self.store = store
+        self._lock = trio.Lock()
+        self._limiter = trio.CapacityLimiter(PARSE_THREADS)
+        #: id -> the schema parsed without normalizing (stored schemas never change under an id)
+        self._parsed: dict[int, ParsedSchema] = {}
+
+    @property
+    def state(self) -> RegistryState:
+        return self.store.state
+
+    async def _off_loop(self, fn: Callable[..., T], *args: Any) -> T:
+        if mock_clock() is not None:
+            await trio.lowlevel.checkpoint()
+            return fn(*args)
+        return await trio.to_thread.run_sync(fn, *args, limiter=self._limiter)
+
+    # --- reads -----------------------------------------------------------------------------
+
+    def live(self, subject: str, *, deleted: bool = False) -> list[SchemaVersion]:
+        versions = self.state.subjects.get(subject, {})
+        return [versions[v] for v in sorted(versions) if deleted or not versions[v].deleted]
+
+    def subjects(self, *, deleted: bool = False, prefix: str = "") -> list[str]:
+        return sorted(s for s in self.state.subjects if s.startswith(prefix)
+                      and self.live(s, deleted=deleted))
+
+    def versions(self, subject: str, *, deleted: bool = False) -> list[int]:
+        found = self.live(subject, deleted=deleted)
+        if not found:
+            raise e.subject_not_found(subject)
+        return [sv.version for sv in found]
+
+    def version(self, subject: str, text: str, *, deleted: bool = False) -> SchemaVersion:
+        number = parse_version(text)
+        found = self.live(subject, deleted=deleted)
+        if not found:
+            raise e.subject_not_found(subject)
+        if number is None:
+            return found[-1]
+        for sv in found:
+            if sv.version == number:
+                return sv
+        raise e.version_not_found(number)
+
+    def by_id(self, schema_id: int) -> SchemaVersion:
+        users = self.state.ids.get(schema_id)
+        if not users:
+            raise e.schema_not_found(f"Schema {schema_id} not found")
+        subject, version = min(users)
+        return self.state.subjects[subject][version]
+
+    def id_versions(self, schema_id: int, *, deleted: bool = False) -> list[SchemaVersion]:
+        self.by_id(schema_id)
+        out = []
+        for subject, version in sorted(self.state.ids[schema_id]):
+            sv = self.state.subjects[subject][version]
+            if deleted or not sv.deleted:
+                out.append(sv)
+        return out
+
+    def referenced_by(self, subject: str, text: str) -> list[int]:
+        target = self.version(subject, text)
+        return sorted({sv.id for versions in self.state.subjects.values()
+                       for sv in versions.values() if not sv.deleted and any(
+                           r.get("subject") == subject and r.get("version") == target.version
+                           for r in sv.references)})
+
+    # --- parsing -----------------------------------------------------------------------------
+
+    async def parsed(self, sv: SchemaVersion) -> ParsedSchema:
+        found = self._parsed.get(sv.id)
+        if found is None:
+            refs = await self._references(sv.references, 0)
+            found = await self._off_loop(parse_schema, sv.schema_type, sv.schema, refs)
+            self._parsed[sv.id] = found
+        return found
+
+    async def _references(self, references: list[dict[str, Any]], depth: int,
+                          ) -> list[ParsedSchema]:
+        if depth > MAX_REFERENCE_DEPTH:
+            raise e.invalid_schema("with references nested too deep (a reference cycle?)")
+        out = []
+        for ref in references:
+            if not isinstance(ref, dict) or not {"name", "subject", "version"} <= ref.keys():
+                raise e.invalid_schema(f"reference {ref!r}: a reference has a name, a subject "
+                                       "and a version")
+            try:
+                sv = self.version(str(ref["subject"]), str(ref["version"]))
+            except e.RegistryError:
+                raise e.invalid_schema(f"reference {ref['name']!r}: could not find subject "
+                                       f"{ref['subject']!r} version {ref['version']}") from None
+            if sv.id not in self._parsed:
+                nested = await self._references(sv.references, depth + 1)
+                self._parsed[sv.id] = await self._off_loop(parse_schema, sv.schema_type,
+                                                           sv.schema, nested)
+            out.append(self._parsed[sv.id])
+        return out
+
+    async def parse_request(self, body: dict[str, Any], *, normalize: bool = False,
+                            ) -> tuple[ParsedSchema, list[dict[str, Any]]]:
+        schema_type = body.get("schemaType") or "AVRO"
+        if not isinstance(schema_type, str) or schema_type not in SCHEMA_TYPES:
+            raise unknown_type(str(schema_type))
+        text = body.get("schema")
+        if not isinstance(text, str) or not text.strip():
+            raise e.RegistryError(422, 42201, "Empty schema")
+        references = body.get("references") or []
+        if not isinstance(references, list):
+            raise e.invalid_schema("references: expected a list")
+        refs = await self._references(references, 1)
+        # resolve "latest" to the number it names, as Confluent stores it
+        stored = [{"name": r["name"], "subject": r["subject"],
+                   "version": self.version(str(r["subject"]), str(r["version"])).version}
+                  for r in references]
+        parsed = await self._off_loop(
+            functools.partial(parse_schema, normalize=normalize), schema_type, text, refs)
+        return parsed, stored
+
+    # --- register and look up ------------------------------------------------------------------
+
+    def _same(self, sv: SchemaVersion, parsed: ParsedSchema, refs: list[dict[str, Any]]) -> bool:
+        return (sv.schema_type == parsed.schema_type and sv.references == refs
+                and sv.schema == parsed.canonical)
+
+    async def lookup(self, subject: str, body: dict[str, Any], *, normalize: bool = False,
+                     deleted: bool = False) -> SchemaVersion:
+        if not self.live(subject, deleted=deleted):
+            raise e.subject_not_found(subject)
+        parsed, refs = await self.parse_request(body, normalize=normalize)
+        for sv in reversed(self.live(subject, deleted=deleted)):
+            if self._same(sv, parsed, refs) or (not normalize and sv.schema_type == "AVRO"
+                                               and await self._equal_parsed(sv, parsed)):
+                return sv
+        raise e.schema_not_found()
+
+    async def _equal_parsed(self, sv: SchemaVersion, parsed: ParsedSchema) -> bool:
+        return bool((await self.parsed(sv)).parsed == parsed.parsed)
+
+    async def register(self, subject: str, body: dict[str, Any], *,
+                       normalize: bool = False) -> SchemaVersion:
+        async with self._lock:
+            mode = self.mode(subject)
+            if mode in ("READONLY", "READONLY_OVERRIDE"):
+                raise e.operation_not_permitted(f"Subject {subject} is in read-only mode")
+            given_id = body.get("id")
+            given_version = body.get("version")
+            if (given_id not in (None, -1, 0)) and mode != "IMPORT":
+                raise e.operation_not_permitted(f"Subject {subject} is not in import mode")
+            parsed, refs = await self.parse_request(body, normalize=normalize)
+            everything = self.live(subject, deleted=True)
+            live = [sv for sv in everything if not sv.deleted]
+            for sv in live:
+                if self._same(sv, parsed, refs) and given_id in (None, -1, 0, sv.id):
+                    return sv
+            if mode != "IMPORT":
+                level = self.compatibility(subject)
+                previous = [await self.parsed(sv) for sv in live]
+                problems = check(level, parsed, previous)
+                if problems:
+                    raise e.incompatible([f'"{subject}", details: [{", ".join(problems)}]'])
+            schema_id = self._id_for(parsed, refs, given_id)
+            version = (everything[-1].version + 1) if everything else 1
+            if mode == "IMPORT" and isinstance(given_version, int) and given_version > 0:
+                version = given_version
+            sv = SchemaVersion(subject, version, schema_id, parsed.schema_type, refs,
+                               parsed.canonical)
+            await self.store.write([(sv.key(), sv.value())])
+            self._parsed.setdefault(schema_id, parsed)
+            return self.state.subjects[subject][version]
+
+    def _id_for(self, parsed: ParsedSchema, refs: list[dict[str, Any]], given: Any) -> int:
+        for schema_id, users in self.state.ids.items():
+            s, v = min(users)
+            if self._same(self.state.subjects[s][v], parsed, refs):
+                if given not in (None, -1, 0) and given != schema_id:
+                    break
+                return schema_id
+        if given in (None, -1, 0):
+            return self.state.max_id + 1
+        if not isinstance(given, int) or given < 1:
+            raise e.bad_request(f"Invalid id {given!r}")
+        if given in self.state.ids:
+            raise e.operation_not_permitted(
+                f"Overwrite new schema with id {given} is not permitted.")
+        return given
+
+    # --- deletes -------------------------------------------------------------------------------
+
+    def _refused_if_referenced(self, subject: str, versions: list[int]) -> None:
+        for version in versions:
+            if self.referenced_by(subject, str(version)):
+                raise e.reference_exists(f"One or more references exist to the schema "
+                                         f"{{subject={subject},version={version}}}.")
+
+    async def delete_subject(self, subject: str, *, permanent: bool = False) -> list[int]:
+        async with self._lock:
+            everything = self.live(subject, deleted=True)
+            if not everything:
+                raise e.subject_not_found(subject)
+            live = [sv.version for sv in everything if not sv.deleted]
+            self._check_writable(subject)
+            if permanent:
+                if live:
+                    raise e.subject_not_soft_deleted(subject)
+                await self.store.write([(sv.key(), None) for sv in everything])
+                return [sv.version for sv in everything]
+            if not live:
+                raise e.subject_soft_deleted(subject)
+            self._refused_if_referenced(subject, live)
+            records: list[tuple[dict[str, Any], dict[str, Any] | None]] = [
+                (setting_key("DELETE_SUBJECT", subject),
+                 {"subject": subject, "version": live[-1]})]
+            for sv in everything:
+                if not sv.deleted:
+                    value = sv.value()
+                    value["deleted"] = True
+                    records.append((sv.key(), value))
+            await self.store.write(records)
+            return live
+
+    async def delete_version(self, subject: str, text: str, *, permanent: bool = False) -> int:
+        async with self._lock:
+            number = parse_version(text)
+            everything = self.live(subject, deleted=True)
+            if not everything:
+                raise e.subject_not_found(subject)
+            self._check_writable(subject)
+            if number is None:
+                live = [sv for sv in everything if not sv.deleted]
+                if not live and not permanent:
+                    raise e.subject_not_found(subject)
+                sv = (live or everything)[-1]
+            else:
+                found = [sv for sv in everything if sv.version == number]
+                if not found:
+                    raise e.version_not_found(number)
+                sv = found[0]
+            if permanent:
+                if not sv.deleted:
+                    raise e.version_not_soft_deleted(subject, sv.version)
+                await self.store.write([(sv.key(), None)])
+                return sv.version
+            if sv.deleted:
+                raise e.version_soft_deleted(subject, sv.version)
+            self._refused_if_referenced(subject, [sv.version])
+            value = sv.value()
+            value["deleted"] = True
+            await self.store.write([(sv.key(), value)])
+            return sv.version
+
+    def _check_writable(self, subject: str) -> None:
+        if self.mode(subject) in ("READONLY", "READONLY_OVERRIDE"):
+            raise e.operation_not_permitted(f"Subject {subject} is in read-only mode")
+
+    # --- compatibility ----------------------------------------------------------------------------
+
+    async def test_compatibility(self, subject: str, version: str | None,
+                                 body: dict[str, Any], *, normalize: bool = False) -> list[str]:
+        """Why ``body``'s schema may not be registered under ``subject`` (empty: it may)."""
+        level = self.compatibility(subject)
+        if version is None:
+            previous = [await self.parsed(sv) for sv in self.live(subject)]
+        else:
+            previous = [await self.parsed(self.version(subject, version))]
+            level = level.removesuffix("_TRANSITIVE")
+        parsed, _refs = await self.parse_request(body, normalize=normalize)
+        return check(level, parsed, previous)
+
+    # --- config and mode -----------------------------------------------------------------------
+
+    def compatibility(self, subject: str | None) -> str:
+        configs = self.state.configs
+        level = configs.get(subject) if subject is not None else None
+        return str(level or configs.get(None) or DEFAULT_COMPATIBILITY)
+
+    def subject_config(self, subject: str, *, default_to_global: bool) -> str:
+        level = self.state.configs.get(subject)
+        if level is None:
+            if not default_to_global:
+                raise e.subject_compatibility_not_configured(subject)
+            return self.compatibility(None)
+        return str(level)
+
+    async def set_config(self, subject: str | None, body: dict[str, Any]) -> str:
+        level = body.get("compatibility", body.get("compatibilityLevel"))
+        if not isinstance(level, str) or level.upper() not in LEVELS:
+            raise e.invalid_compatibility(level)
+        await self.store.write([(setting_key("CONFIG", subject),
+                                 {"compatibilityLevel": level.upper()})])
+        return level.upper()
+
+    async def delete_config(self, subject: str | None) -> str:
+        if subject is not None and not self.live(subject, deleted=True) and (
+                subject not in self.state.configs):
+            raise e.subject_not_found(subject)
+        previous = self.compatibility(subject)
+        await self.store.write([(setting_key("CONFIG", subject), None)])
+        return previous
+
+    def mode(self, subject: str | None) -> str:
+        modes = self.state.modes
+        found = modes.get(subject) if subject is not None else None
+        return str(found or modes.get(None) or "READWRITE")
+
+    def subject_mode(self, subject: str, *, default_to_global: bool) -> str:
+        found = self.state.modes.get(subject)
+        if found is None:
+            if not default_to_global:
+                raise e.subject_mode_not_configured(subject)
+            return self.mode(None)
+        return str(found)
+
+    async def set_mode(self, subject: str | None, body: dict[str, Any], *, force: bool) -> str:
+        mode = body.get("mode")
+        if not isinstance(mode, str) or mode.upper() not in MODES:
+            raise e.invalid_mode(mode)
+        mode = mode.upper()
+        if mode == "IMPORT" and not force:
+            has = self.live(subject, deleted=True) if subject else self.state.subjects
+            if has:
+                raise e.operation_not_permitted(
+                    "Cannot import since found existing subjects")
+        await self.store.write([(setting_key("MODE", subject), {"mode": mode})])
+        return mode
+
+    async def delete_mode(self, subject: str) -> str:
+        previous = self.mode(subject)
+        await self.store.write([(setting_key("MODE", subject), None)])
+        return previous
+
+
+def schema_json(sv: SchemaVersion, *, with_subject: bool = True) -> dict[str, Any]:
+    """Confluent's JSON of a registered schema (no ``schemaType`` for Avro, no empty
+    ``references``)."""
+    out: dict[str, Any] = {"subject": sv.subject, "version": sv.version, "id": sv.id} if (
+        with_subject) else {}
+    if sv.schema_type != "AVRO":
+        out["schemaType"] = sv.schema_type
+    if sv.references:
+        out["references"] = sv.references
+    out["schema"] = sv.schema
+    return out
+
+
+__all__ = ["SchemaRegistry", "parse_version", "schema_json"]

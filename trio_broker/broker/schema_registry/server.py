@@ -1,0 +1,63 @@
+"""Serve the registry in the broker's nursery: Hypercorn's Trio worker, as the console is served.
+
+Why the same stack as the web console (``broker/http/server.py``): Starlette on Trio through
+anyio, Hypercorn serving it from inside our own nursery with keep-alive, size limits and idle
+timeouts already written; ``task_status`` reports the bound address and cancelling the nursery
+stops it.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+from typing import Any
+
+import trio
+from hypercorn.config import Config as HypercornConfig
+from hypercorn.trio import serve
+
+from ..config import BrokerConfig
+from ..config.listeners import parse_http_listener
+from ..server.state import BrokerState
+from .app import build_app
+from .registry import SchemaRegistry
+from .store import KafkaStore
+
+LOGGER = logging.getLogger("trio_broker.broker.schema_registry")
+_SERVER_LOGGER = logging.getLogger("trio_broker.broker.schema_registry.hypercorn")
+if _SERVER_LOGGER.level == logging.NOTSET:
+    _SERVER_LOGGER.setLevel(logging.WARNING)
+
+
+def _hypercorn_config(host: str, port: int) -> HypercornConfig:
+    config = HypercornConfig()
+    config.bind = [f"[{host}]:{port}" if ":" in host else f"{host}:{port}"]
+    config.accesslog = None
+    config.errorlog = _SERVER_LOGGER
+    config.include_server_header = False
+    config.graceful_timeout = 1.0
+    config.keep_alive_timeout = 30.0
+    config.h11_max_incomplete_size = 16 * 1024
+    return config
+
+
+async def run_registry(config: BrokerConfig, state: BrokerState, *,
+                       task_status: trio.TaskStatus[tuple[str, int, SchemaRegistry]]
+                       = trio.TASK_STATUS_IGNORED) -> None:
+    """Read ``_schemas``, then serve the REST API until cancelled; reports (host, port,
+    registry)."""
+    _scheme, host, port = parse_http_listener(config.schema_registry_listener,
+                                              "schema.registry.listener")
+    store = KafkaStore(state)
+    await store.start()
+    registry = SchemaRegistry(store)
+    app: Any = build_app(registry)  # an ASGI 3 callable; Hypercorn's types are narrower
+    async with trio.open_nursery() as nursery:
+        binds: list[str] = await nursery.start(functools.partial(
+            serve, app, _hypercorn_config(host, port), mode="asgi"))
+        rest = binds[0].split("://", 1)[1]
+        bound_host, _, bound_port = rest.rpartition(":")
+        bound_host = bound_host.strip("[]")
+        LOGGER.info("schema registry on http://%s/ (%d subjects read from %s)", rest,
+                    len(store.state.subjects), "_schemas")
+        task_status.started((bound_host, int(bound_port), registry))
