@@ -273,6 +273,36 @@ class LogManager:
         LOGGER.error("Log dir %s is offline: %s", log_dir, reason)
         self.offline_dirs[log_dir] = reason
 
+    def _take_dir_offline(self, log_dir: Path, reason: str) -> None:
+        """Kafka's ``LogDirFailureChannel``: every partition of ``log_dir`` answers
+        KAFKA_STORAGE_ERROR until a restart recovers them from what the disk holds; nothing
+        more is written there (no flush, no checkpoint, no clean-shutdown marker)."""
+        with self._lock:
+            keys = [key for key, d in self._dir_of.items() if d == log_dir]
+            logs = [self._logs.pop(key) for key in keys if key in self._logs]
+            for key in keys:
+                del self._dir_of[key]
+        self._dir_failed(log_dir, reason)
+        for key in keys:
+            self._partition_failed(key, f"its log dir is offline: {reason}")
+        for log in logs:
+            try:
+                log.close(flush=False)
+            except KafkaStorageError as exc:
+                LOGGER.warning("Closing %s in offline log dir %s: %s", log.name, log_dir, exc)
+
+    def flush(self, log: Log) -> None:
+        """fsync ``log`` now. A failure takes its log dir offline, as Kafka does: after a
+        failed fsync the kernel may have dropped the written pages, so what the log serves
+        may not be what the disk holds. Raises KafkaStorageError."""
+        try:
+            log.flush()
+        except KafkaStorageError as exc:
+            log_dir = self._dir_of.get((log.topic, log.partition))
+            if log_dir is not None and not log.closed:  # closed: deleted, or shutting down
+                self._take_dir_offline(log_dir, f"flushing {log.name} failed: {exc}")
+            raise
+
     def _choose_dir(self) -> Path:
         return self._place(1)[0]
 
@@ -493,7 +523,7 @@ class LogManager:
         flushed = 0
         for log in self.logs_needing_flush():
             try:
-                log.flush()
+                self.flush(log)
                 flushed += 1
             except KafkaStorageError as exc:
                 LOGGER.error("Flushing %s failed: %s", log.name, exc)
