@@ -171,6 +171,38 @@ def test_produce_fault(broker: Broker, faults: DiskFaults, fault: str) -> None:
     assert _read_all(broker.bootstrap, "t") == read
 
 
+def test_new_partition_and_producer_id_faults(broker: Broker, faults: DiskFaults) -> None:
+    """A partition whose first leader epoch cannot be recorded fails its CreateTopics and leaves
+    no directory behind (the retry succeeds, a restart adopts nothing); an id block that cannot
+    be reserved answers InitProducerId KAFKA_STORAGE_ERROR instead of dropping the connection."""
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+    injected = faults.add("write", path=r"/t-1/leader-epoch-checkpoint", error=errno.ENOSPC)
+    assert _admin_error(admin.create_topics([NewTopic("t", 2, 1)])["t"]) == STORAGE
+    assert injected.failed == 1
+    data = Path(broker.settings["log_dirs"])
+    assert not [p.name for p in data.iterdir() if p.name.startswith("t-")]
+    faults.clear()
+    assert _admin_error(admin.create_topics([NewTopic("t", 2, 1)])["t"]) == 0
+    with BlockingClient(broker.bootstrap) as client:
+        def init_producer_id() -> tuple[int, int, int]:
+            return parse_init_producer_id(client.any_connection().request(
+                ApiKey.InitProducerId, lambda v: init_producer_id_request(v)))
+
+        faults.add("replace", path=r"/producer-id-block$", error=errno.EIO)
+        assert init_producer_id()[0] == ErrorCode.KAFKA_STORAGE_ERROR
+        faults.clear()
+        code, producer_id, _ = init_producer_id()
+        assert code == ErrorCode.NONE
+    broker.restart()
+    assert len(AdminClient({"bootstrap.servers": broker.bootstrap}).list_topics(
+        timeout=10).topics["t"].partitions) == 2
+    with BlockingClient(broker.bootstrap) as client:
+        code, after_restart, _ = parse_init_producer_id(client.any_connection().request(
+            ApiKey.InitProducerId, lambda v: init_producer_id_request(v)))
+        assert code == ErrorCode.NONE
+        assert after_restart > producer_id  # the reserved block survived
+
+
 def test_delete_records_checkpoint_fault(broker: Broker, faults: DiskFaults) -> None:
     admin = AdminClient({"bootstrap.servers": broker.bootstrap})
     admin.create_topics([NewTopic("t", 1, 1)])["t"].result(10)

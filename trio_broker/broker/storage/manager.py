@@ -235,9 +235,11 @@ class LogManager:
         path = log_dir / f"{topic}-{partition}"
         if meta is None:
             meta = self._topics[topic]
+        made = False
         try:
             if create:
                 path.mkdir(parents=True, exist_ok=False)
+                made = True
             log = Log(path, meta.config, recovery_point=recovery_point,
                       clean_shutdown=clean_shutdown,
                       producer_id_expiration_ms=self.producer_id_expiration_ms, new=create)
@@ -257,6 +259,8 @@ class LogManager:
                 raise
         except _LOAD_ERRORS as exc:
             if create:
+                if made:  # a retry must find no directory, a restart no orphan to adopt
+                    shutil.rmtree(path, ignore_errors=True)
                 raise KafkaStorageError(f"creating {path} failed: {exc}") from exc
             self._partition_failed((topic, partition), f"cannot load {path}: {exc}")
             return None
