@@ -97,12 +97,13 @@ def fitting_name(name: str, suffix: str) -> str:
 
 
 def atomic_write(path: Path, data: Buffers, *, durable: bool = True,
-                 mode: int | None = None) -> None:
+                 mode: int | None = None, tmp_suffix: str = ".tmp") -> None:
     """Replace ``path`` with ``data`` so a crash leaves either the old or the new content.
 
-    ``mode`` is the new file's exact permission bits (else 0o644 less the umask). A failure
+    ``mode`` is the new file's exact permission bits (else 0o644 less the umask); a file that
+    more than one process may write gives a ``tmp_suffix`` of its own per process. A failure
     leaves the old file and removes the temp file."""
-    tmp = path.with_name(fitting_name(path.name, ".tmp"))
+    tmp = path.with_name(fitting_name(path.name, tmp_suffix))
     try:
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644 if mode is None else mode)
         try:

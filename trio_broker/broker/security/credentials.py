@@ -231,7 +231,8 @@ def _load_doc(path: Path) -> dict[str, Any]:
 def _write_atomically(path: Path, doc: dict[str, Any]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     data = (json.dumps(doc, indent=2, sort_keys=True) + "\n").encode("utf-8")
-    atomic_write(path, data, mode=0o600)
+    # the command line may write the file while a broker does: a temp file per process
+    atomic_write(path, data, mode=0o600, tmp_suffix=f".{os.getpid()}.tmp")
 
 
 def add_user(path: str | os.PathLike[str], username: str, password: str, *,
