@@ -32,7 +32,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("client.trio", "client.blocking"),
     ("client",),
     # the broker stack, lowest first
-    ("broker.config", "broker.metrics", "broker.security", "broker.offload"),
+    ("broker.config", "broker.metrics", "broker.security", "broker.offload", "broker.fileio"),
     ("broker.storage",),  # partition logs on disk
     ("broker.coordinator",),  # consumer groups, committed offsets, transactions
     ("broker.server",),  # what every handler shares: state, contexts, cluster model, purgatory

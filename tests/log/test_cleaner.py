@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import os
+import errno
 from bisect import bisect_right
 from pathlib import Path
 
@@ -13,6 +13,7 @@ from trio_broker.broker.storage.cleaner_manager import CLEANER_CHECKPOINT, LogCl
 from trio_broker.broker.storage.segment_swap import CLEANING_PREFIX, complete_swap
 from trio_broker.protocol.batch import validate_batch
 from trio_broker.protocol.records import build_batch, decode_batches
+from trio_broker.testing.disk_faults import DiskFaults
 
 from .log_helpers import TS, open_log
 
@@ -126,23 +127,14 @@ def test_interrupted_cleaning_is_dropped_and_a_committed_swap_completed(tmp_path
     log.close()
 
 
-def test_swap_completion_is_idempotent(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_swap_completion_is_idempotent(tmp_path: Path) -> None:
     log = open_log(tmp_path / "t-0", COMPACT)
     latest = fill(log, 500, 3, 0)
     cleaner = cleaner_for(log, tmp_path)
-    calls = []
-    real_rename = os.rename
-
-    def crash_after_two(src: object, dst: object) -> None:
-        calls.append(src)
-        if str(src).endswith(".timeindex") and ".swap-" in str(src):
-            raise OSError("simulated crash")
-        real_rename(src, dst)  # type: ignore[arg-type]
-
-    monkeypatch.setattr(os, "rename", crash_after_two)
-    with pytest.raises(OSError, match="simulated crash"):
-        cleaner.compact([(log, tmp_path)], TS)
-    monkeypatch.undo()
+    with DiskFaults() as faults:  # the swap stops after the segments, before the time index
+        faults.add("replace", path=r"/t-0/\d+\.timeindex$", error=errno.EIO)
+        with pytest.raises(OSError, match="Input/output error"):
+            cleaner.compact([(log, tmp_path)], TS)
     log.close()
     swaps = [p for p in (tmp_path / "t-0").iterdir() if p.name.startswith(".swap-")]
     assert len(swaps) == 1

@@ -2,8 +2,9 @@
 
 What it owns: ``open_cluster`` / ``serve_cluster`` / ``Cluster`` (N broker endpoints over one
 storage, leader moves, broker stops; ``cluster.py``), the fault injection every node's requests
-pass (``faults.py`` over ``fault_state.py``, answers written by ``fault_responses.py``), the HTTP
-control API for other processes (``control.py``), and ``ThreadedBroker`` / ``ThreadedCluster``,
+pass (``faults.py`` over ``fault_state.py``, answers written by ``fault_responses.py``), a failing
+disk under the broker's own writes (``disk_faults.py``), the HTTP control API for other
+processes (``control.py``), and ``ThreadedBroker`` / ``ThreadedCluster``,
 which run a broker or a cluster in a thread of its own for synchronous code (``threaded.py``
 over ``loop_thread.py``).
 

@@ -112,7 +112,8 @@ async def handle_create_acls(ctx: HandlerContext, request: RequestBody) -> Handl
         try:
             await run_io(store.add, valid)  # fsync: off the event loop
         except OSError as exc:
-            results = [(ErrorCode.UNKNOWN_SERVER_ERROR, f"cannot store the ACLs: {exc}")
+            # a disk failure: Kafka's answer for a KafkaStorageException
+            results = [(ErrorCode.KAFKA_STORAGE_ERROR, f"cannot store the ACLs: {exc}")
                        if error == 0 else (error, message) for error, message in results]
     return _create_response(ctx, results)
 
@@ -139,7 +140,7 @@ async def handle_delete_acls(ctx: HandlerContext, request: RequestBody) -> Handl
             store.delete, [f for f, invalid in checked if invalid is None]))
     except OSError as exc:
         return ctx.response(throttle_time_ms=0, filter_results=[
-            _DELETE(error_code=ErrorCode.UNKNOWN_SERVER_ERROR,
+            _DELETE(error_code=ErrorCode.KAFKA_STORAGE_ERROR,
                     error_message=f"cannot store the ACLs: {exc}", matching_acls=[])
             for _ in filters])
     matching = _DELETE.DeleteAclsMatchingAcl

@@ -306,7 +306,7 @@ def _alter_broker(broker: BrokerState, per_broker: bool,
         raise _Refused(ErrorCode.INVALID_REQUEST, str(exc)) from None
     except OSError as exc:
         LOGGER.error("Cannot persist dynamic broker configs: %s", exc)
-        raise _Refused(ErrorCode.UNKNOWN_SERVER_ERROR,
+        raise _Refused(ErrorCode.KAFKA_STORAGE_ERROR,  # a disk failure, as Kafka names it
                        f"Cannot persist dynamic broker configs: {exc.strerror or exc}") from None
     if not validate_only:
         LOGGER.info("Dynamic %s configs are now: %s",

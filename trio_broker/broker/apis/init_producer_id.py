@@ -17,6 +17,7 @@ from ..offload import run_io
 from ..server import authz
 from ..server.bodies import InitProducerIdRequest
 from ..server.context import HandlerContext, HandlerResult
+from ..storage import StorageError
 from .transactions import fencing_error
 
 _NO_PRODUCER_ID = -1
@@ -47,7 +48,7 @@ async def handle_init_producer_id(ctx: HandlerContext,
         return _refused(ctx, ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
     try:
         producer_id = await run_io(ctx.broker.producer_ids.allocate)
-    except OSError:
+    except (OSError, StorageError):  # the id block could not be reserved; clients retry it
         return _refused(ctx, ErrorCode.KAFKA_STORAGE_ERROR)
     return ctx.response(throttle_time_ms=0, error_code=0, producer_id=producer_id,
                         producer_epoch=0)

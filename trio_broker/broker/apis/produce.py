@@ -129,7 +129,7 @@ async def handle_produce(ctx: HandlerContext, request: ProduceRequest) -> Handle
                                   partition_responses=parts))
     for log, parts, i in to_flush:
         try:
-            await run_io(log.flush)
+            await run_io(logs.flush, log)
         except StorageError as exc:
             LOGGER.error("flush of %s failed: %s", log.name, exc)
             parts[i] = _part(parts[i].index, ErrorCode.KAFKA_STORAGE_ERROR)

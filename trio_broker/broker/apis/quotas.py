@@ -107,7 +107,8 @@ async def handle_alter_client_quotas(ctx: HandlerContext, request: RequestBody) 
         try:
             await run_io(ctx.broker.quotas.alter, changes)  # fsync
         except OSError as exc:
-            results = [(e, ErrorCode.UNKNOWN_SERVER_ERROR, f"cannot store the quotas: {exc}")
+            # a disk failure: Kafka's answer for a KafkaStorageException
+            results = [(e, ErrorCode.KAFKA_STORAGE_ERROR, f"cannot store the quotas: {exc}")
                        if code == 0 else (e, code, m) for e, code, m in results]
     entity_cls = _A.EntryData.EntityData
     return ctx.response(throttle_time_ms=0, entries=[

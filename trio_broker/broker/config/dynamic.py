@@ -30,6 +30,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from ..fileio import atomic_write
 from .broker import BrokerConfig, build_config
 from .defs import ConfigValueError
 from .keys import BROKER_KEYS, base_key
@@ -188,16 +189,5 @@ class DynamicBrokerConfigs:
         doc.update({"version": 1, "default": dict(cluster_default),
                     str(self.static.node_id): dict(per_broker)})
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = self.path.with_name(self.path.name + ".tmp")
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, _FILE_MODE)
-        os.fchmod(fd, _FILE_MODE)  # a leftover temporary file keeps its old mode otherwise
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            json.dump(doc, f, indent=1, sort_keys=True)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, self.path)
-        fd = os.open(self.path.parent, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
+        atomic_write(self.path, json.dumps(doc, indent=1, sort_keys=True).encode(),
+                     mode=_FILE_MODE)

@@ -22,11 +22,12 @@ come from the event loop while a write runs.
 from __future__ import annotations
 
 import logging
-import os
 import threading
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import BinaryIO, Generic, TypeVar
+
+from ..fileio import fsync_dir, fsync_fd, replace, write_all
 
 LOGGER = logging.getLogger(__name__)
 
@@ -112,7 +113,7 @@ class RecordFile(Generic[State]):
                                    self.WHAT, self.path, self.truncated_bytes, valid)
                     with open(self.path, "r+b") as f:
                         f.truncate(valid)
-                        os.fsync(f.fileno())
+                        fsync_fd(f.fileno())
             self._file = open(self.path, "ab")  # noqa: SIM115 - held open until close()
             self._opened = True
             self._size = self._size_after_compaction = valid
@@ -133,16 +134,18 @@ class RecordFile(Generic[State]):
             f = self._require_open()
             tmp = self.directory / self.TMP_NAME
             size = self._write_new(tmp, [self.MAGIC, *self.live_records(state)])
-            os.replace(tmp, self.path)
-            fsync_dir(self.directory)
-            if self._entry_unsynced:
-                fsync_dir(self.directory.parent)
-                self._entry_unsynced = False
+            replace(tmp, self.path)
+            # From the rename on, appends must go to the new file even if a sync below fails:
+            # the old one is unlinked, and a record appended to it would be lost.
             f.close()
             self._file = open(self.path, "ab")  # noqa: SIM115
             LOGGER.info("%s %s compacted from %d to %d bytes", self.WHAT, self.path, self._size,
                         size)
             self._size = self._size_after_compaction = size
+            fsync_dir(self.directory)
+            if self._entry_unsynced:
+                fsync_dir(self.directory.parent)
+                self._entry_unsynced = False
 
     def close(self, final_records: Sequence[bytes] = ()) -> None:
         """Append ``final_records`` (if any), fsync and close; idempotent."""
@@ -153,7 +156,7 @@ class RecordFile(Generic[State]):
             finally:
                 if self._file is not None:
                     self._file.flush()
-                    os.fsync(self._file.fileno())
+                    fsync_fd(self._file.fileno())
                     self._file.close()
                     self._file = None
                 self._opened = False
@@ -162,9 +165,9 @@ class RecordFile(Generic[State]):
         f = self._require_open()
         data = b"".join(records)
         try:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
+            # at the known end (the file is opened for append, so this is where it lands)
+            write_all(f.fileno(), data, self._size)
+            fsync_fd(f.fileno())
             if self._entry_unsynced:  # the file's first record: its name must survive too
                 fsync_dir(self.directory)
                 fsync_dir(self.directory.parent)
@@ -184,7 +187,7 @@ class RecordFile(Generic[State]):
         self._file = None
         with open(self.path, "r+b") as f:
             f.truncate(self._size)
-            os.fsync(f.fileno())
+            fsync_fd(f.fileno())
         self._file = open(self.path, "ab")  # noqa: SIM115
 
     def _require_open(self) -> BinaryIO:
@@ -211,29 +214,12 @@ class RecordFile(Generic[State]):
 
     def _write_new(self, path: Path, chunks: Iterable[bytes]) -> int:
         """Write ``chunks`` to a new file, fsync it and its directory; the bytes written."""
-        size = 0
+        data = b"".join(chunks)
         with open(path, "wb") as out:
-            for chunk in chunks:
-                out.write(chunk)
-                size += len(chunk)
-            out.flush()
-            os.fsync(out.fileno())
+            write_all(out.fileno(), data, 0)
+            fsync_fd(out.fileno())
         fsync_dir(path.parent)
-        return size
+        return len(data)
 
 
-def fsync_dir(directory: Path) -> None:
-    """Make a create or rename in ``directory`` durable (skipped where dirs cannot be opened)."""
-    try:
-        fd = os.open(directory, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
-
-
-__all__ = ["RecordFile", "fsync_dir"]
+__all__ = ["RecordFile"]

@@ -24,7 +24,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from ...protocol.crc import crc32c
-from .record_file import fsync_dir
+from ..fileio import fsync_dir, fsync_fd, replace, write_all
 from .txn_metadata import TransactionMetadata, TxnState
 
 LOGGER = logging.getLogger(__name__)
@@ -94,7 +94,7 @@ class TransactionLog:
         self._fd = os.open(self.path, os.O_WRONLY | os.O_CREAT, 0o644)
         if good < len(data):
             os.ftruncate(self._fd, good)
-            os.fsync(self._fd)
+            fsync_fd(self._fd)
         # A new (empty) file needs no fsync to open: a missing file reads as an empty one. Its
         # directory entry is made durable with the first record (``append``).
         self._entry_unsynced = not data
@@ -102,20 +102,24 @@ class TransactionLog:
         return states
 
     def append(self, metas: Iterable[TransactionMetadata]) -> None:
-        """Write and fsync one record per state (OSError if the disk fails)."""
+        """Write and fsync one record per state (OSError if the disk fails, and then nothing
+        of them stays in the file)."""
         data = b"".join(encode(m) for m in metas)
         with self._lock:
             fd = self._require_open()
-            view = memoryview(data)
-            while view:
-                written = os.pwrite(fd, view, self._size)
-                view = view[written:]
-                self._size += written
-            os.fsync(fd)
-            if self._entry_unsynced:
-                fsync_dir(self.directory)
-                fsync_dir(self.directory.parent)
-                self._entry_unsynced = False
+            try:
+                write_all(fd, data, self._size)
+                fsync_fd(fd)
+                if self._entry_unsynced:
+                    fsync_dir(self.directory)
+                    fsync_dir(self.directory.parent)
+                    self._entry_unsynced = False
+            except OSError:
+                # Unanswered bytes (a torn record) must not stand in front of later records:
+                # replay stops at the first bad one, and would lose every record after it.
+                os.ftruncate(fd, self._size)
+                raise
+            self._size += len(data)
 
     def should_compact(self) -> bool:
         return self._size > self.compact_bytes
@@ -128,23 +132,22 @@ class TransactionLog:
             self._require_open()  # a log never written: make its directory first
             fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
             try:
-                os.write(fd, data)
-                os.fsync(fd)
+                write_all(fd, data, 0)
+                fsync_fd(fd)
+                replace(tmp, self.path)
             except BaseException:
                 os.close(fd)
+                tmp.unlink(missing_ok=True)
                 raise
-            os.replace(tmp, self.path)
-            dir_fd = os.open(self.directory, os.O_RDONLY)
-            try:
-                os.fsync(dir_fd)
-            finally:
-                os.close(dir_fd)
-            if self._entry_unsynced:  # a directory made by this compaction
-                fsync_dir(self.directory.parent)
-                self._entry_unsynced = False
+            # From the rename on, appends go to the new file even if a sync below fails: the
+            # old one is unlinked, and a record appended to it would be lost.
             if self._fd is not None:
                 os.close(self._fd)
             self._fd, self._size = fd, len(data)
+            fsync_dir(self.directory)
+            if self._entry_unsynced:  # a directory made by this compaction
+                fsync_dir(self.directory.parent)
+                self._entry_unsynced = False
 
     def close(self) -> None:
         with self._lock:

@@ -38,6 +38,9 @@ async def write_markers(logs: LogManager, meta: TransactionMetadata, committed: 
     for topic, partition in sorted(meta.partitions):
         log = logs.get_log(topic, partition)
         if log is None:
+            if (topic, partition) in logs.offline_partitions:
+                LOGGER.error("marker for %s-%d: the partition is offline", topic, partition)
+                return False  # retried later: after a restart the partition is back
             continue  # deleted since: nothing left to end
         try:
             log.append_marker(meta.producer_id, meta.producer_epoch, committed=committed,
@@ -54,7 +57,7 @@ async def write_markers(logs: LogManager, meta: TransactionMetadata, committed: 
             to_flush.append(log)
     for log in to_flush:
         try:
-            await run_io(log.flush)
+            await run_io(logs.flush, log)
         except StorageError as exc:
             LOGGER.error("flushing markers of %s failed: %s", log.name, exc)
             return False

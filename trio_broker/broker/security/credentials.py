@@ -40,7 +40,6 @@ from __future__ import annotations
 
 import argparse
 import base64
-import contextlib
 import getpass
 import hmac
 import json
@@ -48,7 +47,6 @@ import logging
 import os
 import secrets
 import sys
-import tempfile
 import threading
 from collections import OrderedDict
 from collections.abc import Iterable, Sequence
@@ -58,6 +56,7 @@ from typing import Any
 import attrs
 
 from ...protocol.errors import ErrorCode
+from ..fileio import atomic_write
 from .scram import (
     MAX_ITERATIONS,
     MECHANISMS,
@@ -231,25 +230,9 @@ def _load_doc(path: Path) -> dict[str, Any]:
 
 def _write_atomically(path: Path, doc: dict[str, Any]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=path.name, suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            json.dump(doc, f, indent=2, sort_keys=True)
-            f.write("\n")
-            f.flush()
-            os.fsync(f.fileno())
-        os.chmod(tmp, 0o600)
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
-    with contextlib.suppress(OSError):  # make the rename durable where directories open
-        fd = os.open(path.parent, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
+    data = (json.dumps(doc, indent=2, sort_keys=True) + "\n").encode("utf-8")
+    # the command line may write the file while a broker does: a temp file per process
+    atomic_write(path, data, mode=0o600, tmp_suffix=f".{os.getpid()}.tmp")
 
 
 def add_user(path: str | os.PathLike[str], username: str, password: str, *,

@@ -55,7 +55,7 @@ from ...protocol.batch import BATCH_HEADER_SIZE, BatchHeader, finish_batch, read
 from ...protocol.compression import Compression, compress, decompress
 from ...protocol.records import read_varint, write_varint
 from .config import LogConfig
-from .files import fsync_dir
+from .files import fsync_dir, fsync_fd, replace
 from .segment import LogSegment
 from .segment_swap import CLEANING_PREFIX, remove_dir, swap_dir_name
 from .txn_index import AbortedTxn
@@ -407,7 +407,7 @@ def clean_group(directory: Path, group: Sequence[LogSegment], end: int, config: 
         out.on_become_inactive()
         for fd in out.sync_fds():
             try:
-                os.fsync(fd)
+                fsync_fd(fd)
             finally:
                 os.close(fd)
     finally:
@@ -415,7 +415,7 @@ def clean_group(directory: Path, group: Sequence[LogSegment], end: int, config: 
     os.utime(out.log_path, ns=(modified * 1_000_000, modified * 1_000_000))
     fsync_dir(work)
     swap = directory / swap_dir_name(base, end)
-    os.rename(work, swap)  # the commit point
+    replace(work, swap)  # the commit point
     fsync_dir(directory)
     stats.segments_cleaned += len(group)
     return swap

@@ -32,7 +32,7 @@ import attrs
 
 from .config import LogConfig
 from .errors import KafkaStorageError
-from .files import close_fds, fsync_dir, fsync_file
+from .files import close_fds, fsync_dir, fsync_fd, fsync_file
 from .leader_epoch import LeaderEpochCache
 from .segment import LogSegment
 
@@ -53,7 +53,7 @@ class PendingFlush:
         """Sync and close the fds; run without the log's lock. Raises KafkaStorageError."""
         try:
             for fd in self.fds:
-                os.fsync(fd)
+                fsync_fd(fd)
         except OSError as exc:
             raise KafkaStorageError(f"fsync of {self.name} failed: {exc}") from exc
         finally:
@@ -147,7 +147,7 @@ class LogFlusher:
                 fds = segment.sync_fds()
                 try:
                     for fd in fds:
-                        os.fsync(fd)
+                        fsync_fd(fd)
                 finally:
                     close_fds(fds)
                 segment.synced_size = segment.size

@@ -235,9 +235,11 @@ class LogManager:
         path = log_dir / f"{topic}-{partition}"
         if meta is None:
             meta = self._topics[topic]
+        made = False
         try:
             if create:
                 path.mkdir(parents=True, exist_ok=False)
+                made = True
             log = Log(path, meta.config, recovery_point=recovery_point,
                       clean_shutdown=clean_shutdown,
                       producer_id_expiration_ms=self.producer_id_expiration_ms, new=create)
@@ -257,6 +259,8 @@ class LogManager:
                 raise
         except _LOAD_ERRORS as exc:
             if create:
+                if made:  # a retry must find no directory, a restart no orphan to adopt
+                    shutil.rmtree(path, ignore_errors=True)
                 raise KafkaStorageError(f"creating {path} failed: {exc}") from exc
             self._partition_failed((topic, partition), f"cannot load {path}: {exc}")
             return None
@@ -272,6 +276,36 @@ class LogManager:
     def _dir_failed(self, log_dir: Path, reason: str) -> None:
         LOGGER.error("Log dir %s is offline: %s", log_dir, reason)
         self.offline_dirs[log_dir] = reason
+
+    def _take_dir_offline(self, log_dir: Path, reason: str) -> None:
+        """Kafka's ``LogDirFailureChannel``: every partition of ``log_dir`` answers
+        KAFKA_STORAGE_ERROR until a restart recovers them from what the disk holds; nothing
+        more is written there (no flush, no checkpoint, no clean-shutdown marker)."""
+        with self._lock:
+            keys = [key for key, d in self._dir_of.items() if d == log_dir]
+            logs = [self._logs.pop(key) for key in keys if key in self._logs]
+            for key in keys:
+                del self._dir_of[key]
+        self._dir_failed(log_dir, reason)
+        for key in keys:
+            self._partition_failed(key, f"its log dir is offline: {reason}")
+        for log in logs:
+            try:
+                log.close(flush=False)
+            except KafkaStorageError as exc:
+                LOGGER.warning("Closing %s in offline log dir %s: %s", log.name, log_dir, exc)
+
+    def flush(self, log: Log) -> None:
+        """fsync ``log`` now. A failure takes its log dir offline, as Kafka does: after a
+        failed fsync the kernel may have dropped the written pages, so what the log serves
+        may not be what the disk holds. Raises KafkaStorageError."""
+        try:
+            log.flush()
+        except KafkaStorageError as exc:
+            log_dir = self._dir_of.get((log.topic, log.partition))
+            if log_dir is not None and not log.closed:  # closed: deleted, or shutting down
+                self._take_dir_offline(log_dir, f"flushing {log.name} failed: {exc}")
+            raise
 
     def _choose_dir(self) -> Path:
         return self._place(1)[0]
@@ -493,7 +527,7 @@ class LogManager:
         flushed = 0
         for log in self.logs_needing_flush():
             try:
-                log.flush()
+                self.flush(log)
                 flushed += 1
             except KafkaStorageError as exc:
                 LOGGER.error("Flushing %s failed: %s", log.name, exc)

@@ -18,7 +18,7 @@ import logging
 import os
 from pathlib import Path
 
-from .files import fsync_dir
+from .files import fsync_dir, replace
 from .segment import LOG_SUFFIX
 
 LOGGER = logging.getLogger(__name__)
@@ -65,7 +65,7 @@ def complete_swap(directory: Path, swap: Path) -> int:
     names = sorted((n for n in os.listdir(swap) if n != _DELETED_MARKER),
                    key=lambda n: n.endswith(LOG_SUFFIX))
     for name in names:
-        os.rename(swap / name, directory / name)
+        replace(swap / name, directory / name)
     fsync_dir(directory)
     marker.unlink()
     swap.rmdir()
