@@ -8,12 +8,14 @@ v3), so raw requests stand in for a Kafka 4.x Java producer."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import attrs
 import pytest
 
 from tests.wire import RawClient, create_topic
+from trio_broker.broker.coordinator.txn_metadata import TransactionMetadata, TxnState
 from trio_broker.client.core.produce import parse_produce, produce_request
 from trio_broker.protocol.api_keys import ApiKey, request_class
 from trio_broker.protocol.errors import ErrorCode as E
@@ -187,3 +189,18 @@ async def test_produce_v11_unverified_when_verification_is_off(trio_broker):
     # version 2 producers still add their partition: without it, nothing would end it
     assert await _produce(client, "v1", pid, epoch, 0, version=12, partition=1) == 0
     assert [sorted(t.partitions) for t in (await _describe(client, "v1")).topics] == [[1]]
+
+
+def test_version_2_state_survives_the_transaction_log() -> None:
+    meta = TransactionMetadata("x", 7, 3, 60_000, TxnState.COMPLETE_COMMIT, prev_producer_id=5,
+                               next_producer_id=-1, client_transaction_version=2)
+    doc = json.loads(json.dumps(meta.to_json()))
+    back = TransactionMetadata.from_json(doc)
+    assert (back.prev_producer_id, back.next_producer_id, back.client_transaction_version) == (
+        5, -1, 2)
+    # a record written before transaction version 2 existed loads with Kafka's defaults
+    for key in ("prev_pid", "next_pid", "tv"):
+        del doc[key]
+    old = TransactionMetadata.from_json(doc)
+    assert (old.prev_producer_id, old.next_producer_id, old.client_transaction_version) == (
+        -1, -1, 0)
