@@ -48,10 +48,7 @@ NOT_IMPLEMENTED = {
 
 
 #: implemented APIs that advertise less than Kafka's range, and why (the only exceptions)
-NARROWER = {
-    ApiKey.EndTxn: (VersionRange(0, 4), "v5 is transaction version 2 (KIP-890 part 2, an epoch "
-                    "bump per transaction): not served, so clients stay on version 1"),
-}
+NARROWER: dict[ApiKey, tuple[VersionRange, str]] = {}
 
 
 # --- the table ----------------------------------------------------------------------------------

@@ -8,8 +8,7 @@ min(3.9) .. max(4.1)) once its handler is ready.
 Why these ranges: every implemented API advertises Kafka's whole range (``kafka_range``), so
 each client sends the newest version both sides know and no client generation, from kafka-python
 pinned to 0.10.2 to librdkafka's newest, is refused a version Kafka would accept. A version is
-only listed once its handler implements that version's semantics, not only its encoding (so
-EndTxn stops at v4: v5 is KIP-890's transaction version 2, not served).
+only listed once its handler implements that version's semantics, not only its encoding.
 
 A key is advertised only once a handler for it is registered (``apis.registry``): advertise
 exactly what is implemented.
@@ -70,8 +69,7 @@ SUPPORTED_VERSIONS: dict[ApiKey, VersionRange] = {
     ApiKey.IncrementalAlterConfigs: kafka_range(ApiKey.IncrementalAlterConfigs),
     ApiKey.AddPartitionsToTxn: kafka_range(ApiKey.AddPartitionsToTxn),
     ApiKey.AddOffsetsToTxn: kafka_range(ApiKey.AddOffsetsToTxn),
-    # v5 is transaction version 2 (KIP-890 part 2: an epoch bump per transaction), not served
-    ApiKey.EndTxn: VersionRange(0, 4),
+    ApiKey.EndTxn: kafka_range(ApiKey.EndTxn),
     ApiKey.TxnOffsetCommit: kafka_range(ApiKey.TxnOffsetCommit),
     ApiKey.DescribeTransactions: kafka_range(ApiKey.DescribeTransactions),
     ApiKey.ListTransactions: kafka_range(ApiKey.ListTransactions),

@@ -13,7 +13,11 @@ errors (KIP-467); v9 is flexible; v10's current-leader fields come with NOT_LEAD
 cluster node that does not lead the partition, ``cluster_model.py``); v13 names topics by id
 (UNKNOWN_TOPIC_ID for an unknown one).
 Transactional batches (v3+ with a ``transactional_id``) are checked against the transaction
-coordinator before they are appended.
+coordinator before they are appended (KIP-890 part 1: a partition outside the producer's ongoing
+transaction is refused with INVALID_TXN_STATE, unless ``transaction.partition.verification.enable``
+is false). From v12 (transaction version 2, KIP-890 part 2) the producer sends no
+AddPartitionsToTxn: the broker adds each partition to the transaction itself before appending, as
+Kafka's ``AddPartitionsToTxnManager`` does.
 """
 
 from __future__ import annotations
@@ -22,7 +26,7 @@ import logging
 import struct
 
 from ...protocol.api_keys import ApiKey
-from ...protocol.batch import BatchHeader, validate_batch
+from ...protocol.batch import BATCH_HEADER_SIZE, BatchHeader, read_batch_header, validate_batch
 from ...protocol.compression import Compression
 from ...protocol.conversion import (
     TOPIC_CODECS,
@@ -75,6 +79,9 @@ async def handle_produce(ctx: HandlerContext, request: ProduceRequest) -> Handle
     now_ms = broker.now_ms()
     cluster = broker.cluster
     hint_nodes = False
+    registered: dict[tuple[str, int], int] = {}
+    if request.transactional_id is not None and ctx.version >= 12:
+        registered = await _register_partitions(ctx, request, request.transactional_id)
     for topic in request.topic_data:
         name = logs.topic_name(topic.topic_id) if by_id else topic.name
         refused = authz.produce_error(ctx, request.transactional_id, name)
@@ -107,6 +114,9 @@ async def handle_produce(ctx: HandlerContext, request: ProduceRequest) -> Handle
             if acks == -1 and min_isr > 1 and min_isr > cluster.in_sync(name, pd.index):
                 # Kafka checks the ISR before validating records (one node: the ISR is itself)
                 parts.append(_part(pd.index, ErrorCode.NOT_ENOUGH_REPLICAS))
+                continue
+            if registered and (name, pd.index) in registered:
+                parts.append(_part(pd.index, registered[(name, pd.index)]))
                 continue
             result = _append(ctx, log, (name, pd.index), pd.records, now_ms,
                              request.transactional_id)
@@ -180,7 +190,8 @@ def _append(ctx: HandlerContext, log: Log, tp: tuple[str, int], records: bytes |
         header = validate_batch(records, max_message_bytes=config.max_message_bytes)
         if header.compression == Compression.ZSTD and 3 <= ctx.version < 7:
             return _part(index, ErrorCode.UNSUPPORTED_COMPRESSION_TYPE)
-        if header.is_transactional:
+        if header.is_transactional and (
+                ctx.version >= 12 or ctx.broker.config.transaction_partition_verification_enable):
             # the partition must be in the producer's ongoing transaction, at its current
             # epoch (Kafka's verification): a fenced zombie's late write stops here
             error = (ErrorCode.INVALID_TXN_STATE if transactional_id is None else
@@ -211,6 +222,52 @@ def _append(ctx: HandlerContext, log: Log, tp: tuple[str, int], records: bytes |
         if exc.error_code == ErrorCode.KAFKA_STORAGE_ERROR:
             LOGGER.error("append to %s failed: %s", log.name, exc)
         return _part(index, exc.error_code)
+
+
+#: coordinator errors a producer may not retry (KIP-890 part 1): Kafka answers them with
+#: NOT_ENOUGH_REPLICAS, which every client retries without refreshing its metadata
+_RETRIABLE_AS_NOT_ENOUGH_REPLICAS = frozenset({
+    ErrorCode.CONCURRENT_TRANSACTIONS, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS,
+    ErrorCode.COORDINATOR_NOT_AVAILABLE, ErrorCode.NOT_COORDINATOR})
+
+
+async def _register_partitions(ctx: HandlerContext, request: ProduceRequest,
+                               transactional_id: str) -> dict[tuple[str, int], int]:
+    """Add the partitions of a v12+ request's transactional batches to the producer's
+    transaction (one durable write for all); the refused ones with their error."""
+    logs = ctx.broker.logs
+    txns = ctx.broker.transactions
+    wanted: dict[tuple[int, int], list[tuple[str, int]]] = {}
+    for topic in request.topic_data:
+        name = logs.topic_name(topic.topic_id) if ctx.version >= 13 else topic.name
+        if name is None or authz.produce_error(ctx, transactional_id, name):
+            continue
+        for pd in topic.partition_data:
+            records = pd.records
+            if not records or len(records) < BATCH_HEADER_SIZE or \
+                    logs.get_log(name, pd.index) is None:
+                continue  # the append answers what is wrong with it
+            try:
+                header = read_batch_header(records)
+            except CorruptRecordError:
+                continue
+            if not header.is_transactional:
+                continue
+            tp = (name, pd.index)
+            if txns.verify_produce(transactional_id, header.producer_id, header.producer_epoch,
+                                   tp) != ErrorCode.NONE:
+                wanted.setdefault((header.producer_id, header.producer_epoch), []).append(tp)
+    refused: dict[tuple[str, int], int] = {}
+    for (producer_id, epoch), tps in wanted.items():
+        results = await txns.add_partitions(transactional_id, producer_id, epoch, tps)
+        for tp, error in results.items():
+            if error == ErrorCode.PRODUCER_FENCED:
+                error = ErrorCode.INVALID_PRODUCER_EPOCH
+            elif error in _RETRIABLE_AS_NOT_ENOUGH_REPLICAS:
+                error = ErrorCode.NOT_ENOUGH_REPLICAS
+            if error:
+                refused[tp] = error
+    return refused
 
 
 def _recompressed(batch: bytes, codec: Compression,

@@ -197,8 +197,31 @@ async def handle_api_versions(ctx: HandlerContext, request: ApiVersionsRequest) 
     answer = _answers.get(ctx.version)
     if answer is None:  # the same every time: encoded once per version
         answer = _answers[ctx.version] = Encoded(ctx.response(
-            error_code=0, api_keys=_api_version_entries(), throttle_time_ms=0), ctx.version)
+            error_code=0, api_keys=_api_version_entries(), throttle_time_ms=0,
+            **_features()), ctx.version)
     return answer
+
+
+#: Kafka's features (KIP-584) this broker implements: name -> (min, max) level it supports.
+#: ``transaction.version`` 2 is KIP-890 part 2 (EndTxn v5, Produce v12, TxnOffsetCommit v5).
+SUPPORTED_FEATURES: dict[str, tuple[int, int]] = {"transaction.version": (0, 2)}
+#: the levels finalized in the cluster, as a new Kafka 4.x cluster finalizes them: Kafka's Java
+#: producer speaks transaction version 2 only where ``transaction.version`` is finalized at 2
+FINALIZED_FEATURES: dict[str, int] = {"transaction.version": 2}
+#: Kafka's is the metadata offset of the last feature change; the levels never change here,
+#: and a client keeps the finalized features of the highest epoch it saw (-1: none)
+FINALIZED_FEATURES_EPOCH = 0
+
+
+def _features() -> dict[str, object]:
+    r = response_type(ApiKey.ApiVersions)
+    return {
+        "supported_features": [r.SupportedFeatureKey(name=n, min_version=lo, max_version=hi)
+                               for n, (lo, hi) in SUPPORTED_FEATURES.items()],
+        "finalized_features_epoch": FINALIZED_FEATURES_EPOCH,
+        "finalized_features": [r.FinalizedFeatureKey(name=n, max_version_level=level,
+                                                     min_version_level=level)
+                               for n, level in FINALIZED_FEATURES.items()]}
 
 
 #: version -> the ApiVersions answer, encoded (no quota throttles ApiVersions)

@@ -6,9 +6,10 @@ Why the handlers are thin: every decision is the transaction coordinator's
 version-dependent fencing error: PRODUCER_FENCED exists from AddPartitionsToTxn v2, AddOffsetsToTxn
 v2, EndTxn v2 and TxnOffsetCommit v3 (KIP-588); older clients get INVALID_PRODUCER_EPOCH.
 AddPartitionsToTxn v4+ is the batched form brokers send for KIP-890's verification
-(``verify_only``); one request may name several transactional ids. EndTxn is served up to v4:
-v5 belongs to transaction version 2 (an epoch bump per transaction), which this broker does not
-advertise, so clients keep the version-1 protocol.
+(``verify_only``); one request may name several transactional ids. EndTxn v5 and TxnOffsetCommit
+v5 are transaction version 2 (KIP-890 part 2, finalized in ApiVersions as ``transaction.version``
+2): EndTxn v5 bumps the producer's epoch and answers the producer id and epoch to go on with;
+TxnOffsetCommit v5 adds its group to the transaction itself, without AddOffsetsToTxn.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from ...protocol.api_keys import ApiKey
 from ...protocol.errors import ErrorCode
 from ...protocol.messages import response_type
 from ..coordinator.transactions import TxnOffset
-from ..coordinator.txn_metadata import TxnState
+from ..coordinator.txn_metadata import TV_1, TV_2, TxnState
 from ..security.patterns import InvalidPattern, compile_pattern
 from ..server import authz
 from ..server.bodies import RequestBody, Struct
@@ -103,11 +104,11 @@ async def end_txn(ctx: HandlerContext, request: RequestBody) -> HandlerResult:
         return ctx.response(throttle_time_ms=0,
                             error_code=ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
                             producer_id=-1, producer_epoch=-1)
-    error = await ctx.broker.transactions.end_txn(
+    error, producer_id, producer_epoch = await ctx.broker.transactions.end_txn(
         request.transactional_id, request.producer_id, request.producer_epoch,
-        request.committed)
+        request.committed, transaction_version=TV_2 if ctx.version >= 5 else TV_1)
     return ctx.response(throttle_time_ms=0, error_code=fencing_error(ctx, ApiKey.EndTxn, error),
-                        producer_id=-1, producer_epoch=-1)
+                        producer_id=producer_id, producer_epoch=producer_epoch)
 
 
 async def txn_offset_commit(ctx: HandlerContext, request: RequestBody) -> HandlerResult:
@@ -123,7 +124,8 @@ async def txn_offset_commit(ctx: HandlerContext, request: RequestBody) -> Handle
         request.transactional_id, request.group_id, request.producer_id, request.producer_epoch,
         offsets, generation_id=request.generation_id if v3 else -1,
         member_id=request.member_id if v3 else "",
-        group_instance_id=request.group_instance_id if v3 else None) if offsets else {}),
+        group_instance_id=request.group_instance_id if v3 else None,
+        add_group=ctx.version >= 5) if offsets else {}),
         **refused}
     by_topic: dict[str, list[Struct]] = {}
     for (topic, partition), error in results.items():

@@ -163,6 +163,8 @@ class BrokerConfig(FrozenFields):
     offset_metadata_max_bytes: int = _f("offset.metadata.max.bytes")
     producer_id_expiration_ms: int = _f("producer.id.expiration.ms")
     transaction_max_timeout_ms: int = _f("transaction.max.timeout.ms")
+    transaction_partition_verification_enable: bool = _f(
+        "transaction.partition.verification.enable")
     transaction_abort_timed_out_transaction_cleanup_interval_ms: int = _f(
         "transaction.abort.timed.out.transaction.cleanup.interval.ms")
     transaction_remove_expired_transaction_cleanup_interval_ms: int = _f(

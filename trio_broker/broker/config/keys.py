@@ -247,6 +247,10 @@ _HONOURED: tuple[ConfigKey, ...] = (
     _h("producer.id.expiration.ms", "Idempotent producer state is forgotten after this idle "
        "time."),
     _h("transaction.max.timeout.ms", "Largest transaction.timeout.ms a producer may ask for."),
+    _h("transaction.partition.verification.enable",
+       "Refuse a transactional Produce below v12 (transaction version 1) for a partition not in "
+       "the producer's ongoing transaction (KIP-890 part 1). Produce v12+ adds the partition "
+       "itself whatever the value."),
     _h("transaction.abort.timed.out.transaction.cleanup.interval.ms",
        "How often transactions older than their timeout are aborted."),
     _h("transaction.remove.expired.transaction.cleanup.interval.ms",

@@ -38,10 +38,13 @@ from .txn_metadata import (
     MAX_EPOCH,
     NO_PRODUCER_EPOCH,
     NO_PRODUCER_ID,
+    TV_1,
+    TV_2,
     PendingOffset,
     TopicPartition,
     TransactionMetadata,
     TxnState,
+    decide_end_v2,
 )
 
 LOGGER = logging.getLogger(__name__)
@@ -279,17 +282,21 @@ class TransactionCoordinator:
     async def txn_offset_commit(self, transactional_id: str, group_id: str, producer_id: int,
                                 producer_epoch: int, offsets: list[TxnOffset], *,
                                 generation_id: int = -1, member_id: str = "",
-                                group_instance_id: str | None = None,
+                                group_instance_id: str | None = None, add_group: bool = False,
                                 ) -> dict[TopicPartition, ErrorCode]:
-        """TxnOffsetCommit: offsets kept with the transaction until it ends (durably)."""
+        """TxnOffsetCommit: offsets kept with the transaction until it ends (durably). With
+        ``add_group`` (TxnOffsetCommit v5, transaction version 2) the group joins the
+        transaction here, as AddOffsetsToTxn would have added it."""
         tps = [(o.topic, o.partition) for o in offsets]
         async with self._lock(transactional_id):
             meta = self.transactions.get(transactional_id)
             error = self._check_producer(meta, producer_id, producer_epoch)
+            joins = False
             if not error:
                 assert meta is not None
                 if meta.state is not _S.ONGOING or group_id not in meta.offsets:
-                    error = ErrorCode.INVALID_TXN_STATE
+                    joins = add_group
+                    error = ErrorCode.NONE if add_group else ErrorCode.INVALID_TXN_STATE
             if not error:
                 error = self.groups.offsets.validate_txn_commit(CommitRequest(
                     group_id, generation_id, member_id, group_instance_id))
@@ -298,8 +305,8 @@ class TransactionCoordinator:
             assert meta is not None
             max_meta = self.config.offset_metadata_max_bytes
             results: dict[TopicPartition, ErrorCode] = {}
-            new = _copy(meta)
-            pending = new.offsets[group_id]
+            new = self._ongoing(meta) if joins else _copy(meta)
+            pending = new.offsets.setdefault(group_id, {})
             for o in offsets:
                 tp = (o.topic, o.partition)
                 if o.metadata is not None and len(o.metadata.encode()) > max_meta:
@@ -313,27 +320,68 @@ class TransactionCoordinator:
             return results
 
     async def end_txn(self, transactional_id: str, producer_id: int, producer_epoch: int,
-                      committed: bool) -> ErrorCode:
-        """EndTxn: decide durably, then write the markers and (commit) the offsets."""
+                      committed: bool, *, transaction_version: int = TV_1,
+                      ) -> tuple[ErrorCode, int, int]:
+        """EndTxn: decide durably, then write the markers and (commit) the offsets. Returns the
+        error and the producer id and epoch the producer goes on with: under transaction
+        version 2 (EndTxn v5) every end bumps the epoch, or moves an exhausted epoch to a new
+        producer id."""
         async with self._lock(transactional_id):
             meta = self.transactions.get(transactional_id)
+            if transaction_version >= TV_2:
+                return await self._end_v2(meta, producer_id, producer_epoch, committed)
             error = self._check_producer(meta, producer_id, producer_epoch)
             if error:
-                return error
+                return error, NO_PRODUCER_ID, NO_PRODUCER_EPOCH
             assert meta is not None
+            done = ErrorCode.NONE, meta.producer_id, meta.producer_epoch
             if meta.state is _S.ONGOING:
                 new = _copy(meta)
+                new.client_transaction_version = TV_1
                 new.transition(_S.PREPARE_COMMIT if committed else _S.PREPARE_ABORT,
                                self.now_ms())
                 if not await self._durable(new):
-                    return ErrorCode.COORDINATOR_NOT_AVAILABLE
+                    return ErrorCode.COORDINATOR_NOT_AVAILABLE, NO_PRODUCER_ID, NO_PRODUCER_EPOCH
                 await self._complete(new)  # a failure is retried by the timer: decided is done
-                return ErrorCode.NONE
+                return done
             if meta.state is _S.COMPLETE_COMMIT and committed:
-                return ErrorCode.NONE  # a retry of the EndTxn that completed it
+                return done  # a retry of the EndTxn that completed it
             if meta.state is _S.COMPLETE_ABORT and not committed:
-                return ErrorCode.NONE
-            return ErrorCode.INVALID_TXN_STATE
+                return done
+            return ErrorCode.INVALID_TXN_STATE, NO_PRODUCER_ID, NO_PRODUCER_EPOCH
+
+    async def _end_v2(self, meta: TransactionMetadata | None, producer_id: int,
+                      producer_epoch: int, committed: bool) -> tuple[ErrorCode, int, int]:
+        failed = NO_PRODUCER_ID, NO_PRODUCER_EPOCH
+        if not self.loaded:
+            return ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, *failed
+        if meta is None:
+            return ErrorCode.INVALID_PRODUCER_ID_MAPPING, *failed
+        error, target = decide_end_v2(meta, producer_id, producer_epoch, committed)
+        if error:
+            return error, *failed
+        if target is None:  # a retry of the end already done: what it answered
+            return ErrorCode.NONE, meta.producer_id, meta.producer_epoch
+        new = _copy(meta)
+        now = self.now_ms()
+        if meta.producer_epoch >= MAX_EPOCH:
+            # the markers take the last epoch; the producer goes on with a new id at epoch 0
+            pid = await self._allocate()
+            if pid is None:
+                return ErrorCode.COORDINATOR_NOT_AVAILABLE, *failed
+            new.next_producer_id = pid
+        new.last_producer_epoch = meta.producer_epoch
+        new.producer_epoch = meta.producer_epoch + 1
+        new.client_transaction_version = TV_2
+        if meta.state is not _S.ONGOING:  # an abort with no partition: it starts now
+            new.start_ms = now
+        new.transition(target, now)
+        if not await self._durable(new):
+            return ErrorCode.COORDINATOR_NOT_AVAILABLE, *failed
+        await self._complete(new)  # a failure is retried by the timer: decided is done
+        if new.next_producer_id != NO_PRODUCER_ID:
+            return ErrorCode.NONE, new.next_producer_id, 0
+        return ErrorCode.NONE, new.producer_id, new.producer_epoch
 
     def verify_produce(self, transactional_id: str, producer_id: int, producer_epoch: int,
                        tp: TopicPartition) -> ErrorCode:
@@ -418,6 +466,10 @@ class TransactionCoordinator:
             return False
         new = _copy(meta)
         new.transition(_S.COMPLETE_COMMIT if committed else _S.COMPLETE_ABORT, self.now_ms())
+        if meta.next_producer_id != NO_PRODUCER_ID:  # an exhausted epoch's new producer id
+            new.prev_producer_id = meta.producer_id
+            new.producer_id, new.producer_epoch = meta.next_producer_id, 0
+            new.next_producer_id = NO_PRODUCER_ID
         new.partitions = set()
         new.offsets = {}
         new.start_ms = -1

@@ -13,13 +13,16 @@ newest admin calls flexible.
 The ApiVersions exchange, with Java's and librdkafka's fallbacks: send v3; a broker that answers
 UNSUPPORTED_VERSION lists the ApiVersions versions it knows, so retry at the highest of them
 below ours (v0 when it lists none or the answer does not parse, as Java does); INVALID_REQUEST
-means an older broker choked on v3's fields, so retry v0 (librdkafka's rule).
+means an older broker choked on v3's fields, so retry v0 (librdkafka's rule). The exchange also
+keeps the broker's finalized feature levels (v3+, KIP-584): a producer speaks transaction
+version 2 only where ``transaction.version`` is finalized at 2 (``TRANSACTION_VERSION_2``).
 """
 
 from __future__ import annotations
 
 import struct
 from collections.abc import Mapping
+from typing import Any
 
 from ...protocol.api_keys import ApiKey, VersionRange
 from ...protocol.errors import ErrorCode, RemoteProtocolError
@@ -34,7 +37,8 @@ _ATTEMPTS = 4
 
 #: (lowest, highest) version of each API the builders in this package can build
 CLIENT_VERSIONS: dict[int, VersionRange] = {
-    ApiKey.Produce: VersionRange(3, 11),  # v12 is KIP-890's transactions, v13 topic ids
+    # v12 is sent only by a transaction version 2 producer (TRANSACTION_VERSION_2); v13 topic ids
+    ApiKey.Produce: VersionRange(3, 11),
     ApiKey.Fetch: VersionRange(4, 12),  # v13+ name topics by id
     ApiKey.ListOffsets: VersionRange(1, 10),
     ApiKey.Metadata: VersionRange(0, 12),  # v13's top-level error asks for a rebootstrap
@@ -79,6 +83,19 @@ CLIENT_VERSIONS: dict[int, VersionRange] = {
 
 BrokerVersions = Mapping[int, tuple[int, int]]
 
+#: the first versions of transaction version 2 (KIP-890 part 2), pinned by a producer that
+#: speaks it: Produce adds its partitions itself, TxnOffsetCommit its group, and EndTxn bumps
+#: the epoch and answers the producer id and epoch to go on with
+TRANSACTION_VERSION_2: dict[int, int] = {ApiKey.Produce: 12, ApiKey.TxnOffsetCommit: 5,
+                                         ApiKey.EndTxn: 5}
+
+
+def transaction_version_2(broker: BrokerVersions, finalized: Mapping[str, int]) -> bool:
+    """Whether a broker speaks transaction version 2 (Java's ``TransactionManager`` rule: the
+    feature finalized at 2 and the versions that carry it advertised)."""
+    return finalized.get("transaction.version", 0) >= 2 and all(
+        broker.get(k, (0, -1))[1] >= v for k, v in TRANSACTION_VERSION_2.items())
+
 
 def api_name(api_key: int) -> str:
     try:
@@ -117,12 +134,19 @@ def parse_api_versions(frame: bytes,
     response frame; the error code is read by hand, so it survives an unparseable body."""
     if len(frame) < 6:
         return ErrorCode.UNKNOWN_SERVER_ERROR, None
+    error, body = _decode(frame, version)
+    if body is None:
+        return error, None
+    return error, {k.api_key: (k.min_version, k.max_version) for k in body.api_keys or ()}
+
+
+def _decode(frame: bytes, version: int) -> tuple[int, Any]:
     error = struct.unpack_from(">h", frame, 4)[0]
     try:
         _, body = decode_response(ApiKey.ApiVersions, version, frame)
     except RemoteProtocolError:
         return error, None
-    return error, {k.api_key: (k.min_version, k.max_version) for k in body.api_keys or ()}
+    return error, body
 
 
 class ApiVersionsExchange:
@@ -136,11 +160,18 @@ class ApiVersionsExchange:
         self.where = where
         self.version = first
         self._attempts = 0
+        #: feature name -> finalized level, from the answer that succeeded
+        self.finalized_features: dict[str, int] = {}
 
     def receive(self, frame: bytes) -> dict[int, tuple[int, int]] | None:
         self._attempts += 1
         error, keys = parse_api_versions(frame, self.version)
         if error == ErrorCode.NONE and keys is not None:
+            if self.version >= 3:
+                _, body = _decode(frame, self.version)
+                if body.finalized_features_epoch >= 0:
+                    self.finalized_features = {f.name: f.max_version_level
+                                               for f in body.finalized_features or ()}
             return keys
         if self._attempts < _ATTEMPTS and self.version > 0:
             if error == ErrorCode.UNSUPPORTED_VERSION:
@@ -154,5 +185,6 @@ class ApiVersionsExchange:
             f"ApiVersions v{self.version} to {self.where} failed with {describe_code(error)}")
 
 
-__all__ = ["CLIENT_VERSIONS", "ApiVersionsExchange", "BrokerVersions", "api_name",
-           "api_versions_request", "choose_version", "parse_api_versions"]
+__all__ = ["CLIENT_VERSIONS", "TRANSACTION_VERSION_2", "ApiVersionsExchange", "BrokerVersions",
+           "api_name", "api_versions_request", "choose_version", "parse_api_versions",
+           "transaction_version_2"]

@@ -121,6 +121,8 @@ class BrokerConnection:
         #: ``InFlightRequest`` a caller waits on)
         self.in_flight = self._state.in_flight
         self.api_versions: dict[int, tuple[int, int]] = {}
+        #: feature name -> level the broker finalized (ApiVersions v3+, KIP-584)
+        self.finalized_features: dict[str, int] = {}
         self.closed = False
         self.close_reason: KafkaError | None = None
         self._on_close = on_close
@@ -209,6 +211,7 @@ class BrokerConnection:
             found = exchange.receive(await request.wait())
             if found is not None:
                 self.api_versions = found
+                self.finalized_features = exchange.finalized_features
                 self._version_cache.clear()
                 return
 
@@ -255,12 +258,13 @@ class BrokerConnection:
         return not self.closed and self._slots.value > 0
 
     def send_nowait(self, api_key: int, body: BodySpec, *, timeout_s: float | None = None,
-                    callback: ResponseCallback | None = None) -> InFlightRequest:
+                    callback: ResponseCallback | None = None,
+                    version: int | None = None) -> InFlightRequest:
         """``send`` when ``can_send()``; raises ``trio.WouldBlock`` without a free slot."""
         if self.closed:
             raise self._closed_error()
         self._slots.acquire_nowait()
-        return self._register(api_key, body, timeout_s, callback, None, False)
+        return self._register(api_key, body, timeout_s, callback, version, False)
 
     def _register(self, api_key: int, body: BodySpec, timeout_s: float | None,
                   callback: ResponseCallback | None, version: int | None,

@@ -214,6 +214,7 @@ class Producer:
             tm.need_producer_id = True
             txn.error = None
             await tm.init_producer_id(self._client, self._accumulator.partitions.values())
+        await txn.refresh_version(self._client)
         txn.in_transaction = True
 
     async def send_offsets_to_transaction(self, offsets: Mapping[TopicPartition, int],
@@ -237,7 +238,8 @@ class Producer:
         if txn.error is not None:
             raise txn.error
         tm = self._transactions
-        await txn.end(self._client, tm.producer_id, tm.producer_epoch, committed=True)
+        self._bumped(await txn.end(self._client, tm.producer_id, tm.producer_epoch,
+                                   committed=True))
         txn.in_transaction = False
 
     async def abort_transaction(self) -> None:
@@ -247,9 +249,17 @@ class Producer:
             raise IllegalStateError("no transaction is open")
         await self.flush()
         tm = self._transactions
-        await txn.end(self._client, tm.producer_id, tm.producer_epoch, committed=False)
+        self._bumped(await txn.end(self._client, tm.producer_id, tm.producer_epoch,
+                                   committed=False))
         txn.in_transaction = False
         txn.error = None
+
+    def _bumped(self, identity: tuple[int, int] | None) -> None:
+        """Go on with the producer id and epoch EndTxn v5 answered (transaction version 2):
+        a new epoch numbers every partition's sequences from 0."""
+        if identity is not None:
+            self._transactions.use_producer_id(*identity,
+                                               self._accumulator.partitions.values())
 
     @asynccontextmanager
     async def transaction(self) -> AsyncIterator[Producer]:

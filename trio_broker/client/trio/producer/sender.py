@@ -103,6 +103,9 @@ class Sender:
             new = {(b.topic, b.partition) for b in accumulator.incomplete} - txn.added
             if not new:
                 return
+            if txn.v2:  # Produce v12 adds them (KIP-890 part 2)
+                txn.added |= new
+                return
             try:
                 await txn.add_partitions(self._client, transactions.producer_id,
                                          transactions.producer_epoch, new)
@@ -180,7 +183,8 @@ class Sender:
                     self._accumulator.complete(batch)
                 return
             conn.send_nowait(ApiKey.Produce, body,
-                             callback=lambda request: self._on_response(batches, request))
+                             callback=lambda request: self._on_response(batches, request),
+                             version=None if txn is None else txn.version(ApiKey.Produce))
         except KafkaError as exc:
             self._on_failure(batches, exc)
 

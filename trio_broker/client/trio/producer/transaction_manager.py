@@ -141,6 +141,13 @@ class TransactionManager:
             attempts += 1
             LOGGER.info("InitProducerId failed (%r); retrying", error)
             await trio.sleep(client.retry_backoff.backoff_ms(attempts - 1) / 1000)
+        self.use_producer_id(producer_id, epoch, partitions)
+        return None
+
+    def use_producer_id(self, producer_id: int, epoch: int,
+                        partitions: Iterable[list[PartitionQueue]]) -> None:
+        """Go on with ``producer_id`` at ``epoch``: every partition's sequences start again
+        from 0 and batches not yet sent are re-encoded."""
         self.producer_id = producer_id
         self.producer_epoch = epoch
         self.need_producer_id = False
@@ -153,7 +160,6 @@ class TransactionManager:
                         batch.payload = None
                         batch.base_sequence = -1
                 state.retrying = 0
-        return None
 
 
 __all__ = ["TransactionManager", "idempotence_possible"]

@@ -3,12 +3,16 @@ half of Kafka's ``TransactionManager``).
 
 Why the sender asks before it sends: a record may go to a partition only once the coordinator
 has added that partition to the transaction (AddPartitionsToTxn), so the sender adds every
-partition it is about to send to first (``add_partitions``), in one request. Commit flushes
-every record and then ends the transaction (EndTxn); abort waits for what is in flight and ends
-it; ``send_offsets`` adds a group's offsets (AddOffsetsToTxn, then TxnOffsetCommit to the group's
-coordinator). Errors keep Kafka's names (``ProducerFencedError``, ``InvalidProducerEpochError``,
-``InvalidTxnStateError``...): a fenced producer can do nothing more, any other failure inside a
-transaction means the application must abort it.
+partition it is about to send to first (``add_partitions``), in one request. Under transaction
+version 2 (KIP-890 part 2: the coordinator's broker finalizes ``transaction.version`` 2, decided
+at each ``begin``) it does not: Produce v12 adds the partition and TxnOffsetCommit v5 the group,
+and EndTxn v5 answers the bumped epoch (or a new producer id) the next transaction uses.
+Commit flushes every record and then ends the transaction (EndTxn); abort waits for what is in
+flight and ends it; ``send_offsets`` adds a group's offsets (AddOffsetsToTxn, then
+TxnOffsetCommit to the group's coordinator). Errors keep Kafka's names
+(``ProducerFencedError``, ``InvalidProducerEpochError``, ``InvalidTxnStateError``...): a fenced
+producer can do nothing more, any other failure inside a transaction means the application must
+abort it.
 """
 
 from __future__ import annotations
@@ -31,6 +35,7 @@ from ...core.groups import (
 )
 from ...core.produce import parse_init_producer_id
 from ...core.structs import TopicPartition
+from ...core.versions import TRANSACTION_VERSION_2, transaction_version_2
 from ..network import NetworkClient
 
 LOGGER = logging.getLogger(__name__)
@@ -52,7 +57,20 @@ class TransactionalState:
         #: the error that dooms the open transaction (abort is the only way on); fatal if fenced
         self.error: KafkaError | None = None
         self.fenced = False
+        #: this transaction speaks transaction version 2 (``refresh_version``)
+        self.v2 = False
         self._coordinator: int | None = None
+
+    def version(self, api_key: int) -> int | None:
+        """The version to pin for ``api_key`` in this transaction (None: negotiate, which stays
+        below every version-2 version: a broker takes Produce v12 for version 2)."""
+        return TRANSACTION_VERSION_2.get(api_key) if self.v2 else None
+
+    async def refresh_version(self, client: NetworkClient) -> None:
+        """Decide, for the transaction about to begin, whether to speak version 2 (from the
+        coordinator's ApiVersions, as Java decides at each beginTransaction)."""
+        conn = await client.connection(await self.coordinator(client))
+        self.v2 = transaction_version_2(conn.api_versions, conn.finalized_features)
 
     async def coordinator(self, client: NetworkClient, key: str = "",
                           key_type: int = TRANSACTION_KEY) -> int:
@@ -70,13 +88,14 @@ class TransactionalState:
         return node
 
     async def _call(self, client: NetworkClient, api_key: int, fields: dict[str, Any],
-                    what: str) -> Any:
+                    what: str, version: int | None = None) -> Any:
         """One request to the transaction coordinator, retrying retriable errors."""
         attempts = 0
         while True:
             node = await self.coordinator(client)
             response = await client.request(node, api_key,
-                                            lambda v: make_request(api_key, v, **fields))
+                                            lambda v: make_request(api_key, v, **fields),
+                                            version=version)
             code = _first_error(response)
             if code in (ErrorCode.NOT_COORDINATOR, ErrorCode.COORDINATOR_NOT_AVAILABLE):
                 self._coordinator = None
@@ -117,9 +136,10 @@ class TransactionalState:
     async def send_offsets(self, client: NetworkClient, producer_id: int, epoch: int,
                            offsets: Mapping[TopicPartition, int], group_id: str,
                            generation_id: int = -1, member_id: str = "") -> None:
-        await self._call(client, ApiKey.AddOffsetsToTxn, {
-            "transactional_id": self.transactional_id, "producer_id": producer_id,
-            "producer_epoch": epoch, "group_id": group_id}, "AddOffsetsToTxn")
+        if not self.v2:  # version 2: TxnOffsetCommit v5 adds the group itself
+            await self._call(client, ApiKey.AddOffsetsToTxn, {
+                "transactional_id": self.transactional_id, "producer_id": producer_id,
+                "producer_epoch": epoch, "group_id": group_id}, "AddOffsetsToTxn")
         self.offsets_added = True
         by_topic: dict[str, list[Any]] = {}
         for tp, offset in offsets.items():
@@ -135,7 +155,8 @@ class TransactionalState:
         node = await self.coordinator(client, group_id, key_type=GROUP_KEY)
         response = await client.request(node, ApiKey.TxnOffsetCommit,
                                         lambda v: make_request(ApiKey.TxnOffsetCommit, v,
-                                                               **fields))
+                                                               **fields),
+                                        version=self.version(ApiKey.TxnOffsetCommit))
         code = _first_error(response)
         if code:
             error = error_for(code, f"TxnOffsetCommit for group {group_id!r}")
@@ -145,13 +166,19 @@ class TransactionalState:
             raise error
 
     async def end(self, client: NetworkClient, producer_id: int, epoch: int,
-                  committed: bool) -> None:
+                  committed: bool) -> tuple[int, int] | None:
+        """EndTxn; under version 2, the producer id and epoch to go on with (None: the same)."""
+        bumped = None
         if self.added or self.offsets_added:  # else the coordinator holds no transaction
-            await self._call(client, ApiKey.EndTxn, {
+            response = await self._call(client, ApiKey.EndTxn, {
                 "transactional_id": self.transactional_id, "producer_id": producer_id,
-                "producer_epoch": epoch, "committed": committed}, "EndTxn")
+                "producer_epoch": epoch, "committed": committed}, "EndTxn",
+                version=self.version(ApiKey.EndTxn))
+            if self.v2:
+                bumped = response.producer_id, response.producer_epoch
         self.added = set()
         self.offsets_added = False
+        return bumped
 
 
 def _first_error(response: Any) -> int:
