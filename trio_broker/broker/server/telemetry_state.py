@@ -68,7 +68,7 @@ class ClientInstance:
         #: (address, port) the client last spoke from
         self.source = ("", 0)
         #: series -> [kind, value]
-        self.series: dict[SeriesKey, list[object]] = {}
+        self.series: dict[SeriesKey, list[str | float]] = {}
         self.dropped_series = 0
 
     def expired(self, now_ms: int) -> bool:
@@ -139,7 +139,7 @@ def record(instance: ClientInstance, points: list[tuple[SeriesKey, str, float, b
                 continue
             series[key] = [kind, value]
         elif delta:
-            entry[1] = float(entry[1]) + value  # type: ignore[arg-type]
+            entry[1] = float(entry[1]) + value
         else:
             entry[1] = value
 

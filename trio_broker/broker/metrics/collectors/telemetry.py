@@ -46,7 +46,7 @@ def client_metrics(state: BrokerState) -> Iterator[Metric]:
                 family = families[name] = Metric(name, "Pushed by clients (KIP-714).",
                                                  str(kind))
             sample = name + "_total" if kind == "counter" else name
-            family.add_sample(sample, {**dict(labels), **client}, float(value))  # type: ignore[arg-type]
+            family.add_sample(sample, {**dict(labels), **client}, float(value))
     yield from (families[name] for name in sorted(families))
     count = GaugeMetricFamily("kafka_server_clientmetrics_instance_count",
                               "Client instances that asked for a telemetry subscription.")
