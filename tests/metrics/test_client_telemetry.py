@@ -114,3 +114,25 @@ def test_subscribe_all_needs_no_admin_step(tmp_path):
         assert samples[("kafka_server_clientmetrics_instance_count", ())] == 1
     finally:
         broker.stop()
+
+
+def test_series_are_capped_per_client_and_deltas_summed():
+    import uuid
+
+    from trio_broker.broker.server.telemetry_state import (
+        SERIES_MAX_PER_CLIENT,
+        ClientInstance,
+        record,
+    )
+
+    instance = ClientInstance(uuid.uuid4(), 0)
+    record(instance, [((f"m{i}", ()), "gauge", 1.0, False)
+                      for i in range(SERIES_MAX_PER_CLIENT + 5)])
+    assert (len(instance.series), instance.dropped_series) == (SERIES_MAX_PER_CLIENT, 5)
+    record(instance, [(("m0", ()), "counter", 2.0, True), (("m0", ()), "counter", 3.0, True),
+                      (("m1", ()), "gauge", 9.0, False)])
+    assert instance.series[("m0", ())][1] == 6.0  # 1 + 2 + 3
+    assert instance.series[("m1", ())][1] == 9.0  # replaced
+    # a client that died without a terminating push: three intervals after it was last seen
+    assert not instance.expired(3 * instance.push_interval_ms)
+    assert instance.expired(3 * instance.push_interval_ms + 1)
