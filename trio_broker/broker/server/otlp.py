@@ -14,6 +14,7 @@ other characters to ``_``), so ``org.apache.kafka.producer.record.queue.time.avg
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import Any, NamedTuple
 
@@ -41,11 +42,15 @@ class Point(NamedTuple):
     delta: bool
 
 
+# Clients push the same names at every push: each is converted once (bounded, as names are
+# the clients' to choose).
+@functools.lru_cache(maxsize=4096)
 def prometheus_name(name: str) -> str:
     out = _INVALID_NAME.sub("_", name)
     return "_" + out if out[:1].isdigit() else out
 
 
+@functools.lru_cache(maxsize=1024)
 def label_name(name: str) -> str:
     out = _INVALID_LABEL.sub("_", name)
     return "_" + out if out[:1].isdigit() or out.startswith("__") else out
