@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 import trio
+import trio.testing
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 from opentelemetry.proto.metrics.v1 import metrics_pb2
 
@@ -185,3 +186,30 @@ async def test_bad_pushes_get_kafkas_errors(client, trio_broker, autojump_clock)
     assert state.expire(instance.terminated_ms + 999) == 0
     assert state.expire(instance.terminated_ms + 1000) == 1
     assert answer.client_instance_id not in state.instances
+
+
+async def test_a_client_gone_without_a_terminating_push_expires_after_its_connection(
+        trio_broker, autojump_clock):
+    """A killed client sends no terminating push: its series go one push interval after the
+    connection it pushed on closed; a client that reconnects and pushes again stays."""
+    first = await RawClient.connect(trio_broker.host, trio_broker.port)
+    assert await _alter(first, "all", ("metrics", SET, "*"), ("interval.ms", SET, "1000")) == (
+        0, None)
+    answer = await _subscribe(first)
+    assert await _push(first, answer, otlp("org.m", 1.0)) == 0
+    state = trio_broker.state.telemetry
+    instance = state.instances[answer.client_instance_id]
+    await trio.sleep(0.6)
+    await first.aclose()
+    await trio.testing.wait_all_tasks_blocked()  # the broker saw the connection close
+    assert instance.disconnected_ms
+    # back within the interval, on a new connection: kept
+    second = await RawClient.connect(trio_broker.host, trio_broker.port)
+    await trio.sleep(0.5)
+    assert await _push(second, answer, otlp("org.m", 2.0)) == 0
+    assert instance.disconnected_ms == 0
+    await second.aclose()
+    await trio.testing.wait_all_tasks_blocked()  # the broker saw the connection close
+    assert instance.disconnected_ms
+    assert state.expire(instance.disconnected_ms + 999) == 0
+    assert state.expire(instance.disconnected_ms + 1000) == 1

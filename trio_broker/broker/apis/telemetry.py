@@ -80,6 +80,7 @@ def _instance(ctx: HandlerContext, instance_id: uuid.UUID, now: int) -> ClientIn
     state = ctx.broker.telemetry
     found = state.get(instance_id, now)
     if found is not None and found.subscriptions_version == ctx.broker.client_metrics.version:
+        state.heard_on(found, ctx.connection_id)
         return found
     fresh = _new_instance(ctx, instance_id, now)
     if found is not None:  # the subscriptions changed: keep its times, series and error
@@ -87,6 +88,7 @@ def _instance(ctx: HandlerContext, instance_id: uuid.UUID, now: int) -> ClientIn
         fresh.last_error, fresh.terminating = found.last_error, found.terminating
         fresh.terminated_ms = found.terminated_ms
         fresh.series, fresh.dropped_series = found.series, found.dropped_series
+    state.heard_on(fresh, ctx.connection_id)
     return state.put(instance_id, fresh)
 
 

@@ -9,8 +9,9 @@ are remembered, bounded like Kafka's client-instance cache (16384 instances).
 Why bounded twice more, for the metrics it pushed: each instance keeps at most
 ``SERIES_MAX_PER_CLIENT`` series (a client with thousands of partitions would otherwise fill
 the scrape), and an instance goes away with its series when the client does: one push interval
-after its terminating push (a closing client sends one), or three push intervals after it was
-last heard of (a client that died without saying so).
+after its terminating push (a closing client sends one) or after the connection it last spoke
+on closed (a client killed; one that only reconnects pushes again within the interval and is
+kept), or three push intervals after it was last heard of, Kafka's own expiry.
 """
 
 from __future__ import annotations
@@ -40,10 +41,10 @@ class ClientInstance:
     A plain class (as ``TelemetryState``): every broker imports this module, few hear from a
     client that pushes telemetry, and an attrs class costs its compilation at each start."""
 
-    __slots__ = ("client_id", "dropped_series", "last_error", "last_get_ms", "last_push_ms",
-                 "last_seen_ms", "push_interval_ms", "requested_metrics", "series",
-                 "software_name", "software_version", "source", "subscription_id",
-                 "subscriptions_version", "terminated_ms", "terminating")
+    __slots__ = ("client_id", "connection_id", "disconnected_ms", "dropped_series", "last_error",
+                 "last_get_ms", "last_push_ms", "last_seen_ms", "push_interval_ms",
+                 "requested_metrics", "series", "software_name", "software_version", "source",
+                 "subscription_id", "subscriptions_version", "terminated_ms", "terminating")
 
     def __init__(self, instance_id: uuid.UUID, last_seen_ms: int, *,
                  requested_metrics: tuple[str, ...] = (), push_interval_ms: int = PUSH_INTERVAL_MS,
@@ -65,8 +66,11 @@ class ClientInstance:
         self.client_id = ""
         self.software_name = ""
         self.software_version = ""
-        #: (address, port) the client last spoke from
+        #: (address, port) the client last spoke from, and on which connection
         self.source = ("", 0)
+        self.connection_id = ""
+        #: when that connection closed (0: open)
+        self.disconnected_ms = 0
         #: series -> [kind, value]
         self.series: dict[SeriesKey, list[str | float]] = {}
         self.dropped_series = 0
@@ -74,6 +78,8 @@ class ClientInstance:
     def expired(self, now_ms: int) -> bool:
         if self.terminating:
             return now_ms - self.terminated_ms >= self.push_interval_ms
+        if self.disconnected_ms:
+            return now_ms - self.disconnected_ms >= self.push_interval_ms
         return now_ms - self.last_seen_ms > EXPIRY_INTERVALS * self.push_interval_ms
 
     def __repr__(self) -> str:
@@ -91,6 +97,24 @@ class TelemetryState:
         self.instances: OrderedDict[uuid.UUID, ClientInstance] = OrderedDict()
         #: connection id -> (software name, software version), as ApiVersions v3+ named them
         self.software: OrderedDict[str, tuple[str, str]] = OrderedDict()
+        #: connection id -> the instances that spoke on it (one entry per instance and
+        #: connection, dropped when the connection closes)
+        self.on_connection: dict[str, list[ClientInstance]] = {}
+
+    def heard_on(self, instance: ClientInstance, connection_id: str) -> None:
+        """``instance`` spoke on ``connection_id`` (its series live while that stays open)."""
+        if instance.connection_id != connection_id:
+            instance.connection_id = connection_id
+            self.on_connection.setdefault(connection_id, []).append(instance)
+        instance.disconnected_ms = 0
+
+    def connection_closed(self, connection_id: str, now_ms: int) -> None:
+        """The socket server's word that a connection closed: forget its client software, and
+        start the grace of the instances that last spoke on it."""
+        self.software.pop(connection_id, None)
+        for instance in self.on_connection.pop(connection_id, ()):
+            if instance.connection_id == connection_id and not instance.disconnected_ms:
+                instance.disconnected_ms = now_ms
 
     def software_of(self, connection_id: str) -> tuple[str, str]:
         return self.software.get(connection_id, ("", ""))
