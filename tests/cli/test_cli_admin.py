@@ -94,6 +94,34 @@ def test_configs_on_a_broker_and_the_cluster_default(kafka_broker, capsys):
     assert "log.retention.ms  7200000  DYNAMIC_DEFAULT_BROKER_CONFIG" in capsys.readouterr().out
 
 
+def test_configs_on_client_metrics_subscriptions(kafka_broker, capsys):
+    """kafka-configs --entity-type client-metrics: set, describe, list, delete (the match
+    selects no other test's clients)."""
+    bs = ["--bootstrap-server", kafka_broker.bootstrap_servers]
+    assert main(["configs", "alter", "--entity-type", "client-metrics", "--entity-name", "cli",
+                 "--add-config", "metrics=[org.apache.kafka.producer.,org.apache.kafka.consumer.]"
+                 ",interval.ms=1000,match=[client_id=cli-only-.*]", *bs]) == 0
+    assert capsys.readouterr().out == "Completed updating config for client-metric cli.\n"
+    assert main(["configs", "describe", "--entity-type", "client-metrics", "-o", "json",
+                 *bs]) == 0
+    [doc] = json.loads(capsys.readouterr().out)
+    assert (doc["entity_type"], doc["entity_name"]) == ("client-metrics", "cli")
+    assert {(c["name"], c["value"], c["source"]) for c in doc["configs"]} == {
+        ("metrics", "org.apache.kafka.producer.,org.apache.kafka.consumer.",
+         "DYNAMIC_CLIENT_METRICS_CONFIG"),
+        ("interval.ms", "1000", "DYNAMIC_CLIENT_METRICS_CONFIG"),
+        ("match", "client_id=cli-only-.*", "DYNAMIC_CLIENT_METRICS_CONFIG")}
+    assert main(["configs", "alter", "--entity-type", "client-metrics", "--entity-name", "cli",
+                 "--add-config", "interval.ms=5", *bs]) == 1
+    assert "interval must be between 100 and 3600000" in _one_line_error(capsys.readouterr().err)
+    assert main(["configs", "alter", "--entity-type", "client-metrics", "--entity-name", "cli",
+                 "--delete-config", "metrics,interval.ms,match", *bs]) == 0
+    capsys.readouterr()
+    assert main(["configs", "describe", "--entity-type", "client-metrics", "-o", "json",
+                 *bs]) == 0
+    assert json.loads(capsys.readouterr().out) == []
+
+
 @pytest.mark.parametrize(("argv", "message"), [
     (["describe"], "name one entity"),
     (["describe", "--entity-name", "x"], "need --entity-type"),

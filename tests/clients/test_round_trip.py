@@ -177,4 +177,5 @@ def test_every_advertised_version_is_generated() -> None:
         "SaslHandshake", "SaslAuthenticate", "DeleteRecords", "IncrementalAlterConfigs",
         "OffsetDelete", "DescribeCluster", "ConsumerGroupHeartbeat", "ConsumerGroupDescribe",
         "DescribeLogDirs", "AddPartitionsToTxn", "AddOffsetsToTxn", "EndTxn", "TxnOffsetCommit",
-        "DescribeTransactions", "ListTransactions", "CreateAcls", "DescribeAcls", "DeleteAcls"}
+        "DescribeTransactions", "ListTransactions", "CreateAcls", "DescribeAcls", "DeleteAcls",
+        "ListConfigResources"}

@@ -111,7 +111,6 @@ async def test_describe_leaves_out_what_was_not_asked(client):
      "Unexpected broker id, expected 0 or empty string, but received 7"),
     (BROKER, "x", ErrorCode.INVALID_REQUEST, "Broker id must be an integer, but it is: x"),
     (BROKER_LOGGER, "", ErrorCode.INVALID_REQUEST, "Broker id must not be empty"),
-    (16, "metrics", ErrorCode.INVALID_REQUEST, "Unsupported resource type: CLIENT_METRICS"),
 ])
 async def test_describe_errors(client, resource_type, name, code, message):
     result = await describe(client, 4, resource_type, name)

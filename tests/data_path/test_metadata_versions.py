@@ -218,7 +218,8 @@ async def test_telemetry_says_no_subscription(trio_broker):
     assert first.requested_metrics == []  # nothing to push: clients stay quiet
     assert first.push_interval_ms == 300_000
     assert first.accepted_compression_types == [4, 3, 1, 2]
-    assert (first.telemetry_max_bytes, first.delta_temporality) == (1 << 20, True)
+    # cumulative sums: what Prometheus scrapes (Kafka asks for deltas for its OTLP reporters)
+    assert (first.telemetry_max_bytes, first.delta_temporality) == (1 << 20, False)
     instance = first.client_instance_id
     again = await _request(trio_broker, ApiKey.GetTelemetrySubscriptions, 0,
                            client_instance_id=instance)
@@ -227,11 +228,11 @@ async def test_telemetry_says_no_subscription(trio_broker):
               "metrics": b"m"}
     wrong = await _request(trio_broker, ApiKey.PushTelemetry, 0, subscription_id=1, **fields)
     assert wrong.error_code == ErrorCode.UNKNOWN_SUBSCRIPTION_ID
-    # a terminating push is never throttled; the metrics are dropped (there is no receiver)
+    # a terminating push is never throttled; an undecodable payload is INVALID_RECORD
     last = {**fields, "terminating": True}
     pushed = await _request(trio_broker, ApiKey.PushTelemetry, 0,
                             subscription_id=first.subscription_id, **last)
-    assert pushed.error_code == 0
+    assert pushed.error_code == ErrorCode.INVALID_RECORD
     after = await _request(trio_broker, ApiKey.PushTelemetry, 0,
                            subscription_id=first.subscription_id, **last)
     assert after.error_code == ErrorCode.INVALID_REQUEST  # nothing after terminating
@@ -240,24 +241,31 @@ async def test_telemetry_says_no_subscription(trio_broker):
     assert bad.error_code == ErrorCode.INVALID_REQUEST
 
 
-def test_telemetry_not_advertised_and_librdkafka_quiet(kafka_broker, unique_topic):
-    """As Kafka without a telemetry receiver: ApiVersions leaves the KIP-714 APIs out, so
-    librdkafka (which logs a telemetry line when it sees them) says nothing at start-up."""
+def test_telemetry_advertised_and_librdkafka_quiet_without_subscription(kafka_broker,
+                                                                          unique_topic):
+    """The KIP-714 APIs are advertised (this broker receives client metrics); a client no
+    subscription matches is told no metrics: librdkafka takes its instance id (an info line,
+    as with any Kafka that receives telemetry) and warns of nothing."""
     import confluent_kafka
 
     from trio_broker.broker.apis.registry import advertised_versions
 
-    assert ApiKey.GetTelemetrySubscriptions not in advertised_versions()
-    assert ApiKey.PushTelemetry not in advertised_versions()
-    logged: list[str] = []
+    assert ApiKey.GetTelemetrySubscriptions in advertised_versions()
+    assert ApiKey.PushTelemetry in advertised_versions()
+    logged: list[tuple[int, str]] = []
 
     class Capture:
         def log(self, level: int, fmt: str, *args: object) -> None:
-            logged.append(fmt % args if args else fmt)
+            logged.append((level, fmt % args if args else fmt))
 
     producer = confluent_kafka.Producer({"bootstrap.servers": kafka_broker.bootstrap_servers,
                                          "logger": Capture()})
     producer.produce(unique_topic("quiet"), b"v")
     assert producer.flush(10) == 0
     producer.poll(0.5)  # telemetry is asked for right after the first ApiVersions
-    assert not [line for line in logged if "elemetry" in line], logged
+    telemetry = [(level, line) for level, line in logged if "elemetry" in line]
+    assert [line for _, line in telemetry if "instance id changed" in line], logged
+    assert not [line for level, line in telemetry if level <= 5], logged  # syslog: <= notice
+    instances = kafka_broker.broker.state.telemetry.instances.values()
+    assert instances
+    assert all(i.requested_metrics == () for i in instances)  # no subscription: no metrics

@@ -158,6 +158,8 @@ async def serve(config: ConfigInput = None, *,
                     cleaner=log_cleaner(cfg, logs), cluster_id=cluster_id)
                 register_state_metrics(state)
                 _apply_connection_quotas(server, state)
+                server.disconnected.append(
+                    lambda cid: state.telemetry.connection_closed(cid, state.now_ms()))
                 pool = RequestHandlerPool(state, server.request_channel, cfg.num_io_threads)
                 pool.start(nursery)
                 metrics_addr = None

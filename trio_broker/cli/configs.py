@@ -1,11 +1,15 @@
-"""``trio-broker configs describe|alter``: Kafka's ``kafka-configs`` for topics and brokers.
+"""``trio-broker configs describe|alter``: Kafka's ``kafka-configs`` for topics, brokers and
+client-metrics subscriptions.
 
-Why Kafka's options: ``--entity-type topics|brokers --entity-name NAME`` (or the shorthands
+Why Kafka's options: ``--entity-type topics|brokers|client-metrics --entity-name NAME`` (or the
+shorthands
 ``--topic``, ``--broker``, ``--broker-defaults``), ``--add-config k1=v1,k2=[a,b]`` and
 ``--delete-config k1,k2``, so a line from a Kafka runbook works once ``kafka-configs`` is
 replaced by ``trio-broker configs describe|alter``. ``describe`` shows the overrides (dynamic
 configs) as Kafka's does, and with ``--all`` every config with its source; ``alter`` changes
-only the keys named (IncrementalAlterConfigs), so other overrides stay.
+only the keys named (IncrementalAlterConfigs), so other overrides stay. A client-metrics
+subscription (KIP-714: ``metrics``, ``interval.ms``, ``match``) is what ``kafka-client-metrics``
+also sets; without ``--entity-name``, ``describe`` lists every subscription (ListConfigResources).
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ from typing import Any
 
 from ..client.blocking import (
     BROKER_RESOURCE,
+    CLIENT_METRICS_RESOURCE,
     TOPIC_RESOURCE,
     BlockingClient,
     ConfigOperation,
@@ -24,19 +29,24 @@ from .base import Tool, UsageError
 from .connect import add_client_arguments, open_client
 from .output import Report, add_output_argument
 
-ENTITY_TYPES = {"topics": TOPIC_RESOURCE, "brokers": BROKER_RESOURCE}
-_DYNAMIC = ("DYNAMIC_TOPIC_CONFIG", "DYNAMIC_BROKER_CONFIG", "DYNAMIC_DEFAULT_BROKER_CONFIG")
+ENTITY_TYPES = {"topics": TOPIC_RESOURCE, "brokers": BROKER_RESOURCE,
+                "client-metrics": CLIENT_METRICS_RESOURCE}
+_ENTITY_NAMES = {v: k for k, v in ENTITY_TYPES.items()}
+_DYNAMIC = ("DYNAMIC_TOPIC_CONFIG", "DYNAMIC_BROKER_CONFIG", "DYNAMIC_DEFAULT_BROKER_CONFIG",
+            "DYNAMIC_CLIENT_METRICS_CONFIG")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.description = "Describe or alter topic and broker configs (Kafka's kafka-configs)."
+    parser.description = ("Describe or alter topic, broker and client-metrics configs (Kafka's "
+                          "kafka-configs).")
     sub = parser.add_subparsers(dest="configs_command", required=True, metavar="ACTION")
     describe = sub.add_parser("describe", help="the overrides (or, with --all, every config)")
     alter = sub.add_parser("alter", help="set or delete config overrides")
     for p in (describe, alter):
         p.add_argument("--entity-type", choices=sorted(ENTITY_TYPES), metavar="TYPE",
-                       help="topics or brokers")
-        p.add_argument("--entity-name", metavar="NAME", help="the topic, or the broker id")
+                       help="topics, brokers or client-metrics")
+        p.add_argument("--entity-name", metavar="NAME",
+                       help="the topic, the broker id or the subscription")
         p.add_argument("--entity-default", action="store_true",
                        help="the brokers' cluster-wide default (with --entity-type brokers)")
         p.add_argument("--topic", metavar="TOPIC", help="same as --entity-type topics "
@@ -71,7 +81,8 @@ def entity(args: argparse.Namespace) -> tuple[int, str | None]:
     elif args.entity_name is not None or args.entity_default:
         raise UsageError("--entity-name and --entity-default need --entity-type")
     if len(chosen) != 1:
-        raise UsageError("name one entity: --entity-type topics|brokers [--entity-name NAME], "
+        raise UsageError("name one entity: --entity-type topics|brokers|client-metrics "
+                         "[--entity-name NAME], "
                          "--topic, --broker or --broker-defaults")
     kind, name = chosen[0]
     if kind == "brokers" and name and not name.isdigit():
@@ -90,12 +101,16 @@ def run(args: argparse.Namespace) -> int:
 def _what(resource_type: int, name: str) -> str:
     if resource_type == TOPIC_RESOURCE:
         return f"topic {name}"
+    if resource_type == CLIENT_METRICS_RESOURCE:
+        return f"client-metric {name}"  # kafka-configs' words
     return f"broker {name}" if name else "the brokers' default"
 
 
 def _describe(client: BlockingClient, args: argparse.Namespace, resource_type: int,
               name: str | None) -> int:
-    if name is None:
+    if name is None and resource_type == CLIENT_METRICS_RESOURCE:
+        names = client.list_config_resources(CLIENT_METRICS_RESOURCE)
+    elif name is None:
         names = (sorted(client.metadata(None).topics) if resource_type == TOPIC_RESOURCE
                  else [str(b) for b in sorted(client.metadata([]).brokers)])
     else:
@@ -105,7 +120,7 @@ def _describe(client: BlockingClient, args: argparse.Namespace, resource_type: i
         entries = client.describe_configs(entity_name, resource_type=resource_type)
         shown = [e for e in entries if args.all or source_name(e.source) in _DYNAMIC]
         documents.append({
-            "entity_type": "topics" if resource_type == TOPIC_RESOURCE else "brokers",
+            "entity_type": _ENTITY_NAMES[resource_type],
             "entity_name": entity_name,
             "configs": [{"name": e.name, "value": None if e.sensitive else e.value,
                          "source": source_name(e.source), "read_only": e.read_only,

@@ -65,6 +65,7 @@ SUPPORTED_VERSIONS: dict[ApiKey, VersionRange] = {
     ApiKey.DescribeProducers: kafka_range(ApiKey.DescribeProducers),
     ApiKey.GetTelemetrySubscriptions: kafka_range(ApiKey.GetTelemetrySubscriptions),
     ApiKey.PushTelemetry: kafka_range(ApiKey.PushTelemetry),
+    ApiKey.ListConfigResources: kafka_range(ApiKey.ListConfigResources),
     ApiKey.DescribeTopicPartitions: kafka_range(ApiKey.DescribeTopicPartitions),
     ApiKey.IncrementalAlterConfigs: kafka_range(ApiKey.IncrementalAlterConfigs),
     ApiKey.AddPartitionsToTxn: kafka_range(ApiKey.AddPartitionsToTxn),

@@ -115,6 +115,9 @@ class _Node:
                                 advertised_host=self.host, advertised_port=self.port,
                                 endpoints=dict(self.endpoints),
                                 dynamic_configs=base.dynamic_configs.for_node(cfg))
+                        state = self.state
+                        server.disconnected.append(
+                            lambda cid: state.telemetry.connection_closed(cid, state.now_ms()))
                         pool = RequestHandlerPool(
                             self.state, server.request_channel, cfg.num_io_threads,
                             handlers=cluster_handlers(HANDLERS, self.faults))

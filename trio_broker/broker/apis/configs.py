@@ -5,7 +5,8 @@ the broker's loggers), the checks Kafka makes before touching anything (each res
 duplicate keys, no null values), and the error texts. Topic configs go to the log manager, which
 persists them with the topic; broker configs to the dynamic store (``config.dynamic``), whose
 ``log.*`` topic defaults are applied to every topic at once. Resource types follow Kafka's
-``ConfigResource.Type``: TOPIC 2, BROKER 4, BROKER_LOGGER 8.
+``ConfigResource.Type``: TOPIC 2, BROKER 4, BROKER_LOGGER 8, CLIENT_METRICS 16 (KIP-714's
+subscriptions, handled in ``client_metrics.py``).
 """
 
 from __future__ import annotations
@@ -30,11 +31,11 @@ from ..server.context import HandlerContext, HandlerResult
 from ..server.state import BrokerState
 from ..storage import StorageError, log_config_from, validate_topic_name
 from ..storage.cleaner_manager import cleaner_settings
-from . import loggers
+from . import client_metrics, loggers
 
 LOGGER = logging.getLogger(__name__)
 
-TOPIC, BROKER, BROKER_LOGGER = 2, 4, 8
+TOPIC, BROKER, BROKER_LOGGER, CLIENT_METRICS = 2, 4, 8, 16
 SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
 _OP_NAMES = {SET: "SET", DELETE: "DELETE", APPEND: "APPEND", SUBTRACT: "SUBTRACT"}
 _TYPE_NAMES = {0: "UNKNOWN", 2: "TOPIC", 4: "BROKER", 8: "BROKER_LOGGER", 16: "CLIENT_METRICS",
@@ -117,6 +118,11 @@ def _describe(broker: BrokerState, resource_type: int, name: str, keys: set[str]
         return [Entry(logger, level, ConfigSource.DYNAMIC_BROKER_LOGGER_CONFIG, False, False, (),
                       None, 0) for logger, level in loggers.levels().items()
                 if not keys or logger in keys]
+    if resource_type == CLIENT_METRICS:
+        try:
+            return client_metrics.describe(broker, name, keys)
+        except client_metrics.Refused as refused:
+            raise _Refused(refused.code, refused.message) from None
     raise _Refused(ErrorCode.INVALID_REQUEST,
                    f"Unsupported resource type: {_TYPE_NAMES.get(resource_type, 'UNKNOWN')}")
 
@@ -212,6 +218,11 @@ def _alter_one(broker: BrokerState, resource_type: int, name: str,
             loggers.alter(ops, validate_only=validate_only)
         except loggers.LoggerConfigError as exc:
             raise _Refused(exc.error_code, str(exc)) from None
+    elif resource_type == CLIENT_METRICS:
+        try:
+            client_metrics.alter(broker, name, ops, incremental, validate_only)
+        except client_metrics.Refused as refused:
+            raise _Refused(refused.code, refused.message) from None
     else:
         raise _Refused(ErrorCode.INVALID_REQUEST, f"Unknown resource type {resource_type}")
 

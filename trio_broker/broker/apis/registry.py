@@ -170,6 +170,12 @@ def _telemetry() -> dict[int, Handler]:
             ApiKey.PushTelemetry: telemetry.handle_push_telemetry}
 
 
+def _client_metrics() -> dict[int, Handler]:
+    from . import client_metrics
+
+    return {ApiKey.ListConfigResources: client_metrics.handle_list_config_resources}
+
+
 def _records() -> dict[int, Handler]:
     from . import delete_records as records
 
@@ -194,6 +200,10 @@ async def handle_api_versions(ctx: HandlerContext, request: ApiVersionsRequest) 
             if value is not None and not _valid_software_field(value):
                 return ctx.response(error_code=ErrorCode.INVALID_REQUEST,
                                     api_keys=_api_version_entries(), throttle_time_ms=0)
+        # KIP-714's client_software_name/version labels and match selectors
+        ctx.broker.telemetry.remember_software(ctx.connection_id,
+                                               request.client_software_name or "",
+                                               request.client_software_version or "")
     answer = _answers.get(ctx.version)
     if answer is None:  # the same every time: encoded once per version
         answer = _answers[ctx.version] = Encoded(ctx.response(
@@ -275,6 +285,7 @@ HANDLERS: dict[int, Handler] = {
     ApiKey.DescribeProducers: OnFirstUse(ApiKey.DescribeProducers, _describe),
     ApiKey.GetTelemetrySubscriptions: OnFirstUse(ApiKey.GetTelemetrySubscriptions, _telemetry),
     ApiKey.PushTelemetry: OnFirstUse(ApiKey.PushTelemetry, _telemetry),
+    ApiKey.ListConfigResources: OnFirstUse(ApiKey.ListConfigResources, _client_metrics),
     ApiKey.DescribeTopicPartitions: OnFirstUse(ApiKey.DescribeTopicPartitions, _describe),
     ApiKey.IncrementalAlterConfigs: OnFirstUse(ApiKey.IncrementalAlterConfigs, _configs),
     ApiKey.AddPartitionsToTxn: OnFirstUse(ApiKey.AddPartitionsToTxn, _transactions),
@@ -298,11 +309,10 @@ def _check_versions(table: dict[int, Handler]) -> None:
 _check_versions(HANDLERS)
 
 
-#: APIs answered when asked but not advertised. Kafka advertises the KIP-714 telemetry APIs only
-#: when a metrics reporter that receives client telemetry is configured; this broker has none, and
-#: a client that sees them advertised (librdkafka) logs a telemetry line at start-up.
-UNADVERTISED: frozenset[ApiKey] = frozenset({ApiKey.GetTelemetrySubscriptions,
-                                             ApiKey.PushTelemetry})
+#: APIs answered when asked but not advertised (none today: the KIP-714 telemetry APIs, which
+#: Kafka advertises only with a client telemetry receiver, are advertised since this broker is
+#: its own receiver)
+UNADVERTISED: frozenset[ApiKey] = frozenset()
 
 
 def advertised_versions() -> dict[ApiKey, VersionRange]:

@@ -15,7 +15,7 @@ from typing import Any
 
 import attrs
 
-from .defs import AtLeast, Check, ConfigKey, OneOf, Support
+from .defs import AtLeast, Between, Check, ConfigKey, OneOf, Support
 from .defs import ConfigType as T
 from .kafka_keys import KAFKA_BROKER_KEYS
 from .topic_keys import TOPIC_KEYS
@@ -116,6 +116,15 @@ _HONOURED: tuple[ConfigKey, ...] = (
     _h("metrics.listener", "http://host:port serving Prometheus metrics (one broker; no host = "
        "loopback); empty = off.", own=True,
        type_=T.STRING, default=""),
+    # --- client telemetry (KIP-714; docs/telemetry.md) -----------------------------------------
+    _h("telemetry.max.bytes", "Largest metrics payload a client may push (PushTelemetry), "
+       "before decompression; larger pushes are answered TELEMETRY_TOO_LARGE."),
+    _h("telemetry.subscribe.all", "Subscribe every client to all of its metrics, besides the "
+       "CLIENT_METRICS subscriptions, so that clients push without an admin setting one up "
+       "(local use); the interval is telemetry.subscribe.all.interval.ms.", own=True,
+       type_=T.BOOLEAN, default=False),
+    _h("telemetry.subscribe.all.interval.ms", "Push interval of telemetry.subscribe.all.",
+       own=True, type_=T.INT, default=30000, validator=Between(100, 3600000)),
     _h("control.listener", "http://host:port of a test cluster's control endpoint (serve "
        "--brokers N; docs/testing.md; no host = loopback); empty = off.", own=True,
        type_=T.STRING, default=""),

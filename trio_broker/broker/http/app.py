@@ -15,7 +15,7 @@ from typing import Any
 from starlette.applications import Starlette
 from starlette.routing import Route
 
-from . import group_pages, overview, topic_pages
+from . import client_pages, group_pages, overview, topic_pages
 from .guard import HostCheck
 from .web import Console
 
@@ -56,6 +56,7 @@ def routes() -> list[Route]:
         Route("/groups/reset", group_pages.reset_offsets, methods=["POST"]),
         Route("/groups/delete", group_pages.delete_group, methods=["POST"]),
         Route("/api/group-lag", group_pages.group_lag),
+        Route("/clients", client_pages.clients),
     ]
 
 

@@ -43,6 +43,7 @@ import logging
 import socket
 import sys
 import time
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import trio
@@ -102,8 +103,11 @@ class Processor:
     def __init__(self, index: int, *, request_channel: RequestChannel, metrics: BrokerMetrics,
                  quotas: ConnectionQuotas, settings: ProcessorSettings,
                  ssl_context: ssl.SSLContext | None = None,
-                 sasl_settings: SaslSettings | None = None) -> None:
+                 sasl_settings: SaslSettings | None = None,
+                 disconnected: list[Callable[[str], None]] | None = None) -> None:
         self.index = index
+        #: told the id of every connection that closes (the server's list, filled later)
+        self._disconnected = [] if disconnected is None else disconnected
         self._channel = request_channel
         self._metrics = metrics
         self._quotas = quotas
@@ -219,7 +223,8 @@ class Processor:
 
     async def _process_disconnected(self, conn: Connection, reason: str) -> None:
         """Kafka's ``processDisconnected``: forget the connection, release its quota slot and
-        any response it will never send, count the reason, close the stream."""
+        any response it will never send, count the reason, tell the ``disconnected`` callables
+        (what the broker state keeps per connection), close the stream."""
         del self.connections[conn.id]
         conn.drop_response()
         if self.draining:
@@ -227,6 +232,8 @@ class Processor:
         self._quotas.release(conn.client_host)
         self._metrics.connections.dec()
         self._metrics.connections_closed.labels(reason).inc()
+        for listener in self._disconnected:
+            listener(conn.id)
         with trio.CancelScope(shield=True, deadline=trio.current_time() + _CLOSE_TIMEOUT_S):
             await conn.stream.aclose()
 
@@ -473,10 +480,13 @@ class SocketServer:
                 max_receive_size=config.sasl_server_max_receive_size,
                 reauth_ms=config.connections_max_reauth_ms, oauth=oauth_settings(config))
         settings = ProcessorSettings.from_config(config)
+        #: callables told the id of each connection that closes (the broker state's parts that
+        #: keep something per connection; added once the state exists)
+        self.disconnected: list[Callable[[str], None]] = []
         self.processors = [
             Processor(i, request_channel=self.request_channel, metrics=metrics,
                       quotas=self.quotas, settings=settings, ssl_context=ssl_context,
-                      sasl_settings=sasl_settings)
+                      sasl_settings=sasl_settings, disconnected=self.disconnected)
             for i in range(n)]
         self.bound: list[tuple[str, str, int]] = []  # (listener name, host, port)
         self._acceptor_scope = trio.CancelScope()

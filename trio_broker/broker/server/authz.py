@@ -189,18 +189,19 @@ def txn_offset_commit_errors(ctx: HandlerContext, txn_id: str, group_id: str,
 
 #: DescribeConfigs/AlterConfigs resource types (Kafka's ``ConfigResource.Type``)
 _CONFIG_TOPIC, _CONFIG_BROKER, _CONFIG_BROKER_LOGGER, _CONFIG_GROUP = 2, 4, 8, 32
+_CONFIG_CLIENT_METRICS = 16
 
 
 def config_error(ctx: HandlerContext, operation: Operation, resource_type: int,
                  name: str) -> int:
     """The configs APIs: DESCRIBE_CONFIGS/ALTER_CONFIGS on the topic, the group or (brokers,
-    loggers) the cluster; 0 when allowed."""
+    loggers, client-metrics subscriptions) the cluster; 0 when allowed."""
     if ctx.broker.authorizer is None:
         return 0
     if resource_type == _CONFIG_TOPIC:
         return 0 if topic(ctx, operation, name) else ErrorCode.TOPIC_AUTHORIZATION_FAILED
     if resource_type == _CONFIG_GROUP:
         return 0 if group(ctx, operation, name) else ErrorCode.GROUP_AUTHORIZATION_FAILED
-    if resource_type in (_CONFIG_BROKER, _CONFIG_BROKER_LOGGER):
+    if resource_type in (_CONFIG_BROKER, _CONFIG_BROKER_LOGGER, _CONFIG_CLIENT_METRICS):
         return 0 if cluster(ctx, operation) else ErrorCode.CLUSTER_AUTHORIZATION_FAILED
     return 0

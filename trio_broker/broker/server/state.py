@@ -30,6 +30,7 @@ from ..security.client_quotas import QUOTA_FILE, ClientQuotas
 from ..storage import LogManager, ProducerIdManager, log_config_from
 from ..storage.cleaner_manager import LogCleaner
 from ..storage.meta_properties import ensure_meta_properties
+from .client_metrics import CLIENT_METRICS_FILE, ClientMetricsStore
 from .cluster_model import ClusterModel, Node
 from .purgatory import Purgatory
 from .telemetry_state import TelemetryState
@@ -68,6 +69,11 @@ class BrokerState:
     endpoints: dict[str, tuple[str, int]] = attrs.field(factory=dict)
     #: client instances that asked for a telemetry subscription (KIP-714)
     telemetry: TelemetryState = attrs.field(factory=TelemetryState)
+    #: client-metrics subscriptions (CLIENT_METRICS config resources), persisted in the first
+    #: log dir
+    client_metrics: ClientMetricsStore = attrs.field(default=attrs.Factory(
+        lambda self: ClientMetricsStore(self.config.log_dir_list[0] / CLIENT_METRICS_FILE),
+        takes_self=True))
     #: the log cleaner (``serve`` runs its threads); None where no cleaner runs
     cleaner: LogCleaner | None = None
     #: dynamic broker configs (AlterConfigs on a broker), persisted in the first log dir

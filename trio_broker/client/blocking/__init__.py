@@ -24,6 +24,7 @@ the broker, nor the Trio client.
 """
 
 from ..core.admin import BROKER_RESOURCE as BROKER_RESOURCE
+from ..core.admin import CLIENT_METRICS_RESOURCE as CLIENT_METRICS_RESOURCE
 from ..core.admin import TOPIC_RESOURCE as TOPIC_RESOURCE
 from ..core.admin import ClusterDescription as ClusterDescription
 from ..core.admin import ConfigEntry as ConfigEntry
@@ -61,7 +62,8 @@ from .producer import PRODUCER_DEFAULTS as PRODUCER_DEFAULTS
 from .producer import BlockingProducer as BlockingProducer
 from .producer import ProducerSettings as ProducerSettings
 
-__all__ = ["BROKER_RESOURCE", "DEFAULT_BOOTSTRAP", "EARLIEST", "LATEST", "PRODUCER_DEFAULTS",
+__all__ = ["BROKER_RESOURCE", "CLIENT_METRICS_RESOURCE", "DEFAULT_BOOTSTRAP", "EARLIEST", "LATEST",
+           "PRODUCER_DEFAULTS",
            "TOPIC_RESOURCE", "BlockingClient", "BlockingProducer", "BrokerConnection",
            "ClusterDescription", "ConfigEntry", "ConfigError", "ConfigOperation",
            "FetchHandle", "FetchedPartition", "GroupDescription", "GroupListing",

@@ -224,6 +224,16 @@ class BlockingClient(AdminCalls):
         self._settle([(resource, code, message)], "cannot describe")
         return sorted(entries.values())
 
+    def list_config_resources(self, resource_type: int) -> list[str]:
+        """The names of the config resources of ``resource_type`` (ListConfigResources; the
+        client-metrics subscriptions are the ones only it lists)."""
+        body = self.any_connection().request(ApiKey.ListConfigResources, lambda v: (
+            admin_requests.list_config_resources_request(v, [resource_type])))
+        code, found = admin_requests.parse_list_config_resources(body)
+        if code:
+            raise error_for(code, f"cannot list config resources: {error_name(code)}")
+        return sorted(name for kind, name in found if kind == resource_type)
+
     # --- groups --------------------------------------------------------------------------
 
     def list_groups(self) -> list[GroupListing]:

@@ -27,6 +27,8 @@ _DELETE_RECORDS: Any = request_class(ApiKey.DeleteRecords)
 #: config resource types (Kafka's ``ConfigResource.Type``)
 TOPIC_RESOURCE = 2
 BROKER_RESOURCE = 4
+#: a client-metrics subscription (KIP-714)
+CLIENT_METRICS_RESOURCE = 16
 
 ResourceResult = tuple[str, int, str | None]
 
@@ -68,6 +70,7 @@ class ConfigSource(enum.IntEnum):
     STATIC_BROKER_CONFIG = 4
     DEFAULT_CONFIG = 5
     DYNAMIC_BROKER_LOGGER_CONFIG = 6
+    DYNAMIC_CLIENT_METRICS_CONFIG = 7
 
 
 class ConfigEntry(NamedTuple):
@@ -137,6 +140,19 @@ def describe_configs_request(version: int, resources: Iterable[tuple[int, str]],
             resource_type=kind, resource_name=name,
             configuration_keys=None if keys is None else list(keys))
             for kind, name in resources])
+
+
+def list_config_resources_request(version: int, resource_types: Iterable[int]) -> Any:
+    """ListConfigResources; v0 (ListClientMetricsResources) lists client-metrics subscriptions
+    only and takes no types."""
+    return make_request(ApiKey.ListConfigResources, version,
+                        resource_types=list(resource_types) if version >= 1 else None)
+
+
+def parse_list_config_resources(response: Any) -> tuple[int, list[tuple[int, str]]]:
+    """(error code, [(resource type, name)]); v0's resources are client-metrics ones."""
+    return response.error_code, [(r.resource_type, r.resource_name)
+                                 for r in response.config_resources]
 
 
 def parse_describe_configs(response: Any,
@@ -250,12 +266,35 @@ def parse_describe_cluster(response: Any) -> ClusterDescription:
                               [(b.broker_id, b.host, b.port, b.rack) for b in response.brokers])
 
 
-__all__ = ["BROKER_RESOURCE", "TOPIC_RESOURCE", "ClusterDescription", "ConfigEntry",
-           "ConfigOperation", "ConfigSource", "LogDirDescription", "NewTopic",
-           "alter_configs_request", "create_partitions_request", "create_topics_request",
-           "delete_records_request", "delete_topics_request", "describe_cluster_request",
-           "describe_configs_request", "describe_log_dirs_request",
-           "incremental_alter_configs_request", "parse_alter_configs",
-           "parse_create_partitions", "parse_create_topics", "parse_delete_records",
-           "parse_delete_topics", "parse_describe_cluster", "parse_describe_configs",
-           "parse_describe_log_dirs", "parse_incremental_alter_configs", "source_name"]
+__all__ = [
+    "BROKER_RESOURCE",
+    "CLIENT_METRICS_RESOURCE",
+    "TOPIC_RESOURCE",
+    "ClusterDescription",
+    "ConfigEntry",
+    "ConfigOperation",
+    "ConfigSource",
+    "LogDirDescription",
+    "NewTopic",
+    "alter_configs_request",
+    "create_partitions_request",
+    "create_topics_request",
+    "delete_records_request",
+    "delete_topics_request",
+    "describe_cluster_request",
+    "describe_configs_request",
+    "describe_log_dirs_request",
+    "incremental_alter_configs_request",
+    "list_config_resources_request",
+    "parse_alter_configs",
+    "parse_create_partitions",
+    "parse_create_topics",
+    "parse_delete_records",
+    "parse_delete_topics",
+    "parse_describe_cluster",
+    "parse_describe_configs",
+    "parse_describe_log_dirs",
+    "parse_incremental_alter_configs",
+    "parse_list_config_resources",
+    "source_name",
+]

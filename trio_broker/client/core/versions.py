@@ -71,6 +71,7 @@ CLIENT_VERSIONS: dict[int, VersionRange] = {
     ApiKey.ListTransactions: VersionRange(0, 1),
     ApiKey.DeleteRecords: VersionRange(0, 2),
     ApiKey.IncrementalAlterConfigs: VersionRange(0, 1),
+    ApiKey.ListConfigResources: VersionRange(0, 1),
     ApiKey.OffsetDelete: VersionRange(0, 0),
     ApiKey.DescribeCluster: VersionRange(0, 1),
     ApiKey.ConsumerGroupHeartbeat: VersionRange(0, 1),

@@ -24,6 +24,7 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 from ...server.state import BrokerState
+from .telemetry import client_metrics
 
 if TYPE_CHECKING:  # prometheus-client is imported by the first scrape
     from prometheus_client.core import GaugeMetricFamily, Metric
@@ -153,6 +154,7 @@ def register(state: BrokerState) -> None:
     """Add the scrape-time collectors of ``state`` to its metrics."""
     state.metrics.add_collector(lambda: log_metrics(state))
     state.metrics.add_collector(lambda: group_metrics(state))
+    state.metrics.add_collector(lambda: client_metrics(state))
 
 
 __all__ = ["group_metrics", "log_metrics", "register"]
