@@ -33,6 +33,7 @@ from .metrics.collectors.state import register as register_state_metrics
 from .network.request_handler import RequestHandlerPool
 from .network.socket_server import SocketServer
 from .offload import run_io
+from .rest_proxy import serve_rest_proxy
 from .security.client_quotas import CONNECTION_CREATION_RATE
 from .server.purgatory import Purgatory
 from .server.state import BrokerState
@@ -55,6 +56,8 @@ class Broker:
     metrics_address: tuple[str, int] | None = None
     #: the web console's bound (host, port), when ``http.listener`` is set and it is on
     http_address: tuple[str, int] | None = None
+    #: the REST proxy's bound (host, port), when ``rest.proxy.listener`` is set
+    rest_proxy_address: tuple[str, int] | None = None
     _stop: trio.Event = attrs.field(factory=trio.Event)
     #: the log cleaner (compacts ``cleanup.policy=compact`` topics)
     cleaner: LogCleaner | None = None
@@ -155,10 +158,12 @@ async def serve(config: ConfigInput = None, *,
                 if cfg.http_listener:
                     with _names_key(cfg, "http.listener"):
                         http_addr = await nursery.start(serve_http, cfg, state, bound)
+                with _names_key(cfg, "rest.proxy.listener"):
+                    rest_addr = await nursery.start(serve_rest_proxy, cfg, state)
                 cleaner = start_log_duties(state, nursery)
                 metrics.add_collector(lambda: cleaner_metrics(cleaner))
                 task_status.started(Broker(cfg, state, bound, metrics_addr, http_addr,
-                                           cleaner=cleaner))
+                                           rest_addr, cleaner=cleaner))
                 await trio.sleep_forever()
 
     instrument = metrics.io_wait_instrument()  # the network loop's idle time

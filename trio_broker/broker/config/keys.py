@@ -142,6 +142,10 @@ _HONOURED: tuple[ConfigKey, ...] = (
        own=True, type_=T.STRING, default=""),
     _h("http.console.ssl.key.password", "Password of an encrypted http.console.ssl.keyfile.",
        own=True, type_=T.PASSWORD, default=""),
+    # --- REST proxy (docs/rest.md) -------------------------------------------------------------
+    _h("rest.proxy.listener", "http://host:port serving Confluent's REST Proxy API v3 (topics, "
+       "configs, groups, produce) from this broker (no host = loopback); empty = off.",
+       own=True, type_=T.STRING, default=""),
     # --- security (docs/security.md) ------------------------------------------------------------
     _h("ssl.certfile", "PEM certificate chain of SSL/SASL_SSL listeners (may hold the key "
        "too).", own=True, type_=T.STRING, default=""),

@@ -1,0 +1,91 @@
+"""The REST proxy's ASGI application: its routes, Confluent's error bodies, the Host check.
+
+Why the Host check (``broker.http.guard``, the console's): the proxy writes to Kafka, and DNS
+rebinding would let any web page a user on the machine opens reach a loopback proxy under a
+name of its own. It answers only loopback names, the address it is bound to or reached on, and
+``http.allowed.hosts``; any other Host gets 421, as the console does.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, MutableMapping
+from http import HTTPStatus
+from typing import Any
+
+import trio
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+from ...client.core.errors import KafkaError
+from ..http.guard import HostCheck
+from . import cluster_routes, group_routes
+from .errors import RestError, from_kafka
+from .produce import ProduceEndpoint
+from .proxy import RestProxy
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+
+
+def routes() -> list[Route]:
+    records = cluster_routes.CLUSTER + "/topics/{topic_name}/records"
+    return [*cluster_routes.routes(), *group_routes.routes(),
+            Route(records, ProduceEndpoint(), methods=["POST"])]
+
+
+def _error(error: RestError) -> Response:
+    return JSONResponse(error.body(), status_code=error.status)
+
+
+async def _rest_error(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, RestError)
+    return _error(exc)
+
+
+async def _kafka_error(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, KafkaError)
+    return _error(from_kafka(exc))
+
+
+async def _timeout(request: Request, exc: Exception) -> Response:
+    return _error(RestError(500, 50003, "The request timed out."))
+
+
+async def _http_error(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, HTTPException)
+    phrase = HTTPStatus(exc.status_code).phrase
+    return _error(RestError(exc.status_code, exc.status_code,
+                            f"HTTP {exc.status_code} {phrase}"))
+
+
+class HostGuard:
+    """ASGI middleware: the Host check."""
+
+    def __init__(self, app: ASGIApp, hosts: HostCheck) -> None:
+        self.app = app
+        self.hosts = hosts
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            server = scope.get("server")
+            host = next((v.decode("latin-1") for k, v in scope.get("headers", ())
+                         if k == b"host"), None)
+            if not self.hosts.allows(host, server[0] if server else None):
+                await _error(RestError(421, 421, "HTTP 421 Misdirected Request"))(
+                    scope, receive, send)
+                return
+        await self.app(scope, receive, send)
+
+
+def build_app(proxy: RestProxy, hosts: HostCheck) -> ASGIApp:
+    app = Starlette(routes=routes(), exception_handlers={
+        RestError: _rest_error, KafkaError: _kafka_error, trio.TooSlowError: _timeout,
+        HTTPException: _http_error})
+    app.state.proxy = proxy
+    return HostGuard(app, hosts)

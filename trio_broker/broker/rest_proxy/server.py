@@ -1,0 +1,86 @@
+"""Run the REST proxy in the broker's nursery: Hypercorn's Trio worker serving a Starlette app,
+as the web console is served (``broker.http.server`` says why this stack).
+
+The proxy's Kafka client connects to the broker's first PLAINTEXT listener, at the address it
+advertises there, as any client would. Its connections open at the first request, so a broker
+with the proxy on starts as fast as one without.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+from typing import Any
+
+import trio
+from hypercorn.config import Config as HypercornConfig
+from hypercorn.trio import serve
+
+from ...client.trio.admin import Admin
+from ...client.trio.config import ADMIN_DEFAULTS, normalize
+from ..config import BrokerConfig, ConfigError, parse_http_listener
+from ..http.guard import HostCheck
+from ..server.state import BrokerState
+from .app import build_app
+from .proxy import MAX_BODY_BYTES, RestProxy
+
+LOGGER = logging.getLogger("trio_broker.broker.rest_proxy")
+_SERVER_LOGGER = logging.getLogger("trio_broker.broker.rest_proxy.hypercorn")
+if _SERVER_LOGGER.level == logging.NOTSET:
+    _SERVER_LOGGER.setLevel(logging.WARNING)
+
+
+def _hypercorn_config(host: str, port: int) -> HypercornConfig:
+    config = HypercornConfig()
+    config.bind = [f"[{host}]:{port}" if ":" in host else f"{host}:{port}"]
+    config.accesslog = None
+    config.errorlog = _SERVER_LOGGER
+    config.include_server_header = False
+    config.graceful_timeout = 1.0
+    config.keep_alive_timeout = 30.0
+    config.h11_max_incomplete_size = 16 * 1024
+    config.max_app_queue_size = 10
+    return config
+
+
+def _bootstrap(config: BrokerConfig, state: BrokerState) -> str:
+    for listener in config.listener_list:
+        if listener.security_protocol == "PLAINTEXT":
+            host, port = state.endpoints[listener.name]
+            return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+    raise ConfigError("rest.proxy.listener: the REST proxy's client connects to a PLAINTEXT "
+                      "listener, and the broker has none", "rest.proxy.listener")
+
+
+def _address(bind: str) -> tuple[str, int]:
+    rest = bind.split("://", 1)[1]
+    host, _, port = rest.rpartition(":")
+    return host.strip("[]"), int(port)
+
+
+async def run_rest_proxy(config: BrokerConfig, state: BrokerState, *,
+                         task_status: trio.TaskStatus[tuple[str, int]]
+                         = trio.TASK_STATUS_IGNORED) -> None:
+    """Serve the REST proxy until cancelled; reports its bound (host, port)."""
+    _, host, port = parse_http_listener(config.rest_proxy_listener, "rest.proxy.listener")
+    admin = Admin(normalize("admin", ADMIN_DEFAULTS, {
+        "bootstrap.servers": _bootstrap(config, state), "client.id": "trio-broker-rest-proxy",
+        "request.timeout.ms": 30_000, "default.api.timeout.ms": 30_000,
+        "reconnect.backoff.max.ms": 1000}, {}))
+    proxy = RestProxy(admin, config.node_id, state.cluster_id)
+    hosts = HostCheck(host, [h for h in config.http_allowed_hosts.split(",") if h])
+    app: Any = build_app(proxy, hosts)  # an ASGI 3 callable; Hypercorn's types are narrower
+    async with trio.open_nursery() as nursery:
+        admin.client.start(nursery)
+        try:
+            binds: list[str] = await nursery.start(functools.partial(
+                serve, app, _hypercorn_config(host, port), mode="asgi"))
+            bound = _address(binds[0])
+            LOGGER.info("REST proxy on http://%s:%d/v3/clusters (bodies up to %d bytes)",
+                        f"[{bound[0]}]" if ":" in bound[0] else bound[0], bound[1],
+                        MAX_BODY_BYTES)
+            task_status.started(bound)
+            await trio.sleep_forever()
+        finally:
+            admin.client.close()
+            nursery.cancel_scope.cancel()
