@@ -16,7 +16,7 @@ from starlette.routing import Route
 
 from ...client.core.admin import BROKER_RESOURCE, TOPIC_RESOURCE, ConfigOperation, NewTopic
 from . import shapes
-from .errors import bad_request, not_found
+from .errors import RestError, bad_request, not_found
 from .proxy import OPERATIONS, RestProxy, read_json
 
 CLUSTER = "/v3/clusters/{cluster_id}"
@@ -103,6 +103,13 @@ async def create_topic(request: Request) -> Response:
         raise bad_request("topic_name must be a non-empty string")
     partitions = _int_field(body, "partitions_count")
     replication = _int_field(body, "replication_factor")
+    # Kafka's checks, made here: the admin client sends a non-positive count as "the default"
+    if partitions < -1 or partitions == 0:
+        raise RestError(400, 40002, "Number of partitions was set to an invalid non-positive "
+                                    "value.")
+    if replication < -1 or replication == 0:
+        raise RestError(400, 40002, "Replication factor must be larger than 0, or -1 to use "
+                                    "the default value.")
     configs: dict[str, str] = {}
     for item in body.get("configs") or ():
         if not isinstance(item, dict) or not isinstance(item.get("name"), str):

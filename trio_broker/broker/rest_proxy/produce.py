@@ -232,6 +232,8 @@ class ProduceEndpoint:
                 items = stream.values(final=not more) if streaming or not more else []
             except RestError as error:
                 items, more = [error], False
+            if stream.broken:
+                more = False
             if not items:
                 continue
             reports = await producer.produce(items)

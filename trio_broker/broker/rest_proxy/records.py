@@ -149,6 +149,9 @@ class JsonStream:
         self._pending = b""
         self._decoder = json.JSONDecoder()
         self.max_value_bytes = max_value_bytes
+        #: a value could not be read: nothing after it can be (concatenated JSON has no
+        #: other boundary), so the stream ends there
+        self.broken = False
 
     def feed(self, data: bytes) -> None:
         data = self._pending + data
@@ -178,15 +181,15 @@ class JsonStream:
                     if len(buffer) - pos > self.max_value_bytes:
                         out.append(RestError(413, 413, f"a record exceeds "
                                                        f"{self.max_value_bytes} bytes"))
-                        pos = len(buffer)
+                        pos, self.broken = len(buffer), True
                     break
                 out.append(_bad(f"Unexpected character in request body: {exc.msg} "
                                 f"(character {exc.pos - pos + 1} of a record)"))
-                pos = len(buffer)
+                pos, self.broken = len(buffer), True
                 break
             except RecursionError:
                 out.append(_bad("a record nests too deep"))
-                pos = len(buffer)
+                pos, self.broken = len(buffer), True
                 break
             out.append(value)
         self._buffer = buffer[pos:]
@@ -194,8 +197,9 @@ class JsonStream:
 
 
 def _incomplete(buffer: str, exc: json.JSONDecodeError) -> bool:
-    """Whether more text could still make the value at ``exc.pos`` valid."""
-    if exc.pos >= len(buffer) or exc.msg.startswith("Unterminated string"):
+    """Whether more text could still make the value at ``exc.pos`` valid: a string, an escape
+    (``\\u00`` is 6 characters whole) or a literal cut at the buffer's end."""
+    if exc.pos >= len(buffer) - 6 or exc.msg.startswith("Unterminated string"):
         return True
     rest = buffer[exc.pos:]
     return any(word.startswith(rest) for word in ("true", "false", "null"))
