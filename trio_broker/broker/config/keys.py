@@ -122,9 +122,9 @@ _HONOURED: tuple[ConfigKey, ...] = (
     _h("control.listener.token", "Bearer token every request to control.listener must carry "
        "(Authorization: Bearer TOKEN); empty = none asked.", own=True, type_=T.PASSWORD,
        default=""),
-    _h("http.allowed.hosts", "Host names the web console and control.listener answer to besides "
-       "loopback names and the address they are bound to or reached on (the DNS rebinding "
-       "guard: any other Host gets 421).", own=True, type_=T.LIST, default=[]),
+    _h("http.allowed.hosts", "Host names the web console, the REST proxy and control.listener "
+       "answer to besides loopback names and the address they are bound to or reached on (the "
+       "DNS rebinding guard: any other Host gets 421).", own=True, type_=T.LIST, default=[]),
     # --- web console (docs/console.md) ----------------------------------------------------------
     _h("http.listener", "http://host:port (or https://, with ssl.certfile) of the broker's web "
        "console (one broker; no host = loopback); empty = off.", own=True, type_=T.STRING,
