@@ -146,6 +146,9 @@ _HONOURED: tuple[ConfigKey, ...] = (
     _h("rest.proxy.listener", "http://host:port serving Confluent's REST Proxy API v3 (topics, "
        "configs, groups, produce) from this broker (no host = loopback); empty = off.",
        own=True, type_=T.STRING, default=""),
+    _h("consumer.instance.timeout.ms", "REST proxy v2: a consumer instance not used for this "
+       "long is closed and leaves its group (Confluent's key).", own=True, type_=T.INT,
+       default=300_000, validator=AtLeast(1)),
     # --- security (docs/security.md) ------------------------------------------------------------
     _h("ssl.certfile", "PEM certificate chain of SSL/SASL_SSL listeners (may hold the key "
        "too).", own=True, type_=T.STRING, default=""),

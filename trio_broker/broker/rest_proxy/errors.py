@@ -13,7 +13,10 @@ from __future__ import annotations
 from ...client.core.errors import KafkaError, describe_code
 from ...protocol.errors import ErrorCode
 
-__all__ = ["RestError", "bad_request", "from_kafka", "not_found"]
+__all__ = ["RETRIABLE", "RestError", "bad_request", "from_kafka", "not_found"]
+
+#: Confluent's code for a retriable Kafka error
+RETRIABLE = 50003
 
 #: Kafka's errors that mean "this request is wrong": Confluent's 40002
 _BAD_REQUEST = frozenset({
@@ -72,5 +75,5 @@ def from_kafka(exc: KafkaError) -> RestError:
     if code == ErrorCode.SASL_AUTHENTICATION_FAILED:
         return RestError(401, 40101, message)
     if exc.retriable:
-        return RestError(500, 50003, message)
+        return RestError(500, RETRIABLE, message)
     return RestError(500, 50002, message)

@@ -33,7 +33,7 @@ from ...client.core.structs import TopicPartition
 from ...protocol.api_keys import ApiKey
 from ...protocol.errors import ErrorCode
 from ...protocol.records import build_batch
-from .errors import RestError, from_kafka
+from .errors import RETRIABLE, RestError, from_kafka
 from .proxy import MAX_BODY_BYTES, RestProxy
 from .records import JsonStream, ProduceRecord, format_timestamp, parse_record
 
@@ -69,6 +69,8 @@ class Producer:
         self.info = info
         #: the partition records without key or partition go to in this round (sticky)
         self._sticky: int | None = None
+        #: the items of the last ``produce`` that failed with a retriable error
+        self.retriable: set[int] = set()
 
     def _partition(self, record: ProduceRecord) -> int | RestError:
         if record.partition_id is not None:
@@ -84,6 +86,7 @@ class Producer:
     async def produce(self, items: list[Any]) -> list[Report]:
         """Delivery reports, in order, for parsed JSON values (or RestErrors) ``items``."""
         reports: list[Report | None] = [None] * len(items)
+        self.retriable = set()
         #: partition -> [(index in items, record)]
         wanted: dict[int, list[tuple[int, ProduceRecord]]] = {}
         self._sticky = None
@@ -170,11 +173,12 @@ class Producer:
             for leader, batches in by_leader.items():
                 nursery.start_soon(send, leader, batches)
 
-    @staticmethod
-    def _fail(entries: list[tuple[int, ProduceRecord]], reports: list[Report | None],
+    def _fail(self, entries: list[tuple[int, ProduceRecord]], reports: list[Report | None],
               error: RestError) -> None:
         for i, _ in entries:
             reports[i] = _error_report(error)
+            if error.error_code == RETRIABLE:
+                self.retriable.add(i)
 
 
 async def _respond_error(send: Send, error: RestError) -> None:

@@ -30,6 +30,7 @@ from ...protocol.api_keys import ApiKey, request_class
 from ...protocol.messages import make_request
 from ..http.reads import KafkaView
 from .errors import RestError, bad_request, not_found
+from .instances import Instances
 from .shapes import Urls
 
 _DESCRIBE: Any = request_class(ApiKey.DescribeConfigs)
@@ -44,8 +45,11 @@ MAX_BODY_BYTES = 8 << 20
 class RestProxy:
     """The proxy's Kafka client and the cluster it answers for."""
 
-    def __init__(self, admin: Admin, node_id: int, cluster_id: str) -> None:
+    def __init__(self, admin: Admin, node_id: int, cluster_id: str,
+                 instances: Instances) -> None:
         self.admin = admin
+        #: the v2 consumer instances
+        self.instances = instances
         self.view = KafkaView(admin, node_id)
         self.cluster_id = cluster_id
 
@@ -128,10 +132,11 @@ OPERATIONS = {op.name: op for op in ConfigOperation}
 RESOURCE_TYPES = {"topic": TOPIC_RESOURCE, "broker": BROKER_RESOURCE}
 
 
-async def read_json(request: Request) -> Any:
-    """The request's JSON body, or Confluent's 400 (415 for another media type)."""
+async def read_json(request: Request, *, media_checked: bool = False) -> Any:
+    """The request's JSON body, or Confluent's 400 (415 for a media type other than
+    ``application/json``, unless the caller checked it: ``media_checked``)."""
     media = request.headers.get("content-type", "application/json").split(";")[0].strip()
-    if media not in ("application/json", ""):
+    if not media_checked and media.lower() not in ("application/json", ""):
         raise RestError(415, 415, "HTTP 415 Unsupported Media Type")
     declared = request.headers.get("content-length")
     if declared is not None and declared.isdigit() and int(declared) > MAX_BODY_BYTES:

@@ -22,6 +22,7 @@ from ..config import BrokerConfig, ConfigError, parse_http_listener
 from ..http.guard import HostCheck
 from ..server.state import BrokerState
 from .app import build_app
+from .instances import Instances
 from .proxy import MAX_BODY_BYTES, RestProxy
 
 LOGGER = logging.getLogger("trio_broker.broker.rest_proxy")
@@ -67,11 +68,14 @@ async def run_rest_proxy(config: BrokerConfig, state: BrokerState, *,
         "bootstrap.servers": _bootstrap(config, state), "client.id": "trio-broker-rest-proxy",
         "request.timeout.ms": 30_000, "default.api.timeout.ms": 30_000,
         "reconnect.backoff.max.ms": 1000}, {}))
-    proxy = RestProxy(admin, config.node_id, state.cluster_id)
     hosts = HostCheck(host, [h for h in config.http_allowed_hosts.split(",") if h])
-    app: Any = build_app(proxy, hosts)  # an ASGI 3 callable; Hypercorn's types are narrower
     async with trio.open_nursery() as nursery:
         admin.client.start(nursery)
+        instances = Instances(_bootstrap(config, state), config.consumer_instance_timeout_ms,
+                              nursery)
+        nursery.start_soon(instances.expire_loop)
+        proxy = RestProxy(admin, config.node_id, state.cluster_id, instances)
+        app: Any = build_app(proxy, hosts)  # an ASGI 3 callable; Hypercorn's types are narrower
         try:
             binds: list[str] = await nursery.start(functools.partial(
                 serve, app, _hypercorn_config(host, port), mode="asgi"))
@@ -82,5 +86,6 @@ async def run_rest_proxy(config: BrokerConfig, state: BrokerState, *,
             task_status.started(bound)
             await trio.sleep_forever()
         finally:
+            instances.close_all()
             admin.client.close()
             nursery.cancel_scope.cancel()
