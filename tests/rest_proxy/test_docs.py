@@ -21,6 +21,6 @@ def test_every_rest_md_example_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPa
         monkeypatch.setenv("CLUSTER", cluster_id)
         address = url.removeprefix("http://")
         assert run_examples(ROOT / "docs" / "rest.md", tmp_path,
-                            {"localhost:8082": address}) >= 12
+                            {"localhost:8082": address}) >= 18
     finally:
         broker.stop()
