@@ -182,9 +182,11 @@ class Producer:
 
 
 async def _respond_error(send: Send, error: RestError) -> None:
+    body = _json(error.body())
     await send({"type": "http.response.start", "status": error.status,
-                "headers": [(b"content-type", b"application/json")]})
-    await send({"type": "http.response.body", "body": _json(error.body())})
+                "headers": [(b"content-type", b"application/json"),
+                            (b"content-length", str(len(body)).encode())]})
+    await send({"type": "http.response.body", "body": body})
 
 
 class ProduceEndpoint:

@@ -39,8 +39,11 @@ def _hypercorn_config(host: str, port: int) -> HypercornConfig:
     config.include_server_header = False
     config.graceful_timeout = 1.0
     config.keep_alive_timeout = 30.0
+    # a client that sends nothing for this long is closed: a request trickled in slowly holds
+    # a connection for a bounded time (a records long poll waits at most 30 s, a produce
+    # stream's own idle bound is 30 s)
+    config.read_timeout = 60
     config.h11_max_incomplete_size = 16 * 1024
-    config.max_app_queue_size = 10
     return config
 
 
