@@ -146,6 +146,9 @@ _HONOURED: tuple[ConfigKey, ...] = (
     _h("rest.proxy.listener", "http://host:port serving Confluent's REST Proxy API v3 (topics, "
        "configs, groups, produce) from this broker (no host = loopback); empty = off.",
        own=True, type_=T.STRING, default=""),
+    _h("rest.proxy.authentication.method", "NONE, or BASIC: requests carry HTTP basic "
+       "credentials, which the REST proxy logs in to the broker's SASL_PLAINTEXT listener with "
+       "(the broker's SASL users; docs/rest.md).", own=True, type_=T.STRING, default="NONE"),
     _h("consumer.instance.timeout.ms", "REST proxy v2: a consumer instance not used for this "
        "long is closed and leaves its group (Confluent's key).", own=True, type_=T.INT,
        default=300_000, validator=AtLeast(1)),

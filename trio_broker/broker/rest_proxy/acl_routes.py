@@ -25,7 +25,7 @@ from ..security.acl import AclBinding, AclFilter, Operation, PatternType, Permis
 from . import shapes
 from .cluster_routes import CLUSTER
 from .errors import bad_request
-from .proxy import RestProxy, read_json
+from .proxy import RestProxy, proxy_of, read_json
 from .shapes import Json, Urls
 
 E = TypeVar("E", bound=enum.IntEnum)
@@ -34,8 +34,7 @@ FIELDS = ("resource_type", "resource_name", "pattern_type", "principal", "host",
 
 
 def _proxy(request: Request) -> RestProxy:
-    proxy: RestProxy = request.app.state.proxy
-    return proxy
+    return proxy_of(request)
 
 
 def _enum(kind: type[E], field: str, value: Any, default: E | None = None) -> E:

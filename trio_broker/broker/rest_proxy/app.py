@@ -22,6 +22,7 @@ from starlette.routing import Route
 from ...client.core.errors import KafkaError
 from ..http.guard import HostCheck
 from . import acl_routes, cluster_routes, group_routes, v2_consumers, v2_produce
+from .auth import REALM
 from .errors import RestError, from_kafka
 from .produce import ProduceEndpoint
 from .proxy import RestProxy
@@ -65,6 +66,34 @@ async def _http_error(request: Request, exc: Exception) -> Response:
                             f"HTTP {exc.status_code} {phrase}"))
 
 
+#: who answers a request: its ``Authorization`` header -> the proxy (or a RestError: 401)
+Resolve = Callable[[str | None], Awaitable[RestProxy]]
+
+
+class Authenticate:
+    """ASGI middleware: the proxy that answers the request, the shared one or the user's
+    (``auth``), put in the request's state for the routes (``proxy_of``)."""
+
+    def __init__(self, app: ASGIApp, resolve: Resolve) -> None:
+        self.app = app
+        self.resolve = resolve
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            authorization = next((v.decode("latin-1") for k, v in scope.get("headers", ())
+                                  if k == b"authorization"), None)
+            try:
+                proxy = await self.resolve(authorization)
+            except RestError as error:
+                response = _error(error)
+                if error.status == 401:
+                    response.headers["www-authenticate"] = f'Basic realm="{REALM}"'
+                await response(scope, receive, send)
+                return
+            scope["state"] = {**scope.get("state", {}), "rest_proxy": proxy}
+        await self.app(scope, receive, send)
+
+
 class HostGuard:
     """ASGI middleware: the Host check."""
 
@@ -84,9 +113,8 @@ class HostGuard:
         await self.app(scope, receive, send)
 
 
-def build_app(proxy: RestProxy, hosts: HostCheck) -> ASGIApp:
+def build_app(resolve: Resolve, hosts: HostCheck) -> ASGIApp:
     app = Starlette(routes=routes(), exception_handlers={
         RestError: _rest_error, KafkaError: _kafka_error, trio.TooSlowError: _timeout,
         HTTPException: _http_error})
-    app.state.proxy = proxy
-    return HostGuard(app, hosts)
+    return HostGuard(Authenticate(app, resolve), hosts)

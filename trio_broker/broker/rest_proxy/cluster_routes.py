@@ -17,14 +17,13 @@ from starlette.routing import Route
 from ...client.core.admin import BROKER_RESOURCE, TOPIC_RESOURCE, ConfigOperation, NewTopic
 from . import shapes
 from .errors import RestError, bad_request, not_found
-from .proxy import OPERATIONS, RestProxy, read_json
+from .proxy import OPERATIONS, RestProxy, proxy_of, read_json
 
 CLUSTER = "/v3/clusters/{cluster_id}"
 
 
 def _proxy(request: Request) -> RestProxy:
-    proxy: RestProxy = request.app.state.proxy
-    return proxy
+    return proxy_of(request)
 
 
 async def list_clusters(request: Request) -> Response:

@@ -22,13 +22,12 @@ from ...client.trio.consumer.coordinator_lookup import CoordinatorLookup
 from . import shapes
 from .cluster_routes import CLUSTER
 from .errors import not_found
-from .proxy import RestProxy
+from .proxy import RestProxy, proxy_of
 from .shapes import Json, Urls
 
 
 def _proxy(request: Request) -> RestProxy:
-    proxy: RestProxy = request.app.state.proxy
-    return proxy
+    return proxy_of(request)
 
 
 def group_shape(urls: Urls, description: GroupDescription, coordinator: int) -> Json:

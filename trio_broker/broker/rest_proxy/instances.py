@@ -37,6 +37,8 @@ SETTINGS = {"auto.offset.reset": "auto.offset.reset", "auto.commit.enable": "ena
 class Instance:
     group: str
     name: str
+    #: the user who made it (basic authentication), None without
+    owner: str | None
     fmt: str
     consumer: Consumer
     #: how long a records request waits for the first record without ``timeout`` (ms)
@@ -54,13 +56,15 @@ class Instance:
 class Instances:
     """The proxy's consumer instances, by (group, name)."""
 
-    def __init__(self, bootstrap: str, timeout_ms: int, nursery: trio.Nursery) -> None:
-        self._bootstrap = bootstrap
+    def __init__(self, timeout_ms: int, nursery: trio.Nursery) -> None:
         self.timeout_s = timeout_ms / 1000
         self._nursery = nursery
         self._by_key: dict[tuple[str, str], Instance] = {}
 
-    async def create(self, group: str, spec: dict[str, Any]) -> Instance:
+    async def create(self, group: str, spec: dict[str, Any], client_config: dict[str, Any],
+                     owner: str | None) -> Instance:
+        """A new instance whose consumer connects with ``client_config`` (the bootstrap
+        servers and security of the proxy's client, or of the logged-in ``owner``'s)."""
         name = spec.get("name") or f"rest-consumer-{uuid.uuid4()}"
         if not isinstance(name, str):
             raise RestError(422, 42204, "name must be a string")
@@ -74,8 +78,10 @@ class Instances:
         if fmt not in FORMATS:
             raise RestError(422, 42204, f"format {fmt!r}: this REST proxy consumes binary or "
                                         "json (schema formats need a schema registry)")
-        config: dict[str, Any] = {"bootstrap.servers": self._bootstrap, "group.id": group,
-                                  "client.id": name, "group.protocol": "classic"}
+        config: dict[str, Any] = {**client_config, "group.id": group, "client.id": name,
+                                  "group.protocol": "classic"}
+        for key in ("request.timeout.ms", "default.api.timeout.ms"):
+            config.pop(key, None)
         for field, key in SETTINGS.items():
             if spec.get(field) is not None:
                 config[key] = _setting(key, spec[field])
@@ -91,7 +97,7 @@ class Instances:
             try:
                 with trio.CancelScope() as scope:
                     async with open_consumer(config=normalized) as consumer:
-                        task_status.started(Instance(group, name, fmt, consumer,
+                        task_status.started(Instance(group, name, owner, fmt, consumer,
                                                      request_timeout_ms, scope, closed=closed))
                         await trio.sleep_forever()
             finally:
@@ -101,16 +107,17 @@ class Instances:
         self._by_key[(group, name)] = instance
         return instance
 
-    def get(self, group: str, name: str) -> Instance:
+    def get(self, group: str, name: str, owner: str | None) -> Instance:
+        """The instance, if it exists and ``owner`` made it (another user's is not found)."""
         instance = self._by_key.get((group, name))
-        if instance is None:
+        if instance is None or instance.owner != owner:
             raise RestError(404, 40403, "Consumer instance not found.")
         instance.last_used = trio.current_time()
         return instance
 
-    async def delete(self, group: str, name: str) -> None:
+    async def delete(self, group: str, name: str, owner: str | None) -> None:
         """Close the instance; returns once it has left its group."""
-        self.get(group, name)
+        self.get(group, name, owner)
         instance = self._by_key.pop((group, name))
         instance.close()
         with trio.move_on_after(LEAVE_WAIT_S):

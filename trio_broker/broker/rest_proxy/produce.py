@@ -34,7 +34,7 @@ from ...protocol.api_keys import ApiKey
 from ...protocol.errors import ErrorCode
 from ...protocol.records import build_batch
 from .errors import RETRIABLE, RestError, from_kafka
-from .proxy import MAX_BODY_BYTES, RestProxy
+from .proxy import MAX_BODY_BYTES, RestProxy, proxy_of
 from .records import JsonStream, ProduceRecord, format_timestamp, parse_record
 
 Message = MutableMapping[str, Any]
@@ -200,7 +200,7 @@ class ProduceEndpoint:
         if request.method != "POST":
             await _respond_error(send, RestError(405, 405, "HTTP 405 Method Not Allowed"))
             return
-        proxy: RestProxy = request.app.state.proxy
+        proxy = proxy_of(request)
         try:
             proxy.urls(request)
             media = request.headers.get("content-type", "application/json")

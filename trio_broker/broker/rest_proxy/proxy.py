@@ -42,14 +42,24 @@ Described = tuple[ConfigEntry, list[tuple[str, str | None, int]]]
 MAX_BODY_BYTES = 8 << 20
 
 
+def proxy_of(request: Request) -> RestProxy:
+    """The proxy answering ``request``: the shared one, or the logged-in user's (``auth``)."""
+    proxy: RestProxy = request.scope["state"]["rest_proxy"]
+    return proxy
+
+
 class RestProxy:
     """The proxy's Kafka client and the cluster it answers for."""
 
-    def __init__(self, admin: Admin, node_id: int, cluster_id: str,
-                 instances: Instances) -> None:
+    def __init__(self, admin: Admin, node_id: int, cluster_id: str, instances: Instances,
+                 client_config: dict[str, Any], user: str | None = None) -> None:
         self.admin = admin
-        #: the v2 consumer instances
+        #: the v2 consumer instances (every user's)
         self.instances = instances
+        #: how this proxy's Kafka clients connect (a v2 instance's consumer too)
+        self.client_config = client_config
+        #: the user logged in with basic authentication, None without
+        self.user = user
         self.view = KafkaView(admin, node_id)
         self.cluster_id = cluster_id
 

@@ -22,7 +22,7 @@ from starlette.routing import Route
 from ...client.core.structs import ConsumerRecord, TopicPartition
 from .errors import RestError
 from .instances import Instance, Instances
-from .proxy import read_json
+from .proxy import proxy_of, read_json
 from .v2_produce import V2_JSON, V2Response
 
 MEDIA = {"json": "application/vnd.kafka.json.v2+json",
@@ -34,12 +34,12 @@ INSTANCE = "/consumers/{group}/instances/{name}"
 
 
 def _instances(request: Request) -> Instances:
-    instances: Instances = request.app.state.proxy.instances
-    return instances
+    return proxy_of(request).instances
 
 
 def _instance(request: Request) -> Instance:
-    return _instances(request).get(request.path_params["group"], request.path_params["name"])
+    return _instances(request).get(request.path_params["group"], request.path_params["name"],
+                                   proxy_of(request).user)
 
 
 def _no_content() -> Response:
@@ -82,14 +82,17 @@ def _offsets(body: dict[str, Any]) -> dict[TopicPartition, int]:
 
 async def create(request: Request) -> Response:
     group = request.path_params["group"]
-    instance = await _instances(request).create(group, await _body(request))
+    proxy = proxy_of(request)
+    instance = await proxy.instances.create(group, await _body(request), proxy.client_config,
+                                            proxy.user)
     base = str(request.base_url).rstrip("/")
     return V2Response({"instance_id": instance.name,
                        "base_uri": f"{base}/consumers/{group}/instances/{instance.name}"})
 
 
 async def delete(request: Request) -> Response:
-    await _instances(request).delete(request.path_params["group"], request.path_params["name"])
+    await _instances(request).delete(request.path_params["group"], request.path_params["name"],
+                                     proxy_of(request).user)
     return _no_content()
 
 

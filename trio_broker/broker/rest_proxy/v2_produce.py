@@ -23,7 +23,7 @@ from ...client.core.errors import KafkaError
 from ...protocol.errors import ErrorCode
 from .errors import RestError, bad_request
 from .produce import Producer
-from .proxy import MAX_BODY_BYTES, RestProxy
+from .proxy import MAX_BODY_BYTES, RestProxy, proxy_of
 
 V2_JSON = "application/vnd.kafka.v2+json"
 #: the v2 media types of records -> the v3 type their data is given as
@@ -37,8 +37,7 @@ class V2Response(JSONResponse):
 
 
 def _proxy(request: Request) -> RestProxy:
-    proxy: RestProxy = request.app.state.proxy
-    return proxy
+    return proxy_of(request)
 
 
 async def _topic(proxy: RestProxy, name: str) -> Any:
