@@ -86,7 +86,7 @@ async def search_acls(request: Request) -> Response:
     proxy = _proxy(request)
     urls = proxy.urls(request)
     wanted = _filter(request.query_params, delete=False)
-    await proxy.view._ready()
+    await proxy.ready()
     answer = await proxy.admin.client.request_any(ApiKey.DescribeAcls, lambda v: make_request(
         ApiKey.DescribeAcls, v, **_filter_fields(wanted)))
     _raise(answer.error_code, answer.error_message)
@@ -114,7 +114,7 @@ async def create_acl(request: Request) -> Response:
         principal=body["principal"], host=body["host"],
         operation=int(_enum(Operation, "operation", body.get("operation"))),
         permission_type=int(_enum(Permission, "permission", body.get("permission"))))
-    await proxy.view._ready()
+    await proxy.ready()
     answer = await proxy.admin.client.request_any(ApiKey.CreateAcls, lambda v: make_request(
         ApiKey.CreateAcls, v, creations=[creation]))
     for result in answer.results:
@@ -127,7 +127,7 @@ async def delete_acls(request: Request) -> Response:
     urls = proxy.urls(request)
     wanted = _filter(request.query_params, delete=True)
     cls = request_class(ApiKey.DeleteAcls).DeleteAclsFilter
-    await proxy.view._ready()
+    await proxy.ready()
     answer = await proxy.admin.client.request_any(ApiKey.DeleteAcls, lambda v: make_request(
         ApiKey.DeleteAcls, v, filters=[cls(**_filter_fields(wanted))]))
     data = []

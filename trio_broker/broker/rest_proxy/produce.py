@@ -29,7 +29,6 @@ from ...client.core.errors import KafkaError, describe_code
 from ...client.core.metadata import TopicInfo
 from ...client.core.partitioner import partition_for_key
 from ...client.core.produce import parse_produce, produce_request
-from ...client.core.structs import TopicPartition
 from ...protocol.api_keys import ApiKey
 from ...protocol.errors import ErrorCode
 from ...protocol.records import build_batch
@@ -50,6 +49,13 @@ PRODUCE_TIMEOUT_MS = 30_000
 _SEPARATOR = b"\r\n"
 
 Report = dict[str, Any]
+#: partition -> [(index in the request's records, record)]
+Round = dict[int, list[tuple[int, ProduceRecord]]]
+#: errors that say the partition's leader is elsewhere, so nothing was written: sent again
+RESEND_CODES = frozenset({ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.LEADER_NOT_AVAILABLE,
+                          ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ErrorCode.NOT_ENOUGH_REPLICAS})
+MAX_RESENDS = 5
+RESEND_BACKOFF_S = 0.1
 
 
 def _json(value: Any) -> bytes:
@@ -103,7 +109,7 @@ class Producer:
                 continue
             wanted.setdefault(partition, []).append((i, record))
         while wanted:
-            round_: dict[int, list[tuple[int, ProduceRecord]]] = {}
+            round_: Round = {}
             for partition in list(wanted):
                 taken, size = 0, 0
                 pending = wanted[partition]
@@ -115,12 +121,33 @@ class Producer:
                     del wanted[partition]
                 else:
                     wanted[partition] = pending[taken:]
-            await self._produce_round(round_, reports)
+            await self._produce_with_resends(round_, reports)
         return [r if r is not None else {"error_code": 500, "message": "not produced"}
                 for r in reports]
 
-    async def _produce_round(self, round_: dict[int, list[tuple[int, ProduceRecord]]],
-                             reports: list[Report | None]) -> None:
+    async def _produce_with_resends(self, round_: Round, reports: list[Report | None],
+                                    ) -> None:
+        """One round, and again for the partitions whose leader moved (fresh metadata first),
+        as Kafka's producer retries them; what still fails after ``MAX_RESENDS`` is reported."""
+        resend = await self._produce_round(round_, reports)
+        for attempt in range(1, MAX_RESENDS + 1):
+            if not resend:
+                return
+            await trio.sleep(RESEND_BACKOFF_S * attempt)
+            try:
+                self.info = await self.proxy.topic(self.info.name)
+            except KafkaError:
+                break
+            resend = await self._produce_round(
+                {p: entries for p, (entries, _) in resend.items()}, reports)
+        for entries, error in resend.values():
+            self._fail(entries, reports, error)
+
+    async def _produce_round(self, round_: Round, reports: list[Report | None],
+                             ) -> dict[int, tuple[list[tuple[int, ProduceRecord]], RestError]]:
+        """One Produce request per leader; returns the partitions to send again (their leader
+        moved: nothing of them was written) with their error."""
+        resend: dict[int, tuple[list[tuple[int, ProduceRecord]], RestError]] = {}
         now_ms = int(time.time() * 1000)
         by_leader: dict[int, list[tuple[str, int, bytes]]] = {}
         stamps: dict[int, list[int]] = {}
@@ -134,10 +161,9 @@ class Producer:
 
         async def send(leader: int, batches: list[tuple[str, int, bytes]]) -> None:
             if leader < 0:
-                results = {TopicPartition(self.info.name, p): None for _, p, _ in batches}
-                for tp in results:
-                    self._fail(round_[tp.partition], reports,
-                               from_kafka(KafkaError(code=ErrorCode.LEADER_NOT_AVAILABLE)))
+                for _, partition, _ in batches:
+                    resend[partition] = (round_[partition], from_kafka(
+                        KafkaError(code=ErrorCode.LEADER_NOT_AVAILABLE)))
                 return
             try:
                 response = await self.proxy.admin.client.request(
@@ -153,8 +179,11 @@ class Producer:
                 if entries is None:
                     continue
                 if result.error:
-                    self._fail(entries, reports, from_kafka(KafkaError(
-                        f"{describe_code(result.error)}", code=result.error)))
+                    error = from_kafka(KafkaError(describe_code(result.error), code=result.error))
+                    if result.error in RESEND_CODES:
+                        resend[tp.partition] = (entries, error)
+                    else:
+                        self._fail(entries, reports, error)
                     continue
                 for n, (i, record) in enumerate(entries):
                     stamp = (result.log_append_time if result.log_append_time >= 0
@@ -172,6 +201,7 @@ class Producer:
         async with trio.open_nursery() as nursery:
             for leader, batches in by_leader.items():
                 nursery.start_soon(send, leader, batches)
+        return resend
 
     def _fail(self, entries: list[tuple[int, ProduceRecord]], reports: list[Report | None],
               error: RestError) -> None:

@@ -63,6 +63,11 @@ class RestProxy:
         self.view = KafkaView(admin, node_id)
         self.cluster_id = cluster_id
 
+    async def ready(self) -> None:
+        """Metadata known, so that a request can go to a broker."""
+        if not self.admin.client.metadata.brokers:
+            await self.admin.client.refresh_metadata()
+
     def urls(self, request: Request) -> Urls:
         """The cluster named in the path, or Confluent's 404."""
         wanted = request.path_params.get("cluster_id")
@@ -89,7 +94,7 @@ class RestProxy:
                     resource_type=resource_type, resource_name=name,
                     configuration_keys=None if keys is None else list(keys))])
 
-        await self.view._ready()
+        await self.ready()
         client = self.admin.client
         if resource_type == BROKER_RESOURCE:
             if int(name) not in client.metadata.brokers:
@@ -114,7 +119,7 @@ class RestProxy:
                             validate_only: bool = False) -> None:
         """IncrementalAlterConfigs: only the named configs change."""
         client = self.admin.client
-        await self.view._ready()
+        await self.ready()
 
         def body(version: int) -> Any:
             return incremental_alter_configs_request(version, resource_type, name, changes,
