@@ -105,3 +105,41 @@ def test_a_body_over_the_bound_is_refused_unread(rest: httpx.Client, cluster: st
             assert b'"error_code":413' in answer
         finally:
             sock.close()
+
+
+def _read_response(sock: socket.socket) -> bytes:
+    """One whole response with a Content-Length body."""
+    data = b""
+    while b"\r\n\r\n" not in data:
+        chunk = sock.recv(65536)
+        assert chunk, data
+        data += chunk
+    head, _, body = data.partition(b"\r\n\r\n")
+    length = int(next(line.split(b":", 1)[1] for line in head.split(b"\r\n")
+                      if line.lower().startswith(b"content-length:")))
+    while len(body) < length:
+        chunk = sock.recv(65536)
+        assert chunk, data
+        body += chunk
+    return head + b"\r\n\r\n" + body
+
+
+def test_an_early_error_keeps_the_connection(kafka_broker: ThreadedBroker,
+                                             unique_topic: Callable[[str], str]) -> None:
+    """An error answered before the body arrived: the connection still carries the next
+    request (a keep-alive client reuses it)."""
+    url = kafka_broker.rest_proxy_url
+    host = url.removeprefix("http://")
+    body = json.dumps({"records": [{"value": 1}]}).encode()
+    sock = _connect(url)
+    try:
+        sock.sendall((f"POST /topics/{unique_topic('absent')} HTTP/1.1\r\nHost: {host}\r\n"
+                      "Content-Type: application/vnd.kafka.json.v2+json\r\n"
+                      f"Content-Length: {len(body)}\r\n\r\n").encode())
+        time.sleep(0.3)  # the answer is decided before the body is sent
+        sock.sendall(body)
+        assert _read_response(sock).startswith(b"HTTP/1.1 404")
+        sock.sendall(f"GET /topics HTTP/1.1\r\nHost: {host}\r\n\r\n".encode())
+        assert _read_response(sock).startswith(b"HTTP/1.1 200")
+    finally:
+        sock.close()

@@ -113,8 +113,60 @@ class HostGuard:
         await self.app(scope, receive, send)
 
 
+#: an error answered before its request's body was read: up to this much of the body is read
+#: first, so the connection can carry the next request; a bigger body closes the connection
+DRAIN_LIMIT_BYTES = 64 * 1024
+DRAIN_TIMEOUT_S = 5.0
+
+
+class DrainBody:
+    """ASGI middleware: an error answered before its request's body was read reads the rest of
+    a small body first.
+
+    Why: Hypercorn closes a connection whose request was answered before the body arrived whole,
+    and a client that sends its next request on it (keep-alive) sees the connection closed
+    without an answer. A body over ``DRAIN_LIMIT_BYTES`` is not read: the answer says
+    ``connection: close``. A streaming produce is answered 200 while it reads, so it is never
+    drained.
+    """
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        declared = next((v for k, v in scope.get("headers", ()) if k == b"content-length"), None)
+        body_done = declared == b"0" or not any(
+            k in (b"content-length", b"transfer-encoding") for k, _ in scope.get("headers", ()))
+
+        async def tracked_receive() -> Message:
+            nonlocal body_done
+            message = await receive()
+            if message["type"] != "http.request" or not message.get("more_body", False):
+                body_done = True
+            return message
+
+        async def draining_send(message: Message) -> None:
+            if (message["type"] == "http.response.start" and message["status"] >= 400
+                    and not body_done):
+                small = declared is not None and declared.isdigit() and (
+                    int(declared) <= DRAIN_LIMIT_BYTES)
+                if small:
+                    with trio.move_on_after(DRAIN_TIMEOUT_S):
+                        while not body_done:
+                            await tracked_receive()
+                if not body_done:
+                    message["headers"] = [*message.get("headers", ()),
+                                          (b"connection", b"close")]
+            await send(message)
+
+        await self.app(scope, tracked_receive, draining_send)
+
+
 def build_app(resolve: Resolve, hosts: HostCheck) -> ASGIApp:
     app = Starlette(routes=routes(), exception_handlers={
         RestError: _rest_error, KafkaError: _kafka_error, trio.TooSlowError: _timeout,
         HTTPException: _http_error})
-    return HostGuard(Authenticate(app, resolve), hosts)
+    return DrainBody(HostGuard(Authenticate(app, resolve), hosts))
