@@ -187,7 +187,34 @@ def test_idle_instances_expire(tmp_path: Path) -> None:
         broker.stop()
 
 
-@pytest.mark.parametrize("spec", [{"format": "avro"}, {"auto.offset.reset": "sometimes"}])
+@pytest.mark.parametrize("spec", [{"format": "avro"}, {"auto.offset.reset": "sometimes"},
+                                  {"fetch.min.bytes": "lots"}])
 def test_bad_instance_configs(rest: httpx.Client, spec: dict[str, str]) -> None:
     answer = _post(rest, "/consumers/bad-config", spec)
     assert (answer.status_code, answer.json()["error_code"]) == (422, 42204)
+
+
+def test_calls_the_instance_state_refuses(rest: httpx.Client, kafka_broker: ThreadedBroker,
+                                          unique_topic: Callable[[str], str]) -> None:
+    topic = kafka_broker.create_topic(unique_topic("v2-state"), 2)
+    group = unique_topic("v2-state-group")
+    base = f"/consumers/{group}/instances/manual"
+    assert _post(rest, f"/consumers/{group}", {"name": "manual"}).status_code == 200
+    try:
+        assert _post(rest, f"{base}/assignments", {"partitions": [
+            {"topic": topic, "partition": 0}]}).status_code == 204
+        assert rest.get(f"{base}/assignments").json() == {
+            "partitions": [{"topic": topic, "partition": 0}]}
+
+        def error(response: httpx.Response) -> tuple[int, int]:
+            return response.status_code, response.json()["error_code"]
+
+        assert error(_post(rest, f"{base}/subscription", {"topics": [topic]})) == (409, 40903)
+        assert error(_post(rest, f"{base}/positions", {"offsets": [
+            {"topic": topic, "partition": 1, "offset": 0}]})) == (409, 40903)
+        assert error(_post(rest, f"{base}/positions", {"offsets": [
+            {"topic": topic, "partition": 0, "offset": -3}]})) == (422, 42201)
+        assert error(_post(rest, f"{base}/positions/beginning", {"partitions": [
+            {"topic": topic}]})) == (422, 42201)
+    finally:
+        assert rest.delete(base).status_code == 204

@@ -82,10 +82,10 @@ class Instances:
                                   "group.protocol": "classic"}
         for key in ("request.timeout.ms", "default.api.timeout.ms"):
             config.pop(key, None)
-        for field, key in SETTINGS.items():
-            if spec.get(field) is not None:
-                config[key] = _setting(key, spec[field])
         try:
+            for field, key in SETTINGS.items():
+                if spec.get(field) is not None:
+                    config[key] = _setting(key, spec[field])
             request_timeout_ms = int(spec.get("consumer.request.timeout.ms") or 1000)
             normalized = normalize("consumer", CONSUMER_DEFAULTS, config, {})
             Consumer(normalized)  # its checks (auto.offset.reset), before a task is started

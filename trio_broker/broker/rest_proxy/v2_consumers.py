@@ -12,13 +12,16 @@ the first record.
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
+from collections.abc import Iterator
 from typing import Any
 
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+from ...client.core.errors import IllegalStateError
 from ...client.core.structs import ConsumerRecord, TopicPartition
 from .errors import RestError
 from .instances import Instance, Instances
@@ -40,6 +43,18 @@ def _instances(request: Request) -> Instances:
 def _instance(request: Request) -> Instance:
     return _instances(request).get(request.path_params["group"], request.path_params["name"],
                                    proxy_of(request).user)
+
+
+@contextlib.contextmanager
+def _consumer_call() -> Iterator[None]:
+    """The consumer's refusals as Confluent's answers: a call its state does not allow (seek
+    a partition not assigned, subscribe after assign) is 409 with 40903, a bad value 422."""
+    try:
+        yield
+    except IllegalStateError as exc:
+        raise RestError(409, 40903, f"Illegal state: {exc}") from None
+    except ValueError as exc:
+        raise RestError(422, 42201, str(exc)) from None
 
 
 def _no_content() -> Response:
@@ -106,7 +121,8 @@ async def subscribe(request: Request) -> Response:
                                                               for t in topics):
         raise RestError(422, 42201, "topics must be a list of topic names")
     async with instance.lock:
-        instance.consumer.subscribe(topics)
+        with _consumer_call():
+            instance.consumer.subscribe(topics)
     return _no_content()
 
 
@@ -117,7 +133,8 @@ async def subscription(request: Request) -> Response:
 async def unsubscribe(request: Request) -> Response:
     instance = _instance(request)
     async with instance.lock:
-        await instance.consumer.unsubscribe()
+        with _consumer_call():
+            await instance.consumer.unsubscribe()
     return _no_content()
 
 
@@ -125,7 +142,8 @@ async def assign(request: Request) -> Response:
     instance = _instance(request)
     wanted = _partitions(await _body(request))
     async with instance.lock:
-        instance.consumer.assign(wanted)
+        with _consumer_call():
+            instance.consumer.assign(wanted)
     return _no_content()
 
 
@@ -139,8 +157,9 @@ async def seek(request: Request) -> Response:
     instance = _instance(request)
     wanted = _offsets(await _body(request))
     async with instance.lock:
-        for tp, offset in wanted.items():
-            instance.consumer.seek(tp, offset)
+        with _consumer_call():
+            for tp, offset in wanted.items():
+                instance.consumer.seek(tp, offset)
     return _no_content()
 
 
@@ -148,10 +167,11 @@ async def seek_to(request: Request) -> Response:
     instance = _instance(request)
     wanted = _partitions(await _body(request))
     async with instance.lock:
-        if request.url.path.endswith("/beginning"):
-            instance.consumer.seek_to_beginning(*wanted)
-        else:
-            instance.consumer.seek_to_end(*wanted)
+        with _consumer_call():
+            if request.url.path.endswith("/beginning"):
+                instance.consumer.seek_to_beginning(*wanted)
+            else:
+                instance.consumer.seek_to_end(*wanted)
     return _no_content()
 
 
@@ -161,11 +181,12 @@ async def commit(request: Request) -> Response:
     instance = _instance(request)
     body = await _body(request)
     async with instance.lock:
-        if body.get("offsets") is None:
-            await instance.consumer.commit()
-        else:
-            await instance.consumer.commit({tp: offset + 1
-                                            for tp, offset in _offsets(body).items()})
+        with _consumer_call():
+            if body.get("offsets") is None:
+                await instance.consumer.commit()
+            else:
+                await instance.consumer.commit({tp: offset + 1
+                                                for tp, offset in _offsets(body).items()})
     return Response(status_code=200)
 
 
@@ -174,10 +195,11 @@ async def committed(request: Request) -> Response:
     wanted = _partitions(await _body(request))
     out = []
     async with instance.lock:
-        for tp in wanted:
-            offset = await instance.consumer.committed(tp)
-            out.append({"topic": tp.topic, "partition": tp.partition,
-                        "offset": -1 if offset is None else offset, "metadata": ""})
+        with _consumer_call():
+            for tp in wanted:
+                offset = await instance.consumer.committed(tp)
+                out.append({"topic": tp.topic, "partition": tp.partition,
+                            "offset": -1 if offset is None else offset, "metadata": ""})
     return V2Response({"offsets": out})
 
 
