@@ -110,7 +110,10 @@ async def create_topic(request: Request) -> Response:
         raise RestError(400, 40002, "Replication factor must be larger than 0, or -1 to use "
                                     "the default value.")
     configs: dict[str, str] = {}
-    for item in body.get("configs") or ():
+    listed = body.get("configs") or []
+    if not isinstance(listed, list):
+        raise bad_request("configs must be a list of {\"name\": ..., \"value\": ...}")
+    for item in listed:
         if not isinstance(item, dict) or not isinstance(item.get("name"), str):
             raise bad_request("configs must be a list of {\"name\": ..., \"value\": ...}")
         value = item.get("value")

@@ -119,7 +119,10 @@ def parse_record(spec: Any) -> ProduceRecord:
                                   or partition < 0):
         raise _bad("partition_id must be a non-negative integer")
     headers: list[tuple[str, bytes | None]] = []
-    for header in spec.get("headers") or ():
+    listed = spec.get("headers") or []
+    if not isinstance(listed, list):
+        raise _bad("headers must be a list of {\"name\": ..., \"value\": base64}")
+    for header in listed:
         if not isinstance(header, dict) or not isinstance(header.get("name"), str):
             raise _bad("headers must be a list of {\"name\": ..., \"value\": base64}")
         value = header.get("value")
