@@ -1,5 +1,6 @@
-"""Garbage in, Confluent's errors out: random JSON bodies sent to the REST proxy's writes never
-get a 5xx, and every refusal is a ``{"error_code", "message"}`` body."""
+"""Garbage in, Confluent's errors out: random JSON bodies sent to the REST proxy's writes (v3
+and v2, consumer instances included) never get a 5xx, and every refusal is a
+``{"error_code", "message"}`` body."""
 
 from __future__ import annotations
 
@@ -45,7 +46,23 @@ SHAPES = {
         "permission")}),
     "v2": st.fixed_dictionaries({"records": st.lists(st.fixed_dictionaries({}, optional={
         "key": VALUE, "value": VALUE, "partition": VALUE}), max_size=3) | VALUE}),
+    "instance": st.fixed_dictionaries({}, optional={
+        "name": NAME | VALUE, "format": st.sampled_from(["json", "binary"]) | VALUE,
+        "auto.offset.reset": st.sampled_from(["earliest", "latest"]) | VALUE,
+        "auto.commit.enable": VALUE, "fetch.min.bytes": VALUE,
+        "consumer.request.timeout.ms": VALUE}),
+    "subscription": st.fixed_dictionaries({}, optional={
+        "topics": st.lists(st.sampled_from(["fuzz"]) | VALUE, max_size=2) | VALUE,
+        "topic_pattern": VALUE}),
+    "partitions": st.fixed_dictionaries({"partitions": st.lists(st.fixed_dictionaries(
+        {}, optional={"topic": st.just("fuzz") | VALUE, "partition": VALUE}), max_size=2)
+        | VALUE}),
+    "offsets": st.fixed_dictionaries({"offsets": st.lists(st.fixed_dictionaries(
+        {}, optional={"topic": st.just("fuzz") | VALUE, "partition": VALUE,
+                      "offset": VALUE}), max_size=2) | VALUE}),
 }
+INSTANCE = "/consumers/fuzz-group/instances/fuzz-instance"
+V2 = "application/vnd.kafka.v2+json"
 TARGETS = [
     ("POST", "{c}/topics", "application/json", "topics"),
     ("PUT", "{c}/topics/fuzz/configs/retention.ms", "application/json", "config"),
@@ -54,6 +71,13 @@ TARGETS = [
     ("POST", "{c}/acls", "application/json", "acls"),
     ("POST", "/topics/fuzz", "application/vnd.kafka.json.v2+json", "v2"),
     ("POST", "/topics/fuzz", "application/vnd.kafka.binary.v2+json", "v2"),
+    ("POST", "/consumers/fuzz-group", V2, "instance"),
+    ("POST", INSTANCE + "/subscription", V2, "subscription"),
+    ("POST", INSTANCE + "/assignments", V2, "partitions"),
+    ("POST", INSTANCE + "/positions", V2, "offsets"),
+    ("POST", INSTANCE + "/positions/end", V2, "partitions"),
+    ("POST", INSTANCE + "/offsets", V2, "offsets"),
+    ("GET", INSTANCE + "/offsets", V2, "partitions"),
 ]
 
 
@@ -67,13 +91,15 @@ def fuzzed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[httpx.Cli
             cluster = f"/v3/clusters/{rest.get('/v3/clusters').json()['data'][0]['cluster_id']}"
             assert rest.post(f"{cluster}/topics", json={"topic_name": "fuzz",
                                                         "partitions_count": 2}).status_code == 201
+            assert rest.post("/consumers/fuzz-group", content=b'{"name": "fuzz-instance"}',
+                             headers={"content-type": V2}).status_code == 200
             yield rest, cluster
     finally:
         broker.stop()
 
 
 @pytest.mark.parametrize("target", TARGETS, ids=[f"{t[0]} {t[1]} {t[3]}" for t in TARGETS])
-@settings(max_examples=30, deadline=None,
+@settings(max_examples=20, deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(data=st.data())
 def test_random_bodies(fuzzed: tuple[httpx.Client, str], data: st.DataObject,
