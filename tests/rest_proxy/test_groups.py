@@ -63,6 +63,12 @@ def test_group_members_and_lag(rest: httpx.Client, cluster: str, kafka_broker: T
         assert set(member) == CONSUMER_FIELDS
         assert member["client_id"] == "lag-reader"
         assert rest.get(f"{base}/consumers/{member['consumer_id']}").json() == member
+        assigned = rest.get(member["assignments"]["related"]).json()
+        assert assigned["kind"] == "KafkaConsumerAssignmentList"
+        assert [(a["kind"], a["topic_name"], a["partition_id"], a["consumer_id"])
+                for a in assigned["data"]] == [
+            ("KafkaConsumerAssignment", topic, p, member["consumer_id"]) for p in (0, 1)]
+        assert rest.get(assigned["data"][0]["lag"]["related"]).json()["lag"] == 7
 
         lags = rest.get(f"{base}/lags").json()
         assert lags["kind"] == "KafkaConsumerLagList"

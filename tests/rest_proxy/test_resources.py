@@ -19,6 +19,8 @@ TOPIC_FIELDS = {"kind", "metadata", "cluster_id", "topic_name", "is_internal",
                 "partition_reassignments", "authorized_operations"}
 TOPIC_CONFIG_FIELDS = {"kind", "metadata", "cluster_id", "topic_name", "name", "value",
                        "is_default", "is_read_only", "is_sensitive", "source", "synonyms"}
+REPLICA_FIELDS = {"kind", "metadata", "cluster_id", "topic_name", "partition_id", "broker_id",
+                  "is_leader", "is_in_sync", "broker"}
 PARTITION_FIELDS = {"kind", "metadata", "cluster_id", "topic_name", "partition_id", "leader",
                     "replicas", "reassignment"}
 
@@ -88,6 +90,19 @@ def test_topic_lifecycle(rest: httpx.Client, cluster: str,
     assert set(partition) == PARTITION_FIELDS
     assert partition["metadata"]["resource_name"].endswith(f"/topic={name}/partition=2")
     assert partition["leader"]["related"].endswith(f"/topics/{name}/partitions/2/replicas/0")
+    # the links lead somewhere: the leader, the partition's replicas, the broker's replicas
+    leader = rest.get(partition["leader"]["related"]).json()
+    assert set(leader) == REPLICA_FIELDS
+    assert (leader["kind"], leader["topic_name"], leader["partition_id"], leader["broker_id"],
+            leader["is_leader"], leader["is_in_sync"]) == ("KafkaReplica", name, 2, 0, True, True)
+    assert leader["metadata"]["resource_name"].endswith(
+        f"/topic={name}/partition=2/replica=0")
+    replicas = rest.get(partition["replicas"]["related"]).json()
+    assert (replicas["kind"], replicas["data"]) == ("KafkaReplicaList", [leader])
+    held = rest.get(f"{cluster}/brokers/0/partition-replicas").json()["data"]
+    assert [(r["topic_name"], r["partition_id"]) for r in held
+            if r["topic_name"] == name] == [(name, 0), (name, 1), (name, 2)]
+    assert rest.get(f"{cluster}/topics/{name}/partitions/2/replicas/7").status_code == 404
 
     config = rest.get(f"{cluster}/topics/{name}/configs/cleanup.policy").json()
     assert set(config) == TOPIC_CONFIG_FIELDS

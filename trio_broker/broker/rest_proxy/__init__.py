@@ -4,11 +4,12 @@ Why a thin entry point: the web stack (Starlette, Hypercorn) is imported only wh
 ``rest.proxy.listener`` is set, so a broker without the proxy starts as fast as before.
 
 What it owns: the ASGI application (``app``), the routes for the cluster, brokers, topics,
-configs and partitions (``cluster_routes``), consumer groups and lag (``group_routes``), ACLs
-(``acl_routes``), produce (``produce``, ``records``), Confluent's JSON shapes (``shapes``) and
-error bodies (``errors``), its Kafka client and shared reads (``proxy``), basic authentication
-as the broker's SASL users (``auth``), v2's produce and consumer instances (``v2_produce``,
-``v2_consumers``, ``instances``) and the Hypercorn server (``server``).
+configs and partitions (``cluster_routes``), replicas (``replica_routes``), consumer groups and
+lag (``group_routes``), ACLs (``acl_routes``), produce (``produce``, ``records``), Confluent's
+JSON shapes (``shapes``) and error bodies (``errors``), its Kafka client and shared reads
+(``proxy``), basic authentication as the broker's SASL users (``auth``), v2's produce and
+consumer instances (``v2_produce``, ``v2_consumers``, ``instances``) and the Hypercorn server
+(``server``).
 
 May import config, the server core (``BrokerState``), the Trio client (the proxy is a client of
 the broker's own listener), the protocol, and the console's read path and Host check

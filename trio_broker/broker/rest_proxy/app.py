@@ -21,7 +21,14 @@ from starlette.routing import Route
 
 from ...client.core.errors import KafkaError
 from ..http.guard import HostCheck
-from . import acl_routes, cluster_routes, group_routes, v2_consumers, v2_produce
+from . import (
+    acl_routes,
+    cluster_routes,
+    group_routes,
+    replica_routes,
+    v2_consumers,
+    v2_produce,
+)
 from .auth import REALM
 from .errors import RestError, from_kafka
 from .produce import ProduceEndpoint
@@ -36,7 +43,8 @@ ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 def routes() -> list[Route]:
     records = cluster_routes.CLUSTER + "/topics/{topic_name}/records"
-    return [*cluster_routes.routes(), *group_routes.routes(), *acl_routes.routes(),
+    return [*cluster_routes.routes(), *replica_routes.routes(), *group_routes.routes(),
+            *acl_routes.routes(),
             Route(records, ProduceEndpoint(), methods=["POST"]), *v2_produce.routes(),
             *v2_consumers.routes()]
 

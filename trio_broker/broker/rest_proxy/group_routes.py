@@ -101,6 +101,29 @@ async def get_consumer(request: Request) -> Response:
     raise not_found()
 
 
+async def consumer_assignments(request: Request) -> Response:
+    """The partitions the group assigned to one consumer (``KafkaConsumerAssignment``)."""
+    proxy = _proxy(request)
+    urls = proxy.urls(request)
+    group_id, consumer_id = request.path_params["group_id"], request.path_params["consumer_id"]
+    description, _ = await _group(proxy, group_id)
+    member = next((m for m in description.members if m.member_id == consumer_id), None)
+    if member is None:
+        raise not_found()
+    url = f"{urls.group(group_id)}/consumers/{consumer_id}/assignments"
+    return JSONResponse(shapes.listing("KafkaConsumerAssignmentList", url, [
+        shapes.resource(
+            "KafkaConsumerAssignment", f"{url}/{tp.topic}/partitions/{tp.partition}",
+            f"{urls.crn}/consumer-group={group_id}/consumer={consumer_id}"
+            f"/assignment={tp.topic}/partition={tp.partition}",
+            cluster_id=urls.cluster_id, consumer_group_id=group_id, consumer_id=consumer_id,
+            topic_name=tp.topic, partition_id=tp.partition,
+            partition=shapes.related(f"{urls.topic(tp.topic)}/partitions/{tp.partition}"),
+            lag=shapes.related(
+                f"{urls.group(group_id)}/lags/{tp.topic}/partitions/{tp.partition}"))
+        for tp in sorted(member.assignment)]))
+
+
 async def _lags(proxy: RestProxy, urls: Urls, group_id: str) -> list[Json]:
     description, _ = await _group(proxy, group_id)
     committed = await proxy.admin.list_consumer_group_offsets(group_id)
@@ -183,6 +206,7 @@ def routes() -> list[Route]:
         Route(group, get_group),
         Route(group + "/consumers", list_consumers),
         Route(group + "/consumers/{consumer_id}", get_consumer),
+        Route(group + "/consumers/{consumer_id}/assignments", consumer_assignments),
         Route(group + "/lags", list_lags),
         Route(group + "/lags/{topic_name}/partitions/{partition_id:int}", get_lag),
         Route(group + "/lag-summary", lag_summary),
