@@ -4,10 +4,11 @@ cluster, brokers, topics, configs, partitions; and the documented error answers.
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 
 import httpx
 
-from trio_broker.testing import ThreadedBroker
+from trio_broker.testing import TEST_DEFAULTS, ThreadedBroker
 
 #: the fields of each kind, as Confluent's v3 reference shows them in its example responses
 CLUSTER_FIELDS = {"kind", "metadata", "cluster_id", "controller", "acls", "brokers",
@@ -21,6 +22,8 @@ TOPIC_CONFIG_FIELDS = {"kind", "metadata", "cluster_id", "topic_name", "name", "
                        "is_default", "is_read_only", "is_sensitive", "source", "synonyms"}
 REPLICA_FIELDS = {"kind", "metadata", "cluster_id", "topic_name", "partition_id", "broker_id",
                   "is_leader", "is_in_sync", "broker"}
+CLUSTER_CONFIG_FIELDS = {"kind", "metadata", "cluster_id", "config_type", "name", "value",
+                         "is_default", "is_read_only", "is_sensitive", "source", "synonyms"}
 PARTITION_FIELDS = {"kind", "metadata", "cluster_id", "topic_name", "partition_id", "leader",
                     "replicas", "reassignment"}
 
@@ -168,3 +171,35 @@ def test_documented_errors(rest: httpx.Client, cluster: str,
     assert error(rest.patch(f"{cluster}/topics")) == (405, 405)
     # DNS rebinding: a Host that is none of the proxy's names
     assert error(rest.get("/v3/clusters", headers={"host": "evil.example"})) == (421, 421)
+
+
+def test_cluster_wide_broker_configs(tmp_path: Path) -> None:
+    """``/broker-configs``: the dynamic defaults every broker takes (Kafka's broker resource
+    without a name), set, read and reset over HTTP, seen by the broker itself."""
+    broker = ThreadedBroker(**{**TEST_DEFAULTS, "log_dirs": str(tmp_path / "data"),
+                               "rest_proxy_listener": "http://127.0.0.1:0"}).start()
+    try:
+        with httpx.Client(base_url=broker.rest_proxy_url, timeout=30) as rest:
+            cluster_id = rest.get("/v3/clusters").json()["data"][0]["cluster_id"]
+            base = f"/v3/clusters/{cluster_id}/broker-configs"
+            assert rest.put(f"{base}/log.retention.ms",
+                            json={"value": "3600000"}).status_code == 204
+            found = rest.get(f"{base}/log.retention.ms").json()
+            assert set(found) == CLUSTER_CONFIG_FIELDS
+            assert (found["kind"], found["config_type"], found["value"], found["source"]) == (
+                "KafkaClusterConfig", "BROKER", "3600000", "DYNAMIC_DEFAULT_BROKER_CONFIG")
+            assert found["metadata"] == {
+                "self": f"{broker.rest_proxy_url}{base}/log.retention.ms",
+                "resource_name": f"crn:///kafka={cluster_id}/broker-config=log.retention.ms"}
+            listed = rest.get(base).json()
+            assert listed["kind"] == "KafkaClusterConfigList"
+            assert "log.retention.ms" in {c["name"] for c in listed["data"]}
+            # broker 0 takes the default
+            own = rest.get(f"/v3/clusters/{cluster_id}/brokers/0/configs/log.retention.ms")
+            assert (own.json()["value"], own.json()["source"]) == (
+                "3600000", "DYNAMIC_DEFAULT_BROKER_CONFIG")
+            assert rest.post(f"{base}:alter", json={"data": [
+                {"name": "log.retention.ms", "operation": "DELETE"}]}).status_code == 204
+            assert rest.get(f"{base}/log.retention.ms").status_code == 404
+    finally:
+        broker.stop()

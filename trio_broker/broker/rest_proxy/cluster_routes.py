@@ -169,8 +169,11 @@ def _owner(request: Request) -> tuple[int, tuple[str, str, str | int], str]:
     if "topic_name" in request.path_params:
         name = request.path_params["topic_name"]
         return TOPIC_RESOURCE, ("topic", "topic_name", name), name
-    broker_id = request.path_params["broker_id"]
-    return BROKER_RESOURCE, ("broker", "broker_id", broker_id), str(broker_id)
+    if "broker_id" in request.path_params:
+        broker_id = request.path_params["broker_id"]
+        return BROKER_RESOURCE, ("broker", "broker_id", broker_id), str(broker_id)
+    # the cluster-wide broker defaults: Kafka's broker resource without a name
+    return BROKER_RESOURCE, ("cluster", "config_type", "BROKER"), ""
 
 
 async def list_configs(request: Request) -> Response:
@@ -178,9 +181,8 @@ async def list_configs(request: Request) -> Response:
     urls = proxy.urls(request)
     kind, owner, name = _owner(request)
     described = await proxy.describe_configs(kind, name)
-    label = "Topic" if kind == TOPIC_RESOURCE else "Broker"
-    base = urls.topic(name) if kind == TOPIC_RESOURCE else urls.broker(int(name))
-    return JSONResponse(shapes.listing(f"Kafka{label}ConfigList", f"{base}/configs", [
+    shape, collection, _ = shapes.config_collection(urls, owner)
+    return JSONResponse(shapes.listing(f"{shape}List", collection, [
         shapes.config(urls, owner, entry, synonyms) for entry, synonyms in described]))
 
 
@@ -257,12 +259,12 @@ def routes() -> list[Route]:
         Route(topic + "/partitions", list_partitions),
         Route(topic + "/partitions/{partition_id:int}", get_partition),
     ]
-    for owner in (topic, broker):
+    for configs in (topic + "/configs", broker + "/configs", CLUSTER + "/broker-configs"):
         out += [
-            Route(owner + "/configs", list_configs),
-            Route(owner + "/configs:alter", alter_configs, methods=["POST"]),
-            Route(owner + "/configs/{name}", get_config, methods=["GET"]),
-            Route(owner + "/configs/{name}", update_config, methods=["PUT"]),
-            Route(owner + "/configs/{name}", reset_config, methods=["DELETE"]),
+            Route(configs, list_configs),
+            Route(configs + ":alter", alter_configs, methods=["POST"]),
+            Route(configs + "/{name}", get_config, methods=["GET"]),
+            Route(configs + "/{name}", update_config, methods=["PUT"]),
+            Route(configs + "/{name}", reset_config, methods=["DELETE"]),
         ]
     return out

@@ -96,7 +96,7 @@ class RestProxy:
 
         await self.ready()
         client = self.admin.client
-        if resource_type == BROKER_RESOURCE:
+        if resource_type == BROKER_RESOURCE and name:  # one broker's: asked of it
             if int(name) not in client.metadata.brokers:
                 raise not_found()
             response = await client.request(int(name), ApiKey.DescribeConfigs, body)
@@ -125,7 +125,7 @@ class RestProxy:
             return incremental_alter_configs_request(version, resource_type, name, changes,
                                                      validate_only=validate_only)
 
-        if resource_type == BROKER_RESOURCE:
+        if resource_type == BROKER_RESOURCE and name:
             response = await client.request(int(name), ApiKey.IncrementalAlterConfigs, body)
         else:
             response = await client.request_any(ApiKey.IncrementalAlterConfigs, body)

@@ -92,16 +92,28 @@ def partition(urls: Urls, name: str, info: PartitionInfo) -> Json:
         replicas=related(f"{url}/replicas"), reassignment=related(f"{url}/reassignment"))
 
 
+def config_collection(urls: Urls, owner: tuple[str, str, str | int]) -> tuple[str, str, str]:
+    """(kind, URL of the configs, CRN prefix of one config) of a topic (``("topic",
+    "topic_name", name)``), a broker (``("broker", "broker_id", id)``) or the cluster-wide
+    broker defaults (``("cluster", "config_type", "BROKER")``)."""
+    kind, _, name = owner
+    if kind == "topic":
+        return ("KafkaTopicConfig", f"{urls.topic(str(name))}/configs",
+                f"{urls.crn}/topic={name}/config=")
+    if kind == "broker":
+        return ("KafkaBrokerConfig", f"{urls.broker(int(name))}/configs",
+                f"{urls.crn}/broker={name}/config=")
+    return "KafkaClusterConfig", f"{urls.cluster}/broker-configs", f"{urls.crn}/broker-config="
+
+
 def config(urls: Urls, owner: tuple[str, str, str | int], entry: ConfigEntry,
            synonyms: list[tuple[str, str | None, int]]) -> Json:
-    """One config of a topic (``("topic", "topic_name", name)``) or a broker (``("broker",
-    "broker_id", id)``)."""
-    kind, field, name = owner
-    base = urls.topic(str(name)) if kind == "topic" else urls.broker(int(name))
+    """One config of a topic, a broker or the cluster (``config_collection``)."""
+    _, field, name = owner
+    kind, base, crn = config_collection(urls, owner)
     value = None if entry.sensitive else entry.value
     return resource(
-        f"Kafka{kind.capitalize()}Config", f"{base}/configs/{entry.name}",
-        f"{urls.crn}/{kind}={name}/config={entry.name}", cluster_id=urls.cluster_id,
+        kind, f"{base}/{entry.name}", f"{crn}{entry.name}", cluster_id=urls.cluster_id,
         **{field: name}, name=entry.name, value=value,
         is_default=source_name(entry.source) == "DEFAULT_CONFIG",
         is_read_only=entry.read_only, is_sensitive=entry.sensitive,
