@@ -106,6 +106,14 @@ def test_topic_lifecycle(rest: httpx.Client, cluster: str,
     assert [(r["topic_name"], r["partition_id"]) for r in held
             if r["topic_name"] == name] == [(name, 0), (name, 1), (name, 2)]
     assert rest.get(f"{cluster}/topics/{name}/partitions/2/replicas/7").status_code == 404
+    # no reassignment in progress: empty lists, and none for the partition
+    for scope in (name, "-"):
+        moving = rest.get(f"{cluster}/topics/{scope}/partitions/-/reassignment").json()
+        assert (moving["kind"], moving["data"]) == ("KafkaReassignmentList", [])
+    none = rest.get(f"{cluster}/topics/{name}/partitions/2/reassignment")
+    assert (none.status_code, none.json()["error_code"]) == (404, 404)
+    missing = rest.get(f"{cluster}/topics/no-such-topic/partitions/-/reassignment")
+    assert (missing.status_code, missing.json()["error_code"]) == (404, 40403)
 
     config = rest.get(f"{cluster}/topics/{name}/configs/cleanup.policy").json()
     assert set(config) == TOPIC_CONFIG_FIELDS
