@@ -19,6 +19,8 @@ from trio_broker.testing import TEST_DEFAULTS, ThreadedBroker
 V2 = "application/vnd.kafka.v2+json"
 JSON_V2 = "application/vnd.kafka.json.v2+json"
 BINARY_V2 = "application/vnd.kafka.binary.v2+json"
+#: what one records request returns at most: the 2,000 records (66 KB) take several
+MAX_BYTES = 20_000
 
 
 def _post(rest: httpx.Client, path: str, body: Any, media: str = V2) -> httpx.Response:
@@ -91,11 +93,15 @@ def _read_all(rest: httpx.Client, bases: list[str], wanted: int,
     got: dict[str, list[dict[str, Any]]] = {base: [] for base in bases}
     for _ in range(200):
         for base in bases:
-            answer = rest.get(f"{base}/records", params={"timeout": 200, "max_bytes": 2000},
+            answer = rest.get(f"{base}/records", params={"timeout": 200, "max_bytes": MAX_BYTES},
                               headers={"accept": BINARY_V2})
             assert answer.status_code == 200, answer.text
             assert answer.headers["content-type"] == BINARY_V2
-            got[base] += answer.json()
+            records = answer.json()
+            size = sum(len(base64.b64decode(r["key"])) + len(base64.b64decode(r["value"]))
+                       for r in records)
+            assert size <= MAX_BYTES or len(records) == 1  # the bound, at least one record
+            got[base] += records
         if sum(len(v) for v in got.values()) >= wanted:
             break
     return got
