@@ -38,7 +38,8 @@ LAYERS: list[tuple[str, ...]] = [
     ("broker.server",),  # what every handler shares: state, contexts, cluster model, purgatory
     ("broker.apis",),  # one handler per Kafka API and the dispatch table
     # Kafka's SocketServer in Trio; the HTTP endpoints; metrics read from the state when scraped
-    ("broker.network", "broker.http", "broker.schema_registry", "broker.metrics.collectors"),
+    ("broker.network", "broker.http", "broker.schema_registry", "broker.rest_proxy",
+     "broker.metrics.collectors"),
     ("broker.lifecycle", "broker"),  # start the parts, stop them in Kafka's order
     ("testing",),  # the test double: N brokers over one storage, faults, control, threads
     ("spark", "pytest_plugin"),  # faces: the Spark stage, the pytest plugin

@@ -6,7 +6,9 @@ Fixtures:
 - ``kafka_broker``: for synchronous clients (confluent-kafka, kafka-python) or asyncio ones. The
   broker runs in a background thread with its own Trio loop, shared by the whole session unless a
   test asks for its own config with ``@pytest.mark.broker_config(...)``. ``unique_topic`` gives
-  each test fresh topic names so a shared broker never leaks state between tests.
+  each test fresh topic names so a shared broker never leaks state between tests. The session's
+  broker serves Confluent's REST Proxy API too, at ``kafka_broker.rest_proxy_url`` (a broker of
+  its own serves it with ``broker_config(rest_proxy_listener="http://127.0.0.1:0")``).
 
   ``kafka_broker`` serves a Schema Registry on an ephemeral 127.0.0.1 port:
   ``kafka_broker.schema_registry_url`` is the URL for confluent-kafka's ``SchemaRegistryClient``
@@ -84,7 +86,10 @@ def _kafka_broker_session(tmp_path_factory: pytest.TempPathFactory) -> Iterator[
     from .testing import TEST_DEFAULTS, ThreadedBroker
 
     data = tmp_path_factory.mktemp("kafka-broker")
-    broker = ThreadedBroker(**{**TEST_DEFAULTS, **REGISTRY, "log_dirs": str(data)}).start()
+    # the session's broker serves the Schema Registry and the REST proxy too:
+    # ``kafka_broker.schema_registry_url``, ``kafka_broker.rest_proxy_url``
+    broker = ThreadedBroker(**{**TEST_DEFAULTS, **REGISTRY, "log_dirs": str(data),
+                               "rest_proxy_listener": "http://127.0.0.1:0"}).start()
     yield broker
     broker.stop()
 

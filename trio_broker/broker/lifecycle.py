@@ -34,6 +34,7 @@ from .metrics.collectors.state import register as register_state_metrics
 from .network.request_handler import RequestHandlerPool
 from .network.socket_server import SocketServer
 from .offload import run_io
+from .rest_proxy import serve_rest_proxy
 from .schema_registry import serve_schema_registry
 from .security.client_quotas import CONNECTION_CREATION_RATE
 from .server.purgatory import Purgatory
@@ -63,6 +64,8 @@ class Broker:
     #: the Schema Registry's bound (host, port) and registry, when ``schema.registry.listener``
     #: is set
     schema_registry: tuple[str, int, SchemaRegistry] | None = None
+    #: the REST proxy's bound (host, port), when ``rest.proxy.listener`` is set
+    rest_proxy_address: tuple[str, int] | None = None
     _stop: trio.Event = attrs.field(factory=trio.Event)
     #: the log cleaner (compacts ``cleanup.policy=compact`` topics)
     cleaner: LogCleaner | None = None
@@ -177,10 +180,13 @@ async def serve(config: ConfigInput = None, *,
                 if cfg.schema_registry_listener:
                     with _names_key(cfg, "schema.registry.listener"):
                         registry = await nursery.start(serve_schema_registry, cfg, state)
+                with _names_key(cfg, "rest.proxy.listener"):
+                    rest_addr = await nursery.start(serve_rest_proxy, cfg, state)
                 cleaner = start_log_duties(state, nursery)
                 metrics.add_collector(lambda: cleaner_metrics(cleaner))
                 task_status.started(Broker(cfg, state, bound, metrics_addr, http_addr,
-                                           cleaner=cleaner, schema_registry=registry))
+                                           cleaner=cleaner, schema_registry=registry,
+                                           rest_proxy_address=rest_addr))
                 await trio.sleep_forever()
 
     instrument = metrics.io_wait_instrument()  # the network loop's idle time

@@ -49,6 +49,18 @@ class ThreadedBroker(LoopThread):
         assert self.broker is not None
         return self.broker.schema_registry_url
 
+    @property
+    def rest_proxy_url(self) -> str:
+        """``http://host:port`` of the broker's REST proxy (``rest.proxy.listener``; docs/rest.md).
+        """
+        assert self.broker is not None
+        address = self.broker.rest_proxy_address
+        if address is None:
+            raise RuntimeError("this broker serves no REST proxy: start it with "
+                               "rest_proxy_listener='http://127.0.0.1:0'")
+        host, port = address
+        return f"http://{f'[{host}]' if ':' in host else host}:{port}"
+
     def start(self, timeout_s: float = 30) -> ThreadedBroker:
         self._start_thread(timeout_s)
         return self

@@ -93,6 +93,9 @@ class BrokerConfig(FrozenFields):
     http_console_ssl_certfile: str = _f("http.console.ssl.certfile")
     http_console_ssl_keyfile: str = _f("http.console.ssl.keyfile")
     http_console_ssl_key_password: str = _f("http.console.ssl.key.password")
+    rest_proxy_listener: str = _f("rest.proxy.listener")
+    rest_proxy_authentication_method: str = _f("rest.proxy.authentication.method")
+    consumer_instance_timeout_ms: int = _f("consumer.instance.timeout.ms")
     # --- security (docs/security.md) ------------------------------------------------------------
     ssl_certfile: str = _f("ssl.certfile")
     ssl_keyfile: str = _f("ssl.keyfile")

@@ -131,9 +131,9 @@ _HONOURED: tuple[ConfigKey, ...] = (
     _h("control.listener.token", "Bearer token every request to control.listener must carry "
        "(Authorization: Bearer TOKEN); empty = none asked.", own=True, type_=T.PASSWORD,
        default=""),
-    _h("http.allowed.hosts", "Host names the web console and control.listener answer to besides "
-       "loopback names and the address they are bound to or reached on (the DNS rebinding "
-       "guard: any other Host gets 421).", own=True, type_=T.LIST, default=[]),
+    _h("http.allowed.hosts", "Host names the web console, the REST proxy and control.listener "
+       "answer to besides loopback names and the address they are bound to or reached on (the "
+       "DNS rebinding guard: any other Host gets 421).", own=True, type_=T.LIST, default=[]),
     # --- schema registry (docs/schema-registry.md) -------------------------------------------
     _h("schema.registry.listener", "http://host:port of the broker's Schema Registry (Confluent's "
        "REST API v1, stored in the _schemas topic; no host = loopback); empty = off.", own=True,
@@ -155,6 +155,16 @@ _HONOURED: tuple[ConfigKey, ...] = (
        own=True, type_=T.STRING, default=""),
     _h("http.console.ssl.key.password", "Password of an encrypted http.console.ssl.keyfile.",
        own=True, type_=T.PASSWORD, default=""),
+    # --- REST proxy (docs/rest.md) -------------------------------------------------------------
+    _h("rest.proxy.listener", "http://host:port serving Confluent's REST Proxy API v3 (topics, "
+       "configs, groups, produce) from this broker (no host = loopback); empty = off.",
+       own=True, type_=T.STRING, default=""),
+    _h("rest.proxy.authentication.method", "NONE, or BASIC: requests carry HTTP basic "
+       "credentials, which the REST proxy logs in to the broker's SASL_PLAINTEXT listener with "
+       "(the broker's SASL users; docs/rest.md).", own=True, type_=T.STRING, default="NONE"),
+    _h("consumer.instance.timeout.ms", "REST proxy v2: a consumer instance not used for this "
+       "long is closed and leaves its group (Confluent's key).", own=True, type_=T.INT,
+       default=300_000, validator=AtLeast(1)),
     # --- security (docs/security.md) ------------------------------------------------------------
     _h("ssl.certfile", "PEM certificate chain of SSL/SASL_SSL listeners (may hold the key "
        "too).", own=True, type_=T.STRING, default=""),

@@ -8,7 +8,8 @@ What it owns: the ASGI application and its routes (``app``, ``web``), the pages 
 own listener (``reads``, ``writes``), its Kafka clients, one per login (``sessions``), its
 settings (``settings``), the live charts' sampler (``live``) and the Hypercorn server
 (``server``). The metrics endpoint is the network's (``broker.network.metrics_http``), the test
-cluster's control API the test double's (``testing.control``).
+cluster's control API the test double's (``testing.control``), Confluent's REST Proxy API the
+REST proxy's (``broker.rest_proxy``, which reuses ``reads`` and ``guard``).
 
 May import config, metrics, the server core (``BrokerState``), the Trio client (the console is a
 client of the broker's own listener) and the protocol; never the network or a handler.

@@ -80,6 +80,7 @@ CLIENT_VERSIONS: dict[int, VersionRange] = {
     ApiKey.DescribeAcls: VersionRange(1, 3),  # v1+ know prefixed patterns
     ApiKey.CreateAcls: VersionRange(1, 3),
     ApiKey.DeleteAcls: VersionRange(1, 3),
+    ApiKey.ListPartitionReassignments: VersionRange(0, 0),
 }
 
 BrokerVersions = Mapping[int, tuple[int, int]]

@@ -1,0 +1,40 @@
+"""Confluent's REST Proxy API v3 served from the broker (docs/rest.md).
+
+Why a thin entry point: the web stack (Starlette, Hypercorn) is imported only when
+``rest.proxy.listener`` is set, so a broker without the proxy starts as fast as before.
+
+What it owns: the ASGI application (``app``), the routes for the cluster, brokers, topics,
+configs and partitions (``cluster_routes``), replicas (``replica_routes``), consumer groups and
+lag (``group_routes``), ACLs (``acl_routes``), produce (``produce``, ``records``), Confluent's
+JSON shapes (``shapes``) and error bodies (``errors``), its Kafka client and shared reads
+(``proxy``), basic authentication as the broker's SASL users (``auth``), v2's produce and
+consumer instances (``v2_produce``, ``v2_consumers``, ``instances``) and the Hypercorn server
+(``server``).
+
+May import config, the server core (``BrokerState``), the Trio client (the proxy is a client of
+the broker's own listener), the protocol, and the console's read path and Host check
+(``broker.http.reads``, ``broker.http.guard``); never the network or a handler.
+"""
+
+from __future__ import annotations
+
+import trio
+
+from ..config import BrokerConfig
+from ..server.state import BrokerState
+
+
+async def serve_rest_proxy(config: BrokerConfig, state: BrokerState, *,
+                           task_status: trio.TaskStatus[tuple[str, int] | None]
+                           = trio.TASK_STATUS_IGNORED) -> None:
+    """Serve the REST proxy on ``rest.proxy.listener`` until cancelled; ``task_status``
+    reports the bound (host, port), or None when it is off."""
+    if not config.rest_proxy_listener:
+        task_status.started(None)
+        return
+    from .server import run_rest_proxy
+
+    await run_rest_proxy(config, state, task_status=task_status)
+
+
+__all__ = ["serve_rest_proxy"]

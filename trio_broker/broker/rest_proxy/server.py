@@ -1,0 +1,148 @@
+"""Run the REST proxy in the broker's nursery: Hypercorn's Trio worker serving a Starlette app,
+as the web console is served (``broker.http.server`` says why this stack).
+
+The proxy's Kafka client connects to the broker's first PLAINTEXT listener, at the address it
+advertises there, as any client would. Its connections open at the first request, so a broker
+with the proxy on starts as fast as one without.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+from collections.abc import Callable
+from typing import Any
+
+import trio
+from hypercorn.config import Config as HypercornConfig
+from hypercorn.trio import serve
+
+from ...client.trio.admin import Admin
+from ...client.trio.config import ADMIN_DEFAULTS, normalize
+from ..config import BrokerConfig, ConfigError, parse_http_listener
+from ..http.guard import HostCheck
+from ..server.state import BrokerState
+from .app import build_app
+from .auth import BasicAuth, credentials
+from .instances import Instances
+from .proxy import MAX_BODY_BYTES, RestProxy
+
+LOGGER = logging.getLogger("trio_broker.broker.rest_proxy")
+_SERVER_LOGGER = logging.getLogger("trio_broker.broker.rest_proxy.hypercorn")
+if _SERVER_LOGGER.level == logging.NOTSET:
+    _SERVER_LOGGER.setLevel(logging.WARNING)
+
+
+def _hypercorn_config(host: str, port: int) -> HypercornConfig:
+    config = HypercornConfig()
+    config.bind = [f"[{host}]:{port}" if ":" in host else f"{host}:{port}"]
+    config.accesslog = None
+    config.errorlog = _SERVER_LOGGER
+    config.include_server_header = False
+    config.graceful_timeout = 1.0
+    config.keep_alive_timeout = 30.0
+    # a client that sends nothing for this long is closed: a request trickled in slowly holds
+    # a connection for a bounded time (a records long poll waits at most 30 s, a produce
+    # stream's own idle bound is 30 s)
+    config.read_timeout = 60
+    config.h11_max_incomplete_size = 16 * 1024
+    return config
+
+
+#: SASL mechanisms basic authentication logs in with, in order of preference: PLAIN checks any
+#: stored user (whichever SCRAM credential they have)
+_MECHANISMS = ("PLAIN", "SCRAM-SHA-512", "SCRAM-SHA-256")
+AUTHENTICATION_METHODS = ("NONE", "BASIC")
+
+
+def _endpoint(config: BrokerConfig, state: BrokerState, protocol: str) -> str | None:
+    for listener in config.listener_list:
+        if listener.security_protocol == protocol:
+            host, port = state.endpoints[listener.name]
+            return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+    return None
+
+
+def client_config(config: BrokerConfig, state: BrokerState,
+                  ) -> Callable[[str | None, str | None], dict[str, Any]]:
+    """(user, password) -> the config of a client of the proxy: to the first PLAINTEXT
+    listener, or with basic authentication the first SASL_PLAINTEXT one as that user."""
+    method = config.rest_proxy_authentication_method.strip().upper()
+    if method not in AUTHENTICATION_METHODS:
+        raise ConfigError(f"rest.proxy.authentication.method={method!r}: one of "
+                          + ", ".join(AUTHENTICATION_METHODS), "rest.proxy.authentication.method")
+    base = {"request.timeout.ms": 30_000, "default.api.timeout.ms": 30_000,
+            "reconnect.backoff.max.ms": 1000}
+    if method == "NONE":
+        bootstrap = _endpoint(config, state, "PLAINTEXT")
+        if bootstrap is None:
+            raise ConfigError("rest.proxy.listener: the REST proxy's client connects to a "
+                              "PLAINTEXT listener, and the broker has none (with "
+                              "rest.proxy.authentication.method=BASIC, to a SASL_PLAINTEXT "
+                              "one)", "rest.proxy.listener")
+        return lambda user, password: {"bootstrap.servers": bootstrap,
+                                       "client.id": "trio-broker-rest-proxy", **base}
+    sasl_bootstrap = _endpoint(config, state, "SASL_PLAINTEXT")
+    enabled = {m.strip().upper() for m in config.sasl_enabled_mechanisms.split(",")}
+    mechanism = next((m for m in _MECHANISMS if m in enabled), None)
+    if sasl_bootstrap is None or mechanism is None:
+        raise ConfigError("rest.proxy.authentication.method=BASIC logs users in to a "
+                          "SASL_PLAINTEXT listener with PLAIN or SCRAM, and the broker has none",
+                          "rest.proxy.authentication.method")
+    return lambda user, password: {
+        "bootstrap.servers": sasl_bootstrap, "client.id": f"trio-broker-rest-proxy-{user}",
+        "security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": mechanism,
+        "sasl.username": user, "sasl.password": password, **base}
+
+
+def _address(bind: str) -> tuple[str, int]:
+    rest = bind.split("://", 1)[1]
+    host, _, port = rest.rpartition(":")
+    return host.strip("[]"), int(port)
+
+
+async def run_rest_proxy(config: BrokerConfig, state: BrokerState, *,
+                         task_status: trio.TaskStatus[tuple[str, int]]
+                         = trio.TASK_STATUS_IGNORED) -> None:
+    """Serve the REST proxy until cancelled; reports its bound (host, port)."""
+    _, host, port = parse_http_listener(config.rest_proxy_listener, "rest.proxy.listener")
+    configs = client_config(config, state)
+    basic = config.rest_proxy_authentication_method.strip().upper() == "BASIC"
+    hosts = HostCheck(host, [h for h in config.http_allowed_hosts.split(",") if h])
+    async with trio.open_nursery() as nursery:
+        instances = Instances(config.consumer_instance_timeout_ms, nursery)
+        nursery.start_soon(instances.expire_loop)
+        shared: RestProxy | None = None
+        auth = BasicAuth(lambda u, p: configs(u, p), nursery)
+        if basic:
+            nursery.start_soon(auth.expire_loop)
+        else:
+            admin = Admin(normalize("admin", ADMIN_DEFAULTS, configs(None, None), {}))
+            admin.client.start(nursery)
+            shared = RestProxy(admin, config.node_id, state.cluster_id, instances,
+                               configs(None, None))
+
+        async def resolve(authorization: str | None) -> RestProxy:
+            if shared is not None:
+                return shared
+            user, password = credentials(authorization)
+            session = await auth.login(user, password)
+            return RestProxy(session.admin, config.node_id, state.cluster_id, instances,
+                             configs(user, password), user)
+
+        app: Any = build_app(resolve, hosts)  # an ASGI 3 callable; Hypercorn's are narrower
+        try:
+            binds: list[str] = await nursery.start(functools.partial(
+                serve, app, _hypercorn_config(host, port), mode="asgi"))
+            bound = _address(binds[0])
+            LOGGER.info("REST proxy on http://%s:%d/v3/clusters (%s; bodies up to %d bytes)",
+                        f"[{bound[0]}]" if ":" in bound[0] else bound[0], bound[1],
+                        "basic authentication as the broker's SASL users" if basic
+                        else "no authentication", MAX_BODY_BYTES)
+            task_status.started(bound)
+            await trio.sleep_forever()
+        finally:
+            instances.close_all()
+            if shared is not None:
+                shared.admin.client.close()
+            nursery.cancel_scope.cancel()

@@ -1,0 +1,140 @@
+"""Confluent's v2 produce and topic reads: ``POST /topics/{topic}``,
+``POST /topics/{topic}/partitions/{partition}``, ``GET /topics``, ``GET /topics/{topic}``.
+
+The embedded format is the request's ``Content-Type``: ``application/vnd.kafka.json.v2+json``
+(keys and values are JSON, written as compact JSON text) or
+``application/vnd.kafka.binary.v2+json`` (base64). Formats that need a schema are refused with
+415: the proxy consults no schema registry. Records go through the v3 producer (``produce``),
+batched the same way; each is answered in ``offsets`` with its partition and offset, or with v2's
+``error_code`` 1 (not retriable) or 2 (retriable) and Kafka's message. v2's own codes answer
+what cannot be produced at all: 40401 for an unknown topic, 40402 for an unknown partition.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+from ...client.core.admin import TOPIC_RESOURCE
+from ...client.core.errors import KafkaError
+from ...protocol.errors import ErrorCode
+from .errors import RestError, bad_request
+from .produce import Producer
+from .proxy import MAX_BODY_BYTES, RestProxy, proxy_of
+
+V2_JSON = "application/vnd.kafka.v2+json"
+#: the v2 media types of records -> the v3 type their data is given as
+EMBEDDED = {"application/vnd.kafka.json.v2+json": "JSON",
+            "application/vnd.kafka.binary.v2+json": "BINARY"}
+SCHEMA_FORMATS = ("avro", "protobuf", "jsonschema")
+
+
+class V2Response(JSONResponse):
+    media_type = V2_JSON
+
+
+def _proxy(request: Request) -> RestProxy:
+    return proxy_of(request)
+
+
+async def _topic(proxy: RestProxy, name: str) -> Any:
+    try:
+        return await proxy.topic(name)
+    except KafkaError as exc:
+        if exc.code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION:
+            raise RestError(404, 40401, "Topic not found.") from None
+        raise
+
+
+def _embedded(request: Request) -> str:
+    media = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    if media in EMBEDDED:
+        return EMBEDDED[media]
+    if any(f".{name}." in media for name in SCHEMA_FORMATS):
+        raise RestError(415, 415, f"{media} needs a schema registry, which this REST proxy "
+                                  "does not consult; use the json or binary embedded format")
+    raise RestError(415, 415, "HTTP 415 Unsupported Media Type")
+
+
+async def produce(request: Request) -> Response:
+    proxy = _proxy(request)
+    fmt = _embedded(request)
+    info = await _topic(proxy, request.path_params["topic_name"])
+    fixed = request.path_params.get("partition_id")
+    if fixed is not None and fixed not in info.partitions:
+        raise RestError(404, 40402, "Partition not found.")
+    body = await _read(request)
+    records = body.get("records") if isinstance(body, dict) else None
+    if not isinstance(records, list) or not records:
+        raise RestError(422, 42201, "Request includes no records")
+    if any(body.get(k) is not None for k in ("key_schema", "key_schema_id", "value_schema",
+                                             "value_schema_id")):
+        raise RestError(422, 42201, "Schemas need a schema registry, which this REST proxy "
+                                    "does not consult")
+    items: list[Any] = []
+    for record in records:
+        if not isinstance(record, dict):
+            raise RestError(422, 42201, "Each record must be a JSON object")
+        item: dict[str, Any] = {
+            "partition_id": fixed if fixed is not None else record.get("partition")}
+        for field in ("key", "value"):
+            if record.get(field) is not None:
+                item[field] = {"type": fmt, "data": record[field]}
+        items.append(item)
+    producer = Producer(proxy, info)
+    reports = await producer.produce(items)
+    offsets = []
+    for i, report in enumerate(reports):
+        if report["error_code"] == 200:
+            offsets.append({"partition": report["partition_id"], "offset": report["offset"],
+                            "error_code": None, "error": None})
+        else:
+            offsets.append({"partition": None, "offset": None,
+                            "error_code": 2 if i in producer.retriable else 1,
+                            "error": report["message"]})
+    return V2Response({"key_schema_id": None, "value_schema_id": None, "offsets": offsets})
+
+
+async def _read(request: Request) -> Any:
+    import json
+
+    declared = request.headers.get("content-length")
+    if declared is not None and declared.isdigit() and int(declared) > MAX_BODY_BYTES:
+        raise RestError(413, 413, f"Request body of {declared} bytes exceeds {MAX_BODY_BYTES}")
+    body = bytearray()
+    async for chunk in request.stream():
+        body += chunk
+        if len(body) > MAX_BODY_BYTES:
+            raise RestError(413, 413, f"Request body exceeds {MAX_BODY_BYTES} bytes")
+    try:
+        return json.loads(body)
+    except (ValueError, RecursionError) as exc:
+        raise bad_request(f"Unexpected request body: {exc}") from None
+
+
+async def list_topics(request: Request) -> Response:
+    metadata = await _proxy(request).view.metadata(None)
+    return V2Response(sorted(name for name, info in metadata.topics.items() if not info.error))
+
+
+async def get_topic(request: Request) -> Response:
+    proxy = _proxy(request)
+    info = await _topic(proxy, request.path_params["topic_name"])
+    configs = await proxy.describe_configs(TOPIC_RESOURCE, info.name)
+    return V2Response({
+        "name": info.name,
+        "configs": {entry.name: entry.value for entry, _ in configs if not entry.sensitive},
+        "partitions": [{"partition": p.partition, "leader": p.leader, "replicas": [
+            {"broker": r, "leader": r == p.leader, "in_sync": r in p.isr} for r in p.replicas]}
+            for _, p in sorted(info.partitions.items())]})
+
+
+def routes() -> list[Route]:
+    return [Route("/topics", list_topics, methods=["GET"]),
+            Route("/topics/{topic_name}", get_topic, methods=["GET"]),
+            Route("/topics/{topic_name}", produce, methods=["POST"]),
+            Route("/topics/{topic_name}/partitions/{partition_id:int}", produce,
+                  methods=["POST"])]
