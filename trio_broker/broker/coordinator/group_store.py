@@ -59,6 +59,13 @@ from .group_log import (
     apply,
     encode_record,
 )
+from .internal_topics import (
+    OFFSETS_TOPIC,
+    CoordinatorRecord,
+    InternalTopics,
+    group_metadata_key,
+    group_metadata_value,
+)
 from .states import GroupState
 
 LOGGER = logging.getLogger(__name__)
@@ -73,6 +80,8 @@ IoRunner = Callable[..., Awaitable[Any]]
 class _Pending:
     records: list[bytes]
     done: Done | None
+    #: the same change as Kafka's records in ``__consumer_offsets``, by group id
+    kafka: dict[str, list[CoordinatorRecord]] = attrs.field(factory=dict)
 
 
 class GroupStore:
@@ -90,6 +99,8 @@ class GroupStore:
         self._closed = False
         #: what ``read`` found, for ``load`` to take
         self._read: GroupRecords | None = None
+        #: where Kafka's group metadata records go too (None: nowhere)
+        self.internal: InternalTopics | None = None
 
     def read(self) -> None:
         """Open the file now, blocking (the broker's start opens all its files in one worker
@@ -109,7 +120,13 @@ class GroupStore:
             return
         for record in records:
             apply(self._live, record)
-        self._queue.append(_Pending([encode_record(r) for r in records], done))
+        pending = _Pending([encode_record(r) for r in records], done)
+        if self.internal is not None:
+            for record in records:
+                kafka = kafka_record(record)
+                if kafka is not None:
+                    pending.kafka.setdefault(record[0], []).append(kafka)
+        self._queue.append(pending)
         self._wakeup.set()
 
     async def written(self) -> bool:
@@ -153,6 +170,12 @@ class GroupStore:
                              sum(len(p.records) for p in batch), self.log.path, exc)
             finally:
                 self._in_flight = 0
+            if ok and self.internal is not None:
+                by_key: dict[str, list[CoordinatorRecord]] = {}
+                for p in batch:
+                    for group_id, kafka in p.kafka.items():
+                        by_key.setdefault(group_id, []).extend(kafka)
+                await self.internal.write(OFFSETS_TOPIC, by_key, run=self._run)
             del self._queue[:len(batch)]
             for p in batch:
                 if p.done is not None:
@@ -205,6 +228,23 @@ def classic_group_record(group: Group, assignments: Mapping[str, bytes] | None =
             "subscription": _b64(m.metadata(protocol) if protocol else b""),
             "assignment": _b64(assignments.get(m.member_id, b""))}
             for m in group.members.values()]})
+
+
+def kafka_record(record: Record) -> CoordinatorRecord | None:
+    """Kafka's GroupMetadataKey/Value of a classic group's record, a tombstone of a deleted
+    group; None for the consumer-protocol (KIP-848) records, which are kept in the file only."""
+    group_id, kind, _, value = record
+    if kind == DELETE_GROUP or (kind == "classic" and value is None):
+        return group_metadata_key(group_id), None
+    if kind != "classic":
+        return None
+    return group_metadata_key(group_id), group_metadata_value(
+        value["generation"], value["protocol_type"], value["protocol"], value["leader"],
+        value["state_ms"],
+        ({"member_id": m["id"], "group_instance_id": m["instance"], "client_id": m["client_id"],
+          "client_host": m["host"], "rebalance_timeout_ms": m["rebalance_ms"],
+          "session_timeout_ms": m["session_ms"], "subscription": _unb64(m["subscription"]),
+          "assignment": _unb64(m["assignment"])} for m in value["members"]))
 
 
 def epochs_record(group: ConsumerGroup) -> Record:

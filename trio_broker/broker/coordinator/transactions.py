@@ -31,6 +31,13 @@ from ..config import BrokerConfig
 from ..offload import run_io
 from ..storage import LogManager, StorageError
 from .coordinator import GroupCoordinator
+from .internal_topics import (
+    TRANSACTION_TOPIC,
+    CoordinatorRecord,
+    InternalTopics,
+    transaction_log_key,
+    transaction_log_value,
+)
 from .offsets import CommitRequest
 from .txn_log import TXN_DIR_NAME, TransactionLog
 from .txn_markers import COORDINATOR_EPOCH, commit_offsets, write_markers
@@ -79,6 +86,8 @@ class TransactionCoordinator:
         self.producer_ids = producer_ids
         self.now_ms = wall_clock_ms
         self.txn_log = TransactionLog(Path(state_dir) / TXN_DIR_NAME)
+        #: where Kafka's transaction log records go too (None: nowhere)
+        self.internal_topics: InternalTopics | None = None
         self.transactions: dict[str, TransactionMetadata] = {}
         #: called with the partitions that got a marker (the broker wakes parked fetches)
         self.on_markers: Callable[[Iterable[TopicPartition]], None] = lambda tps: None
@@ -438,6 +447,9 @@ class TransactionCoordinator:
             except OSError as exc:
                 LOGGER.error("writing the transaction log failed: %s", exc)
                 return False
+            if self.internal_topics is not None:
+                await self.internal_topics.write(
+                    TRANSACTION_TOPIC, {new.transactional_id: [kafka_record(new)]})
             if new.state is _S.DEAD:
                 self.transactions.pop(new.transactional_id, None)
             else:
@@ -451,6 +463,16 @@ class TransactionCoordinator:
                 except OSError as exc:
                     LOGGER.error("compacting the transaction log failed: %s", exc)
             return True
+
+
+def kafka_record(meta: TransactionMetadata) -> CoordinatorRecord:
+    """Kafka's TransactionLogKey/Value of a state; a tombstone for a forgotten id."""
+    key = transaction_log_key(meta.transactional_id)
+    if meta.state is _S.DEAD:
+        return key, None
+    return key, transaction_log_value(meta.producer_id, meta.producer_epoch, meta.timeout_ms,
+                                      meta.state.value, meta.partitions, meta.last_update_ms,
+                                      meta.start_ms)
 
 
 __all__ = ["COORDINATOR_EPOCH", "TransactionCoordinator", "TxnOffset"]
