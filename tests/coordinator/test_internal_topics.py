@@ -11,6 +11,7 @@ from typing import Any
 
 import confluent_kafka
 import kafka
+import pytest
 from confluent_kafka import TopicPartition
 from confluent_kafka.admin import AdminClient, ConfigResource
 
@@ -22,7 +23,8 @@ from tests.coordinator.coordinator_records import (
     decode_txn_value,
 )
 from trio_broker.broker.coordinator.internal_topics import partition_for_key
-from trio_broker.testing import TEST_DEFAULTS, ThreadedBroker
+from trio_broker.cli import main
+from trio_broker.testing import TEST_DEFAULTS, ThreadedBroker, ThreadedCluster
 
 OFFSETS = "__consumer_offsets"
 TXN = "__transaction_state"
@@ -103,7 +105,9 @@ def test_internal_topics_are_never_ordinary_and_refuse_producers(tmp_path: Path)
         broker.stop()
 
 
-def test_commits_generations_and_deletions_are_kafka_records(tmp_path: Path) -> None:
+def test_commits_generations_and_deletions_are_kafka_records(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
     data = tmp_path / "data"
     broker = _private_broker(data)
     try:
@@ -139,6 +143,16 @@ def test_commits_generations_and_deletions_are_kafka_records(tmp_path: Path) -> 
         [member] = generations[-1]["members"]
         assert member["client_id"] == "watched-client"
         assert member["assignment"]  # the leader's assignment, as SyncGroup handed it out
+
+        # what `trio-broker groups describe` shows is what the records say
+        monkeypatch.setenv("COLUMNS", "250")
+        assert main(["groups", "describe", group, "--bootstrap-server", bootstrap]) == 0
+        described = capsys.readouterr().out
+        assert (f"group {group}: state Stable, protocol consumer/{generations[-1]['protocol']}, "
+                "1 members") in described
+        rows = {tuple(cell.strip() for cell in line.strip("│ ").split("│")[:3])
+                for line in described.splitlines() if line.startswith("│ t ")}
+        assert rows == {("t", "0", "9"), ("t", "1", "7"), ("t", "2", "-")}
 
         # the last member left: the empty group's next generation
         consumer.close()
@@ -202,3 +216,25 @@ def test_transaction_states_are_kafka_records(tmp_path: Path) -> None:
         assert [e.code() for e in refused] == [confluent_kafka.KafkaError.TOPIC_EXCEPTION]
     finally:
         broker.stop()
+
+
+def test_a_test_cluster_serves_them_from_the_coordinators_partition(
+        kafka_cluster: ThreadedCluster) -> None:
+    bootstrap = kafka_cluster.bootstrap_servers
+    kafka_cluster.create_topic("t", 1)
+    group = "cluster-watched"
+    consumer = confluent_kafka.Consumer({"bootstrap.servers": bootstrap, "group.id": group})
+    try:
+        consumer.commit(offsets=[TopicPartition("t", 0, 42)], asynchronous=False)
+    finally:
+        consumer.close()
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    partition = partition_for_key(group, 50)
+    topic = admin.list_topics(timeout=10).topics[OFFSETS]
+    assert len(topic.partitions) == 50
+    assert len(topic.partitions[partition].replicas) == 3  # offsets.topic.replication.factor
+    # kafka-python follows the partition's leader, the group's coordinator
+    offsets = [decode_offset_value(v)["offset"] for k, v in _read_partition(
+        bootstrap, OFFSETS, partition) if v is not None and decode_offsets_key(k) == (
+            "offset", (group, "t", 0))]
+    assert offsets == [42]
