@@ -101,6 +101,11 @@ def test_internal_topics_are_never_ordinary_and_refuse_producers(tmp_path: Path)
         assert configs["compression.type"].value == "producer"
         assert configs["segment.bytes"].value == "104857600"
         assert _read_partition(bootstrap, OFFSETS, 0) == []
+        # nor may a client delete its records
+        [deleting] = admin.delete_records([TopicPartition(OFFSETS, 0, 0)]).values()
+        with pytest.raises(confluent_kafka.KafkaException) as refused:
+            deleting.result(10)
+        assert refused.value.args[0].code() == confluent_kafka.KafkaError.TOPIC_EXCEPTION
     finally:
         broker.stop()
 

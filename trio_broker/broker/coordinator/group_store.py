@@ -32,7 +32,7 @@ from __future__ import annotations
 import base64
 import logging
 import uuid
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -170,16 +170,12 @@ class GroupStore:
                              sum(len(p.records) for p in batch), self.log.path, exc)
             finally:
                 self._in_flight = 0
-            if ok and self.internal is not None:
-                by_key: dict[str, list[CoordinatorRecord]] = {}
-                for p in batch:
-                    for group_id, kafka in p.kafka.items():
-                        by_key.setdefault(group_id, []).extend(kafka)
-                await self.internal.write(OFFSETS_TOPIC, by_key, run=self._run)
             del self._queue[:len(batch)]
             for p in batch:
                 if p.done is not None:
                     p.done(ok)
+            if ok and self.internal is not None:
+                await self.internal.write(OFFSETS_TOPIC, _by_group(batch), run=self._run)
             if ok and not self._closed and self.log.should_compact():
                 snapshot = {g: dict(r) for g, r in self._live.items()}
                 try:
@@ -200,9 +196,19 @@ class GroupStore:
             ok = False
             LOGGER.error("writing %d queued group records at shutdown failed: %s", len(queued),
                          exc)
+        if ok and self.internal is not None:
+            self.internal.append_if_exists(OFFSETS_TOPIC, _by_group(queued))
         for p in queued:
             if p.done is not None:
                 p.done(ok)
+
+
+def _by_group(pending: Iterable[_Pending]) -> dict[str, list[CoordinatorRecord]]:
+    by_key: dict[str, list[CoordinatorRecord]] = {}
+    for p in pending:
+        for group_id, kafka in p.kafka.items():
+            by_key.setdefault(group_id, []).extend(kafka)
+    return by_key
 
 
 # --- records of a change ---------------------------------------------------------------------

@@ -236,6 +236,12 @@ class InternalTopics:
                 return
         self.append(topic, by_key)
 
+    def append_if_exists(self, topic: str, by_key: Mapping[str, list[CoordinatorRecord]],
+                         ) -> None:
+        """``append`` without making the topic (at shutdown: nothing is made then)."""
+        if any(by_key.values()) and self.exists(topic):
+            self.append(topic, by_key)
+
     def append(self, topic: str, by_key: Mapping[str, list[CoordinatorRecord]],
                now_ms: int | None = None) -> None:
         """Append each key's records (one batch per partition) to the partition the key hashes

@@ -166,6 +166,8 @@ class OffsetMetadataManager:
             ok = False
             LOGGER.error("writing %d queued offset records at shutdown failed: %s",
                          len(queued), exc)
+        if ok and self.internal is not None:
+            self.internal.append_if_exists(OFFSETS_TOPIC, _by_group(queued))
         for w in queued:
             w.done(ok)
 
@@ -390,14 +392,11 @@ class OffsetMetadataManager:
                              self.log.path, exc)
             finally:
                 self._writes_in_flight = 0
-            if ok and self.internal is not None:
-                by_key: dict[str, list[CoordinatorRecord]] = {}
-                for w in batch:
-                    by_key.setdefault(w.group.group_id, []).extend(w.kafka)
-                await self.internal.write(OFFSETS_TOPIC, by_key)
             del self._writes[:len(batch)]
             for w in batch:
                 w.done(ok)
+            if ok and self.internal is not None:
+                await self.internal.write(OFFSETS_TOPIC, _by_group(batch))
             if ok and not self._closed and self.log.should_compact():
                 snapshot = {g.group_id: dict(g.offsets) for g in self._all_groups() if g.offsets}
                 try:
@@ -456,6 +455,13 @@ class OffsetMetadataManager:
         """Offset retention's membership half for a consumer group left without offsets; the
         coordinator replaces it to write the deletion too."""
         self._consumer_groups.pop(group.group_id, None)
+
+
+def _by_group(writes: Iterable[_PendingWrite]) -> dict[str, list[CoordinatorRecord]]:
+    by_key: dict[str, list[CoordinatorRecord]] = {}
+    for w in writes:
+        by_key.setdefault(w.group.group_id, []).extend(w.kafka)
+    return by_key
 
 
 def _tombstones(group_id: str, partitions: Iterable[TopicPartition]) -> list[CoordinatorRecord]:

@@ -447,15 +447,15 @@ class TransactionCoordinator:
             except OSError as exc:
                 LOGGER.error("writing the transaction log failed: %s", exc)
                 return False
-            if self.internal_topics is not None:
-                await self.internal_topics.write(
-                    TRANSACTION_TOPIC, {new.transactional_id: [kafka_record(new)]})
             if new.state is _S.DEAD:
                 self.transactions.pop(new.transactional_id, None)
             else:
                 self.transactions[new.transactional_id] = new
             self._changed.set()
             self._changed = trio.Event()
+            if self.internal_topics is not None:
+                await self.internal_topics.write(
+                    TRANSACTION_TOPIC, {new.transactional_id: [kafka_record(new)]})
             if self.txn_log.should_compact():
                 live = list(self.transactions.values())
                 try:
