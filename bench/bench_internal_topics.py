@@ -14,6 +14,7 @@ import argparse
 import struct
 import tempfile
 import time
+from functools import partial
 from pathlib import Path
 
 import trio
@@ -25,17 +26,20 @@ from trio_broker.broker.storage import LogManager, log_config_from
 from trio_broker.protocol.records import decode_batches
 
 
-def _storage(data: Path) -> tuple[BrokerConfig, LogManager, GroupCoordinator]:
+def _storage(data: Path, *, topic: bool = True,
+             ) -> tuple[BrokerConfig, LogManager, GroupCoordinator]:
     cfg = BrokerConfig(log_dirs=str(data))
     logs = LogManager(cfg.log_dir_list, log_config_from(cfg))
     logs.load()
     coordinator = GroupCoordinator(cfg, cfg.log_dir_list[0])
-    coordinator.attach_internal_topics(InternalTopics(cfg, logs))
+    if topic:
+        coordinator.attach_internal_topics(InternalTopics(cfg, logs))
     return cfg, logs, coordinator
 
 
-async def commit_all(data: Path, groups: int, commits: int, concurrency: int = 100) -> float:
-    _, logs, coordinator = _storage(data)
+async def commit_all(data: Path, groups: int, commits: int, concurrency: int = 100, *,
+                     topic: bool = True) -> float:
+    _, logs, coordinator = _storage(data, topic=topic)
     per_group = commits // groups
 
     async def committer(first: int) -> None:
@@ -93,10 +97,13 @@ def main() -> None:
     parser.add_argument("--groups", type=int, default=10_000)
     parser.add_argument("--commits", type=int, default=100_000)
     args = parser.parse_args()
+    reference = trio.run(partial(commit_all, Path(tempfile.mkdtemp()), args.groups,
+                                 args.commits, topic=False))
     data = Path(tempfile.mkdtemp())
     elapsed = trio.run(commit_all, data, args.groups, args.commits)
     print(f"{args.commits:,} commits over {args.groups:,} groups: {elapsed:.1f} s "
-          f"({args.commits / elapsed:,.0f} commits/s, each fsynced and appended to the topic)")
+          f"({args.commits / elapsed:,.0f} commits/s, each fsynced and appended to the topic; "
+          f"file only, same run: {args.commits / reference:,.0f} commits/s)")
 
     t0 = time.perf_counter()
     _, logs, coordinator = _storage(data)
