@@ -22,7 +22,7 @@ import trio
 from ..config import BrokerConfig
 from ..config.dynamic import DynamicBrokerConfigs
 from ..coordinator import GroupCoordinator
-from ..coordinator.internal_topics import InternalTopics, is_internal
+from ..coordinator.internal_topics import InternalTopics
 from ..coordinator.transactions import TransactionCoordinator
 from ..metrics import BrokerMetrics
 from ..offload import mock_clock
@@ -113,8 +113,7 @@ class BrokerState:
         def topics() -> dict[str, tuple[uuid.UUID, int]]:
             ids = logs.topic_ids()
 
-            return {name: (ids[name], n) for name, n in logs.topics().items()
-                    if name in ids and not is_internal(name)}
+            return {name: (ids[name], n) for name, n in logs.topics().items() if name in ids}
 
         self.groups.attach_topics(topics)
         # what the coordinators make durable, Kafka's records of it in the internal topics
