@@ -159,6 +159,8 @@ class GroupStore:
                 self._wakeup = trio.Event()
                 await self._wakeup.wait()
                 continue
+            if self.internal is not None:
+                await self.internal.prepare(OFFSETS_TOPIC, run=self._run)
             batch = list(self._queue)
             self._in_flight = len(batch)
             ok = True
@@ -175,7 +177,7 @@ class GroupStore:
                 if p.done is not None:
                     p.done(ok)
             if ok and self.internal is not None:
-                await self.internal.write(OFFSETS_TOPIC, _by_group(batch), run=self._run)
+                self.internal.append_if_exists(OFFSETS_TOPIC, _by_group(batch))
             if ok and not self._closed and self.log.should_compact():
                 snapshot = {g: dict(r) for g, r in self._live.items()}
                 try:

@@ -222,23 +222,21 @@ class InternalTopics:
     def partition_of(self, topic: str, key: str) -> int:
         return partition_for_key(key, self.partitions[topic])
 
-    async def write(self, topic: str, by_key: Mapping[str, list[CoordinatorRecord]], *,
-                    run: Callable[..., Awaitable[Any]] = run_io) -> None:
-        """``append``, making the topic first (in a worker thread, through ``run``) when it
-        does not exist."""
-        if not any(by_key.values()):
-            return
+    async def prepare(self, topic: str, *,
+                      run: Callable[..., Awaitable[Any]] = run_io) -> None:
+        """Make ``topic`` (in a worker thread, through ``run``) unless it exists. A writer calls
+        it before its file write, so that nothing is awaited between that write, its answers
+        and the append (``append_if_exists``)."""
         if not self.exists(topic):
             try:
                 await run(self.ensure, topic)
             except StorageError as exc:
                 LOGGER.error("creating internal topic %s failed: %s", topic, exc)
-                return
-        self.append(topic, by_key)
 
     def append_if_exists(self, topic: str, by_key: Mapping[str, list[CoordinatorRecord]],
                          ) -> None:
-        """``append`` without making the topic (at shutdown: nothing is made then)."""
+        """``append`` without making the topic (``prepare`` made it; a topic deleted since is
+        made again by the next ``prepare``)."""
         if any(by_key.values()) and self.exists(topic):
             self.append(topic, by_key)
 

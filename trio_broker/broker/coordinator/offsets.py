@@ -379,6 +379,8 @@ class OffsetMetadataManager:
                 self._writes_wakeup = trio.Event()
                 await self._writes_wakeup.wait()
                 continue
+            if self.internal is not None:
+                await self.internal.prepare(OFFSETS_TOPIC)
             # The batch stays queued until written: if ``run`` is cancelled before the thread
             # starts, ``close()`` still writes it.
             batch = list(self._writes)
@@ -396,7 +398,7 @@ class OffsetMetadataManager:
             for w in batch:
                 w.done(ok)
             if ok and self.internal is not None:
-                await self.internal.write(OFFSETS_TOPIC, _by_group(batch))
+                self.internal.append_if_exists(OFFSETS_TOPIC, _by_group(batch))
             if ok and not self._closed and self.log.should_compact():
                 snapshot = {g.group_id: dict(g.offsets) for g in self._all_groups() if g.offsets}
                 try:

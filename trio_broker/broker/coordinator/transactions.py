@@ -442,6 +442,8 @@ class TransactionCoordinator:
     async def _durable(self, new: TransactionMetadata) -> bool:
         """Write ``new`` (fsynced), then make it the id's state; False if the disk failed."""
         async with self._write_lock:
+            if self.internal_topics is not None:
+                await self.internal_topics.prepare(TRANSACTION_TOPIC)
             try:
                 await run_io(self.txn_log.append, [new])
             except OSError as exc:
@@ -454,7 +456,7 @@ class TransactionCoordinator:
             self._changed.set()
             self._changed = trio.Event()
             if self.internal_topics is not None:
-                await self.internal_topics.write(
+                self.internal_topics.append_if_exists(
                     TRANSACTION_TOPIC, {new.transactional_id: [kafka_record(new)]})
             if self.txn_log.should_compact():
                 live = list(self.transactions.values())
