@@ -7,12 +7,12 @@ from pathlib import Path
 import pytest
 
 from trio_broker.broker.config import build_config
+from trio_broker.broker.coordinator.internal_topics import java_string_hash
 from trio_broker.broker.server.cluster_model import (
     NO_LEADER,
     OFFSETS_TOPIC,
     ClusterModel,
     Node,
-    java_string_hash,
     partition_for_key,
 )
 from trio_broker.broker.storage import LogManager, log_config_from

@@ -15,6 +15,7 @@ import logging
 from ...protocol.api_keys import ApiKey
 from ...protocol.errors import ErrorCode
 from ...protocol.messages import response_type
+from ..coordinator.internal_topics import is_internal
 from ..offload import run_io
 from ..server import authz
 from ..server.bodies import RequestBody, Struct
@@ -52,6 +53,8 @@ def _delete(broker: BrokerState, asked: list[tuple[str, int, int]]) -> list[tupl
 def _delete_one(broker: BrokerState, topic: str, partition: int,
                 offset: int) -> tuple[int, int]:
     """(error code, low watermark) of one partition."""
+    if is_internal(topic):  # Kafka's ReplicaManager.deleteRecords refuses these first
+        return ErrorCode.INVALID_TOPIC_EXCEPTION, -1
     log: Log | None = broker.logs.get_log(topic, partition)
     if log is None:
         return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, -1

@@ -26,6 +26,7 @@ from ...protocol.api_keys import ApiKey
 from ...protocol.errors import ErrorCode
 from ...protocol.messages import response_type
 from ...protocol.wire import bits_to_int
+from ..coordinator.internal_topics import is_internal
 from ..offload import run_io
 from ..server import authz
 from ..server.bodies import (
@@ -99,7 +100,7 @@ async def handle_describe_topic_partitions(
         partitions = [_dtp_partition(broker, name, p, offline) for p in range(first, upper)]
         topics.append(_DtpTopic(error_code=0, name=name,
                                 topic_id=broker.logs.topic_id(name),
-                                is_internal=False, partitions=partitions,
+                                is_internal=is_internal(name), partitions=partitions,
                                 topic_authorized_operations=ops))
         if upper < count:
             next_cursor = _Cursor(topic_name=name, partition_index=upper)

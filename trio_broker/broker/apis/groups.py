@@ -18,6 +18,8 @@ from ...protocol.api_keys import ApiKey
 from ...protocol.errors import ErrorCode
 from ...protocol.messages import response_type
 from ..coordinator import JoinRequest, JoinResult, LeavingMember, SyncResult
+from ..coordinator.internal_topics import OFFSETS_TOPIC, TRANSACTION_TOPIC
+from ..offload import run_io
 from ..server import authz
 from ..server.bodies import (
     DeleteGroupsRequest,
@@ -33,6 +35,8 @@ from ..server.bodies import (
 )
 from ..server.cluster_model import coordinator_address
 from ..server.context import DEFERRED, HandlerContext, HandlerResult
+from ..server.state import BrokerState
+from ..storage import StorageError
 
 LOGGER = logging.getLogger(__name__)
 
@@ -86,6 +90,8 @@ async def find_coordinator(ctx: HandlerContext, request: FindCoordinatorRequest)
     node, (host, port) = ((broker.node_id, broker.advertised(ctx.listener)) if known
                           else (-1, ("", -1)))
     cluster = broker.cluster
+    if known:  # Kafka makes the coordinator's internal topic on its first FindCoordinator
+        await _ensure_internal_topic(broker, key_type)
     if ctx.version >= 4:  # a batch of keys (KIP-699)
         cls = response_type(ApiKey.FindCoordinator).Coordinator
         coordinators = []
@@ -111,6 +117,16 @@ async def find_coordinator(ctx: HandlerContext, request: FindCoordinatorRequest)
     return ctx.response(throttle_time_ms=0, error_code=error,
                         error_message=ErrorCode(error).name if known else _INVALID_REQUEST_MESSAGE,
                         node_id=node, host=host, port=port)
+
+
+async def _ensure_internal_topic(broker: BrokerState, key_type: int) -> None:
+    internal = broker.internal_topics
+    topic = OFFSETS_TOPIC if key_type == _GROUP_KEY else TRANSACTION_TOPIC
+    if not internal.exists(topic):
+        try:
+            await run_io(internal.ensure, topic)
+        except StorageError as exc:  # the coordinator works without it; its records wait
+            LOGGER.error("creating internal topic %s failed: %s", topic, exc)
 
 
 _INVALID_REQUEST_MESSAGE = (

@@ -16,6 +16,7 @@ from collections.abc import Container
 from ...protocol.api_keys import SUPPORTED_VERSIONS, ApiKey
 from ...protocol.errors import ErrorCode
 from ...protocol.messages import Encoded, encode_data, make_request, make_response, response_type
+from ..coordinator.internal_topics import is_internal
 from ..security.acl import CLUSTER_NAME
 from ..server import authz
 from ..server.bodies import MetadataRequest, ResponseBody, Struct
@@ -188,4 +189,4 @@ def _topic(logs: LogManager, cluster: ClusterModel, name: str, error: int, count
                               [r for r in state.replicas if not nodes[r].alive])))
     topic_id = logs.topic_id(name) if error == ErrorCode.NONE else None
     return _Topic(error_code=error, name=name, topic_id=topic_id,
-                  is_internal=False, partitions=partitions)
+                  is_internal=is_internal(name), partitions=partitions)

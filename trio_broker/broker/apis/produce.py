@@ -45,6 +45,7 @@ from ...protocol.errors import (
 from ...protocol.legacy import entry_magic
 from ...protocol.messages import Encoded, response_type
 from ...protocol.wire import uvarint
+from ..coordinator.internal_topics import is_internal
 from ..offload import run_io
 from ..server import authz
 from ..server.bodies import ProduceRequest, Struct
@@ -103,6 +104,11 @@ async def handle_produce(ctx: HandlerContext, request: ProduceRequest) -> Handle
                            ErrorCode.INVALID_TOPIC_EXCEPTION if validate_topic_name(name)
                            else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
                 parts.append(_part(pd.index, missing))
+                continue
+            if is_internal(name):
+                # Kafka's ReplicaManager.appendToLocalLog: only coordinators append here
+                parts.append(_part(pd.index, ErrorCode.INVALID_TOPIC_EXCEPTION,
+                                   message=f"Cannot append to internal topic {name}"))
                 continue
             if cluster.intercepting:
                 error = cluster.leader_error(broker.node_id, name, pd.index)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import logging
 
 from ...protocol.errors import ErrorCode
+from ..coordinator.internal_topics import is_internal
 from ..offload import run_io
 from ..server.state import BrokerState, TopicChange
 from ..storage import StorageError, TopicAlreadyExistsError
@@ -39,6 +40,13 @@ async def ensure_topic(broker: BrokerState, topic: str, *,
         return ErrorCode.NONE, count
     if not (allow_auto_create and broker.config.auto_create_topics_enable):
         return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, 0
+    if is_internal(topic):  # made as the coordinators make it (Kafka's AutoTopicCreationManager)
+        try:
+            count = await run_io(broker.internal_topics.ensure, topic)
+        except StorageError as exc:
+            LOGGER.error("creating internal topic %r failed: %s", topic, exc)
+            return ErrorCode(exc.error_code), 0
+        return ErrorCode.NONE, count
     n = broker.config.num_partitions
     try:
         await run_io(broker.logs.create_topic, topic, n, {})

@@ -8,13 +8,15 @@ group and offset handlers call, over classic membership (``membership.GroupMetad
 own files (``group_store``, ``group_log``, ``offset_log``, ``record_file``); and
 ``TransactionCoordinator`` (``transactions.py``) over the transactional ids' state
 (``txn_metadata``), the transaction log (``txn_log``) and the markers written into partitions
-(``txn_markers``). The handlers in ``trio_broker.broker.apis`` (``groups``, ``offsets``,
-``consumer_groups``, ``transactions``, ``init_producer_id``) translate requests into calls on
-them. See docs/consumer-groups.md and docs/transactions.md.
+(``txn_markers``). Both append Kafka's records of every durable change to the internal topics
+``__consumer_offsets`` and ``__transaction_state`` (``internal_topics``). The handlers in
+``trio_broker.broker.apis`` (``groups``, ``offsets``, ``consumer_groups``, ``transactions``,
+``init_producer_id``) translate requests into calls on them. See docs/consumer-groups.md and
+docs/transactions.md.
 
-May import storage (markers go into partition logs), config, security (the bounded matcher for
-subscribed patterns), ``broker.offload`` and the protocol; never the server core, a handler or
-the network.
+May import storage (markers and coordinator records go into partition logs), config, security
+(the bounded matcher for subscribed patterns), ``broker.offload`` and the protocol; never the
+server core, a handler or the network.
 """
 
 from __future__ import annotations

@@ -49,6 +49,7 @@ from .group_store import (
     regex_record,
     target_record,
 )
+from .internal_topics import is_internal
 from .reconciliation import GroupError, TopicsMetadata, build_target
 from .timers import DeadlineQueue
 
@@ -188,8 +189,13 @@ class ConsumerGroupEngine:
     # --- regular expressions ----------------------------------------------------------------
 
     def resolve(self, regexes: Iterable[str]) -> dict[str, ResolvedRegex]:
-        """Kafka's ``refreshRegularExpressions``: the topics each expression matches whole."""
-        names = list(self.topics())
+        """Kafka's ``refreshRegularExpressions``: the topics each expression matches whole.
+
+        Internal topics never match, as a consumer's own ``exclude.internal.topics=true`` keeps
+        them out of a classic pattern subscription: ``.*`` must not hand out partitions of
+        ``__consumer_offsets`` (Kafka's resolution does not filter them; a consumer still
+        reaches them by name)."""
+        names = [n for n in self.topics() if not is_internal(n)]
         now_ms = self._wall_ms()
         out = {}
         for regex in regexes:

@@ -32,6 +32,7 @@ from ..config import BrokerConfig
 from .consumer_group import CONSUMER_GROUP_TYPE, ConsumerGroup
 from .group import Group, JoinCallback, JoinResult, SyncCallback, SyncResult
 from .group_store import GroupStore, IoRunner, delete_group_record, materialize
+from .internal_topics import InternalTopics
 from .membership import (
     GroupMetadataManager,
     GroupSummary,
@@ -131,6 +132,12 @@ class GroupCoordinator:
         self._topics = topics
         if self._consumer is not None:
             self._consumer.attach_topics(topics)
+
+    def attach_internal_topics(self, internal: InternalTopics) -> None:
+        """Write Kafka's records of every offset commit and generation to
+        ``__consumer_offsets`` too (``internal_topics.py``)."""
+        self.store.internal = internal
+        self.offsets.internal = internal
 
     def topics_changed(self, topic: str, previous_partitions: int, partitions: int) -> None:
         """A topic was created, grown or deleted (regexes resolve again, epochs may move)."""

@@ -32,7 +32,7 @@ from __future__ import annotations
 import base64
 import logging
 import uuid
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -59,6 +59,13 @@ from .group_log import (
     apply,
     encode_record,
 )
+from .internal_topics import (
+    OFFSETS_TOPIC,
+    CoordinatorRecord,
+    InternalTopics,
+    group_metadata_key,
+    group_metadata_value,
+)
 from .states import GroupState
 
 LOGGER = logging.getLogger(__name__)
@@ -73,6 +80,8 @@ IoRunner = Callable[..., Awaitable[Any]]
 class _Pending:
     records: list[bytes]
     done: Done | None
+    #: the same change as Kafka's records in ``__consumer_offsets``, by group id
+    kafka: dict[str, list[CoordinatorRecord]] = attrs.field(factory=dict)
 
 
 class GroupStore:
@@ -90,6 +99,8 @@ class GroupStore:
         self._closed = False
         #: what ``read`` found, for ``load`` to take
         self._read: GroupRecords | None = None
+        #: where Kafka's group metadata records go too (None: nowhere)
+        self.internal: InternalTopics | None = None
 
     def read(self) -> None:
         """Open the file now, blocking (the broker's start opens all its files in one worker
@@ -109,7 +120,13 @@ class GroupStore:
             return
         for record in records:
             apply(self._live, record)
-        self._queue.append(_Pending([encode_record(r) for r in records], done))
+        pending = _Pending([encode_record(r) for r in records], done)
+        if self.internal is not None:
+            for record in records:
+                kafka = kafka_record(record)
+                if kafka is not None:
+                    pending.kafka.setdefault(record[0], []).append(kafka)
+        self._queue.append(pending)
         self._wakeup.set()
 
     async def written(self) -> bool:
@@ -142,6 +159,8 @@ class GroupStore:
                 self._wakeup = trio.Event()
                 await self._wakeup.wait()
                 continue
+            if self.internal is not None:
+                await self.internal.prepare(OFFSETS_TOPIC, run=self._run)
             batch = list(self._queue)
             self._in_flight = len(batch)
             ok = True
@@ -157,6 +176,8 @@ class GroupStore:
             for p in batch:
                 if p.done is not None:
                     p.done(ok)
+            if ok and self.internal is not None:
+                self.internal.append_if_exists(OFFSETS_TOPIC, _by_group(batch))
             if ok and not self._closed and self.log.should_compact():
                 snapshot = {g: dict(r) for g, r in self._live.items()}
                 try:
@@ -177,9 +198,19 @@ class GroupStore:
             ok = False
             LOGGER.error("writing %d queued group records at shutdown failed: %s", len(queued),
                          exc)
+        if ok and self.internal is not None:
+            self.internal.append_if_exists(OFFSETS_TOPIC, _by_group(queued))
         for p in queued:
             if p.done is not None:
                 p.done(ok)
+
+
+def _by_group(pending: Iterable[_Pending]) -> dict[str, list[CoordinatorRecord]]:
+    by_key: dict[str, list[CoordinatorRecord]] = {}
+    for p in pending:
+        for group_id, kafka in p.kafka.items():
+            by_key.setdefault(group_id, []).extend(kafka)
+    return by_key
 
 
 # --- records of a change ---------------------------------------------------------------------
@@ -205,6 +236,23 @@ def classic_group_record(group: Group, assignments: Mapping[str, bytes] | None =
             "subscription": _b64(m.metadata(protocol) if protocol else b""),
             "assignment": _b64(assignments.get(m.member_id, b""))}
             for m in group.members.values()]})
+
+
+def kafka_record(record: Record) -> CoordinatorRecord | None:
+    """Kafka's GroupMetadataKey/Value of a classic group's record, a tombstone of a deleted
+    group; None for the consumer-protocol (KIP-848) records, which are kept in the file only."""
+    group_id, kind, _, value = record
+    if kind == DELETE_GROUP or (kind == "classic" and value is None):
+        return group_metadata_key(group_id), None
+    if kind != "classic":
+        return None
+    return group_metadata_key(group_id), group_metadata_value(
+        value["generation"], value["protocol_type"], value["protocol"], value["leader"],
+        value["state_ms"],
+        ({"member_id": m["id"], "group_instance_id": m["instance"], "client_id": m["client_id"],
+          "client_host": m["host"], "rebalance_timeout_ms": m["rebalance_ms"],
+          "session_timeout_ms": m["session_ms"], "subscription": _unb64(m["subscription"]),
+          "assignment": _unb64(m["assignment"])} for m in value["members"]))
 
 
 def epochs_record(group: ConsumerGroup) -> Record:

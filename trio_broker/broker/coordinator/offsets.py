@@ -26,6 +26,13 @@ from ..config import BrokerConfig
 from ..offload import run_io
 from .consumer_group import ConsumerGroup
 from .group import Group
+from .internal_topics import (
+    OFFSETS_TOPIC,
+    CoordinatorRecord,
+    InternalTopics,
+    offset_commit_key,
+    offset_commit_value,
+)
 from .membership import GroupMetadataManager
 from .offset_log import (
     DEFAULT_COMPACT_BYTES,
@@ -84,6 +91,8 @@ class _PendingWrite:
     group: AnyGroup
     #: called with True once durable (apply and answer), False if the write failed
     done: Callable[[bool], None]
+    #: the same change as Kafka's records in ``__consumer_offsets``
+    kafka: list[CoordinatorRecord] = attrs.field(factory=list)
 
 
 class OffsetMetadataManager:
@@ -108,6 +117,8 @@ class OffsetMetadataManager:
         self._closed = False
         #: what ``read`` found, for ``load`` to take
         self._read: OffsetState | None = None
+        #: where Kafka's offset commit records go too (None: nowhere)
+        self.internal: InternalTopics | None = None
 
     def read(self) -> None:
         """Open the offsets file now, blocking (from a worker thread); ``load`` takes it."""
@@ -155,6 +166,8 @@ class OffsetMetadataManager:
             ok = False
             LOGGER.error("writing %d queued offset records at shutdown failed: %s",
                          len(queued), exc)
+        if ok and self.internal is not None:
+            self.internal.append_if_exists(OFFSETS_TOPIC, _by_group(queued))
         for w in queued:
             w.done(ok)
 
@@ -162,7 +175,8 @@ class OffsetMetadataManager:
         """DeleteGroups' offsets half: a durable tombstone for ``group``, removed already."""
         LOGGER.info("group %s: deleted with %d committed offsets", group.group_id,
                     len(group.offsets))
-        self._enqueue(group, encode_record(group.group_id, (), kind=KIND_DELETE_GROUP), done)
+        self._enqueue(group, encode_record(group.group_id, (), kind=KIND_DELETE_GROUP), done,
+                      _tombstones(group.group_id, group.offsets))
 
     # --- OffsetCommit / OffsetFetch ---------------------------------------------------------
 
@@ -208,7 +222,11 @@ class OffsetMetadataManager:
                     results[tp] = ErrorCode.COORDINATOR_NOT_AVAILABLE
             respond(results)
 
-        self._enqueue(group, encode_record(r.group_id, accepted.items()), durable)
+        self._enqueue(group, encode_record(r.group_id, accepted.items()), durable,
+                      [(offset_commit_key(r.group_id, t, p),
+                        offset_commit_value(om.offset, om.leader_epoch, om.metadata,
+                                            om.commit_timestamp_ms, om.expire_timestamp_ms))
+                       for (t, p), om in accepted.items()])
         return None
 
     def validate_txn_commit(self, r: CommitRequest) -> ErrorCode:
@@ -334,12 +352,14 @@ class OffsetMetadataManager:
             LOGGER.info("group %s: %d committed offsets deleted", group_id, len(doomed))
             return respond(ErrorCode.NONE, results)
 
-        self._enqueue(group, encode_record(group_id, ((tp, None) for tp in doomed)), durable)
+        self._enqueue(group, encode_record(group_id, ((tp, None) for tp in doomed)), durable,
+                      _tombstones(group_id, doomed))
         return None
 
     # --- durable writes ---------------------------------------------------------------------
 
-    def _enqueue(self, group: AnyGroup, record: bytes, done: Callable[[bool], None]) -> None:
+    def _enqueue(self, group: AnyGroup, record: bytes, done: Callable[[bool], None],
+                 kafka: list[CoordinatorRecord] | None = None) -> None:
         if self._closed:
             done(False)
             return
@@ -349,7 +369,7 @@ class OffsetMetadataManager:
             group.inflight_writes -= 1
             done(ok)
 
-        self._writes.append(_PendingWrite(record, group, finish))
+        self._writes.append(_PendingWrite(record, group, finish, kafka or []))
         self._writes_wakeup.set()
 
     async def write_loop(self) -> None:
@@ -359,6 +379,8 @@ class OffsetMetadataManager:
                 self._writes_wakeup = trio.Event()
                 await self._writes_wakeup.wait()
                 continue
+            if self.internal is not None:
+                await self.internal.prepare(OFFSETS_TOPIC)
             # The batch stays queued until written: if ``run`` is cancelled before the thread
             # starts, ``close()`` still writes it.
             batch = list(self._writes)
@@ -375,6 +397,8 @@ class OffsetMetadataManager:
             del self._writes[:len(batch)]
             for w in batch:
                 w.done(ok)
+            if ok and self.internal is not None:
+                self.internal.append_if_exists(OFFSETS_TOPIC, _by_group(batch))
             if ok and not self._closed and self.log.should_compact():
                 snapshot = {g.group_id: dict(g.offsets) for g in self._all_groups() if g.offsets}
                 try:
@@ -418,7 +442,7 @@ class OffsetMetadataManager:
                             len(expired))
                 self._enqueue(group, encode_record(group.group_id,
                                                    ((tp, None) for tp in expired)),
-                              lambda ok: None)
+                              lambda ok: None, _tombstones(group.group_id, expired))
             if not group.offsets:
                 if isinstance(group, ConsumerGroup):
                     self.remove_consumer_group(group)
@@ -433,3 +457,15 @@ class OffsetMetadataManager:
         """Offset retention's membership half for a consumer group left without offsets; the
         coordinator replaces it to write the deletion too."""
         self._consumer_groups.pop(group.group_id, None)
+
+
+def _by_group(writes: Iterable[_PendingWrite]) -> dict[str, list[CoordinatorRecord]]:
+    by_key: dict[str, list[CoordinatorRecord]] = {}
+    for w in writes:
+        by_key.setdefault(w.group.group_id, []).extend(w.kafka)
+    return by_key
+
+
+def _tombstones(group_id: str, partitions: Iterable[TopicPartition]) -> list[CoordinatorRecord]:
+    """Kafka's OffsetCommitKey tombstones of ``partitions``."""
+    return [(offset_commit_key(group_id, t, p), None) for t, p in partitions]

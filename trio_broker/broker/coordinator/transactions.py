@@ -31,6 +31,13 @@ from ..config import BrokerConfig
 from ..offload import run_io
 from ..storage import LogManager, StorageError
 from .coordinator import GroupCoordinator
+from .internal_topics import (
+    TRANSACTION_TOPIC,
+    CoordinatorRecord,
+    InternalTopics,
+    transaction_log_key,
+    transaction_log_value,
+)
 from .offsets import CommitRequest
 from .txn_log import TXN_DIR_NAME, TransactionLog
 from .txn_markers import COORDINATOR_EPOCH, commit_offsets, write_markers
@@ -82,6 +89,8 @@ class TransactionCoordinator:
         self.producer_ids = producer_ids
         self.now_ms = wall_clock_ms
         self.txn_log = TransactionLog(Path(state_dir) / TXN_DIR_NAME)
+        #: where Kafka's transaction log records go too (None: nowhere)
+        self.internal_topics: InternalTopics | None = None
         self.transactions: dict[str, TransactionMetadata] = {}
         #: called with the partitions that got a marker (the broker wakes parked fetches)
         self.on_markers: Callable[[Iterable[TopicPartition]], None] = lambda tps: None
@@ -485,6 +494,8 @@ class TransactionCoordinator:
     async def _durable(self, new: TransactionMetadata) -> bool:
         """Write ``new`` (fsynced), then make it the id's state; False if the disk failed."""
         async with self._write_lock:
+            if self.internal_topics is not None:
+                await self.internal_topics.prepare(TRANSACTION_TOPIC)
             try:
                 await run_io(self.txn_log.append, [new])
             except OSError as exc:
@@ -496,6 +507,9 @@ class TransactionCoordinator:
                 self.transactions[new.transactional_id] = new
             self._changed.set()
             self._changed = trio.Event()
+            if self.internal_topics is not None:
+                self.internal_topics.append_if_exists(
+                    TRANSACTION_TOPIC, {new.transactional_id: [kafka_record(new)]})
             if self.txn_log.should_compact():
                 live = list(self.transactions.values())
                 try:
@@ -503,6 +517,16 @@ class TransactionCoordinator:
                 except OSError as exc:
                     LOGGER.error("compacting the transaction log failed: %s", exc)
             return True
+
+
+def kafka_record(meta: TransactionMetadata) -> CoordinatorRecord:
+    """Kafka's TransactionLogKey/Value of a state; a tombstone for a forgotten id."""
+    key = transaction_log_key(meta.transactional_id)
+    if meta.state is _S.DEAD:
+        return key, None
+    return key, transaction_log_value(meta.producer_id, meta.producer_epoch, meta.timeout_ms,
+                                      meta.state.value, meta.partitions, meta.last_update_ms,
+                                      meta.start_ms)
 
 
 __all__ = ["COORDINATOR_EPOCH", "TransactionCoordinator", "TxnOffset"]

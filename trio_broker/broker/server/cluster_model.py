@@ -13,8 +13,9 @@ Placement is Kafka's: replicas of partition p of a topic are ``replication.facto
 nodes starting at ``(hash(topic) + p) % N`` (Kafka starts at a random node; a stable hash keeps a
 test repeatable), the leader is the first in-sync replica, and a group's (a transactional id's)
 coordinator is the leader of the ``__consumer_offsets`` (``__transaction_state``) partition its
-key hashes to (Java's ``String.hashCode``), as in Kafka. Those internal partitions have no log
-here: their leader epochs live in the model. A partition's leader epoch is its log's
+key hashes to (Java's ``String.hashCode``), as in Kafka. Before the internal topics exist
+(``coordinator/internal_topics.py`` makes them on first use) their partitions' leader epochs
+live in the model. A partition's leader epoch is its log's
 (``Log.become_leader``, durable in ``leader-epoch-checkpoint``), so it survives restarts.
 
 A single broker is the one-node case: every partition has the replicas ``[node]``, the ISR
@@ -30,13 +31,12 @@ from typing import Any
 import attrs
 
 from ...protocol.errors import ErrorCode
+from ..coordinator.internal_topics import OFFSETS_TOPIC, TRANSACTION_TOPIC, partition_for_key
 from ..storage import LogManager
 
 #: FindCoordinator's key types (``key_type``)
 GROUP_KEY, TRANSACTION_KEY = 0, 1
 
-OFFSETS_TOPIC = "__consumer_offsets"
-TRANSACTION_TOPIC = "__transaction_state"
 NO_LEADER = -1
 #: ``replica.selector.class`` that sends a consumer to a replica in its own rack (KIP-392)
 RACK_AWARE_SELECTOR = "org.apache.kafka.common.replica.RackAwareReplicaSelector"
@@ -73,21 +73,6 @@ class PartitionState:
     leader: int
     #: the leader epoch of an internal partition (a partition with a log uses the log's)
     epoch: int = 0
-
-
-def java_string_hash(value: str) -> int:
-    """Java's ``String.hashCode`` (over UTF-16 code units), as a signed 32-bit int."""
-    h = 0
-    data = value.encode("utf-16-be")
-    for i in range(0, len(data), 2):
-        h = (31 * h + ((data[i] << 8) | data[i + 1])) & 0xFFFFFFFF
-    return h - (1 << 32) if h & 0x80000000 else h
-
-
-def partition_for_key(key: str, partitions: int) -> int:
-    """Kafka's ``Utils.abs(key.hashCode) % partitions`` (``abs`` of MIN_VALUE is 0 there)."""
-    h = java_string_hash(key)
-    return (0 if h == -(1 << 31) else abs(h)) % partitions
 
 
 class ClusterModel:
@@ -230,7 +215,7 @@ class ClusterModel:
     def _all_partitions(self) -> list[tuple[str, int]]:
         keys = [(t, p) for t, n in self.logs.topics().items() for p in range(n)]
         keys += [(t, p) for t, (n, _) in self._internal.items() for p in range(n)]
-        return keys
+        return list(dict.fromkeys(keys))
 
     # -- what a node answers ---------------------------------------------------------------
     def leader_error(self, node_id: int, topic: str, partition: int) -> int:

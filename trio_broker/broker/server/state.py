@@ -22,6 +22,7 @@ import trio
 from ..config import BrokerConfig
 from ..config.dynamic import DynamicBrokerConfigs
 from ..coordinator import GroupCoordinator
+from ..coordinator.internal_topics import InternalTopics
 from ..coordinator.transactions import TransactionCoordinator
 from ..metrics import BrokerMetrics
 from ..offload import mock_clock
@@ -105,6 +106,10 @@ class BrokerState:
     #: parts below the handlers that take a new effective config at once (AlterConfigs on a
     #: broker): the connection quotas
     reconfigurables: list[Callable[[BrokerConfig], None]] = attrs.field(factory=list)
+    #: ``__consumer_offsets`` and ``__transaction_state`` (made from the logs below)
+    internal_topics: InternalTopics = attrs.field(init=False, default=attrs.Factory(
+        lambda self: InternalTopics(self.config, self.logs, on_append=self._internal_appended),
+        takes_self=True))
 
     def __attrs_post_init__(self) -> None:
         # Consumer groups (KIP-848) assign partitions by topic id and resolve regexes over
@@ -113,11 +118,18 @@ class BrokerState:
 
         def topics() -> dict[str, tuple[uuid.UUID, int]]:
             ids = logs.topic_ids()
+
             return {name: (ids[name], n) for name, n in logs.topics().items() if name in ids}
 
         self.groups.attach_topics(topics)
+        # what the coordinators make durable, Kafka's records of it in the internal topics
+        self.groups.attach_internal_topics(self.internal_topics)
+        self.transactions.internal_topics = self.internal_topics
 
         self.transactions.on_markers = self._markers_written
+
+    def _internal_appended(self, topic: str, partition: int, size: int) -> None:
+        self.fetch_purgatory.notify((topic, partition), size)
 
     def _markers_written(self, partitions: Iterable[tuple[str, int]]) -> None:
         # a marker moves the last stable offset: read_committed fetches parked there wake up
