@@ -1,0 +1,150 @@
+"""The share coordinator: share groups, their share-partitions and the members' share sessions
+(Kafka's ``GroupCoordinator`` share part, ``SharePartitionManager`` and ``ShareSessionCache``).
+
+Why one object: a heartbeat that assigns a partition initializes its share-partition (at the
+log end: ``share.auto.offset.reset`` latest), a member that leaves or whose session times out
+gives its acquired records back, and a ShareFetch names the member whose session it continues;
+the three tables change together. Time comes in as ``now`` (seconds of the caller's clock).
+
+Share sessions (KIP-932): ShareSessionEpoch 0 opens a session with the partitions the request
+names, each next request carries the epoch after the last one (1, 2, ...) and adds partitions
+or forgets some, -1 closes it. A session of another epoch is INVALID_SHARE_SESSION_EPOCH, none
+at all SHARE_SESSION_NOT_FOUND.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable, Iterable
+
+import attrs
+
+from ....protocol.errors import ErrorCode
+from .group import HeartbeatAnswer, ShareGroup, TopicsFn
+from .partition import SharePartition
+
+__all__ = ["ShareConfig", "ShareCoordinator", "ShareSession"]
+
+INITIAL_SESSION_EPOCH = 0
+FINAL_SESSION_EPOCH = -1
+#: (topic id, partition)
+TopicIdPartition = tuple[uuid.UUID, int]
+#: (topic id, partition) -> (log start offset, high watermark), None for an unknown partition
+OffsetsFn = Callable[[uuid.UUID, int], tuple[int, int] | None]
+
+
+@attrs.frozen
+class ShareConfig:
+    """The ``group.share.*`` broker keys the coordinator reads."""
+
+    record_lock_duration_ms: int = 30000
+    delivery_count_limit: int = 5
+    session_timeout_ms: int = 45000
+    heartbeat_interval_ms: int = 5000
+    max_size: int = 200
+    partition_max_record_locks: int = 2000
+
+
+@attrs.define
+class ShareSession:
+    epoch: int
+    partitions: set[TopicIdPartition]
+
+
+@attrs.define
+class ShareCoordinator:
+    topics: TopicsFn
+    offsets: OffsetsFn
+    config: ShareConfig = attrs.field(factory=ShareConfig)
+    groups: dict[str, ShareGroup] = attrs.field(factory=dict)
+    #: (group id, topic id, partition) -> delivery state
+    partitions: dict[tuple[str, uuid.UUID, int], SharePartition] = attrs.field(factory=dict)
+    #: (group id, member id) -> share session
+    sessions: dict[tuple[str, str], ShareSession] = attrs.field(factory=dict)
+
+    # --- membership ---------------------------------------------------------------------------
+    def heartbeat(self, group_id: str, *, member_id: str, member_epoch: int,
+                  rack_id: str | None, subscribed: tuple[str, ...] | None, client_id: str,
+                  client_host: str, now: float) -> HeartbeatAnswer:
+        self.expire_members(now)
+        group = self.groups.get(group_id)
+        if group is None:
+            if member_epoch != 0:
+                return HeartbeatAnswer(ErrorCode.UNKNOWN_MEMBER_ID,
+                                       f"Group {group_id} not found.")
+            group = self.groups[group_id] = ShareGroup(group_id)
+        answer = group.heartbeat(
+            member_id=member_id, member_epoch=member_epoch, rack_id=rack_id,
+            subscribed=subscribed, client_id=client_id, client_host=client_host,
+            topics=self.topics, now=now, session_s=self.config.session_timeout_ms / 1000,
+            max_size=self.config.max_size)
+        if member_epoch == -1 and not answer.error:
+            self._member_gone(group_id, member_id)
+        if answer.assignment:
+            for topic_id, parts in answer.assignment.items():
+                for p in parts:
+                    self.share_partition(group_id, topic_id, p)
+        return answer
+
+    def expire_members(self, now: float) -> None:
+        """Members whose session ended without a heartbeat leave (Kafka's session timer)."""
+        for group in self.groups.values():
+            for member_id in group.expired(now):
+                group.remove(member_id)
+                self._member_gone(group.group_id, member_id)
+
+    def _member_gone(self, group_id: str, member_id: str) -> None:
+        self.sessions.pop((group_id, member_id), None)
+        for (gid, _, _), sp in self.partitions.items():
+            if gid == group_id:
+                sp.release_member(member_id)
+
+    def is_member(self, group_id: str, member_id: str) -> bool:
+        group = self.groups.get(group_id)
+        return group is not None and member_id in group.members
+
+    # --- share-partitions ---------------------------------------------------------------------
+    def share_partition(self, group_id: str, topic_id: uuid.UUID,
+                        partition: int) -> SharePartition | None:
+        """The group's state of a partition, initialized at the log end on first use."""
+        key = (group_id, topic_id, partition)
+        sp = self.partitions.get(key)
+        offsets = self.offsets(topic_id, partition)
+        if offsets is None:
+            return sp
+        log_start, high_watermark = offsets
+        if sp is None:
+            sp = self.partitions[key] = SharePartition(
+                high_watermark, high_watermark, self.config.delivery_count_limit,
+                self.config.partition_max_record_locks)
+        sp.skip_to(log_start)
+        return sp
+
+    def next_lock_deadline(self, group_id: str, keys: Iterable[TopicIdPartition]) -> float | None:
+        deadlines = [d for tid, p in keys
+                     if (sp := self.partitions.get((group_id, tid, p))) is not None
+                     and (d := sp.next_deadline()) is not None]
+        return min(deadlines, default=None)
+
+    # --- share sessions -----------------------------------------------------------------------
+    def session(self, group_id: str, member_id: str, epoch: int,
+                named: Iterable[TopicIdPartition],
+                forgotten: Iterable[TopicIdPartition] = ()) -> ShareSession | ErrorCode:
+        """The share session a ShareFetch / ShareAcknowledge of ``epoch`` continues (opened at
+        epoch 0, closed at -1: returned one last time), or the error Kafka answers."""
+        key = (group_id, member_id)
+        if epoch == INITIAL_SESSION_EPOCH:
+            opened = self.sessions[key] = ShareSession(1, set(named))
+            return opened
+        session = self.sessions.get(key)
+        if session is None:
+            return ErrorCode.SHARE_SESSION_NOT_FOUND
+        if epoch == FINAL_SESSION_EPOCH:
+            del self.sessions[key]
+            return session
+        if epoch != session.epoch:
+            return ErrorCode.INVALID_SHARE_SESSION_EPOCH
+        session.partitions |= set(named)
+        session.partitions -= set(forgotten)
+        session.epoch = 1 if epoch == 0x7FFFFFFF else epoch + 1
+        return session
