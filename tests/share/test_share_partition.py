@@ -54,7 +54,8 @@ def test_accepted_and_rejected_never_come_back_released_do_with_a_higher_count()
     assert [tuple(r) for r in again.ranges] == [(1, 1, 2), (3, 3, 2)]
     assert sp.start_offset == 1  # 0 accepted; 1 in flight again
     assert sp.acknowledge("m2", [(1, 1, [ACCEPT]), (3, 3, [ACCEPT])]) is None
-    assert sp.start_offset == sp.end_offset == 5 and not sp.in_flight
+    assert sp.start_offset == sp.end_offset == 5
+    assert not sp.in_flight
 
 
 def test_released_past_the_delivery_count_limit_is_archived() -> None:
