@@ -35,13 +35,14 @@ def partition(limit: int = 3, locks: int = 200) -> SharePartition:
     return SharePartition(0, 0, limit, locks)
 
 
-def test_new_records_are_acquired_once_in_whole_batches() -> None:
+def test_new_records_are_acquired_once_up_to_max_records() -> None:
     log, sp = FakeLog(12), partition()
     a = sp.acquire("m1", log.read, max_records=7, max_bytes=1 << 20, now=0, lock_s=30)
-    # batch-aligned: 7 asked, two whole batches of five acquired
-    assert [tuple(r) for r in a.ranges] == [(0, 9, 1)]
+    # 7 asked: the second batch of five is cut, both batches are sent whole
+    assert [tuple(r) for r in a.ranges] == [(0, 6, 1)]
+    assert [h.base_offset for _, h in iter_batches(a.records)] == [0, 5]
     b = sp.acquire("m2", log.read, max_records=100, max_bytes=1 << 20, now=0, lock_s=30)
-    assert [tuple(r) for r in b.ranges] == [(10, 11, 1)]
+    assert [tuple(r) for r in b.ranges] == [(7, 11, 1)]
     assert not sp.acquire("m3", log.read, max_records=100, max_bytes=1 << 20, now=0,
                           lock_s=30).ranges
 

@@ -163,7 +163,15 @@ def _acknowledge(ctx: HandlerContext, group_id: str, member_id: str, topics: lis
                     (b.first_offset, b.last_offset, b.acknowledge_types)
                     for b in p.acknowledgement_batches])
                 results[key] = error or 0
+                if error is None:  # records freed or released: wake the group's waiting fetches
+                    ctx.broker.fetch_purgatory.notify(_share_key(group_id, name,
+                                                                 p.partition_index), 1)
     return results
+
+
+def _share_key(group_id: str, topic: str, partition: int) -> tuple[str, str, str, int]:
+    """The purgatory key a parked ShareFetch also waits under: acknowledgements in its group."""
+    return ("share", group_id, topic, partition)
 
 
 def _session_error(ctx: HandlerContext, request: RequestBody,
@@ -214,7 +222,8 @@ async def handle_share_fetch(ctx: HandlerContext, request: RequestBody) -> Handl
             or request.max_wait_ms <= 0 or not wanted):
         return _fetch_response(ctx, acks, fetched, lock_ms)
     logs = ctx.broker.logs
-    keys = [(name, p) for tid, p in wanted if (name := logs.topic_name(tid)) is not None]
+    tps = [(name, p) for tid, p in wanted if (name := logs.topic_name(tid)) is not None]
+    keys = [*tps, *(_share_key(group_id, name, p) for name, p in tps)]
     deadline = trio.current_time() + request.max_wait_ms / 1000
     lock_end = ctx.broker.shares.next_lock_deadline(group_id, wanted)
     if lock_end is not None:

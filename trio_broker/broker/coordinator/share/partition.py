@@ -111,7 +111,10 @@ class SharePartition:
     def acquire(self, member_id: str, read: ReadFn, *, max_records: int, max_bytes: int,
                 now: float, lock_s: float) -> Acquisition:
         """Hand records to ``member_id``: released / expired ones first, then new ones from the
-        end offset; whole batches come back (a batch may exceed ``max_records``, as in Kafka)."""
+        end offset. Whole batches come back, but at most ``max_records`` offsets are acquired
+        (a batch may be cut, as Kafka's record-limit acquire mode does): producers batch
+        thousands of records together, and whole-batch acquisition would hand them all to
+        the first member that asks."""
         self.expire_locks(now)
         deadline = now + lock_s
         available = sorted(o for o, r in self.in_flight.items()
@@ -140,7 +143,8 @@ class SharePartition:
             if last < self.end_offset:
                 continue
             kept += data[pos:pos + header.size]
-            offsets.extend(range(max(header.base_offset, self.end_offset), last + 1))
+            first = max(header.base_offset, self.end_offset)
+            offsets.extend(range(first, min(last, first + limit - len(offsets) - 1) + 1))
             if len(offsets) >= limit:
                 break
         if not offsets:
