@@ -169,6 +169,13 @@ def _acknowledge(ctx: HandlerContext, group_id: str, member_id: str, topics: lis
     return results
 
 
+async def _persist(ctx: HandlerContext, group_id: str, acks: dict[TP, int]) -> None:
+    """Acknowledgements are durable before they are answered (``coordinator.share.store``)."""
+    for (topic_id, partition), code in acks.items():
+        if code == 0:
+            await ctx.broker.shares.persist(group_id, topic_id, partition)
+
+
 def _share_key(group_id: str, topic: str, partition: int) -> tuple[str, str, str, int]:
     """The purgatory key a parked ShareFetch also waits under: acknowledgements in its group."""
     return ("share", group_id, topic, partition)
@@ -216,6 +223,7 @@ async def handle_share_fetch(ctx: HandlerContext, request: RequestBody) -> Handl
         return top_level(error)
     denied = _denied_topics(ctx, request.topics)
     acks = _acknowledge(ctx, group_id, member_id, request.topics, denied)
+    await _persist(ctx, group_id, acks)
     wanted = set() if epoch == FINAL_SESSION_EPOCH else session
     fetched = _acquire(ctx, request, group_id, member_id, wanted, denied)
     if (any(a.record_count for a in fetched.values() if isinstance(a, Acquisition))
@@ -336,6 +344,7 @@ async def handle_share_acknowledge(ctx: HandlerContext, request: RequestBody) ->
         return top_level(error)
     acks = _acknowledge(ctx, group_id, member_id, request.topics,
                         _denied_topics(ctx, request.topics))
+    await _persist(ctx, group_id, acks)
     by_topic: dict[uuid.UUID, list[Struct]] = {}
     for (tid, p), code in sorted(acks.items(), key=str):
         by_topic.setdefault(tid, []).append(_SA_PART(

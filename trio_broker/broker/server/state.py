@@ -23,6 +23,7 @@ from ..config import BrokerConfig
 from ..config.dynamic import DynamicBrokerConfigs
 from ..coordinator import GroupCoordinator
 from ..coordinator.share import ShareConfig, ShareCoordinator
+from ..coordinator.share.store import SHARE_STATE_DIR_NAME, ShareStateStore
 from ..coordinator.transactions import TransactionCoordinator
 from ..metrics import BrokerMetrics
 from ..offload import mock_clock
@@ -166,7 +167,8 @@ def _share_coordinator(config: BrokerConfig, logs: LogManager) -> ShareCoordinat
         session_timeout_ms=config.group_share_session_timeout_ms,
         heartbeat_interval_ms=config.group_share_heartbeat_interval_ms,
         max_size=config.group_share_max_size,
-        partition_max_record_locks=config.group_share_partition_max_record_locks))
+        partition_max_record_locks=config.group_share_partition_max_record_locks),
+        store=ShareStateStore(config.log_dir_list[0] / SHARE_STATE_DIR_NAME))
 
 
 def _virtual_ms() -> int:

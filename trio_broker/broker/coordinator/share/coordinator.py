@@ -18,10 +18,13 @@ import uuid
 from collections.abc import Callable, Iterable
 
 import attrs
+import trio
 
 from ....protocol.errors import ErrorCode
+from ...offload import run_io
 from .group import HeartbeatAnswer, ShareGroup, TopicsFn
 from .partition import SharePartition
+from .store import ShareStateStore, snapshot
 
 __all__ = ["ShareConfig", "ShareCoordinator", "ShareSession"]
 
@@ -61,6 +64,9 @@ class ShareCoordinator:
     partitions: dict[tuple[str, uuid.UUID, int], SharePartition] = attrs.field(factory=dict)
     #: (group id, member id) -> share session
     sessions: dict[tuple[str, str], ShareSession] = attrs.field(factory=dict)
+    #: where share-partition state is kept (None: in memory only)
+    store: ShareStateStore | None = None
+    _write_locks: dict[tuple[str, uuid.UUID, int], trio.Lock] = attrs.field(factory=dict)
 
     # --- membership ---------------------------------------------------------------------------
     def heartbeat(self, group_id: str, *, member_id: str, member_epoch: int,
@@ -113,12 +119,28 @@ class ShareCoordinator:
         if offsets is None:
             return sp
         log_start, high_watermark = offsets
+        if sp is None and self.store is not None:
+            sp = self.store.load(group_id, topic_id, partition,
+                                 delivery_count_limit=self.config.delivery_count_limit,
+                                 max_record_locks=self.config.partition_max_record_locks)
+            if sp is not None:
+                self.partitions[key] = sp
         if sp is None:
             sp = self.partitions[key] = SharePartition(
                 high_watermark, high_watermark, self.config.delivery_count_limit,
                 self.config.partition_max_record_locks)
         sp.skip_to(log_start)
         return sp
+
+    async def persist(self, group_id: str, topic_id: uuid.UUID, partition: int) -> None:
+        """Write the share-partition's current state (after acknowledgements, before they are
+        answered); writes of one share-partition run one at a time, each of the latest state."""
+        sp = self.partitions.get((group_id, topic_id, partition))
+        if self.store is None or sp is None:
+            return
+        lock = self._write_locks.setdefault((group_id, topic_id, partition), trio.Lock())
+        async with lock:
+            await run_io(self.store.save, group_id, topic_id, partition, snapshot(sp))
 
     def next_lock_deadline(self, group_id: str, keys: Iterable[TopicIdPartition]) -> float | None:
         deadlines = [d for tid, p in keys
