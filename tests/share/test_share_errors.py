@@ -92,8 +92,8 @@ def test_heartbeat_errors(conn: BrokerConnection, unique_topic: Callable[[str], 
     assert heartbeat(conn, group, "", 0, [topic]).error_code == ErrorCode.INVALID_REQUEST
     assert heartbeat(conn, group, "m1", 0, None).error_code == ErrorCode.INVALID_REQUEST
     assert heartbeat(conn, group, "m1", -2, [topic]).error_code == ErrorCode.INVALID_REQUEST
-    # a group never joined: the member is unknown
-    assert heartbeat(conn, group, "m1", 3, None).error_code == ErrorCode.UNKNOWN_MEMBER_ID
+    # a group never joined
+    assert heartbeat(conn, group, "m1", 3, None).error_code == ErrorCode.GROUP_ID_NOT_FOUND
     joined = heartbeat(conn, group, "m1", 0, [topic])
     assert joined.error_code == 0
     assert joined.member_id == "m1"

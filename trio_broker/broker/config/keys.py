@@ -214,8 +214,9 @@ _HONOURED: tuple[ConfigKey, ...] = (
     _h("group.max.size", "Members allowed in one group."),
     _h("group.coordinator.rebalance.protocols", "Group protocols served: classic and consumer "
        "(KIP-848; Kafka 4.x serves both by default); without consumer, ConsumerGroupHeartbeat "
-       "answers UNSUPPORTED_VERSION. share "
-       "and streams are accepted, and those groups do not exist here.",
+       "answers UNSUPPORTED_VERSION. share and streams are accepted: share groups are served "
+       "whatever this lists (Kafka 4.2 enables them with the share.version feature, not this "
+       "key), streams groups do not exist here.",
        default=["classic", "consumer", "streams"]),
     _h("group.share.record.lock.duration.ms", "How long a share group's member holds the "
        "records a ShareFetch handed it before they are released for another delivery."),

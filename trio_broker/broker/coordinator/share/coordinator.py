@@ -68,6 +68,12 @@ class ShareCoordinator:
     store: ShareStateStore | None = None
     _write_locks: dict[tuple[str, uuid.UUID, int], trio.Lock] = attrs.field(factory=dict)
 
+    def __attrs_post_init__(self) -> None:
+        # a group whose share-partitions are stored exists after a restart, without members:
+        # a member that heartbeats there is UNKNOWN_MEMBER_ID and rejoins
+        for group_id in self.store.group_ids() if self.store is not None else ():
+            self.groups.setdefault(group_id, ShareGroup(group_id))
+
     # --- membership ---------------------------------------------------------------------------
     def heartbeat(self, group_id: str, *, member_id: str, member_epoch: int,
                   rack_id: str | None, subscribed: tuple[str, ...] | None, client_id: str,
@@ -75,9 +81,9 @@ class ShareCoordinator:
         self.expire_members(now)
         group = self.groups.get(group_id)
         if group is None:
-            if member_epoch != 0:
-                return HeartbeatAnswer(ErrorCode.UNKNOWN_MEMBER_ID,
-                                       f"Group {group_id} not found.")
+            if member_epoch != 0:  # Kafka's getOrMaybeCreatePersistedShareGroup
+                return HeartbeatAnswer(ErrorCode.GROUP_ID_NOT_FOUND,
+                                       f"Share group {group_id} not found.")
             group = self.groups[group_id] = ShareGroup(group_id)
         answer = group.heartbeat(
             member_id=member_id, member_epoch=member_epoch, rack_id=rack_id,

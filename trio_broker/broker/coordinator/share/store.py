@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 import uuid
 from pathlib import Path
-from urllib.parse import quote
+from urllib.parse import quote, unquote
 
 from ...storage.files import atomic_write
 from .partition import InFlight, RecordState, SharePartition
@@ -49,6 +49,12 @@ class ShareStateStore:
         """Write a snapshot made by ``snapshot`` (in a worker thread: it fsyncs)."""
         self.directory.mkdir(parents=True, exist_ok=True)
         atomic_write(self.path(group_id, topic_id, partition), data)
+
+    def group_ids(self) -> set[str]:
+        """The groups with stored state: they exist after a restart (without members)."""
+        if not self.directory.is_dir():
+            return set()
+        return {unquote(p.name.split(".", 1)[0]) for p in self.directory.glob("*.json")}
 
     def delete_group(self, group_id: str) -> None:
         for path in self.directory.glob(f"{quote(group_id, safe='')}.*.json"):
