@@ -113,6 +113,11 @@ def test_heartbeat_errors(conn: BrokerConnection, unique_topic: Callable[[str], 
     assert [m.member_id for m in described[0].members] == ["m2"]
     assert described[0].group_state == "Stable"
     assert described[1].error_code == ErrorCode.GROUP_ID_NOT_FOUND
+    listed = conn.call(ApiKey.ListGroups, 5, states_filter=[], types_filter=["Share"]).groups
+    assert (group, "share", "Stable", "share") in {
+        (g.group_id, g.protocol_type, g.group_state, g.group_type) for g in listed}
+    consumers = conn.call(ApiKey.ListGroups, 5, states_filter=[], types_filter=["consumer"])
+    assert group not in {g.group_id for g in consumers.groups}
 
 
 def test_session_and_acknowledgement_errors_leave_the_state_unchanged(
