@@ -20,12 +20,15 @@ from ..client.blocking import (
     ConfigOperation,
     source_name,
 )
+from ..client.core.admin import GROUP_RESOURCE
 from .base import Tool, UsageError
 from .connect import add_client_arguments, open_client
 from .output import Report, add_output_argument
 
-ENTITY_TYPES = {"topics": TOPIC_RESOURCE, "brokers": BROKER_RESOURCE}
-_DYNAMIC = ("DYNAMIC_TOPIC_CONFIG", "DYNAMIC_BROKER_CONFIG", "DYNAMIC_DEFAULT_BROKER_CONFIG")
+ENTITY_TYPES = {"topics": TOPIC_RESOURCE, "brokers": BROKER_RESOURCE, "groups": GROUP_RESOURCE}
+_KINDS = {v: k for k, v in ENTITY_TYPES.items()}
+_DYNAMIC = ("DYNAMIC_TOPIC_CONFIG", "DYNAMIC_BROKER_CONFIG", "DYNAMIC_DEFAULT_BROKER_CONFIG",
+            "GROUP_CONFIG")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -35,7 +38,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     alter = sub.add_parser("alter", help="set or delete config overrides")
     for p in (describe, alter):
         p.add_argument("--entity-type", choices=sorted(ENTITY_TYPES), metavar="TYPE",
-                       help="topics or brokers")
+                       help="topics, brokers or groups")
         p.add_argument("--entity-name", metavar="NAME", help="the topic, or the broker id")
         p.add_argument("--entity-default", action="store_true",
                        help="the brokers' cluster-wide default (with --entity-type brokers)")
@@ -90,6 +93,8 @@ def run(args: argparse.Namespace) -> int:
 def _what(resource_type: int, name: str) -> str:
     if resource_type == TOPIC_RESOURCE:
         return f"topic {name}"
+    if resource_type == GROUP_RESOURCE:
+        return f"group {name}"
     return f"broker {name}" if name else "the brokers' default"
 
 
@@ -97,6 +102,8 @@ def _describe(client: BlockingClient, args: argparse.Namespace, resource_type: i
               name: str | None) -> int:
     if name is None:
         names = (sorted(client.metadata(None).topics) if resource_type == TOPIC_RESOURCE
+                 else sorted({g.group_id for g in client.list_groups()})
+                 if resource_type == GROUP_RESOURCE
                  else [str(b) for b in sorted(client.metadata([]).brokers)])
     else:
         names = [name]
@@ -105,7 +112,7 @@ def _describe(client: BlockingClient, args: argparse.Namespace, resource_type: i
         entries = client.describe_configs(entity_name, resource_type=resource_type)
         shown = [e for e in entries if args.all or source_name(e.source) in _DYNAMIC]
         documents.append({
-            "entity_type": "topics" if resource_type == TOPIC_RESOURCE else "brokers",
+            "entity_type": _KINDS[resource_type],
             "entity_name": entity_name,
             "configs": [{"name": e.name, "value": None if e.sensitive else e.value,
                          "source": source_name(e.source), "read_only": e.read_only,

@@ -30,11 +30,11 @@ from ..server.context import HandlerContext, HandlerResult
 from ..server.state import BrokerState
 from ..storage import StorageError, log_config_from, validate_topic_name
 from ..storage.cleaner_manager import cleaner_settings
-from . import loggers
+from . import loggers, share_configs
 
 LOGGER = logging.getLogger(__name__)
 
-TOPIC, BROKER, BROKER_LOGGER = 2, 4, 8
+TOPIC, BROKER, BROKER_LOGGER, GROUP = 2, 4, 8, 32
 SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
 _OP_NAMES = {SET: "SET", DELETE: "DELETE", APPEND: "APPEND", SUBTRACT: "SUBTRACT"}
 _TYPE_NAMES = {0: "UNKNOWN", 2: "TOPIC", 4: "BROKER", 8: "BROKER_LOGGER", 16: "CLIENT_METRICS",
@@ -117,6 +117,8 @@ def _describe(broker: BrokerState, resource_type: int, name: str, keys: set[str]
         return [Entry(logger, level, ConfigSource.DYNAMIC_BROKER_LOGGER_CONFIG, False, False, (),
                       None, 0) for logger, level in loggers.levels().items()
                 if not keys or logger in keys]
+    if resource_type == GROUP:
+        return share_configs.describe(broker, name, keys)
     raise _Refused(ErrorCode.INVALID_REQUEST,
                    f"Unsupported resource type: {_TYPE_NAMES.get(resource_type, 'UNKNOWN')}")
 
@@ -212,6 +214,10 @@ def _alter_one(broker: BrokerState, resource_type: int, name: str,
             loggers.alter(ops, validate_only=validate_only)
         except loggers.LoggerConfigError as exc:
             raise _Refused(exc.error_code, str(exc)) from None
+    elif resource_type == GROUP and incremental:
+        error = share_configs.alter(broker, name, ops, validate_only)
+        if error is not None:
+            raise _Refused(*error)
     else:
         raise _Refused(ErrorCode.INVALID_REQUEST, f"Unknown resource type {resource_type}")
 

@@ -52,8 +52,8 @@ async def handle_share_group_heartbeat(ctx: HandlerContext,
                               for tid, p in sorted(a.assignment.items(), key=str)])
         return ctx.response(throttle_time_ms=0, error_code=a.error, error_message=a.message,
                             member_id=a.member_id, member_epoch=a.member_epoch,
-                            heartbeat_interval_ms=(ctx.broker.shares.config.heartbeat_interval_ms
-                                                   if not a.error else 0),
+                            heartbeat_interval_ms=(ctx.broker.shares.heartbeat_interval_ms(
+                                request.group_id) if not a.error else 0),
                             assignment=assignment)
 
     if not authz.group(ctx, authz.READ, request.group_id):
@@ -198,7 +198,7 @@ def _denied_topics(ctx: HandlerContext, topics: list[Struct]) -> set[str]:
 
 # --- ShareFetch --------------------------------------------------------------------------------
 async def handle_share_fetch(ctx: HandlerContext, request: RequestBody) -> HandlerResult:
-    lock_ms = ctx.broker.shares.config.record_lock_duration_ms
+    lock_ms = ctx.broker.shares.record_lock_duration_ms(request.group_id or "")
 
     def top_level(error: int, message: str | None = None) -> ResponseBody:
         return ctx.response(throttle_time_ms=0, error_code=error, error_message=message,
@@ -252,7 +252,7 @@ def _acquire(ctx: HandlerContext, request: RequestBody, group_id: str, member_id
     logs = ctx.broker.logs
     shares = ctx.broker.shares
     now = trio.current_time()
-    lock_s = shares.config.record_lock_duration_ms / 1000
+    lock_s = shares.record_lock_duration_ms(group_id) / 1000
     remaining = request.max_bytes if request.max_bytes > 0 else 0x7FFFFFFF
     max_records = request.max_records if request.max_records > 0 else 500
     out: dict[TP, Acquisition | int] = {}
@@ -323,7 +323,7 @@ def _fetch_response(ctx: HandlerContext, acks: dict[TP, int],
 
 # --- ShareAcknowledge --------------------------------------------------------------------------
 async def handle_share_acknowledge(ctx: HandlerContext, request: RequestBody) -> HandlerResult:
-    lock_ms = ctx.broker.shares.config.record_lock_duration_ms
+    lock_ms = ctx.broker.shares.record_lock_duration_ms(request.group_id or "")
 
     def top_level(error: int, message: str | None = None) -> ResponseBody:
         return ctx.response(throttle_time_ms=0, error_code=error, error_message=message,

@@ -23,6 +23,7 @@ from ..config import BrokerConfig
 from ..config.dynamic import DynamicBrokerConfigs
 from ..coordinator import GroupCoordinator
 from ..coordinator.share import ShareConfig, ShareCoordinator
+from ..coordinator.share.group_configs import GROUP_CONFIGS_FILE, GroupConfigs
 from ..coordinator.share.store import SHARE_STATE_DIR_NAME, ShareStateStore
 from ..coordinator.transactions import TransactionCoordinator
 from ..metrics import BrokerMetrics
@@ -168,7 +169,8 @@ def _share_coordinator(config: BrokerConfig, logs: LogManager) -> ShareCoordinat
         heartbeat_interval_ms=config.group_share_heartbeat_interval_ms,
         max_size=config.group_share_max_size,
         partition_max_record_locks=config.group_share_partition_max_record_locks),
-        store=ShareStateStore(config.log_dir_list[0] / SHARE_STATE_DIR_NAME))
+        store=ShareStateStore(config.log_dir_list[0] / SHARE_STATE_DIR_NAME),
+        group_configs=GroupConfigs(config.log_dir_list[0] / GROUP_CONFIGS_FILE))
 
 
 def _virtual_ms() -> int:

@@ -27,6 +27,8 @@ _DELETE_RECORDS: Any = request_class(ApiKey.DeleteRecords)
 #: config resource types (Kafka's ``ConfigResource.Type``)
 TOPIC_RESOURCE = 2
 BROKER_RESOURCE = 4
+#: the GROUP config resource (KIP-848 / KIP-932 per-group configs)
+GROUP_RESOURCE = 32
 
 ResourceResult = tuple[str, int, str | None]
 
@@ -68,6 +70,8 @@ class ConfigSource(enum.IntEnum):
     STATIC_BROKER_CONFIG = 4
     DEFAULT_CONFIG = 5
     DYNAMIC_BROKER_LOGGER_CONFIG = 6
+    CLIENT_METRICS_CONFIG = 7
+    GROUP_CONFIG = 8
 
 
 class ConfigEntry(NamedTuple):
@@ -250,7 +254,8 @@ def parse_describe_cluster(response: Any) -> ClusterDescription:
                               [(b.broker_id, b.host, b.port, b.rack) for b in response.brokers])
 
 
-__all__ = ["BROKER_RESOURCE", "TOPIC_RESOURCE", "ClusterDescription", "ConfigEntry",
+__all__ = ["BROKER_RESOURCE", "GROUP_RESOURCE", "TOPIC_RESOURCE", "ClusterDescription",
+           "ConfigEntry",
            "ConfigOperation", "ConfigSource", "LogDirDescription", "NewTopic",
            "alter_configs_request", "create_partitions_request", "create_topics_request",
            "delete_records_request", "delete_topics_request", "describe_cluster_request",

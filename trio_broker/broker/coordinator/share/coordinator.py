@@ -2,9 +2,10 @@
 (Kafka's ``GroupCoordinator`` share part, ``SharePartitionManager`` and ``ShareSessionCache``).
 
 Why one object: a heartbeat that assigns a partition initializes its share-partition (at the
-log end: ``share.auto.offset.reset`` latest), a member that leaves or whose session times out
-gives its acquired records back, and a ShareFetch names the member whose session it continues;
-the three tables change together. Time comes in as ``now`` (seconds of the caller's clock).
+log end, or its start with the group's ``share.auto.offset.reset`` earliest), a member that
+leaves or whose session times out gives its acquired records back, and a ShareFetch names
+the member whose session it continues: the three tables change together. Time comes in as
+``now`` (seconds of the caller's clock).
 
 Share sessions (KIP-932): ShareSessionEpoch 0 opens a session with the partitions the request
 names, each next request carries the epoch after the last one (1, 2, ...) and adds partitions
@@ -23,6 +24,7 @@ import trio
 from ....protocol.errors import ErrorCode
 from ...offload import run_io
 from .group import HeartbeatAnswer, ShareGroup, TopicsFn
+from .group_configs import GroupConfigs
 from .partition import SharePartition
 from .store import ShareStateStore, snapshot
 
@@ -66,6 +68,8 @@ class ShareCoordinator:
     sessions: dict[tuple[str, str], ShareSession] = attrs.field(factory=dict)
     #: where share-partition state is kept (None: in memory only)
     store: ShareStateStore | None = None
+    #: the GROUP config resource: each group's own share settings
+    group_configs: GroupConfigs = attrs.field(factory=lambda: GroupConfigs(None))
     _write_locks: dict[tuple[str, uuid.UUID, int], trio.Lock] = attrs.field(factory=dict)
 
     def __attrs_post_init__(self) -> None:
@@ -73,6 +77,22 @@ class ShareCoordinator:
         # a member that heartbeats there is UNKNOWN_MEMBER_ID and rejoins
         for group_id in self.store.group_ids() if self.store is not None else ():
             self.groups.setdefault(group_id, ShareGroup(group_id))
+
+    # --- per-group settings (the group's config, else the broker's) -------------------------
+    def record_lock_duration_ms(self, group_id: str) -> int:
+        return self.group_configs.get_int(group_id, "share.record.lock.duration.ms",
+                                          self.config.record_lock_duration_ms)
+
+    def heartbeat_interval_ms(self, group_id: str) -> int:
+        return self.group_configs.get_int(group_id, "share.heartbeat.interval.ms",
+                                          self.config.heartbeat_interval_ms)
+
+    def session_timeout_ms(self, group_id: str) -> int:
+        return self.group_configs.get_int(group_id, "share.session.timeout.ms",
+                                          self.config.session_timeout_ms)
+
+    def auto_offset_reset(self, group_id: str) -> str:
+        return self.group_configs.get(group_id, "share.auto.offset.reset") or "latest"
 
     # --- membership ---------------------------------------------------------------------------
     def heartbeat(self, group_id: str, *, member_id: str, member_epoch: int,
@@ -88,7 +108,7 @@ class ShareCoordinator:
         answer = group.heartbeat(
             member_id=member_id, member_epoch=member_epoch, rack_id=rack_id,
             subscribed=subscribed, client_id=client_id, client_host=client_host,
-            topics=self.topics, now=now, session_s=self.config.session_timeout_ms / 1000,
+            topics=self.topics, now=now, session_s=self.session_timeout_ms(group_id) / 1000,
             max_size=self.config.max_size)
         if member_epoch == -1 and not answer.error:
             self._member_gone(group_id, member_id)
@@ -132,8 +152,10 @@ class ShareCoordinator:
             if sp is not None:
                 self.partitions[key] = sp
         if sp is None:
+            start = log_start if self.auto_offset_reset(group_id) == "earliest" else (
+                high_watermark)
             sp = self.partitions[key] = SharePartition(
-                high_watermark, high_watermark, self.config.delivery_count_limit,
+                start, start, self.config.delivery_count_limit,
                 self.config.partition_max_record_locks)
         sp.skip_to(log_start)
         return sp
