@@ -118,6 +118,14 @@ def test_heartbeat_errors(conn: BrokerConnection, unique_topic: Callable[[str], 
         (g.group_id, g.protocol_type, g.group_state, g.group_type) for g in listed}
     consumers = conn.call(ApiKey.ListGroups, 5, states_filter=[], types_filter=["consumer"])
     assert group not in {g.group_id for g in consumers.groups}
+    deleted = conn.call(ApiKey.DeleteGroups, 2, groups_names=[group]).results
+    assert [r.error_code for r in deleted] == [ErrorCode.NON_EMPTY_GROUP]
+    assert heartbeat(conn, group, "m2", -1, None).error_code == 0
+    deleted = conn.call(ApiKey.DeleteGroups, 2, groups_names=[group]).results
+    assert [r.error_code for r in deleted] == [0]
+    gone = conn.call(ApiKey.ShareGroupDescribe, 1, group_ids=[group],
+                     include_authorized_operations=False).groups
+    assert gone[0].error_code == ErrorCode.GROUP_ID_NOT_FOUND
 
 
 def test_session_and_acknowledgement_errors_leave_the_state_unchanged(

@@ -289,6 +289,11 @@ async def delete_groups(ctx: HandlerContext, request: DeleteGroupsRequest) -> Ha
 
     refused = {gid: ErrorCode.GROUP_AUTHORIZATION_FAILED for gid in names
                if not authz.group(ctx, authz.DELETE, gid)}
+    # share groups (KIP-932): deleted here, with their share-partitions' state, when empty
+    shares = ctx.broker.shares
+    shared = {gid: ErrorCode.NONE if shares.delete_group(gid) else ErrorCode.NON_EMPTY_GROUP
+              for gid in names if gid in shares.groups and gid not in refused}
+    refused.update(shared)
 
     def build(results: dict[str, ErrorCode]) -> ResponseBody:
         results = {**results, **refused}

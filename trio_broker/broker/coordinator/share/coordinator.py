@@ -131,6 +131,19 @@ class ShareCoordinator:
             if gid == group_id:
                 sp.release_member(member_id)
 
+    def delete_group(self, group_id: str) -> bool:
+        """DeleteGroups of a share group: only an empty one (else NON_EMPTY_GROUP), with its
+        share-partitions' state and stored files."""
+        group = self.groups.get(group_id)
+        if group is None or group.members:
+            return False
+        del self.groups[group_id]
+        for key in [k for k in self.partitions if k[0] == group_id]:
+            del self.partitions[key]
+        if self.store is not None:
+            self.store.delete_group(group_id)
+        return True
+
     def is_member(self, group_id: str, member_id: str) -> bool:
         group = self.groups.get(group_id)
         return group is not None and member_id in group.members
