@@ -50,15 +50,22 @@ class ShareStateStore:
         self.directory.mkdir(parents=True, exist_ok=True)
         atomic_write(self.path(group_id, topic_id, partition), data)
 
+    def _files(self) -> list[tuple[str, Path]]:
+        """(group id, path) of every stored share-partition; a group id may hold dots, so the
+        name is cut from the right (``<group>.<topic id>.<partition>.json``)."""
+        if not self.directory.is_dir():
+            return []
+        return [(unquote(p.name[:-len(".json")].rsplit(".", 2)[0]), p)
+                for p in self.directory.glob("*.json")]
+
     def group_ids(self) -> set[str]:
         """The groups with stored state: they exist after a restart (without members)."""
-        if not self.directory.is_dir():
-            return set()
-        return {unquote(p.name.split(".", 1)[0]) for p in self.directory.glob("*.json")}
+        return {group_id for group_id, _ in self._files()}
 
     def delete_group(self, group_id: str) -> None:
-        for path in self.directory.glob(f"{quote(group_id, safe='')}.*.json"):
-            path.unlink(missing_ok=True)
+        for found, path in self._files():
+            if found == group_id:
+                path.unlink(missing_ok=True)
 
 
 def snapshot(sp: SharePartition) -> bytes:
