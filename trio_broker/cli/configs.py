@@ -25,28 +25,29 @@ from ..client.blocking import (
     ConfigOperation,
     source_name,
 )
+from ..client.core.admin import GROUP_RESOURCE
 from .base import Tool, UsageError
 from .connect import add_client_arguments, open_client
 from .output import Report, add_output_argument
 
 ENTITY_TYPES = {"topics": TOPIC_RESOURCE, "brokers": BROKER_RESOURCE,
-                "client-metrics": CLIENT_METRICS_RESOURCE}
+                "client-metrics": CLIENT_METRICS_RESOURCE, "groups": GROUP_RESOURCE}
 _ENTITY_NAMES = {v: k for k, v in ENTITY_TYPES.items()}
 _DYNAMIC = ("DYNAMIC_TOPIC_CONFIG", "DYNAMIC_BROKER_CONFIG", "DYNAMIC_DEFAULT_BROKER_CONFIG",
-            "DYNAMIC_CLIENT_METRICS_CONFIG")
+            "DYNAMIC_CLIENT_METRICS_CONFIG", "GROUP_CONFIG")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.description = ("Describe or alter topic, broker and client-metrics configs (Kafka's "
-                          "kafka-configs).")
+    parser.description = ("Describe or alter topic, broker, client-metrics and group configs "
+                          "(Kafka's kafka-configs).")
     sub = parser.add_subparsers(dest="configs_command", required=True, metavar="ACTION")
     describe = sub.add_parser("describe", help="the overrides (or, with --all, every config)")
     alter = sub.add_parser("alter", help="set or delete config overrides")
     for p in (describe, alter):
         p.add_argument("--entity-type", choices=sorted(ENTITY_TYPES), metavar="TYPE",
-                       help="topics, brokers or client-metrics")
+                       help="topics, brokers, client-metrics or groups")
         p.add_argument("--entity-name", metavar="NAME",
-                       help="the topic, the broker id or the subscription")
+                       help="the topic, the broker id, the subscription or the group")
         p.add_argument("--entity-default", action="store_true",
                        help="the brokers' cluster-wide default (with --entity-type brokers)")
         p.add_argument("--topic", metavar="TOPIC", help="same as --entity-type topics "
@@ -103,6 +104,8 @@ def _what(resource_type: int, name: str) -> str:
         return f"topic {name}"
     if resource_type == CLIENT_METRICS_RESOURCE:
         return f"client-metric {name}"  # kafka-configs' words
+    if resource_type == GROUP_RESOURCE:
+        return f"group {name}"
     return f"broker {name}" if name else "the brokers' default"
 
 
@@ -112,6 +115,8 @@ def _describe(client: BlockingClient, args: argparse.Namespace, resource_type: i
         names = client.list_config_resources(CLIENT_METRICS_RESOURCE)
     elif name is None:
         names = (sorted(client.metadata(None).topics) if resource_type == TOPIC_RESOURCE
+                 else sorted({g.group_id for g in client.list_groups()})
+                 if resource_type == GROUP_RESOURCE
                  else [str(b) for b in sorted(client.metadata([]).brokers)])
     else:
         names = [name]

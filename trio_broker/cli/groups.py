@@ -80,7 +80,8 @@ def groups_of(client: BlockingClient, args: argparse.Namespace) -> list[str]:
     if getattr(args, "all_groups", False):
         if names:
             raise UsageError("--all-groups excludes naming groups")
-        return sorted({g.group_id for g in client.list_groups()})
+        return sorted({g.group_id for g in client.list_groups()
+                       if g.protocol_type != SHARE_PROTOCOL_TYPE})
     if not names:
         raise UsageError("name a group (GROUP or --group GROUP)"
                          + (" or give --all-groups" if hasattr(args, "all_groups") else ""))
@@ -102,11 +103,17 @@ def run(args: argparse.Namespace) -> int:
 
 # --- list ------------------------------------------------------------------------------------
 
+#: ListGroups' protocol type of a share group (KIP-932)
+SHARE_PROTOCOL_TYPE = "share"
+
+
 def list_groups(client: BlockingClient, args: argparse.Namespace) -> int:
     """Every group of every broker, with its protocol type, state and member count."""
     wanted = {s.lower() for s in args.state}
     rows = []
     for listing in client.list_groups():  # each broker lists the groups it coordinates
+        if listing.protocol_type == SHARE_PROTOCOL_TYPE:
+            continue  # as kafka-consumer-groups: share groups are kafka-share-groups' to list
         kip848 = _describe_consumer_group(client, listing.group_id)
         if kip848 is not None:
             if wanted and kip848.group_state.lower() not in wanted:

@@ -77,6 +77,10 @@ SUPPORTED_VERSIONS: dict[ApiKey, VersionRange] = {
     ApiKey.DeleteRecords: kafka_range(ApiKey.DeleteRecords),
     ApiKey.ConsumerGroupHeartbeat: kafka_range(ApiKey.ConsumerGroupHeartbeat),
     ApiKey.ConsumerGroupDescribe: kafka_range(ApiKey.ConsumerGroupDescribe),
+    ApiKey.ShareGroupHeartbeat: kafka_range(ApiKey.ShareGroupHeartbeat),
+    ApiKey.ShareGroupDescribe: kafka_range(ApiKey.ShareGroupDescribe),
+    ApiKey.ShareFetch: kafka_range(ApiKey.ShareFetch),
+    ApiKey.ShareAcknowledge: kafka_range(ApiKey.ShareAcknowledge),
 }
 
 

@@ -3171,6 +3171,392 @@ class SaslHandshakeResponse(Message):
         mechanisms: list[str] = ...,
     ) -> None: ...
 
+class ShareAcknowledgeRequest(Message):
+    class AcknowledgeTopic(Struct):
+        class AcknowledgePartition(Struct):
+            class AcknowledgementBatch(Struct):
+                first_offset: int
+                last_offset: int
+                acknowledge_types: list[int]
+                def __init__(
+                    self,
+                    *,
+                    first_offset: int = ...,
+                    last_offset: int = ...,
+                    acknowledge_types: list[int] = ...,
+                ) -> None: ...
+            partition_index: int
+            acknowledgement_batches: list[ShareAcknowledgeRequest.AcknowledgeTopic.AcknowledgePartition.AcknowledgementBatch]
+            def __init__(
+                self,
+                *,
+                partition_index: int = ...,
+                acknowledgement_batches: list[ShareAcknowledgeRequest.AcknowledgeTopic.AcknowledgePartition.AcknowledgementBatch] = ...,
+            ) -> None: ...
+        topic_id: uuid.UUID | None
+        partitions: list[ShareAcknowledgeRequest.AcknowledgeTopic.AcknowledgePartition]
+        def __init__(
+            self,
+            *,
+            topic_id: uuid.UUID | None = ...,
+            partitions: list[ShareAcknowledgeRequest.AcknowledgeTopic.AcknowledgePartition] = ...,
+        ) -> None: ...
+    group_id: str | None
+    member_id: str | None
+    share_session_epoch: int
+    is_renew_ack: bool
+    topics: list[ShareAcknowledgeRequest.AcknowledgeTopic]
+    def __init__(
+        self,
+        *,
+        group_id: str | None = ...,
+        member_id: str | None = ...,
+        share_session_epoch: int = ...,
+        is_renew_ack: bool = ...,
+        topics: list[ShareAcknowledgeRequest.AcknowledgeTopic] = ...,
+    ) -> None: ...
+
+class ShareAcknowledgeResponse(Message):
+    class ShareAcknowledgeTopicResponse(Struct):
+        class PartitionData(Struct):
+            class LeaderIdAndEpoch(Struct):
+                leader_id: int
+                leader_epoch: int
+                def __init__(
+                    self,
+                    *,
+                    leader_id: int = ...,
+                    leader_epoch: int = ...,
+                ) -> None: ...
+            partition_index: int
+            error_code: int
+            error_message: str | None
+            current_leader: ShareAcknowledgeResponse.ShareAcknowledgeTopicResponse.PartitionData.LeaderIdAndEpoch
+            def __init__(
+                self,
+                *,
+                partition_index: int = ...,
+                error_code: int = ...,
+                error_message: str | None = ...,
+                current_leader: ShareAcknowledgeResponse.ShareAcknowledgeTopicResponse.PartitionData.LeaderIdAndEpoch = ...,
+            ) -> None: ...
+        topic_id: uuid.UUID | None
+        partitions: list[ShareAcknowledgeResponse.ShareAcknowledgeTopicResponse.PartitionData]
+        def __init__(
+            self,
+            *,
+            topic_id: uuid.UUID | None = ...,
+            partitions: list[ShareAcknowledgeResponse.ShareAcknowledgeTopicResponse.PartitionData] = ...,
+        ) -> None: ...
+    class NodeEndpoint(Struct):
+        node_id: int
+        host: str
+        port: int
+        rack: str | None
+        def __init__(
+            self,
+            *,
+            node_id: int = ...,
+            host: str = ...,
+            port: int = ...,
+            rack: str | None = ...,
+        ) -> None: ...
+    throttle_time_ms: int
+    error_code: int
+    error_message: str | None
+    acquisition_lock_timeout_ms: int
+    responses: list[ShareAcknowledgeResponse.ShareAcknowledgeTopicResponse]
+    node_endpoints: list[ShareAcknowledgeResponse.NodeEndpoint]
+    def __init__(
+        self,
+        *,
+        throttle_time_ms: int = ...,
+        error_code: int = ...,
+        error_message: str | None = ...,
+        acquisition_lock_timeout_ms: int = ...,
+        responses: list[ShareAcknowledgeResponse.ShareAcknowledgeTopicResponse] = ...,
+        node_endpoints: list[ShareAcknowledgeResponse.NodeEndpoint] = ...,
+    ) -> None: ...
+
+class ShareFetchRequest(Message):
+    class FetchTopic(Struct):
+        class FetchPartition(Struct):
+            class AcknowledgementBatch(Struct):
+                first_offset: int
+                last_offset: int
+                acknowledge_types: list[int]
+                def __init__(
+                    self,
+                    *,
+                    first_offset: int = ...,
+                    last_offset: int = ...,
+                    acknowledge_types: list[int] = ...,
+                ) -> None: ...
+            partition_index: int
+            acknowledgement_batches: list[ShareFetchRequest.FetchTopic.FetchPartition.AcknowledgementBatch]
+            def __init__(
+                self,
+                *,
+                partition_index: int = ...,
+                acknowledgement_batches: list[ShareFetchRequest.FetchTopic.FetchPartition.AcknowledgementBatch] = ...,
+            ) -> None: ...
+        topic_id: uuid.UUID | None
+        partitions: list[ShareFetchRequest.FetchTopic.FetchPartition]
+        def __init__(
+            self,
+            *,
+            topic_id: uuid.UUID | None = ...,
+            partitions: list[ShareFetchRequest.FetchTopic.FetchPartition] = ...,
+        ) -> None: ...
+    class ForgottenTopic(Struct):
+        topic_id: uuid.UUID | None
+        partitions: list[int]
+        def __init__(
+            self,
+            *,
+            topic_id: uuid.UUID | None = ...,
+            partitions: list[int] = ...,
+        ) -> None: ...
+    group_id: str | None
+    member_id: str | None
+    share_session_epoch: int
+    max_wait_ms: int
+    min_bytes: int
+    max_bytes: int
+    max_records: int
+    batch_size: int
+    share_acquire_mode: int
+    topics: list[ShareFetchRequest.FetchTopic]
+    forgotten_topics_data: list[ShareFetchRequest.ForgottenTopic]
+    def __init__(
+        self,
+        *,
+        group_id: str | None = ...,
+        member_id: str | None = ...,
+        share_session_epoch: int = ...,
+        max_wait_ms: int = ...,
+        min_bytes: int = ...,
+        max_bytes: int = ...,
+        max_records: int = ...,
+        batch_size: int = ...,
+        share_acquire_mode: int = ...,
+        topics: list[ShareFetchRequest.FetchTopic] = ...,
+        forgotten_topics_data: list[ShareFetchRequest.ForgottenTopic] = ...,
+    ) -> None: ...
+
+class ShareFetchResponse(Message):
+    class ShareFetchableTopicResponse(Struct):
+        class PartitionData(Struct):
+            class LeaderIdAndEpoch(Struct):
+                leader_id: int
+                leader_epoch: int
+                def __init__(
+                    self,
+                    *,
+                    leader_id: int = ...,
+                    leader_epoch: int = ...,
+                ) -> None: ...
+            class AcquiredRecords(Struct):
+                first_offset: int
+                last_offset: int
+                delivery_count: int
+                def __init__(
+                    self,
+                    *,
+                    first_offset: int = ...,
+                    last_offset: int = ...,
+                    delivery_count: int = ...,
+                ) -> None: ...
+            partition_index: int
+            error_code: int
+            error_message: str | None
+            acknowledge_error_code: int
+            acknowledge_error_message: str | None
+            current_leader: ShareFetchResponse.ShareFetchableTopicResponse.PartitionData.LeaderIdAndEpoch
+            records: bytes | None
+            acquired_records: list[ShareFetchResponse.ShareFetchableTopicResponse.PartitionData.AcquiredRecords]
+            def __init__(
+                self,
+                *,
+                partition_index: int = ...,
+                error_code: int = ...,
+                error_message: str | None = ...,
+                acknowledge_error_code: int = ...,
+                acknowledge_error_message: str | None = ...,
+                current_leader: ShareFetchResponse.ShareFetchableTopicResponse.PartitionData.LeaderIdAndEpoch = ...,
+                records: bytes | None = ...,
+                acquired_records: list[ShareFetchResponse.ShareFetchableTopicResponse.PartitionData.AcquiredRecords] = ...,
+            ) -> None: ...
+        topic_id: uuid.UUID | None
+        partitions: list[ShareFetchResponse.ShareFetchableTopicResponse.PartitionData]
+        def __init__(
+            self,
+            *,
+            topic_id: uuid.UUID | None = ...,
+            partitions: list[ShareFetchResponse.ShareFetchableTopicResponse.PartitionData] = ...,
+        ) -> None: ...
+    class NodeEndpoint(Struct):
+        node_id: int
+        host: str
+        port: int
+        rack: str | None
+        def __init__(
+            self,
+            *,
+            node_id: int = ...,
+            host: str = ...,
+            port: int = ...,
+            rack: str | None = ...,
+        ) -> None: ...
+    throttle_time_ms: int
+    error_code: int
+    error_message: str | None
+    acquisition_lock_timeout_ms: int
+    responses: list[ShareFetchResponse.ShareFetchableTopicResponse]
+    node_endpoints: list[ShareFetchResponse.NodeEndpoint]
+    def __init__(
+        self,
+        *,
+        throttle_time_ms: int = ...,
+        error_code: int = ...,
+        error_message: str | None = ...,
+        acquisition_lock_timeout_ms: int = ...,
+        responses: list[ShareFetchResponse.ShareFetchableTopicResponse] = ...,
+        node_endpoints: list[ShareFetchResponse.NodeEndpoint] = ...,
+    ) -> None: ...
+
+class ShareGroupDescribeRequest(Message):
+    group_ids: list[str]
+    include_authorized_operations: bool
+    def __init__(
+        self,
+        *,
+        group_ids: list[str] = ...,
+        include_authorized_operations: bool = ...,
+    ) -> None: ...
+
+class ShareGroupDescribeResponse(Message):
+    class DescribedGroup(Struct):
+        class Member(Struct):
+            class Assignment(Struct):
+                class TopicPartitions(Struct):
+                    topic_id: uuid.UUID | None
+                    topic_name: str
+                    partitions: list[int]
+                    def __init__(
+                        self,
+                        *,
+                        topic_id: uuid.UUID | None = ...,
+                        topic_name: str = ...,
+                        partitions: list[int] = ...,
+                    ) -> None: ...
+                topic_partitions: list[ShareGroupDescribeResponse.DescribedGroup.Member.Assignment.TopicPartitions]
+                def __init__(
+                    self,
+                    *,
+                    topic_partitions: list[ShareGroupDescribeResponse.DescribedGroup.Member.Assignment.TopicPartitions] = ...,
+                ) -> None: ...
+            member_id: str
+            rack_id: str | None
+            member_epoch: int
+            client_id: str
+            client_host: str
+            subscribed_topic_names: list[str]
+            assignment: ShareGroupDescribeResponse.DescribedGroup.Member.Assignment
+            def __init__(
+                self,
+                *,
+                member_id: str = ...,
+                rack_id: str | None = ...,
+                member_epoch: int = ...,
+                client_id: str = ...,
+                client_host: str = ...,
+                subscribed_topic_names: list[str] = ...,
+                assignment: ShareGroupDescribeResponse.DescribedGroup.Member.Assignment = ...,
+            ) -> None: ...
+        error_code: int
+        error_message: str | None
+        group_id: str
+        group_state: str
+        group_epoch: int
+        assignment_epoch: int
+        assignor_name: str
+        members: list[ShareGroupDescribeResponse.DescribedGroup.Member]
+        authorized_operations: int
+        def __init__(
+            self,
+            *,
+            error_code: int = ...,
+            error_message: str | None = ...,
+            group_id: str = ...,
+            group_state: str = ...,
+            group_epoch: int = ...,
+            assignment_epoch: int = ...,
+            assignor_name: str = ...,
+            members: list[ShareGroupDescribeResponse.DescribedGroup.Member] = ...,
+            authorized_operations: int = ...,
+        ) -> None: ...
+    throttle_time_ms: int
+    groups: list[ShareGroupDescribeResponse.DescribedGroup]
+    def __init__(
+        self,
+        *,
+        throttle_time_ms: int = ...,
+        groups: list[ShareGroupDescribeResponse.DescribedGroup] = ...,
+    ) -> None: ...
+
+class ShareGroupHeartbeatRequest(Message):
+    group_id: str
+    member_id: str
+    member_epoch: int
+    rack_id: str | None
+    subscribed_topic_names: list[str] | None
+    def __init__(
+        self,
+        *,
+        group_id: str = ...,
+        member_id: str = ...,
+        member_epoch: int = ...,
+        rack_id: str | None = ...,
+        subscribed_topic_names: list[str] | None = ...,
+    ) -> None: ...
+
+class ShareGroupHeartbeatResponse(Message):
+    class Assignment(Struct):
+        class TopicPartitions(Struct):
+            topic_id: uuid.UUID | None
+            partitions: list[int]
+            def __init__(
+                self,
+                *,
+                topic_id: uuid.UUID | None = ...,
+                partitions: list[int] = ...,
+            ) -> None: ...
+        topic_partitions: list[ShareGroupHeartbeatResponse.Assignment.TopicPartitions]
+        def __init__(
+            self,
+            *,
+            topic_partitions: list[ShareGroupHeartbeatResponse.Assignment.TopicPartitions] = ...,
+        ) -> None: ...
+    throttle_time_ms: int
+    error_code: int
+    error_message: str | None
+    member_id: str | None
+    member_epoch: int
+    heartbeat_interval_ms: int
+    assignment: ShareGroupHeartbeatResponse.Assignment | None
+    def __init__(
+        self,
+        *,
+        throttle_time_ms: int = ...,
+        error_code: int = ...,
+        error_message: str | None = ...,
+        member_id: str | None = ...,
+        member_epoch: int = ...,
+        heartbeat_interval_ms: int = ...,
+        assignment: ShareGroupHeartbeatResponse.Assignment | None = ...,
+    ) -> None: ...
+
 class SyncGroupRequest(Message):
     class SyncGroupRequestAssignment(Struct):
         member_id: str

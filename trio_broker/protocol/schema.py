@@ -35,7 +35,7 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
-from .schemas import configs, groups, metadata, produce, security, topics, transactions
+from .schemas import configs, groups, metadata, produce, security, share, topics, transactions
 from .versions import KAFKA_VERSIONS, ApiKey, VersionRange
 
 __all__ = [
@@ -54,7 +54,7 @@ PRIMITIVES: dict[str, tuple[int | None, str]] = {
     "int32": (4, "i"), "int64": (8, "q"), "float64": (8, "d"), "uuid": (16, "16s"),
     "bitfield": (4, "I"), "string": (None, ""), "bytes": (None, ""), "records": (None, ""),
 }
-_FAMILIES = (produce, metadata, groups, topics, configs, security, transactions)
+_FAMILIES = (produce, metadata, groups, topics, configs, security, transactions, share)
 _NO_VERSIONS = VersionRange(0, -1)
 #: the first tag of the project's own tagged fields (``Field.own``)
 OWN_TAGS_FROM = 9000

@@ -189,6 +189,12 @@ _KAFKA_TABLE: dict[int, tuple[tuple[int, int], tuple[int, int], int | None]] = {
     72: ((0, 0), (0, 0), 0),  # PushTelemetry
     74: ((0, 0), (0, 1), 0),  # ListConfigResources
     75: ((0, 0), (0, 0), 0),  # DescribeTopicPartitions
+    # share groups (KIP-932): stable from Kafka 4.1 (v1), so no 3.9 range of their own; both
+    # columns hold Kafka 4.2's, which adds ShareFetch / ShareAcknowledge v2
+    76: ((1, 1), (1, 1), 0),  # ShareGroupHeartbeat
+    77: ((1, 1), (1, 1), 0),  # ShareGroupDescribe
+    78: ((1, 2), (1, 2), 0),  # ShareFetch
+    79: ((1, 2), (1, 2), 0),  # ShareAcknowledge
 }
 
 KAFKA_VERSIONS: dict[ApiKey, KafkaVersions] = {

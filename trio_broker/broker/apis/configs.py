@@ -31,11 +31,11 @@ from ..server.context import HandlerContext, HandlerResult
 from ..server.state import BrokerState
 from ..storage import StorageError, log_config_from, validate_topic_name
 from ..storage.cleaner_manager import cleaner_settings
-from . import client_metrics, loggers
+from . import client_metrics, loggers, share_configs
 
 LOGGER = logging.getLogger(__name__)
 
-TOPIC, BROKER, BROKER_LOGGER, CLIENT_METRICS = 2, 4, 8, 16
+TOPIC, BROKER, BROKER_LOGGER, CLIENT_METRICS, GROUP = 2, 4, 8, 16, 32
 SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
 _OP_NAMES = {SET: "SET", DELETE: "DELETE", APPEND: "APPEND", SUBTRACT: "SUBTRACT"}
 _TYPE_NAMES = {0: "UNKNOWN", 2: "TOPIC", 4: "BROKER", 8: "BROKER_LOGGER", 16: "CLIENT_METRICS",
@@ -123,6 +123,8 @@ def _describe(broker: BrokerState, resource_type: int, name: str, keys: set[str]
             return client_metrics.describe(broker, name, keys)
         except client_metrics.Refused as refused:
             raise _Refused(refused.code, refused.message) from None
+    if resource_type == GROUP:
+        return share_configs.describe(broker, name, keys)
     raise _Refused(ErrorCode.INVALID_REQUEST,
                    f"Unsupported resource type: {_TYPE_NAMES.get(resource_type, 'UNKNOWN')}")
 
@@ -223,6 +225,10 @@ def _alter_one(broker: BrokerState, resource_type: int, name: str,
             client_metrics.alter(broker, name, ops, incremental, validate_only)
         except client_metrics.Refused as refused:
             raise _Refused(refused.code, refused.message) from None
+    elif resource_type == GROUP and incremental:
+        error = share_configs.alter(broker, name, ops, validate_only)
+        if error is not None:
+            raise _Refused(*error)
     else:
         raise _Refused(ErrorCode.INVALID_REQUEST, f"Unknown resource type {resource_type}")
 

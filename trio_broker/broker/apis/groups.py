@@ -43,6 +43,8 @@ LOGGER = logging.getLogger(__name__)
 #: FindCoordinator key types: a consumer group, a transactional id (this node coordinates
 #: both); a share group (key type 2) has no coordinator here, which Kafka answers as invalid.
 _GROUP_KEY, _TRANSACTION_KEY = 0, 1
+#: ListGroups' group type (and protocol type) of a share group
+SHARE_GROUP_TYPE = "share"
 
 T = TypeVar("T")
 
@@ -276,12 +278,25 @@ async def list_groups(ctx: HandlerContext, request: ListGroupsRequest) -> Handle
     # each node lists the groups it coordinates (admin clients ask every node and merge)
     cluster, node = ctx.broker.cluster, ctx.broker.node_id
     every = authz.cluster(ctx, authz.DESCRIBE)  # else only the groups it may describe
+    listed = [(g.group_id, g.protocol_type, str(g.state), g.group_type)
+              for g in coord.list_groups(states, types)]
+    listed += _share_groups(ctx, states, types)
     return ctx.response(throttle_time_ms=0, error_code=ErrorCode.NONE, groups=[
-        cls(group_id=g.group_id, protocol_type=g.protocol_type, group_state=str(g.state),
-            group_type=g.group_type)
-        for g in coord.list_groups(states, types)
-        if (cluster.single or cluster.coordinator_for(_GROUP_KEY, g.group_id) == node)
-        and (every or authz.group(ctx, authz.DESCRIBE, g.group_id))])
+        cls(group_id=gid, protocol_type=protocol_type, group_state=state, group_type=group_type)
+        for gid, protocol_type, state, group_type in listed
+        if (cluster.single or cluster.coordinator_for(_GROUP_KEY, gid) == node)
+        and (every or authz.group(ctx, authz.DESCRIBE, gid))])
+
+
+def _share_groups(ctx: HandlerContext, states: list[str],
+                  types: list[str]) -> list[tuple[str, str, str, str]]:
+    """Share groups (KIP-932) as Kafka lists them: type and protocol type ``share``."""
+    wanted = {s.strip().lower() for s in states}
+    if types and SHARE_GROUP_TYPE not in (t.lower() for t in types):
+        return []
+    return [(g.group_id, SHARE_GROUP_TYPE, g.state, SHARE_GROUP_TYPE)
+            for g in ctx.broker.shares.groups.values()
+            if not wanted or g.state.lower() in wanted]
 
 
 async def delete_groups(ctx: HandlerContext, request: DeleteGroupsRequest) -> HandlerResult:
@@ -290,6 +305,11 @@ async def delete_groups(ctx: HandlerContext, request: DeleteGroupsRequest) -> Ha
 
     refused = {gid: ErrorCode.GROUP_AUTHORIZATION_FAILED for gid in names
                if not authz.group(ctx, authz.DELETE, gid)}
+    # share groups (KIP-932): deleted here, with their share-partitions' state, when empty
+    shares = ctx.broker.shares
+    shared = {gid: ErrorCode.NONE if shares.delete_group(gid) else ErrorCode.NON_EMPTY_GROUP
+              for gid in names if gid in shares.groups and gid not in refused}
+    refused.update(shared)
 
     def build(results: dict[str, ErrorCode]) -> ResponseBody:
         results = {**results, **refused}

@@ -189,6 +189,15 @@ def _consumer_groups() -> dict[int, Handler]:
             ApiKey.ConsumerGroupDescribe: consumer_groups.handle_consumer_group_describe}
 
 
+def _share() -> dict[int, Handler]:
+    from . import share
+
+    return {ApiKey.ShareGroupHeartbeat: share.handle_share_group_heartbeat,
+            ApiKey.ShareGroupDescribe: share.handle_share_group_describe,
+            ApiKey.ShareFetch: share.handle_share_fetch,
+            ApiKey.ShareAcknowledge: share.handle_share_acknowledge}
+
+
 async def handle_api_versions(ctx: HandlerContext, request: ApiVersionsRequest) -> HandlerResult:
     """ApiVersions v0-v4 (an unknown version is answered by the handler pool, in v0's layout).
 
@@ -297,6 +306,10 @@ HANDLERS: dict[int, Handler] = {
     ApiKey.DeleteRecords: OnFirstUse(ApiKey.DeleteRecords, _records),
     ApiKey.ConsumerGroupHeartbeat: OnFirstUse(ApiKey.ConsumerGroupHeartbeat, _consumer_groups),
     ApiKey.ConsumerGroupDescribe: OnFirstUse(ApiKey.ConsumerGroupDescribe, _consumer_groups),
+    ApiKey.ShareGroupHeartbeat: OnFirstUse(ApiKey.ShareGroupHeartbeat, _share),
+    ApiKey.ShareGroupDescribe: OnFirstUse(ApiKey.ShareGroupDescribe, _share),
+    ApiKey.ShareFetch: OnFirstUse(ApiKey.ShareFetch, _share),
+    ApiKey.ShareAcknowledge: OnFirstUse(ApiKey.ShareAcknowledge, _share),
 }
 
 

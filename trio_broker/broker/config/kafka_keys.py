@@ -656,7 +656,7 @@ _SECTIONS: tuple[tuple[str, tuple[_Row, ...]], ...] = (
             _k("group.share.max.groups", SHORT, 10, Between(1, 100)),
             _k("group.share.max.record.lock.duration.ms", INT, 60000, Between(30000, 3600000)),
             _k("group.share.min.record.lock.duration.ms", INT, 15000, Between(1000, 30000)),
-            _k("group.share.partition.max.record.locks", INT, 200, Between(100, 10000)),
+            _k("group.share.partition.max.record.locks", INT, 2000, Between(100, 10000)),
             _k("group.share.record.lock.duration.ms", INT, 30000, Between(1000, 60000)),
             _k("share.coordinator.append.linger.ms", INT, 10, AtLeast(0), versions="4.x"),
             _k("share.coordinator.load.buffer.size", INT, 5242880, AtLeast(1), versions="4.x"),

@@ -237,9 +237,22 @@ _HONOURED: tuple[ConfigKey, ...] = (
     _h("group.max.size", "Members allowed in one group."),
     _h("group.coordinator.rebalance.protocols", "Group protocols served: classic and consumer "
        "(KIP-848; Kafka 4.x serves both by default); without consumer, ConsumerGroupHeartbeat "
-       "answers UNSUPPORTED_VERSION. share "
-       "and streams are accepted, and those groups do not exist here.",
+       "answers UNSUPPORTED_VERSION. share and streams are accepted: share groups are served "
+       "whatever this lists (Kafka 4.2 enables them with the share.version feature, not this "
+       "key), streams groups do not exist here.",
        default=["classic", "consumer", "streams"]),
+    _h("group.share.record.lock.duration.ms", "How long a share group's member holds the "
+       "records a ShareFetch handed it before they are released for another delivery."),
+    _h("group.share.delivery.count.limit", "Deliveries of one record to a share group; a "
+       "record released this many times is archived (never delivered again)."),
+    _h("group.share.session.timeout.ms", "A share group member that sends no heartbeat for "
+       "this long leaves its group; its acquired records are released."),
+    _h("group.share.heartbeat.interval.ms", "The heartbeat interval given to share group "
+       "members."),
+    _h("group.share.max.size", "Members allowed in one share group (GROUP_MAX_SIZE_REACHED "
+       "beyond)."),
+    _h("group.share.partition.max.record.locks", "Records of one partition a share group may "
+       "have in flight (acquired or waiting for redelivery); acquisition waits beyond."),
     _h("group.consumer.session.timeout.ms", "A consumer-protocol member that sends no "
        "heartbeat for this long is removed from its group.", default=45000),
     _h("group.consumer.min.session.timeout.ms", "Lower bound of "

@@ -23,6 +23,9 @@ from ..config import BrokerConfig
 from ..config.dynamic import DynamicBrokerConfigs
 from ..coordinator import GroupCoordinator
 from ..coordinator.internal_topics import InternalTopics
+from ..coordinator.share import ShareConfig, ShareCoordinator
+from ..coordinator.share.group_configs import GROUP_CONFIGS_FILE, GroupConfigs
+from ..coordinator.share.store import SHARE_STATE_DIR_NAME, ShareStateStore
 from ..coordinator.transactions import TransactionCoordinator
 from ..metrics import BrokerMetrics
 from ..offload import mock_clock
@@ -103,6 +106,9 @@ class BrokerState:
                                   samples=self.config.quota_window_num,
                                   window_s=self.config.quota_window_size_seconds),
         takes_self=True))
+    #: share groups (KIP-932), their share-partitions and share sessions
+    shares: ShareCoordinator = attrs.field(default=attrs.Factory(
+        lambda self: _share_coordinator(self.config, self.logs), takes_self=True))
     #: parts below the handlers that take a new effective config at once (AlterConfigs on a
     #: broker): the connection quotas
     reconfigurables: list[Callable[[BrokerConfig], None]] = attrs.field(factory=list)
@@ -162,6 +168,27 @@ class BrokerState:
             self.fetch_purgatory.complete_all((change.topic, partition))
         self.groups.topics_changed(change.topic, change.previous_partitions, change.partitions)
         self.cluster.topic_changed(change.topic, change.partitions)
+
+
+def _share_coordinator(config: BrokerConfig, logs: LogManager) -> ShareCoordinator:
+    def topics() -> dict[str, tuple[uuid.UUID, int]]:
+        ids = logs.topic_ids()
+        return {name: (ids[name], n) for name, n in logs.topics().items() if name in ids}
+
+    def offsets(topic_id: uuid.UUID, partition: int) -> tuple[int, int] | None:
+        name = logs.topic_name(topic_id)
+        log = None if name is None else logs.get_log(name, partition)
+        return None if log is None else (log.log_start_offset, log.high_watermark)
+
+    return ShareCoordinator(topics, offsets, ShareConfig(
+        record_lock_duration_ms=config.group_share_record_lock_duration_ms,
+        delivery_count_limit=config.group_share_delivery_count_limit,
+        session_timeout_ms=config.group_share_session_timeout_ms,
+        heartbeat_interval_ms=config.group_share_heartbeat_interval_ms,
+        max_size=config.group_share_max_size,
+        partition_max_record_locks=config.group_share_partition_max_record_locks),
+        store=ShareStateStore(config.log_dir_list[0] / SHARE_STATE_DIR_NAME),
+        group_configs=GroupConfigs(config.log_dir_list[0] / GROUP_CONFIGS_FILE))
 
 
 def _virtual_ms() -> int:

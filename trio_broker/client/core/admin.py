@@ -29,6 +29,8 @@ TOPIC_RESOURCE = 2
 BROKER_RESOURCE = 4
 #: a client-metrics subscription (KIP-714)
 CLIENT_METRICS_RESOURCE = 16
+#: the GROUP config resource (KIP-848 / KIP-932 per-group configs)
+GROUP_RESOURCE = 32
 
 ResourceResult = tuple[str, int, str | None]
 
@@ -71,6 +73,7 @@ class ConfigSource(enum.IntEnum):
     DEFAULT_CONFIG = 5
     DYNAMIC_BROKER_LOGGER_CONFIG = 6
     DYNAMIC_CLIENT_METRICS_CONFIG = 7
+    GROUP_CONFIG = 8
 
 
 class ConfigEntry(NamedTuple):
@@ -269,6 +272,7 @@ def parse_describe_cluster(response: Any) -> ClusterDescription:
 __all__ = [
     "BROKER_RESOURCE",
     "CLIENT_METRICS_RESOURCE",
+    "GROUP_RESOURCE",
     "TOPIC_RESOURCE",
     "ClusterDescription",
     "ConfigEntry",
