@@ -2,6 +2,7 @@
 
 Usage: .venv/bin/python bench/soak.py [--seconds 3600] [--sample-s 60] [--out build/soak]
        [--plot docs/img/soak.png]      (``make soak``; SOAK_SECONDS=180 for a smoke run)
+       .venv/bin/python bench/soak.py --judge build/soak/soak.csv [--seconds S]  (judge again)
 
 `trio-broker serve` runs as a child process on loopback with a temporary log dir, the web
 console and the metrics listener on. At the same time, each at a bounded rate:
@@ -43,7 +44,15 @@ import httpx
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.growth_common import broker_argv, free_port
-from bench.soak_sampler import Counters, LatencyRecorder, Sampler, judge, plot, write_csv
+from bench.soak_sampler import (
+    Counters,
+    LatencyRecorder,
+    Sampler,
+    judge,
+    plot,
+    read_csv,
+    write_csv,
+)
 
 #: (topic, partitions, topic configs)
 TOPICS = (("soak-all", 3, {"segment.bytes": str(8 << 20), "retention.bytes": str(32 << 20)}),
@@ -290,12 +299,16 @@ def main() -> int:
     parser.add_argument("--out", type=Path, default=Path("build/soak"))
     parser.add_argument("--plot", type=Path, default=None,
                         help="PNG of the plots (default: OUT/soak.png)")
+    parser.add_argument("--judge", type=Path, default=None, metavar="CSV",
+                        help="run nothing: judge and plot the samples of an earlier run")
     args = parser.parse_args()
     sample_s = args.sample_s or min(60.0, max(5.0, args.seconds / 30))
     warmup_s, window_s = min(300.0, args.seconds / 12), min(600.0, args.seconds / 6)
     out: Path = args.out
     out.mkdir(parents=True, exist_ok=True)
     plot_path = args.plot or out / "soak.png"
+    if args.judge:
+        return report(read_csv(args.judge), warmup_s, window_s, args.judge, plot_path)
 
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
@@ -342,9 +355,9 @@ def main() -> int:
                     row = sampler.sample()
                     write_csv(rows, out / "soak.csv")
                     print(" ".join(f"{k}={row[k]}" for k in (
-                        "elapsed_s", "rss_mb", "fds", "loop_p99_ms", "loop_stalls_100ms",
-                        "produce_p99_all_ms", "produce_p99_one_ms", "compacted_kb", "load1",
-                        "errors")), flush=True)
+                        "elapsed_s", "rss_mb", "fds", "segment_fds", "loop_p99_ms",
+                        "loop_stalls_100ms", "produce_p99_all_ms", "produce_p99_one_ms",
+                        "compacted_kb", "load1", "errors")), flush=True)
                     next_sample += sample_s
         except KeyboardInterrupt:
             print("soak: interrupted, writing what it has", flush=True)
@@ -360,13 +373,18 @@ def main() -> int:
                 broker.kill()
                 broker.wait()
     write_csv(rows, out / "soak.csv")
+    return report(rows, warmup_s, window_s, out / "soak.csv", plot_path)
+
+
+def report(rows: list[dict[str, float]], warmup_s: float, window_s: float, csv_path: Path,
+           plot_path: Path) -> int:
     verdict = judge(rows, warmup_s=warmup_s, window_s=window_s)
     if rows:
         plot(rows, plot_path, f"trio-broker soak, {rows[-1]['elapsed_s'] / 60:.0f} min "
              f"({'pass' if verdict.passed else 'FAIL'})")
     print("\n".join(verdict.lines))
     print(f"soak: {'PASS' if verdict.passed else 'FAIL'} ({len(rows)} samples; CSV "
-          f"{out / 'soak.csv'}, plots {plot_path})", flush=True)
+          f"{csv_path}, plots {plot_path})", flush=True)
     return 0 if verdict.passed else 1
 
 

@@ -54,6 +54,8 @@ def test_a_sample_reads_the_process_the_stall_detector_and_the_clients(broker, t
     row = sampler.sample()
     # this process is the broker's; the client's threads may open or close one meanwhile
     assert abs(row["fds"] - len(os.listdir("/proc/self/fd"))) <= 2
+    assert row["segment_fds"] >= 1  # soak-0's active segment
+    assert row["deleted_fds"] == 0
     assert row["rss_mb"] > 10
     assert row["loop_stalls_100ms"] >= 1
     assert row["loop_max_bucket_ms"] >= 250
@@ -64,9 +66,11 @@ def test_a_sample_reads_the_process_the_stall_detector_and_the_clients(broker, t
     assert (tmp_path / "soak.csv").read_text().splitlines()[0] == ",".join(FIELDS)
 
 
-def _rows(rss, fds, p99, errors=0):
-    return [{"elapsed_s": 60.0 * (i + 1), "rss_mb": r, "fds": f, "produce_p99_all_ms": p,
-             "errors": errors} for i, (r, f, p) in enumerate(zip(rss, fds, p99))]
+def _rows(rss, fds, p99, errors=0, segments=None, deleted=0):
+    segments = segments or [10] * len(rss)
+    return [{"elapsed_s": 60.0 * (i + 1), "rss_mb": r, "fds": f + n, "segment_fds": n,
+             "deleted_fds": deleted, "produce_p99_all_ms": p, "errors": errors}
+            for i, (r, f, p, n) in enumerate(zip(rss, fds, p99, segments))]
 
 
 def test_the_verdict_passes_a_flat_run_and_fails_each_drift(tmp_path):
@@ -83,6 +87,11 @@ def test_the_verdict_passes_a_flat_run_and_fails_each_drift(tmp_path):
     assert not judge(_rows([50] * 12, [40] * 12, [20] * 12, errors=1), warmup_s=60,
                      window_s=180).passed
     assert not judge(flat[:3], warmup_s=60, window_s=180).passed  # too short to judge
+    # segments held open up to the retention limit: growth by design, not a leak
+    filling = _rows([50] * 12, [40] * 12, [20] * 12, segments=list(range(10, 22)))
+    assert judge(filling, warmup_s=60, window_s=180).passed
+    held_deleted = _rows([50] * 12, [40] * 12, [20] * 12, deleted=1)
+    assert not judge(held_deleted, warmup_s=60, window_s=180).passed
     full = [{**r, **{k: 0 for k in FIELDS if k not in r}} for r in flat]
     plot(full, tmp_path / "soak.png", "test")
     assert (tmp_path / "soak.png").read_bytes()[:4] == b"\x89PNG"
