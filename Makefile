@@ -57,6 +57,13 @@ roundtrip: $(VENV)/.dev-installed
 class-archive: $(VENV)/.dev-installed
 	CLASS_ARCHIVE_CYCLE=1 $(PY) -m pytest -q -p no:cacheprovider tests/spark/test_class_archive.py
 
+## One broker under every kind of client at once for SOAK_SECONDS (default an hour): RSS,
+## descriptors, loop stalls and produce p99 sampled each minute into build/soak/soak.csv, plots
+## in docs/img/soak.png, and a verdict (exit 1 on a leak or a p99 drift); docs/reliability.md.
+SOAK_SECONDS ?= 3600
+soak: $(VENV)/.dev-installed
+	SOAK_SECONDS=$(SOAK_SECONDS) $(PY) bench/soak.py --out build/soak --plot docs/img/soak.png
+
 ## 20 kill -9 cycles of running transactions (the suite runs 3 of them).
 txn-soak: $(VENV)/.dev-installed
 	TXN_CRASH_CYCLES=20 $(PY) -m pytest -q -p no:cacheprovider tests/transactions/test_crash_cycles.py

@@ -25,6 +25,7 @@ import trio.lowlevel
 from .config import BrokerConfig, ConfigError, build_config
 from .config.broker import normalise
 from .config.dynamic import DynamicBrokerConfigs
+from .config.keys import NO_EFFECT, no_effect_broker_keys
 from .coordinator import GroupCoordinator
 from .coordinator.transactions import TransactionCoordinator
 from .http import serve_http
@@ -133,9 +134,9 @@ async def serve(config: ConfigInput = None, *,
     # Dynamic broker configs (AlterConfigs, persisted) win over the static ones, as in Kafka.
     dynamic = DynamicBrokerConfigs.load(static)
     cfg = dynamic.effective()
-    ignored = cfg.ignored_keys()
-    if ignored:
-        LOGGER.info("Ignored on one node (accepted and checked): %s", ", ".join(ignored))
+    no_effect = no_effect_broker_keys(cfg.originals)
+    if no_effect:
+        LOGGER.info("%s: %s", NO_EFFECT, ", ".join(no_effect))
     metrics = BrokerMetrics(node_id=cfg.node_id)
     server = SocketServer(cfg, metrics)
     parts_scope = trio.CancelScope(shield=True)

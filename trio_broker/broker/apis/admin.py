@@ -19,6 +19,7 @@ from ...protocol.api_keys import ApiKey
 from ...protocol.errors import ErrorCode
 from ...protocol.messages import response_type
 from ..config.describe import Sources, describe_topic
+from ..config.keys import NO_EFFECT, no_effect_topic_keys
 from ..offload import run_io
 from ..server import authz
 from ..server.bodies import (
@@ -93,6 +94,9 @@ async def _create_one(broker: BrokerState, t: Struct, validate_only: bool) -> St
         except StorageError as exc:
             return failed(exc.error_code, str(exc))
         broker.topics_changed(TopicChange(t.name, 0, partitions))
+        no_effect = no_effect_topic_keys(configs)
+        if no_effect:
+            LOGGER.info("%s (topic %s): %s", NO_EFFECT, t.name, ", ".join(no_effect))
     rf = _replication_factor(broker, t)
     if not validate_only:
         broker.cluster.set_replication(t.name, rf)

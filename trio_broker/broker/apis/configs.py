@@ -23,7 +23,13 @@ from ..config import ConfigError
 from ..config.defs import ConfigType
 from ..config.describe import ConfigSource, Entry, Sources, describe_broker, describe_topic
 from ..config.dynamic import DynamicConfigError
-from ..config.keys import BROKER_KEYS, base_key
+from ..config.keys import (
+    BROKER_KEYS,
+    NO_EFFECT,
+    base_key,
+    no_effect_broker_keys,
+    no_effect_topic_keys,
+)
 from ..config.topic_keys import TOPIC_KEYS
 from ..server import authz
 from ..server.bodies import RequestBody, Struct
@@ -289,6 +295,8 @@ def _alter_topic(broker: BrokerState, name: str, ops: list[tuple[str, int, str |
         logs.alter_topic_config(name, new, validate_only=validate_only)
     except StorageError as exc:
         raise _Refused(exc.error_code, str(exc)) from None
+    if not validate_only:
+        _log_no_effect(no_effect_topic_keys(_set_keys(ops)), f"topic {name}")
 
 
 def _alter_broker(broker: BrokerState, per_broker: bool,
@@ -326,13 +334,23 @@ def _alter_broker(broker: BrokerState, per_broker: bool,
         raise _Refused(ErrorCode.KAFKA_STORAGE_ERROR,  # a disk failure, as Kafka names it
                        f"Cannot persist dynamic broker configs: {exc.strerror or exc}") from None
     if not validate_only:
-        LOGGER.info("Dynamic %s configs are now: %s",
-                    "per-broker" if per_broker else "cluster default", sorted(new))
+        scope = "per-broker" if per_broker else "cluster default"
+        LOGGER.info("Dynamic %s configs are now: %s", scope, sorted(new))
+        _log_no_effect(no_effect_broker_keys(_set_keys(ops)), f"dynamic {scope} config")
         apply_log_defaults(broker, log_config_from(effective))
         for reconfigure in broker.reconfigurables:
             reconfigure(effective)
         if broker.cleaner is not None:  # the dynamic log.cleaner.* keys apply at once
             broker.cleaner.reconfigure(**cleaner_settings(effective.value_of))
+
+
+def _set_keys(ops: list[tuple[str, int, str | None]]) -> list[str]:
+    return [key for key, op, _ in ops if op != DELETE]
+
+
+def _log_no_effect(keys: list[str], where: str) -> None:
+    if keys:
+        LOGGER.info("%s (%s): %s", NO_EFFECT, where, ", ".join(keys))
 
 
 def apply_log_defaults(broker: BrokerState, default: Any) -> None:

@@ -2,7 +2,7 @@
 
 Why attributes and a map: handlers and the network layer read typed attributes
 (``config.num_io_threads``) on hot paths; DescribeConfigs, the ``log.*`` topic defaults and the
-"ignored on one node" line need every key a user set, including the hundreds this broker only
+"no effect here" log line need every key a user set, including the hundreds this broker only
 accepts. The attributes take their default and validator from the key registry
 (``keys.HONOURED_KEYS``), so a value set in code is checked exactly like one read from a file.
 """
@@ -169,7 +169,6 @@ class BrokerConfig(FrozenFields):
     group_consumer_max_heartbeat_interval_ms: int = _f("group.consumer.max.heartbeat.interval.ms")
     group_consumer_max_size: int = _f("group.consumer.max.size")
     group_consumer_assignors: str = _f("group.consumer.assignors")
-    group_consumer_migration_policy: str = _f("group.consumer.migration.policy")
     offsets_retention_minutes: int = _f("offsets.retention.minutes")
     offsets_retention_check_interval_ms: int = _f("offsets.retention.check.interval.ms")
     offset_metadata_max_bytes: int = _f("offset.metadata.max.bytes")

@@ -57,10 +57,12 @@ class Support(enum.Enum):
     #: acted on, as Kafka does
     HONOURED = "honoured"
     #: topic config kept, validated and described; not acted on (no meaning on one node, or
-    #: the feature is not built yet); the docs row says which
+    #: that part is not built here); the docs row says which
     STORED = "stored"
-    #: broker key accepted and validated, with no meaning on one node; logged once at start
+    #: broker key accepted and validated, with no meaning on one node
     IGNORED = "ignored"
+    # Both of the latter are "accepted, no effect": named in one log line at start-up and at each
+    # change that sets one (keys.NO_EFFECT).
 
 
 class _NoDefault:

@@ -51,6 +51,13 @@ def _table(header: Iterable[str], rows: Iterable[Iterable[str]]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _here(key: ConfigKey) -> str:
+    """The "here" column: honoured, or the no-effect marker with whether the value is kept."""
+    mark = "honoured" if key.support is Support.HONOURED else (
+        f"**accepted, no effect** ({key.support.value})")
+    return mark + (f": {key.note}" if key.note else "")
+
+
 def _honoured() -> str:
     rows = []
     for name, key in HONOURED_KEYS.items():
@@ -72,7 +79,7 @@ def _topics() -> str:
     for name, topic in TOPIC_KEYS.items():
         key = topic.key
         synonyms = ", ".join(f"`{b}`" for b, _ in topic.synonyms) or "(none)"
-        support = key.support.value + (f": {key.note}" if key.note else "")
+        support = _here(key)
         if key.versions:
             support += f" (Kafka {key.versions} only)"
         valid = key.validator.describe() if key.validator else ""
@@ -88,7 +95,7 @@ def _topic_defaults() -> str:
     for name, key in BROKER_KEYS.items():
         if name in HONOURED_KEYS or name not in synonyms or key.support is Support.IGNORED:
             continue
-        rows.append([f"`{name}`", _default(key), key.support.value, key.dynamic or "no",
+        rows.append([f"`{name}`", _default(key), _here(key), key.dynamic or "no",
                      key.doc.replace("|", "\\|")])
     return _table(["key", "default", "here", "dynamic", "meaning"], rows)
 

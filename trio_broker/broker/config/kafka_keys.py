@@ -4,7 +4,7 @@ Why a table of facts apart from what this broker does: the names, types, default
 are Kafka's (taken from Kafka 3.9's ``ConfigDef`` definitions and the 4.x additions), so a stock
 ``server.properties`` is read as Kafka reads it. Keys this broker acts on are redefined, with its
 own documentation, in ``keys.py``; every other key here is accepted, validated for type and
-range, described by DescribeConfigs, and named once at start-up as ignored on one node.
+range, described by DescribeConfigs, and named in the start-up line of keys with no effect here.
 ``versions`` marks keys only one generation defines ("3.x": removed in Kafka 4.0 with ZooKeeper;
 "4.x": added after 3.9).
 """

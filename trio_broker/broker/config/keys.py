@@ -11,6 +11,7 @@ topic defaults with what happens to that topic config. ``BROKER_KEYS`` is the me
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from typing import Any
 
 import attrs
@@ -21,7 +22,8 @@ from .kafka_keys import KAFKA_BROKER_KEYS
 from .topic_keys import TOPIC_KEYS
 
 __all__ = ["ALIASES", "BROKER_KEYS", "CONSUMER_ASSIGNORS", "HONOURED_KEYS",
-           "LISTENER_MECHANISM_KEYS", "PER_LISTENER_KEYS", "SENSITIVE_KEYS", "base_key", "is_known"]
+           "LISTENER_MECHANISM_KEYS", "NO_EFFECT", "PER_LISTENER_KEYS", "SENSITIVE_KEYS",
+           "base_key", "is_known", "no_effect_broker_keys", "no_effect_topic_keys"]
 
 #: Kafka names this broker reads as another key (PEM files instead of JKS keystores)
 ALIASES = {"broker.id": "node.id", "ssl.keystore.location": "ssl.certfile",
@@ -269,10 +271,6 @@ _HONOURED: tuple[ConfigKey, ...] = (
     _h("group.consumer.assignors", "Server-side assignors, by name (uniform, range) or Kafka "
        "class name; the first is the default.", default=["uniform", "range"],
        validator=Check(_assignors, "[uniform, range]")),
-    _h("group.consumer.migration.policy", "Conversion between classic and consumer groups of "
-       "one group id: upgrade (classic to consumer), downgrade, bidirectional or disabled; only "
-       "groups without members are converted here, whatever the policy.",
-       default="bidirectional"),
     _h("offsets.retention.minutes", "Committed offsets of an empty group expire after this."),
     _h("offsets.retention.check.interval.ms", "How often expired offsets are removed."),
     _h("offset.metadata.max.bytes", "Largest commit metadata string.", validator=AtLeast(0)),
@@ -358,3 +356,28 @@ def base_key(name: str) -> str | None:
 def is_known(name: str) -> bool:
     return name in BROKER_KEYS or name in ALIASES or base_key(name) is not None
 
+
+
+#: how the broker's log introduces keys it accepted but does not act on (one line at start, one
+#: for each dynamic or topic config change that sets any): a user who set one learns it at once
+NO_EFFECT = "Accepted for compatibility, no effect here"
+
+
+def no_effect_broker_keys(names: Iterable[str]) -> list[str]:
+    """The broker keys among ``names`` that change nothing here, sorted: keys ignored on one
+    node, topic defaults whose topic config is only stored, and listener-prefixed settings this
+    broker does not apply per listener (all but ``PER_LISTENER_KEYS``)."""
+    def no_effect(name: str) -> bool:
+        base = base_key(name)
+        if base is not None:
+            return base not in PER_LISTENER_KEYS
+        key = BROKER_KEYS.get(name)
+        return key is not None and key.support is not Support.HONOURED
+
+    return sorted(name for name in names if no_effect(name))
+
+
+def no_effect_topic_keys(names: Iterable[str]) -> list[str]:
+    """The topic configs among ``names`` that are stored and described but not acted on."""
+    return sorted(name for name in names
+                  if name in TOPIC_KEYS and TOPIC_KEYS[name].key.support is not Support.HONOURED)

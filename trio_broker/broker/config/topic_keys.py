@@ -83,7 +83,8 @@ class TopicKey(NamedTuple):
 
 
 H, S = Support.HONOURED, Support.STORED
-_COMPACTION = "kept for log compaction, which is not built yet"
+_CLEANER = "by the log cleaner"
+_CODEC_DEFAULT = "recompression uses the codec's default level"
 _ONE_NODE = "no meaning on one node"
 _TIERED = "tiered storage is not supported"
 
@@ -98,19 +99,22 @@ def _t(name: str, type_: T, default: Any, validator: Any, attr: str, support: Su
 _TOPIC_KEYS: tuple[TopicKey, ...] = (
     _t("cleanup.policy", T.LIST, ["delete"], ListOf(("compact", "delete")), "cleanup_policy", H,
        "delete: drop old segments by retention.ms and retention.bytes; compact: keep the last "
-       "record per key.", "log.cleanup.policy", note="compact is stored; " + _COMPACTION),
+       "record per key.", "log.cleanup.policy", note="compact: by the log cleaner"),
     _t("compression.gzip.level", T.INT, -1, GZIP_LEVEL, "compression_gzip_level", S,
-       "gzip level used when the broker recompresses to gzip.", "compression.gzip.level"),
+       "gzip level used when the broker recompresses to gzip.", "compression.gzip.level",
+       note=_CODEC_DEFAULT),
     _t("compression.lz4.level", T.INT, 9, Between(1, 17), "compression_lz4_level", S,
-       "lz4 level used when the broker recompresses to lz4.", "compression.lz4.level"),
+       "lz4 level used when the broker recompresses to lz4.", "compression.lz4.level",
+       note=_CODEC_DEFAULT),
     _t("compression.type", T.STRING, "producer", OneOf(COMPRESSION_TYPES), "compression_type", H,
        "Codec of the stored batches; producer keeps the codec each producer chose.",
        "compression.type", note="recompression on the produce path"),
     _t("compression.zstd.level", T.INT, 3, Between(-131072, 22), "compression_zstd_level", S,
-       "zstd level used when the broker recompresses to zstd.", "compression.zstd.level"),
-    _t("delete.retention.ms", T.LONG, 86_400_000, AtLeast(0), "delete_retention_ms", S,
+       "zstd level used when the broker recompresses to zstd.", "compression.zstd.level",
+       note=_CODEC_DEFAULT),
+    _t("delete.retention.ms", T.LONG, 86_400_000, AtLeast(0), "delete_retention_ms", H,
        "How long tombstones of a compacted topic stay readable.",
-       "log.cleaner.delete.retention.ms", note=_COMPACTION),
+       "log.cleaner.delete.retention.ms", note=_CLEANER),
     _t("file.delete.delay.ms", T.LONG, 60_000, AtLeast(0), "file_delete_delay_ms", S,
        "Wait before deleting a segment file from disk.", "log.segment.delete.delay.ms",
        note="segments are deleted at once"),
@@ -136,9 +140,9 @@ _TOPIC_KEYS: tuple[TopicKey, ...] = (
     _t("local.retention.ms", T.LONG, -2, AtLeast(-2), "local_retention_ms", S,
        "Local time kept when tiered storage is on; -2 follows retention.ms.",
        "log.local.retention.ms", note=_TIERED),
-    _t("max.compaction.lag.ms", T.LONG, LONG_MAX, AtLeast(1), "max_compaction_lag_ms", S,
+    _t("max.compaction.lag.ms", T.LONG, LONG_MAX, AtLeast(1), "max_compaction_lag_ms", H,
        "Longest a record may stay uncompacted.", "log.cleaner.max.compaction.lag.ms",
-       note=_COMPACTION),
+       note=_CLEANER),
     _t("max.message.bytes", T.INT, 1_048_588, AtLeast(0), "max_message_bytes", H,
        "Largest record batch accepted.", "message.max.bytes"),
     _t("message.downconversion.enable", T.BOOLEAN, True, None, "message_downconversion_enable",
@@ -164,11 +168,11 @@ _TOPIC_KEYS: tuple[TopicKey, ...] = (
        "CreateTime keeps the producer's timestamps; LogAppendTime stamps the broker's clock.",
        "log.message.timestamp.type"),
     _t("min.cleanable.dirty.ratio", T.DOUBLE, 0.5, Between(0, 1), "min_cleanable_dirty_ratio",
-       S, "Dirty share of a log that makes it eligible for compaction.",
-       "log.cleaner.min.cleanable.ratio", note=_COMPACTION),
-    _t("min.compaction.lag.ms", T.LONG, 0, AtLeast(0), "min_compaction_lag_ms", S,
+       H, "Dirty share of a log that makes it eligible for compaction.",
+       "log.cleaner.min.cleanable.ratio", note=_CLEANER),
+    _t("min.compaction.lag.ms", T.LONG, 0, AtLeast(0), "min_compaction_lag_ms", H,
        "Shortest a record stays uncompacted.", "log.cleaner.min.compaction.lag.ms",
-       note=_COMPACTION),
+       note=_CLEANER),
     _t("min.insync.replicas", T.INT, 1, AtLeast(1), "min_insync_replicas", H,
        "In-sync replicas an acks=all write needs; above 1 fails with NOT_ENOUGH_REPLICAS here.",
        "min.insync.replicas", note="checked on the produce path"),

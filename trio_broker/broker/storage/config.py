@@ -80,7 +80,7 @@ class LogConfig:
     message_timestamp_before_max_ms: int = _default("message.timestamp.before.max.ms")
     message_timestamp_after_max_ms: int = _default("message.timestamp.after.max.ms")
     message_timestamp_difference_max_ms: int = _default("message.timestamp.difference.max.ms")
-    #: "delete", "compact" or both, comma-separated; compaction is not acted on yet
+    #: "delete", "compact" or both, comma-separated (compact: by the log cleaner)
     cleanup_policy: str = _default("cleanup.policy")
     #: codec batches are stored with; "producer" keeps them as sent
     compression_type: str = _default("compression.type")
