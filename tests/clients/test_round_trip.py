@@ -178,4 +178,4 @@ def test_every_advertised_version_is_generated() -> None:
         "OffsetDelete", "DescribeCluster", "ConsumerGroupHeartbeat", "ConsumerGroupDescribe",
         "DescribeLogDirs", "AddPartitionsToTxn", "AddOffsetsToTxn", "EndTxn", "TxnOffsetCommit",
         "DescribeTransactions", "ListTransactions", "CreateAcls", "DescribeAcls", "DeleteAcls",
-        "ListConfigResources"}
+        "ListConfigResources", "ListPartitionReassignments"}
