@@ -13,6 +13,7 @@ in the fetch purgatory like a Fetch, until records arrive, an acquisition lock e
 from __future__ import annotations
 
 import uuid
+from functools import partial
 from typing import Any
 
 import trio
@@ -196,21 +197,33 @@ def _denied_topics(ctx: HandlerContext, topics: list[Struct]) -> set[str]:
     return names - authz.topics(ctx, authz.READ, names)
 
 
+def _top_level(ctx: HandlerContext, lock_ms: int, error: int,
+               message: str | None = None) -> ResponseBody:
+    """A ShareFetch or ShareAcknowledge answer refused as a whole."""
+    return ctx.response(throttle_time_ms=0, error_code=error, error_message=message,
+                        acquisition_lock_timeout_ms=lock_ms, responses=[], node_endpoints=[])
+
+
+def _group_refusal(ctx: HandlerContext, group_id: str,
+                   member_id: str) -> tuple[int, str | None] | None:
+    """The checks ShareFetch and ShareAcknowledge open with, in Kafka's order."""
+    if not authz.group(ctx, authz.READ, group_id):
+        return ErrorCode.GROUP_AUTHORIZATION_FAILED, None
+    if not group_id or not member_id:
+        return ErrorCode.INVALID_REQUEST, "GroupId and MemberId must be set."
+    return None
+
+
 # --- ShareFetch --------------------------------------------------------------------------------
 async def handle_share_fetch(ctx: HandlerContext, request: RequestBody) -> HandlerResult:
     lock_ms = ctx.broker.shares.record_lock_duration_ms(request.group_id or "")
 
-    def top_level(error: int, message: str | None = None) -> ResponseBody:
-        return ctx.response(throttle_time_ms=0, error_code=error, error_message=message,
-                            acquisition_lock_timeout_ms=lock_ms, responses=[],
-                            node_endpoints=[])
-
+    top_level = partial(_top_level, ctx, lock_ms)
     group_id = request.group_id or ""
     member_id = request.member_id or ""
-    if not authz.group(ctx, authz.READ, group_id):
-        return top_level(ErrorCode.GROUP_AUTHORIZATION_FAILED)
-    if not group_id or not member_id:
-        return top_level(ErrorCode.INVALID_REQUEST, "GroupId and MemberId must be set.")
+    refused = _group_refusal(ctx, group_id, member_id)
+    if refused is not None:
+        return top_level(*refused)
     named = [(t.topic_id, p.partition_index) for t in request.topics for p in t.partitions]
     epoch = request.share_session_epoch
     if epoch == FINAL_SESSION_EPOCH and any(
@@ -325,17 +338,12 @@ def _fetch_response(ctx: HandlerContext, acks: dict[TP, int],
 async def handle_share_acknowledge(ctx: HandlerContext, request: RequestBody) -> HandlerResult:
     lock_ms = ctx.broker.shares.record_lock_duration_ms(request.group_id or "")
 
-    def top_level(error: int, message: str | None = None) -> ResponseBody:
-        return ctx.response(throttle_time_ms=0, error_code=error, error_message=message,
-                            acquisition_lock_timeout_ms=lock_ms, responses=[],
-                            node_endpoints=[])
-
+    top_level = partial(_top_level, ctx, lock_ms)
     group_id = request.group_id or ""
     member_id = request.member_id or ""
-    if not authz.group(ctx, authz.READ, group_id):
-        return top_level(ErrorCode.GROUP_AUTHORIZATION_FAILED)
-    if not group_id or not member_id:
-        return top_level(ErrorCode.INVALID_REQUEST, "GroupId and MemberId must be set.")
+    refused = _group_refusal(ctx, group_id, member_id)
+    if refused is not None:
+        return top_level(*refused)
     if request.share_session_epoch == INITIAL_SESSION_EPOCH:
         return top_level(ErrorCode.INVALID_SHARE_SESSION_EPOCH,
                          "ShareAcknowledge cannot open a share session.")

@@ -9,7 +9,9 @@ own listener (``reads``, ``writes``), its Kafka clients, one per login (``sessio
 settings (``settings``), the live charts' sampler (``live``) and the Hypercorn server
 (``server``). The metrics endpoint is the network's (``broker.network.metrics_http``), the test
 cluster's control API the test double's (``testing.control``), Confluent's REST Proxy API the
-REST proxy's (``broker.rest_proxy``, which reuses ``reads`` and ``guard``).
+REST proxy's (``broker.rest_proxy``, which reuses ``reads`` and ``guard``). The Hypercorn
+settings every HTTP face shares (``hypercorn_settings``) and Confluent's error answer the
+Schema Registry and the REST proxy share (``confluent_error``) live here too.
 
 May import config, metrics, the server core (``BrokerState``), the Trio client (the console is a
 client of the broker's own listener) and the protocol; never the network or a handler.

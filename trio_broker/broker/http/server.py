@@ -25,28 +25,18 @@ from hypercorn.trio import serve
 from ..config import BrokerConfig
 from ..server.state import BrokerState
 from .app import build_app
+from .hypercorn_settings import hypercorn_config, quiet_server_logger
 from .sessions import Sessions
 from .settings import console_listener, console_settings
 from .web import Console
 
 LOGGER = logging.getLogger("trio_broker.broker.http")
-#: Hypercorn's own lines ("Running on ... (CTRL + C to quit)") are not the broker's to print
-_SERVER_LOGGER = logging.getLogger("trio_broker.broker.http.hypercorn")
-if _SERVER_LOGGER.level == logging.NOTSET:
-    _SERVER_LOGGER.setLevel(logging.WARNING)
+_SERVER_LOGGER = quiet_server_logger("trio_broker.broker.http.hypercorn")
 
 
 def _hypercorn_config(console: Console) -> HypercornConfig:
     settings = console.settings
-    config = HypercornConfig()
-    host = f"[{settings.host}]" if ":" in settings.host else settings.host
-    config.bind = [f"{host}:{settings.port}"]
-    config.accesslog = None
-    config.errorlog = _SERVER_LOGGER
-    config.include_server_header = False
-    config.graceful_timeout = 1.0
-    config.keep_alive_timeout = 30.0
-    config.h11_max_incomplete_size = 16 * 1024
+    config = hypercorn_config(settings.host, settings.port, _SERVER_LOGGER)
     if settings.scheme == "https":
         config.certfile = settings.certfile
         config.keyfile = settings.keyfile or settings.certfile

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from ...client.core.errors import KafkaError, describe_code
 from ...protocol.errors import ErrorCode
+from ..http.confluent_error import ConfluentError
 
 __all__ = ["RETRIABLE", "RestError", "bad_request", "from_kafka", "not_found"]
 
@@ -33,17 +34,8 @@ _FORBIDDEN = frozenset({
 })
 
 
-class RestError(Exception):
+class RestError(ConfluentError):
     """An answer other than success: the HTTP status and Confluent's error body."""
-
-    def __init__(self, status: int, error_code: int, message: str) -> None:
-        super().__init__(message)
-        self.status = status
-        self.error_code = error_code
-        self.message = message
-
-    def body(self) -> dict[str, object]:
-        return {"error_code": self.error_code, "message": self.message}
 
 
 def not_found(message: str = "HTTP 404 Not Found") -> RestError:

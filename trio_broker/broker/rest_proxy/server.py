@@ -21,6 +21,7 @@ from ...client.trio.admin import Admin
 from ...client.trio.config import ADMIN_DEFAULTS, normalize
 from ..config import BrokerConfig, ConfigError, parse_http_listener
 from ..http.guard import HostCheck
+from ..http.hypercorn_settings import hypercorn_config, quiet_server_logger
 from ..server.state import BrokerState
 from .app import build_app
 from .auth import BasicAuth, credentials
@@ -28,24 +29,15 @@ from .instances import Instances
 from .proxy import MAX_BODY_BYTES, RestProxy
 
 LOGGER = logging.getLogger("trio_broker.broker.rest_proxy")
-_SERVER_LOGGER = logging.getLogger("trio_broker.broker.rest_proxy.hypercorn")
-if _SERVER_LOGGER.level == logging.NOTSET:
-    _SERVER_LOGGER.setLevel(logging.WARNING)
+_SERVER_LOGGER = quiet_server_logger("trio_broker.broker.rest_proxy.hypercorn")
 
 
 def _hypercorn_config(host: str, port: int) -> HypercornConfig:
-    config = HypercornConfig()
-    config.bind = [f"[{host}]:{port}" if ":" in host else f"{host}:{port}"]
-    config.accesslog = None
-    config.errorlog = _SERVER_LOGGER
-    config.include_server_header = False
-    config.graceful_timeout = 1.0
-    config.keep_alive_timeout = 30.0
+    config = hypercorn_config(host, port, _SERVER_LOGGER)
     # a client that sends nothing for this long is closed: a request trickled in slowly holds
     # a connection for a bounded time (a records long poll waits at most 30 s, a produce
     # stream's own idle bound is 30 s)
     config.read_timeout = 60
-    config.h11_max_incomplete_size = 16 * 1024
     return config
 
 

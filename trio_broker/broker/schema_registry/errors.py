@@ -7,18 +7,11 @@ so a client's ``SchemaRegistryError`` carries the code Confluent's registry woul
 
 from __future__ import annotations
 
+from ..http.confluent_error import ConfluentError
 
-class RegistryError(Exception):
+
+class RegistryError(ConfluentError):
     """One of Confluent's REST errors."""
-
-    def __init__(self, status: int, error_code: int, message: str) -> None:
-        super().__init__(message)
-        self.status = status
-        self.error_code = error_code
-        self.message = message
-
-    def body(self) -> dict[str, object]:
-        return {"error_code": self.error_code, "message": self.message}
 
 
 def subject_not_found(subject: str) -> RegistryError:

@@ -13,32 +13,18 @@ import logging
 from typing import Any
 
 import trio
-from hypercorn.config import Config as HypercornConfig
 from hypercorn.trio import serve
 
 from ..config import BrokerConfig
 from ..config.listeners import parse_http_listener
+from ..http.hypercorn_settings import hypercorn_config, quiet_server_logger
 from ..server.state import BrokerState
 from .app import build_app
 from .registry import SchemaRegistry
 from .store import KafkaStore
 
 LOGGER = logging.getLogger("trio_broker.broker.schema_registry")
-_SERVER_LOGGER = logging.getLogger("trio_broker.broker.schema_registry.hypercorn")
-if _SERVER_LOGGER.level == logging.NOTSET:
-    _SERVER_LOGGER.setLevel(logging.WARNING)
-
-
-def _hypercorn_config(host: str, port: int) -> HypercornConfig:
-    config = HypercornConfig()
-    config.bind = [f"[{host}]:{port}" if ":" in host else f"{host}:{port}"]
-    config.accesslog = None
-    config.errorlog = _SERVER_LOGGER
-    config.include_server_header = False
-    config.graceful_timeout = 1.0
-    config.keep_alive_timeout = 30.0
-    config.h11_max_incomplete_size = 16 * 1024
-    return config
+_SERVER_LOGGER = quiet_server_logger("trio_broker.broker.schema_registry.hypercorn")
 
 
 async def run_registry(config: BrokerConfig, state: BrokerState, *,
@@ -54,7 +40,7 @@ async def run_registry(config: BrokerConfig, state: BrokerState, *,
     app: Any = build_app(registry)  # an ASGI 3 callable; Hypercorn's types are narrower
     async with trio.open_nursery() as nursery:
         binds: list[str] = await nursery.start(functools.partial(
-            serve, app, _hypercorn_config(host, port), mode="asgi"))
+            serve, app, hypercorn_config(host, port, _SERVER_LOGGER), mode="asgi"))
         rest = binds[0].split("://", 1)[1]
         bound_host, _, bound_port = rest.rpartition(":")
         bound_host = bound_host.strip("[]")
