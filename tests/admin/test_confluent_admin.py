@@ -4,6 +4,7 @@ SCRAM users, topics, leader elections (librdkafka picks the newest versions both
 from __future__ import annotations
 
 import shutil
+import time
 import uuid
 
 import confluent_kafka
@@ -143,14 +144,24 @@ def _sasl_metadata(broker: ThreadedBroker, user: str, pw: str, mechanism: str) -
     """Whether a SCRAM login of ``user`` on the SASL listener succeeds (a metadata call)."""
     [(host, port)] = [(h, p) for name, h, p in broker.broker.listeners
                       if name == "SASL_PLAINTEXT"]
+    refusals: list[confluent_kafka.KafkaError] = []
     admin = AdminClient({"bootstrap.servers": f"{host}:{port}",
                          "security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": mechanism,
-                         "sasl.username": user, "sasl.password": pw})
-    try:
-        admin.list_topics(timeout=5)
-    except confluent_kafka.KafkaException:
-        return False
-    return True
+                         "sasl.username": user, "sasl.password": pw,
+                         "error_cb": refusals.append})
+    # a refused login is reported through error_cb at once; list_topics alone would wait out
+    # its whole timeout retrying it
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline:
+        try:
+            admin.list_topics(timeout=0.2)
+        except confluent_kafka.KafkaException:
+            admin.poll(0)
+            if any(e.code() == confluent_kafka.KafkaError._AUTHENTICATION for e in refusals):
+                return False
+            continue
+        return True
+    return False
 
 
 def test_scram_users_over_the_wire(scram_broker):
