@@ -72,6 +72,8 @@ _INTERRUPTED_START = textwrap.dedent("""
     import trio
     from trio_broker.broker import lifecycle as broker
 
+    # a run started in the background by a shell inherits SIGINT ignored: a terminal's is not
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     mode, log_dir = sys.argv[1], pathlib.Path(sys.argv[2])
     if mode != "ctrl-c-empty":  # a log dir that holds something is opened in the thread
         (log_dir / "topic-configs").mkdir()
