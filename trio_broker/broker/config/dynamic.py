@@ -137,6 +137,8 @@ class DynamicBrokerConfigs:
 
         Raises ConfigError when a stored password cannot be decrypted.
         """
+        if not any(is_password(name) for name in values):
+            return False
         from ..security.password_encoder import PasswordDecodeError, is_encoded
 
         old = password_encoder(self.static, self.static.password_encoder_old_secret)
