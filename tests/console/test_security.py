@@ -17,6 +17,8 @@ from confluent_kafka.admin import AdminClient
 from playwright.sync_api import Page, expect
 
 from tests.security_files import TlsFiles, password
+from trio_broker.broker.http.sessions import MAX_SESSIONS_PER_USER
+from trio_broker.broker.security import add_user
 from trio_broker.testing import ThreadedBroker
 
 from .conftest import console_broker, console_url, shoot
@@ -338,9 +340,41 @@ def test_one_users_logins_never_evict_another_user(users_file: Path, tmp_path: P
                 assert _logged_in(bob, url)
                 assert _logged_in(alices[-1], url)
                 assert not _logged_in(alices[0], url)
-                assert sum(_logged_in(a, url) for a in alices) < 64
+                assert sum(_logged_in(a, url) for a in alices) == MAX_SESSIONS_PER_USER
             finally:
                 for alice in alices:
                     alice.close()
     finally:
+        broker.stop()
+
+
+def test_a_full_console_refuses_a_new_user_rather_than_log_anyone_out(tmp_path: Path) -> None:
+    """64 users hold one session each: a 65th user is answered 503 and every user stays logged
+    in; a user who already holds a session logs in again by giving up their own."""
+    users = [f"user-{n}" for n in range(65)]
+    users_path = tmp_path / "users.json"
+    for user in users:
+        add_user(users_path, user, password(user), mechanisms=("SCRAM-SHA-256",))
+    broker = console_broker(tmp_path / "data", listeners="SASL_PLAINTEXT://127.0.0.1:0",
+                            sasl_credentials_file=str(users_path))
+    url = console_url(broker)
+    clients = [_from("127.0.0.1") for _ in users]
+    try:
+        for user, client in zip(users[:64], clients, strict=False):
+            assert _login(client, url, user).status_code == 303
+        full = _login(clients[64], url, users[64])
+        assert full.status_code == 503
+        assert "64 users logged in" in full.text
+        assert all(_logged_in(client, url) for client in clients[:64])
+        again = _from("127.0.0.1")
+        try:
+            assert _login(again, url, users[0]).status_code == 303
+            assert _logged_in(again, url)
+            assert not _logged_in(clients[0], url)  # user-0's older session made the room
+            assert all(_logged_in(client, url) for client in clients[1:64])
+        finally:
+            again.close()
+    finally:
+        for client in clients:
+            client.close()
         broker.stop()
