@@ -5,20 +5,26 @@ from __future__ import annotations
 
 import http.client
 import logging
+import re
 import ssl
-import urllib.parse
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
+import httpx
 import pytest
 from confluent_kafka.admin import AdminClient
 from playwright.sync_api import Page, expect
 
 from tests.security_files import TlsFiles, password
+from trio_broker.broker.http.sessions import MAX_SESSIONS_PER_USER
+from trio_broker.broker.security import add_user
 from trio_broker.testing import ThreadedBroker
 
 from .conftest import console_broker, console_url, shoot
+
+#: the login form's CSRF token (not the logout form's, shown once logged in)
+LOGIN_TOKEN = re.compile(r'id="login-form".*?name="csrf" value="([^"]+)"', re.DOTALL)
 
 
 @pytest.fixture(scope="module")
@@ -182,15 +188,22 @@ def test_sasl_ssl_console_trusts_its_own_certificate(page: Page, tls_files: TlsF
         with urllib.request.urlopen(f"{url}/login", context=context, timeout=10) as answer:
             assert answer.status == 200
             assert "Log in" in answer.read().decode()
+        form = page.request.get(f"{url}/login", ignore_https_errors=True).text()
+        token = LOGIN_TOKEN.search(form)
+        assert token is not None
         login = page.request.post(f"{url}/login", form={
             "username": "bob", "password": password("bob"), "mechanism": "SCRAM-SHA-512",
-            "next": "/topics"}, max_redirects=0, ignore_https_errors=True)
+            "next": "/topics", "csrf": token.group(1)}, max_redirects=0,
+            ignore_https_errors=True)
         assert login.status == 303, login.text()
         assert login.headers["location"] == "/topics"
         assert "secure" in login.headers["set-cookie"].lower()
+        form = page.request.get(f"{url}/login", ignore_https_errors=True).text()
+        token = LOGIN_TOKEN.search(form)
+        assert token is not None
         refused = page.request.post(f"{url}/login", form={
-            "username": "bob", "password": "nope", "mechanism": "PLAIN"},
-            max_redirects=0, ignore_https_errors=True)
+            "username": "bob", "password": "nope", "mechanism": "PLAIN",
+            "csrf": token.group(1)}, max_redirects=0, ignore_https_errors=True)
         assert refused.status == 401
         assert "Authentication failed" in refused.text()
     finally:
@@ -245,58 +258,123 @@ def test_a_tls_console_presents_only_its_own_certificate(tls_files: TlsFiles, tm
     assert principals.pop().startswith("User:CN=client-one,")  # type: ignore[union-attr]
 
 
-def _post_login(address: tuple[str, int], user: str, headers: dict[str, str] | None = None,
-                ) -> tuple[int, str | None]:
-    """(status, session cookie or None) of one login form post."""
-    body = urllib.parse.urlencode({"username": user, "password": password(user),
-                                   "mechanism": "PLAIN", "next": "/"}).encode()
-    conn = http.client.HTTPConnection(*address, timeout=30)
-    try:
-        conn.request("POST", "/login", body=body, headers={
-            "Content-Type": "application/x-www-form-urlencoded", **(headers or {})})
-        answer = conn.getresponse()
-        answer.read()
-        cookie = answer.getheader("Set-Cookie")
-        return answer.status, cookie.split(";", 1)[0] if cookie else None
-    finally:
-        conn.close()
+def _login_token(client: httpx.Client, url: str) -> str:
+    """The login form's CSRF token (its cookie lands in ``client``'s jar)."""
+    form = client.get(f"{url}/login")
+    assert form.status_code == 200
+    match = LOGIN_TOKEN.search(form.text)
+    assert match is not None, "the login form carries no CSRF token"
+    return match.group(1)
 
 
-def _logged_in(address: tuple[str, int], cookie: str) -> bool:
-    conn = http.client.HTTPConnection(*address, timeout=30)
-    try:
-        conn.request("GET", "/topics", headers={"Cookie": cookie})
-        answer = conn.getresponse()
-        answer.read()
-        return answer.status == 200
-    finally:
-        conn.close()
+def _login(client: httpx.Client, url: str, user: str, csrf: str | None = "from the form",
+           headers: dict[str, str] | None = None) -> httpx.Response:
+    """One login form post, the token fetched first unless ``csrf`` says otherwise."""
+    token = _login_token(client, url) if csrf == "from the form" else csrf
+    form = {"username": user, "password": password(user), "mechanism": "PLAIN", "next": "/"}
+    if token is not None:
+        form["csrf"] = token
+    return client.post(f"{url}/login", data=form, headers=headers)
 
 
-def test_login_refuses_other_sites_and_one_user_cannot_evict_another(
-        users_file: Path, tmp_path: Path) -> None:
+def _from(address: str) -> httpx.Client:
+    """A client whose connections come from ``address`` (every 127/8 address is this host's)."""
+    return httpx.Client(transport=httpx.HTTPTransport(local_address=address), timeout=30)
+
+
+def _logged_in(client: httpx.Client, url: str) -> bool:
+    return client.get(f"{url}/topics").status_code == 200
+
+
+def test_login_needs_its_csrf_token_and_refuses_other_sites(users_file: Path,
+                                                             tmp_path: Path) -> None:
     broker = console_broker(tmp_path, listeners="SASL_PLAINTEXT://127.0.0.1:0",
                             sasl_credentials_file=str(users_file),
                             connection_failed_authentication_delay_ms=10)
     try:
-        assert broker.broker is not None
-        address = broker.broker.http_address
-        assert address is not None
-        origin = f"http://127.0.0.1:{address[1]}"
-        # login CSRF: another site's page must not log the visitor in as someone else
-        for headers in ({"Origin": "http://evil.example"}, {"Origin": "null"},
-                        {"Origin": origin, "Sec-Fetch-Site": "cross-site"}):
-            status, cookie = _post_login(address, "alice", headers)
-            assert (status, cookie) == (403, None), headers
-        status, bob = _post_login(address, "bob", {"Origin": origin,
-                                                   "Sec-Fetch-Site": "same-origin"})
-        assert status == 303
-        assert bob is not None
-        # alice logs in past the console's whole session limit: only her own sessions go
-        alice = [_post_login(address, "alice")[1] for _ in range(70)]
-        assert all(alice)
-        assert _logged_in(address, bob)
-        assert _logged_in(address, alice[-1] or "")
-        assert not _logged_in(address, alice[0] or "")
+        url = console_url(broker)
+        origin = url.rstrip("/")
+        with _from("127.0.0.1") as client:
+            # login CSRF: another site's page must not log the visitor in as someone else
+            for headers in ({"Origin": "http://evil.example"}, {"Origin": "null"},
+                            {"Origin": origin, "Sec-Fetch-Site": "cross-site"}):
+                refused = _login(client, url, "alice", headers=headers)
+                assert refused.status_code == 403, headers
+                assert "trio_broker_console" not in refused.cookies
+            # a post without the form's token (an old browser sends no Origin), or with one
+            # that is not the cookie's, is refused too
+            for token in (None, "", "forged-token"):
+                refused = _login(client, url, "alice", csrf=token)
+                assert refused.status_code == 403, token
+                assert "CSRF" in refused.text
+                assert "trio_broker_console" not in refused.cookies
+            client.cookies.clear()
+            token = _login_token(client, url)
+            client.cookies.clear()  # the token without its cookie
+            assert _login(client, url, "alice", csrf=token).status_code == 403
+            done = _login(client, url, "bob", headers={"Origin": origin,
+                                                       "Sec-Fetch-Site": "same-origin"})
+            assert done.status_code == 303
+            assert done.headers["location"] == "/"
+            assert _logged_in(client, url)
     finally:
+        broker.stop()
+
+
+def test_one_users_logins_never_evict_another_user(users_file: Path, tmp_path: Path) -> None:
+    """alice logs in from more addresses than the console keeps sessions: bob stays logged in,
+    and alice keeps only her newest sessions."""
+    broker = console_broker(tmp_path, listeners="SASL_PLAINTEXT://127.0.0.1:0",
+                            sasl_credentials_file=str(users_file),
+                            connection_failed_authentication_delay_ms=10)
+    try:
+        url = console_url(broker)
+        with _from("127.0.0.1") as bob:
+            assert _login(bob, url, "bob").status_code == 303
+            alices = []
+            try:
+                for n in range(100):
+                    alice = _from(f"127.0.1.{n + 1}")
+                    alices.append(alice)
+                    assert _login(alice, url, "alice").status_code == 303
+                assert _logged_in(bob, url)
+                assert _logged_in(alices[-1], url)
+                assert not _logged_in(alices[0], url)
+                assert sum(_logged_in(a, url) for a in alices) == MAX_SESSIONS_PER_USER
+            finally:
+                for alice in alices:
+                    alice.close()
+    finally:
+        broker.stop()
+
+
+def test_a_full_console_refuses_a_new_user_rather_than_log_anyone_out(tmp_path: Path) -> None:
+    """64 users hold one session each: a 65th user is answered 503 and every user stays logged
+    in; a user who already holds a session logs in again by giving up their own."""
+    users = [f"user-{n}" for n in range(65)]
+    users_path = tmp_path / "users.json"
+    for user in users:
+        add_user(users_path, user, password(user), mechanisms=("SCRAM-SHA-256",))
+    broker = console_broker(tmp_path / "data", listeners="SASL_PLAINTEXT://127.0.0.1:0",
+                            sasl_credentials_file=str(users_path))
+    url = console_url(broker)
+    clients = [_from("127.0.0.1") for _ in users]
+    try:
+        for user, client in zip(users[:64], clients, strict=False):
+            assert _login(client, url, user).status_code == 303
+        full = _login(clients[64], url, users[64])
+        assert full.status_code == 503
+        assert "64 users logged in" in full.text
+        assert all(_logged_in(client, url) for client in clients[:64])
+        again = _from("127.0.0.1")
+        try:
+            assert _login(again, url, users[0]).status_code == 303
+            assert _logged_in(again, url)
+            assert not _logged_in(clients[0], url)  # user-0's older session made the room
+            assert all(_logged_in(client, url) for client in clients[1:64])
+        finally:
+            again.close()
+    finally:
+        for client in clients:
+            client.close()
         broker.stop()

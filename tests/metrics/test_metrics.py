@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import confluent_kafka
+import httpx
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
@@ -26,7 +27,8 @@ DOCS = Path(__file__).resolve().parents[2] / "docs" / "ops"
 
 def http_get(address: tuple[str, int], path: str, method: str = "GET") -> tuple[int, str]:
     with socket.create_connection(address, timeout=10) as sock:
-        sock.sendall(f"{method} {path} HTTP/1.1\r\nHost: x\r\n\r\n".encode())
+        sock.sendall(f"{method} {path} HTTP/1.1\r\nHost: {address[0]}:{address[1]}\r\n\r\n"
+                     .encode())
         data = b""
         while chunk := sock.recv(65536):
             data += chunk
@@ -310,3 +312,34 @@ def test_buckets_count_every_request_of_an_api_for_the_brokers_life():
     assert totals[-1] == 1  # +Inf
     assert metrics.buckets(0, "LocalTimeMs")[bounds.index(1.0)] == 4
     assert metrics.buckets(1) == [0] * (len(bounds) + 1)
+
+
+def test_the_metrics_endpoint_answers_only_its_own_host_names(broker):
+    """DNS rebinding: a page that points its own name at loopback must not read the topic names
+    in /metrics, so a Host that is not loopback, the bound host or an allowed name is 421."""
+    host, port = broker.broker.metrics_address
+    url = f"http://{host}:{port}"
+    with httpx.Client(timeout=10) as http:
+        refused = http.get(f"{url}/metrics", headers={"Host": f"rebind.evil.example:{port}"})
+        assert refused.status_code == 421
+        assert "kafka_" not in refused.text
+        assert http.get(f"{url}/healthz", headers={"Host": "rebind.evil.example"}
+                        ).status_code == 421
+        assert http.get(f"{url}/metrics", headers={"Host": ""}).status_code == 421
+        for name in (f"{host}:{port}", f"localhost:{port}", "[::1]", "127.0.0.1"):
+            assert http.get(f"{url}/metrics", headers={"Host": name}).status_code == 200, name
+
+
+def test_http_allowed_hosts_names_the_metrics_endpoint_too(tmp_path):
+    b = ThreadedBroker(**{**TEST_DEFAULTS, "log_dirs": str(tmp_path / "data"),
+                          "metrics_listener": "http://127.0.0.1:0",
+                          "http.allowed.hosts": "metrics.internal"}).start()
+    try:
+        host, port = b.broker.metrics_address
+        with httpx.Client(timeout=10) as http:
+            assert http.get(f"http://{host}:{port}/metrics",
+                            headers={"Host": f"metrics.internal:{port}"}).status_code == 200
+            assert http.get(f"http://{host}:{port}/metrics",
+                            headers={"Host": "other.internal"}).status_code == 421
+    finally:
+        b.stop()

@@ -267,7 +267,7 @@ async def test_prometheus_endpoint(trio_broker):
     await client.request(API_VERSIONS, 0)
     host, port = trio_broker.metrics_address
     stream = await trio.open_tcp_stream(host, port)
-    await stream.send_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
+    await stream.send_all(f"GET /metrics HTTP/1.1\r\nHost: {host}:{port}\r\n\r\n".encode())
     data = b""
     while chunk := await stream.receive_some(65536):
         data += chunk

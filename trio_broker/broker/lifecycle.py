@@ -15,6 +15,7 @@ import logging
 import os
 import time
 from collections.abc import AsyncIterator, Iterator, Mapping
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -171,8 +172,10 @@ async def serve(config: ConfigInput = None, *,
                     from .network.metrics_http import serve_metrics  # only when configured
 
                     with _names_key(cfg, "metrics.listener"):
-                        metrics_addr = await nursery.start(serve_metrics, cfg.metrics_listener,
-                                                           metrics)
+                        metrics_addr = await nursery.start(partial(
+                            serve_metrics, cfg.metrics_listener, metrics,
+                            allowed_hosts=tuple(h for h in cfg.http_allowed_hosts.split(",")
+                                                if h)))
                 http_addr = None
                 if cfg.http_listener:
                     with _names_key(cfg, "http.listener"):

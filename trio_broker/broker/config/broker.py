@@ -114,6 +114,13 @@ class BrokerConfig(FrozenFields):
     sasl_oauthbearer_clock_skew_seconds: int = _f("sasl.oauthbearer.clock.skew.seconds")
     sasl_oauthbearer_expected_audience: str | None = _f("sasl.oauthbearer.expected.audience")
     sasl_oauthbearer_expected_issuer: str | None = _f("sasl.oauthbearer.expected.issuer")
+    password_encoder_secret: str | None = _f("password.encoder.secret")
+    password_encoder_old_secret: str | None = _f("password.encoder.old.secret")
+    password_encoder_keyfactory_algorithm: str | None = _f(
+        "password.encoder.keyfactory.algorithm")
+    password_encoder_cipher_algorithm: str = _f("password.encoder.cipher.algorithm")
+    password_encoder_key_length: int = _f("password.encoder.key.length")
+    password_encoder_iterations: int = _f("password.encoder.iterations")
     authorizer_class_name: str = _f("authorizer.class.name")
     super_users: str = _f("super.users")
     allow_everyone_if_no_acl_found: bool = _f("allow.everyone.if.no.acl.found")

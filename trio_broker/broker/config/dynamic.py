@@ -14,11 +14,17 @@ and so do ``max.connections`` and the ``max.connection.creation.rate`` keys (the
 quotas take the new config); other keys are stored, described and used from the next start,
 since this broker reads them when it starts.
 
-Why mode 0600: the set may hold passwords (a listener's ``ssl.key.password``, ``sasl.jaas.config``),
-so the file is readable by the broker's user only, like ``users.json`` and ``acls.json``; a file
-found readable by others is tightened at start. Kafka also encrypts those values with
-``password.encoder.secret``; this broker stores them in clear (docs/security.md), since the cipher
-would need a dependency the broker does not have.
+Why passwords are encrypted (Kafka's ``DynamicBrokerConfig.toPersistentProps``): the set may hold
+passwords (a listener's ``ssl.key.password``, ``sasl.jaas.config``), and a copy of the log dir (a
+backup, a support bundle) must not carry them. Each PASSWORD value is written encrypted with
+``password.encoder.secret`` (``security.password_encoder``, Kafka's format) and decrypted at load;
+they are clear in memory only. Without a secret a new password is refused ("Password encoder
+secret not configured"), as Kafka refuses it. At start, ``password.encoder.old.secret`` re-encrypts
+the stored ones with the new secret, and a file holding passwords the configured secret cannot
+decrypt stops the start with one line saying so: starting without them would start listeners
+without their keys. Passwords an older broker stored in clear are read, and encrypted at start
+once a secret is set. Why mode 0600 as well: the file is the broker user's only, like
+``users.json`` and ``acls.json``; a file found readable by others is tightened at start.
 """
 
 from __future__ import annotations
@@ -28,12 +34,16 @@ import logging
 import os
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..fileio import atomic_write
 from .broker import BrokerConfig, build_config
 from .defs import ConfigValueError
+from .errors import ConfigError
 from .keys import BROKER_KEYS, base_key
+
+if TYPE_CHECKING:
+    from ..security.password_encoder import PasswordEncoder
 
 __all__ = ["DYNAMIC_CONFIG_FILE", "DynamicBrokerConfigs", "DynamicConfigError"]
 
@@ -60,6 +70,25 @@ def _mode(name: str) -> str:
     return "" if key is None else key.dynamic
 
 
+def is_password(name: str) -> bool:
+    """Whether ``name`` (or the key it prefixes) is a PASSWORD config, stored encrypted."""
+    key = BROKER_KEYS.get(base_key(name) or name)
+    return key is not None and key.sensitive
+
+
+def password_encoder(static: BrokerConfig, secret: str | None) -> PasswordEncoder | None:
+    """The encoder of ``secret`` with ``static``'s ``password.encoder.*`` settings, or None."""
+    if not secret:
+        return None
+    # only here: a broker without dynamic passwords never loads the cipher library
+    from ..security.password_encoder import PasswordEncoder
+
+    return PasswordEncoder(secret, static.password_encoder_keyfactory_algorithm,
+                           static.password_encoder_cipher_algorithm,
+                           static.password_encoder_key_length,
+                           static.password_encoder_iterations)
+
+
 class DynamicBrokerConfigs:
     """The per-broker and cluster-default dynamic configs of one node, persisted."""
 
@@ -69,6 +98,9 @@ class DynamicBrokerConfigs:
         #: cluster default (resource name "") and this broker's own (resource name = node id)
         self.cluster_default: dict[str, str] = {}
         self.per_broker: dict[str, str] = {}
+        self.encoder = password_encoder(static, static.password_encoder_secret)
+        #: (clear, encrypted) of each stored password, so a write re-encrypts only changes
+        self._encrypted: dict[str, tuple[str, str]] = {}
 
     @classmethod
     def load(cls, static: BrokerConfig) -> DynamicBrokerConfigs:
@@ -83,6 +115,7 @@ class DynamicBrokerConfigs:
                          store.path, exc)
             return store
         store._tighten()
+        rewrite = False
         for attr, section in (("cluster_default", "default"), ("per_broker", str(static.node_id))):
             values = doc.get(section, {}) if isinstance(doc, dict) else {}
             kept = {str(k): str(v) for k, v in values.items() if _mode(str(k))}
@@ -90,8 +123,64 @@ class DynamicBrokerConfigs:
             if dropped:
                 LOGGER.warning("Non-dynamic configs in %s are ignored: %s", store.path,
                                ", ".join(dropped))
+            rewrite |= store._decrypt(kept)
             setattr(store, attr, kept)
+        if rewrite:
+            store._write(store.cluster_default, store.per_broker)
+            LOGGER.info("Stored dynamic passwords in %s re-encrypted with "
+                        "password.encoder.secret", store.path)
         return store
+
+    def _decrypt(self, values: dict[str, str]) -> bool:
+        """Decrypt the passwords in ``values`` in place; whether the file must be rewritten
+        (re-encrypted with the new secret, or encrypted for the first time).
+
+        Raises ConfigError when a stored password cannot be decrypted.
+        """
+        if not any(is_password(name) for name in values):
+            return False
+        from ..security.password_encoder import PasswordDecodeError, is_encoded
+
+        old = password_encoder(self.static, self.static.password_encoder_old_secret)
+        rewrite = False
+        for name, stored in sorted(values.items()):
+            if not is_password(name):
+                continue
+            if not is_encoded(stored):  # written in clear by an older broker
+                if self.encoder is None:
+                    LOGGER.warning("%s holds %s in clear: set password.encoder.secret to store "
+                                   "it encrypted", self.path, name)
+                rewrite |= self.encoder is not None
+                continue
+            clear = None
+            for encoder in (old, self.encoder):
+                if encoder is None:
+                    continue
+                try:
+                    clear = encoder.decode(stored)
+                except PasswordDecodeError:
+                    continue
+                if encoder is self.encoder:
+                    self._encrypted[name] = (clear, stored)
+                else:
+                    rewrite = True
+                break
+            if clear is None:
+                if self.encoder is None and old is None:
+                    raise ConfigError(f"{self.path} holds encrypted passwords ({name}): set "
+                                      "password.encoder.secret to the secret that encrypted "
+                                      "them", "password.encoder.secret")
+                raise ConfigError(f"password.encoder.secret cannot decrypt {name} in "
+                                  f"{self.path}: not the secret that encrypted it (after "
+                                  "changing the secret, set password.encoder.old.secret to the "
+                                  "previous one)", "password.encoder.secret")
+            if self.encoder is None:
+                raise ConfigError("password.encoder.old.secret is set without "
+                                  "password.encoder.secret: name the new secret to re-encrypt "
+                                  f"the passwords in {self.path} with",
+                                  "password.encoder.secret")
+            values[name] = clear
+        return rewrite
 
     def for_node(self, static: BrokerConfig) -> DynamicBrokerConfigs:
         """The store of another node of a test cluster over the same file: its own static config
@@ -166,6 +255,12 @@ class DynamicBrokerConfigs:
         invalid) and changes nothing then.
         """
         self.validate(props, per_broker)
+        current = self.per_broker if per_broker else self.cluster_default
+        changed = sorted(k for k in props if is_password(k) and props[k] != current.get(k))
+        if changed and not per_broker:
+            raise DynamicConfigError("Password config can be defined only at broker level")
+        if changed and self.encoder is None:
+            raise DynamicConfigError("Password encoder secret not configured")
         new_default = self.cluster_default if per_broker else dict(props)
         new_broker = dict(props) if per_broker else self.per_broker
         effective = self.effective(new_default, new_broker)
@@ -186,8 +281,22 @@ class DynamicBrokerConfigs:
         except (OSError, ValueError):
             old = {}
         doc: dict[str, Any] = old if isinstance(old, dict) else {}
-        doc.update({"version": 1, "default": dict(cluster_default),
-                    str(self.static.node_id): dict(per_broker)})
+        doc.update({"version": 1, "default": self._encrypt(cluster_default),
+                    str(self.static.node_id): self._encrypt(per_broker)})
         self.path.parent.mkdir(parents=True, exist_ok=True)
         atomic_write(self.path, json.dumps(doc, indent=1, sort_keys=True).encode(),
                      mode=_FILE_MODE)
+
+    def _encrypt(self, values: Mapping[str, str]) -> dict[str, str]:
+        """``values`` as stored: passwords encrypted (each once, while it stays the same)."""
+        stored = dict(values)
+        if self.encoder is None:
+            return stored  # only passwords an older broker stored in clear (see _decrypt)
+        for name, value in values.items():
+            if not is_password(name):
+                continue
+            cached = self._encrypted.get(name)
+            if cached is None or cached[0] != value:
+                cached = self._encrypted[name] = (value, self.encoder.encode(value))
+            stored[name] = cached[1]
+        return stored

@@ -35,12 +35,20 @@ LISTENER_MECHANISM_KEYS = ("sasl.jaas.config", "sasl.login.callback.handler.clas
                            "sasl.login.class", "sasl.server.callback.handler.class",
                            "connections.max.reauth.ms")
 SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER")
+#: the hashes of the PBKDF2 key factories the password encoder takes (Java's names)
+PBKDF2_HASHES = ("SHA512", "SHA384", "SHA256", "SHA224", "SHA1")
 
 
 def _roles(value: list[str]) -> str | None:
     return None if "broker" in value else (
         "process.roles must include broker: this node serves clients (it is broker and "
         "controller at once)")
+
+
+def _key_factory(value: str | None) -> str | None:
+    if value is None or value in {f"PBKDF2WithHmac{h}" for h in PBKDF2_HASHES}:
+        return None
+    return "the key factories are PBKDF2WithHmac" + ", PBKDF2WithHmac".join(PBKDF2_HASHES)
 
 
 #: Kafka's built-in server-side assignors (group.consumer.assignors takes names or class names)
@@ -133,7 +141,8 @@ _HONOURED: tuple[ConfigKey, ...] = (
     _h("control.listener.token", "Bearer token every request to control.listener must carry "
        "(Authorization: Bearer TOKEN); empty = none asked.", own=True, type_=T.PASSWORD,
        default=""),
-    _h("http.allowed.hosts", "Host names the web console, the REST proxy and control.listener "
+    _h("http.allowed.hosts", "Host names the web console, the REST proxy, metrics.listener and "
+       "control.listener "
        "answer to besides loopback names and the address they are bound to or reached on (the "
        "DNS rebinding guard: any other Host gets 421).", own=True, type_=T.LIST, default=[]),
     # --- schema registry (docs/schema-registry.md) -------------------------------------------
@@ -196,6 +205,21 @@ _HONOURED: tuple[ConfigKey, ...] = (
     _h("sasl.oauthbearer.clock.skew.seconds", "Clock skew allowed on signed tokens' times."),
     _h("sasl.oauthbearer.expected.audience", "Audiences a signed token must name one of."),
     _h("sasl.oauthbearer.expected.issuer", "Issuer a signed token must name."),
+    _h("password.encoder.secret", "Secret that encrypts the passwords set as dynamic broker "
+       "configs (AlterConfigs: listener.name.L.ssl.key.password, sasl.jaas.config, ...) before "
+       "they are written to broker-configs.json; unset: such configs are refused."),
+    _h("password.encoder.old.secret", "The previous password.encoder.secret: at start, stored "
+       "passwords it encrypted are re-encrypted with password.encoder.secret."),
+    _h("password.encoder.keyfactory.algorithm", "Key derivation of the password encoder: "
+       "PBKDF2WithHmacSHA512 (unset), -SHA384, -SHA256, -SHA224 or -SHA1.",
+       validator=Check(_key_factory, "PBKDF2WithHmacSHA512, ..., PBKDF2WithHmacSHA1")),
+    _h("password.encoder.cipher.algorithm", "Cipher of the password encoder: "
+       "AES/CBC/PKCS5Padding or AES/GCM/NoPadding.",
+       validator=OneOf(("AES/CBC/PKCS5Padding", "AES/GCM/NoPadding"))),
+    _h("password.encoder.key.length", "AES key length of the password encoder, in bits.",
+       validator=Check(lambda v: None if v in (128, 192, 256) else
+                       "AES keys are 128, 192 or 256 bits", "[128, 192, 256]")),
+    _h("password.encoder.iterations", "PBKDF2 iterations of the password encoder."),
     _h("authorizer.class.name", "org.apache.kafka.metadata.authorizer.StandardAuthorizer turns "
        "on ACL authorization (kept in acls.json in the first log dir); empty = off."),
     _h("super.users", "Principals allowed everything, ';'-separated (User:admin;User:ops).",

@@ -1,8 +1,19 @@
-"""The overview page, its live JSON, the login and logout forms, and the static assets."""
+"""The overview page, its live JSON, the login and logout forms, and the static assets.
+
+Why the login form has a CSRF token of its own (login CSRF): before a login there is no
+session, so no session token, yet a page of another site could post the attacker's user and
+password and log the visitor in as the attacker, whose console then sees what the visitor types
+(a topic's records, a produced message). The form carries a random token that must equal the
+``trio_broker_console_login`` cookie (double submit): another site can neither read the token
+nor, the cookie being SameSite=Strict, have the browser send the cookie with its post. Browsers
+that send ``Origin`` or ``Sec-Fetch-Site`` are checked on those too (``web.cross_site``).
+"""
 
 from __future__ import annotations
 
+import hmac
 import logging
+import secrets
 
 import trio
 from starlette.requests import Request
@@ -23,6 +34,8 @@ from .web import (
 )
 
 LOGGER = logging.getLogger(__name__)
+LOGIN_COOKIE = "trio_broker_console_login"
+_TOKEN_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_")
 
 
 def _uptime(seconds: float) -> str:
@@ -64,12 +77,37 @@ async def live(request: Request) -> Response:
     return JSONResponse(data, headers={"Cache-Control": "no-store"})
 
 
+def _login_page(request: Request, target: str, *, status: int = 200, error: str | None = None,
+                username: str = "") -> Response:
+    """The login form with its CSRF token, the cookie's if the browser has a well-formed one
+    (so two tabs' forms both work), else a new one set as the cookie."""
+    token = request.cookies.get(LOGIN_COOKIE, "")
+    if len(token) != 43 or not _TOKEN_CHARS.issuperset(token):
+        token = secrets.token_urlsafe(32)
+    response = render(request, "login.html", session_of(request) if status == 200 else None,
+                      status=status, error=error, next=target, username=username,
+                      login_csrf=token)
+    response.set_cookie(LOGIN_COOKIE, token, path="/login", httponly=True, samesite="strict",
+                        secure=console_of(request).settings.scheme == "https")
+    return response
+
+
+def _login_refused(request: Request, form: dict[str, str]) -> str | None:
+    """Why a login post must be refused (another site's page sent it), or None."""
+    refused = cross_site(request)
+    if refused is not None:
+        return refused
+    cookie, given = request.cookies.get(LOGIN_COOKIE, ""), form.get("csrf", "")
+    if not cookie or not given or not hmac.compare_digest(cookie.encode(), given.encode()):
+        return "the login form's CSRF token is missing or stale: log in again"
+    return None
+
+
 async def login_form(request: Request) -> Response:
     console = console_of(request)
     if not console.settings.login_required:
         return RedirectResponse("/", status_code=303)
-    return render(request, "login.html", session_of(request), error=None,
-                  next=_safe_next(request.query_params.get("next")), username="")
+    return _login_page(request, _safe_next(request.query_params.get("next")))
 
 
 def _safe_next(target: str | None) -> str:
@@ -88,25 +126,25 @@ async def login(request: Request) -> Response:
     mechanism = form.get("mechanism") or console.settings.mechanisms[0]
     target = _safe_next(form.get("next"))
     # login CSRF: another site's page must not log a visitor in as the attacker's user
-    refused = cross_site(request)
+    refused = _login_refused(request, form)
     if refused is not None:
         LOGGER.info("console login of %r from %s refused: %s", username,
                     client_address(request), refused)
-        return render(request, "login.html", None, status=403, error=refused, next=target,
-                      username="")
+        return _login_page(request, target, status=403, error=refused)
     try:
         session = await console.sessions.login(username, password, mechanism,
                                                client=client_address(request))
     except LoginFailed as exc:
         LOGGER.info("console login of %r from %s failed: %s", username, client_address(request),
                     exc)
-        return render(request, "login.html", None, status=401, error=str(exc), next=target,
-                      username=username)
+        return _login_page(request, target, status=exc.status, error=str(exc),
+                           username=username)
     LOGGER.info("console login of %r from %s (%s)", username, client_address(request),
                 mechanism)
     response = RedirectResponse(target, status_code=303)
     response.set_cookie(COOKIE, session.token, max_age=IDLE_TIMEOUT_S, httponly=True,
                         samesite="strict", secure=console.settings.scheme == "https")
+    response.delete_cookie(LOGIN_COOKIE, path="/login")
     return response
 
 

@@ -6,13 +6,16 @@ authorizer) sees that user, not the console. The login *is* the SASL exchange: a
 fails there, with the broker's own message, and nothing is stored but the open connection.
 
 Each client lives in the console's nursery, in its own cancel scope: logging out, expiry after
-``IDLE_TIMEOUT_S`` without a request, or eviction closes it. Why eviction goes by owner (the
-user and the address that logged in): a user who logs in again and again must push out only
-their own sessions, never another user's. So one owner keeps at most ``MAX_SESSIONS_PER_OWNER``
-(a new login closes that owner's least recently used one), and when ``MAX_SESSIONS`` are open a
-new login closes the least recently used session of the owner holding the most. Logins run at
-most ``MAX_CONCURRENT_LOGINS`` at a time, so a flood of attempts costs the broker a bounded
-number of connections. Every form carries the session's CSRF token, checked on every write.
+``IDLE_TIMEOUT_S`` without a request, or eviction closes it. Why eviction goes by user, whatever
+the address: a user who logs in again and again, from one address or from many, must push out
+only their own sessions, never another user's. So one user keeps at most
+``MAX_SESSIONS_PER_USER`` (a new login closes that user's least recently used one). When
+``MAX_SESSIONS`` are open, a user's new login closes their own least recently used session if
+they have one, else one of the user holding the most (who stays logged in elsewhere); when
+every open session is a different user's, the login is refused (503) rather than logging
+anyone out. Logins run at most ``MAX_CONCURRENT_LOGINS`` at a time, so a flood of attempts costs
+the broker a bounded number of connections. Every form carries the session's CSRF token, checked
+on every write; the login form carries a token of its own (``overview``).
 """
 
 from __future__ import annotations
@@ -34,14 +37,19 @@ LOGGER = logging.getLogger(__name__)
 
 IDLE_TIMEOUT_S = 30 * 60
 MAX_SESSIONS = 64
-MAX_SESSIONS_PER_OWNER = 8
+MAX_SESSIONS_PER_USER = 8
 MAX_CONCURRENT_LOGINS = 4
 LOGIN_TIMEOUT_S = 10
 COOKIE = "trio_broker_console"
 
 
 class LoginFailed(Exception):
-    """The broker refused the credentials (or could not be reached); ``str()`` says which."""
+    """The broker refused the credentials (or could not be reached), or the console has no
+    room; ``str()`` says which, ``status`` is the HTTP status to answer."""
+
+    def __init__(self, message: str, status: int = 401) -> None:
+        super().__init__(message)
+        self.status = status
 
 
 class Session:
@@ -57,10 +65,6 @@ class Session:
         self.csrf = secrets.token_urlsafe(32)
         self.last_used = trio.current_time()
         self._scope = scope
-
-    @property
-    def owner(self) -> tuple[str | None, str]:
-        return self.user, self.client
 
     @property
     def who(self) -> str:
@@ -127,20 +131,31 @@ class Sessions:
                 session.close()
                 raise LoginFailed(f"the broker did not answer within {LOGIN_TIMEOUT_S} s"
                                   ) from None
-        self._make_room(session.owner)
+        try:
+            self._make_room(username)
+        except LoginFailed:
+            session.close()
+            raise
         self._by_token[session.token] = session
         return session
 
-    def _make_room(self, owner: tuple[str | None, str]) -> None:
-        """Close sessions so that ``owner`` may open one more (the module's docstring)."""
-        mine = [s for s in self._by_token.values() if s.owner == owner]  # least recent first
-        while len(mine) >= MAX_SESSIONS_PER_OWNER:
-            self._evict(mine.pop(0), f"{MAX_SESSIONS_PER_OWNER} open for this user and address")
+    def _make_room(self, user: str | None) -> None:
+        """Close sessions so that ``user`` may open one more (the module's docstring); raises
+        LoginFailed (503) when only other users' last sessions could make room."""
+        mine = [s for s in self._by_token.values() if s.user == user]  # least recent first
+        while len(mine) >= MAX_SESSIONS_PER_USER:
+            self._evict(mine.pop(0), f"{MAX_SESSIONS_PER_USER} open for this user")
         while len(self._by_token) >= MAX_SESSIONS:
-            counts = Counter(s.owner for s in self._by_token.values())
+            if mine:
+                self._evict(mine.pop(0), f"{MAX_SESSIONS} open")
+                continue
+            counts = Counter(s.user for s in self._by_token.values())
             biggest = max(counts, key=counts.__getitem__)
-            victim = next(s for s in self._by_token.values() if s.owner == biggest)
-            self._evict(victim, f"{MAX_SESSIONS} open")
+            if counts[biggest] < 2:
+                raise LoginFailed(f"the console has {MAX_SESSIONS} users logged in: try again "
+                                  "when one logs out", status=503)
+            victim = next(s for s in self._by_token.values() if s.user == biggest)
+            self._evict(victim, f"{MAX_SESSIONS} open, {counts[biggest]} of them this user's")
 
     def _evict(self, session: Session, why: str) -> None:
         del self._by_token[session.token]

@@ -8,6 +8,11 @@ HTTP server on the same listener (the console) can route these three paths to it
 - ``GET /healthz``: liveness, 200 ``ok`` whenever the broker's loop answers at all.
 - ``GET /ready``: readiness, 200 ``ready`` once the broker serves clients (listeners bound, logs
   recovered, group offsets loaded), 503 with the reason while starting or shutting down.
+
+Why a Host check (``broker.http.guard``, as the console's): DNS rebinding lets a web page read
+loopback under a name of its own, and ``/metrics`` names every topic. A request whose ``Host``
+is not a loopback name, the bound host, the address it was accepted on or one of
+``http.allowed.hosts`` is answered 421 Misdirected Request, as the console answers it.
 """
 
 from __future__ import annotations
@@ -18,6 +23,7 @@ from typing import NamedTuple
 import trio
 
 from ..config import parse_http_listener
+from ..http.guard import HostCheck
 from ..metrics import BrokerMetrics
 
 LOGGER = logging.getLogger(__name__)
@@ -25,7 +31,7 @@ _MAX_REQUEST = 8192
 PROMETHEUS_TEXT = "text/plain; version=0.0.4; charset=utf-8"
 PATHS = ("/metrics", "/healthz", "/ready")
 _REASONS = {200: "OK", 400: "Bad Request", 404: "Not Found", 405: "Method Not Allowed",
-            503: "Service Unavailable"}
+            421: "Misdirected Request", 503: "Service Unavailable"}
 
 
 class HttpAnswer(NamedTuple):
@@ -50,21 +56,37 @@ def metrics_response(path: str, metrics: BrokerMetrics) -> HttpAnswer | None:
 
 
 async def serve_metrics(listener: str, metrics: BrokerMetrics, *,
+                        allowed_hosts: tuple[str, ...] = (),
                         task_status: trio.TaskStatus[tuple[str, int]] = trio.TASK_STATUS_IGNORED,
                         ) -> None:
     _, host, port = parse_http_listener(listener, "metrics.listener")
+    hosts = HostCheck(host or "", allowed_hosts)
     listeners = await trio.open_tcp_listeners(port, host=host)
     host, port = listeners[0].socket.getsockname()[:2]
     LOGGER.info("metrics on http://%s:%d/metrics", host, port)
     task_status.started((host, port))
 
     async def handler(stream: trio.SocketStream) -> None:
-        await _handle(stream, metrics)
+        try:
+            local = str(stream.socket.getsockname()[0])
+        except OSError:
+            local = None
+        await _handle(stream, metrics, hosts, local)
 
     await trio.serve_listeners(handler, listeners)
 
 
-async def _handle(stream: trio.abc.Stream, metrics: BrokerMetrics) -> None:
+def _host_header(data: bytes) -> str | None:
+    head = data.split(b"\r\n\r\n", 1)[0].split(b"\r\n")[1:]
+    for line in head:
+        name, colon, value = line.partition(b":")
+        if colon and name.strip().lower() == b"host":
+            return value.strip().decode("latin-1")
+    return None
+
+
+async def _handle(stream: trio.abc.Stream, metrics: BrokerMetrics, hosts: HostCheck,
+                  local_address: str | None) -> None:
     async with stream:
         data = b""
         with trio.move_on_after(5):
@@ -79,6 +101,9 @@ async def _handle(stream: trio.abc.Stream, metrics: BrokerMetrics) -> None:
         answer: HttpAnswer | None
         if len(first) < 2 or not data[:1].isalpha():
             answer = HttpAnswer(400, "text/plain", b"bad request\n")
+        elif not hosts.allows(_host_header(data), local_address):
+            answer = HttpAnswer(421, "text/plain", b"misdirected request: this Host is not "
+                                b"served here (http.allowed.hosts)\n")
         elif first[0] not in (b"GET", b"HEAD"):
             answer = HttpAnswer(405, "text/plain", b"method not allowed\n")
         else:

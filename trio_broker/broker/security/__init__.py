@@ -5,7 +5,9 @@ machine (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512, OAUTHBEARER); ``scram`` implements
 of RFC 5802/7677 (the client side is the client core's, ``client.core.sasl``); and
 ``credentials`` reads and edits the SCRAM-hashed user file; ``oauthbearer`` validates
 OAUTHBEARER tokens; ``acl`` and ``acl_store`` are the ACL authorizer; ``client_quotas`` the
-client quotas; ``patterns`` compiles the regular expressions clients send (RE2, bounded).
+client quotas; ``patterns`` compiles the regular expressions clients send (RE2, bounded);
+``password_encoder`` encrypts the passwords stored as dynamic broker configs (Kafka's
+``PasswordEncoder``).
 
 The names below are imported on first use: a broker without TLS or SASL listeners imports
 ``acl`` and ``client_quotas`` (every broker authorizes and applies quotas), not the rest.
