@@ -17,8 +17,13 @@ retention deleted planned offsets, ``UnknownTopicOrPartitionError``, ``KafkaConn
 ``SourceOptionError`` and ``SinkError`` (``ValueError``s) for options and columns Spark's Kafka
 source and sink would refuse.
 
+``key.format`` / ``value.format`` read and write Avro, Protobuf and JSON Schema values in
+Confluent's wire format with a Schema Registry (``_formats``); a failure there is a
+``SchemaRegistryError`` or a ``SerializationError``.
+
 May import the blocking client, the client core and the protocol; never the broker (an
-executor needs nothing of it) nor the Trio client.
+executor needs nothing of it) except the Schema Registry's .proto parser, for a Protobuf schema
+stored as .proto text (``_proto_text``); never the Trio client.
 """
 
 from __future__ import annotations
