@@ -218,3 +218,34 @@ def test_json_schema_round_trip(spark: Any, kafka_broker: Any, unique_topic: Any
     assert user_message(failed.value) == (
         f"Schema Registry at {kafka_broker.schema_registry_url}: Subject 'no-such-subject' "
         "not found. (error code 40401)")
+
+
+def test_export_writes_the_decoded_values(spark: Any, kafka_broker: Any, unique_topic: Any,
+                                          tmp_path: Any) -> None:
+    """``trio-broker export --option value.format=avro``: the Parquet files (pyarrow writer)
+    and the JSON files (Spark's writer) hold the values as structs."""
+    import pyarrow.dataset as ds
+
+    from trio_broker.cli import main as cli_main
+
+    topic = kafka_broker.create_topic(unique_topic("avro-export"), partitions=2)
+    registry = SchemaRegistryClient({"url": kafka_broker.schema_registry_url})
+    schema = {"type": "record", "name": "Click", "fields": [
+        {"name": "id", "type": "long"}, {"name": "page", "type": ["null", "string"]}]}
+    serialize = AvroSerializer(registry, json.dumps(schema))
+    values = [{"id": i, "page": None if i % 3 == 0 else f"/p{i}"} for i in range(ROWS)]
+    _produce(kafka_broker.bootstrap_servers, topic,
+             [serialize(v, SerializationContext(topic, MessageField.VALUE)) for v in values])
+    args = ["export", "--bootstrap-server", kafka_broker.bootstrap_servers, "--topic", topic,
+            "--master", "local[2]", "--option", "value.format=avro",
+            "--option", f"schema.registry.url={kafka_broker.schema_registry_url}"]
+
+    assert cli_main([*args, "--out", str(tmp_path / "parquet")]) == 0
+    table = ds.dataset(tmp_path / "parquet", format="parquet").to_table()
+    assert sorted(table.column("value").to_pylist(), key=lambda v: v["id"]) == values
+
+    assert cli_main([*args, "--out", str(tmp_path / "json"), "--format", "json"]) == 0
+    lines = [json.loads(line) for path in (tmp_path / "json").glob("*.json")
+             for line in path.read_text().splitlines()]
+    assert sorted((line["value"] for line in lines), key=lambda v: v["id"]) == [
+        {k: v for k, v in value.items() if v is not None} for value in values]

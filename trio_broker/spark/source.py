@@ -147,18 +147,18 @@ class TrioBrokerDataSource(DataSource):
                 opts = parse_options(self.options, streaming=True)
             except SourceOptionError:
                 raise batch_error from None
-        formats = _read_formats(self.options, opts)
+        formats = read_formats(self.options, opts)
         if not formats:
             return schema_ddl(opts.include_headers)
         return source_columns(opts.include_headers, formats)
 
     def reader(self, schema: StructType) -> DataSourceReader:
         opts = parse_options(self.options, streaming=False)
-        return KafkaBatchReader(opts, _read_formats(self.options, opts))
+        return KafkaBatchReader(opts, read_formats(self.options, opts))
 
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:
         opts = parse_options(self.options, streaming=True)
-        return KafkaStreamReader(opts, _read_formats(self.options, opts))
+        return KafkaStreamReader(opts, read_formats(self.options, opts))
 
     def writer(self, schema: StructType, overwrite: bool) -> DataSourceWriter:
         return writer_for(self.options, schema, overwrite, streaming=False)
@@ -167,7 +167,7 @@ class TrioBrokerDataSource(DataSource):
         return writer_for(self.options, schema, overwrite, streaming=True)
 
 
-def _read_formats(options: Any, opts: SourceOptions) -> tuple[ColumnFormat, ...]:
+def read_formats(options: Any, opts: SourceOptions) -> tuple[ColumnFormat, ...]:
     """The formatted columns' types, from the registry (``_formats``)."""
     formats = parse_format_options(options)
     if not formats:
@@ -489,6 +489,7 @@ __all__ = [
     "KafkaStreamReader",
     "TrioBrokerDataSource",
     "plan_batch",
+    "read_formats",
     "read_range",
     "register",
     "user_message",
