@@ -1,0 +1,162 @@
+"""The Schema Registry formats without Spark's JVM: schemas mapped to Spark types and back,
+Confluent's framing, a Protobuf schema stored as .proto text, and the options' mistakes."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import httpx
+import pyarrow as pa
+import pytest
+from confluent_kafka.schema_registry.protobuf import ProtobufSerializer
+from pyspark.sql.types import LongType, StringType, StructField, StructType
+
+from trio_broker.spark._codecs import (
+    ProtobufCodec,
+    SerializationError,
+    read_indexes,
+    unframe,
+    write_indexes,
+)
+from trio_broker.spark._formats import (
+    ColumnFormat,
+    FormatOption,
+    decode_batch,
+    parse_format_options,
+    resolve_read,
+)
+from trio_broker.spark._registry_client import (
+    RegisteredSchema,
+    RegistryClient,
+    SchemaRegistryError,
+)
+from trio_broker.spark._schema_types import (
+    UnmappableSchema,
+    avro_to_spark,
+    json_schema_to_spark,
+    spark_to_avro,
+)
+
+pytestmark = pytest.mark.spark
+
+
+def test_avro_types_map_as_sparks_from_avro() -> None:
+    schema = {"type": "record", "name": "R", "namespace": "n", "fields": [
+        {"name": "a", "type": ["null", "long"]},
+        {"name": "b", "type": ["int", "long"]},
+        {"name": "c", "type": {"type": "fixed", "name": "F", "size": 4}},
+        {"name": "d", "type": "F"},
+        {"name": "e", "type": {"type": "string", "logicalType": "uuid"}},
+        {"name": "f", "type": {"type": "long", "logicalType": "local-timestamp-micros"}},
+        {"name": "g", "type": {"type": "array", "items": ["null", "double"]}},
+    ]}
+    assert avro_to_spark(schema).simpleString() == (
+        "struct<a:bigint,b:bigint,c:binary,d:binary,e:string,f:timestamp_ntz,g:array<double>>")
+    with pytest.raises(UnmappableSchema, match="more than one non-null branch"):
+        avro_to_spark(["null", "string", "long"])
+    recursive = {"type": "record", "name": "Node", "fields": [
+        {"name": "next", "type": ["null", "Node"]}]}
+    with pytest.raises(UnmappableSchema, match="recursive Avro type Node"):
+        avro_to_spark(recursive)
+
+
+def test_derived_avro_schema_makes_nullable_fields_optional() -> None:
+    struct = StructType([StructField("id", LongType(), False),
+                         StructField("name", StringType(), True)])
+    assert spark_to_avro(struct) == {"type": "record", "name": "topLevelRecord", "fields": [
+        {"name": "id", "type": "long"},
+        {"name": "name", "type": ["null", "string"], "default": None}]}
+
+
+def test_json_schema_types() -> None:
+    schema = {"type": "object", "required": ["id"], "properties": {
+        "id": {"type": "integer"}, "tags": {"$ref": "#/definitions/tags"},
+        "extra": {"type": "object", "additionalProperties": {"type": "number"}}},
+        "definitions": {"tags": {"type": ["array", "null"], "items": {"type": "string"}}}}
+    mapped = json_schema_to_spark(schema)
+    assert mapped.simpleString() == "struct<id:bigint,tags:array<string>,extra:map<string,double>>"
+    assert isinstance(mapped, StructType)
+    assert [f.nullable for f in mapped.fields] == [False, True, True]
+    with pytest.raises(UnmappableSchema, match="has no Spark type"):
+        json_schema_to_spark({"anyOf": [{"type": "string"}, {"type": "integer"}]})
+
+
+def test_framing() -> None:
+    for indexes in ([0], [1], [0, 2], [3, 1, 4]):
+        encoded = write_indexes(indexes)
+        assert read_indexes(memoryview(encoded + b"rest")) == (indexes, len(encoded))
+    # what confluent-kafka's serializer writes for the same indexes
+    import io
+    for indexes in ([0], [2, 1]):
+        buf = io.BytesIO()
+        ProtobufSerializer._encode_varints(buf, indexes)
+        assert buf.getvalue() == write_indexes(indexes)
+    assert unframe(b"\x00\x00\x00\x00\x07abc")[0] == 7
+    with pytest.raises(SerializationError, match="magic byte 1"):
+        unframe(b"\x01\x00\x00\x00\x07abc")
+    with pytest.raises(SerializationError, match="too short"):
+        unframe(b"\x00\x00")
+
+
+def test_a_value_not_in_the_wire_format_names_its_offset(kafka_broker: Any) -> None:
+    fmt = ColumnFormat("value", "avro", kafka_broker.schema_registry_url, "s",
+                       RegisteredSchema(1, "AVRO", '"string"'), StringType())
+    batch = pa.record_batch({"value": pa.array([b"plain text"], pa.binary()),
+                             "offset": pa.array([41], pa.int64())})
+    with pytest.raises(SerializationError, match=r"^value of offset 41 of orders-0: not in "
+                                                 r"Confluent's wire format: magic byte 112"):
+        decode_batch([fmt], batch, "orders-0")
+
+
+def test_protobuf_schema_stored_as_text(kafka_broker: Any, unique_topic: Any) -> None:
+    """A .proto text schema (registered through the REST API, as Confluent's tools do) is read
+    with the registry's parser: nested messages, enums, maps, repeated fields."""
+    subject = unique_topic("proto-text") + "-value"
+    text = """syntax = "proto3";
+package shop;
+message Order {
+  enum Kind { NEW = 0; PAID = 1; }
+  message Line { string sku = 1; int32 qty = 2; }
+  string id = 1;
+  Kind kind = 2;
+  repeated Line lines = 3;
+  map<string, int64> totals = 4;
+}
+"""
+    answer = httpx.post(f"{kafka_broker.schema_registry_url}/subjects/{subject}/versions",
+                        json={"schema": text, "schemaType": "PROTOBUF"})
+    assert answer.status_code == 200, answer.text
+    (fmt,) = resolve_read([FormatOption("value", "protobuf", kafka_broker.schema_registry_url,
+                                        subject, None)], [])
+    assert fmt.spark_type.simpleString() == (
+        "struct<id:string,kind:string,lines:array<struct<sku:string,qty:int>>,"
+        "totals:map<string,bigint>>")
+    codec = ProtobufCodec(RegistryClient(kafka_broker.schema_registry_url), fmt.schema)
+    value = {"id": "o1", "kind": "PAID", "lines": [{"sku": "a", "qty": 2}],
+             "totals": {"eur": 5}}
+    encoded = codec.encoder("shop.Order")(value)
+    assert codec.decode(memoryview(encoded)) == value
+    line = codec.encoder("shop.Order.Line")({"sku": "b", "qty": 1})
+    assert line.startswith(write_indexes([0, 0]))
+
+
+def test_option_mistakes(kafka_broker: Any) -> None:
+    with pytest.raises(ValueError, match=r"'value\.format' must be one of binary, string, avro"):
+        parse_format_options({"value.format": "xml"})
+    with pytest.raises(ValueError, match=r"'schema\.registry\.url' must be specified"):
+        parse_format_options({"Key.Format": "avro"})
+    options = parse_format_options({"value.format": "avro",
+                                    "schema.registry.url": kafka_broker.schema_registry_url})
+    with pytest.raises(ValueError, match=r"'value\.subject' must be specified"):
+        resolve_read(options, ["a", "b"])
+    with pytest.raises(SchemaRegistryError, match="Subject 'nothing-here-value' not found"):
+        resolve_read(options, ["nothing-here"])
+    with pytest.raises(SchemaRegistryError, match=r"no Schema Registry reachable at "
+                                                  r"http://127\.0\.0\.1:9"):
+        RegistryClient("http://127.0.0.1:9", timeout_s=5).schema_by_id(1)
+    subject = "json-only-value"
+    httpx.post(f"{kafka_broker.schema_registry_url}/subjects/{subject}/versions",
+               json={"schema": json.dumps({"type": "string"}), "schemaType": "JSON"})
+    with pytest.raises(ValueError, match=r"holds a JSON schema \(id \d+\), not AVRO"):
+        resolve_read(options, ["json-only"])
