@@ -16,7 +16,7 @@ from trio_broker.spark._codecs import (
     ProtobufCodec,
     SerializationError,
     read_indexes,
-    unframe,
+    schema_id,
     write_indexes,
 )
 from trio_broker.spark._formats import (
@@ -92,11 +92,11 @@ def test_framing() -> None:
         buf = io.BytesIO()
         ProtobufSerializer._encode_varints(buf, indexes)
         assert buf.getvalue() == write_indexes(indexes)
-    assert unframe(b"\x00\x00\x00\x00\x07abc")[0] == 7
+    assert schema_id(b"\x00\x00\x00\x00\x07abc") == 7
     with pytest.raises(SerializationError, match="magic byte 1"):
-        unframe(b"\x01\x00\x00\x00\x07abc")
+        schema_id(b"\x01\x00\x00\x00\x07abc")
     with pytest.raises(SerializationError, match="too short"):
-        unframe(b"\x00\x00")
+        schema_id(b"\x00\x00")
 
 
 def test_a_value_not_in_the_wire_format_names_its_offset(kafka_broker: Any) -> None:
@@ -136,7 +136,7 @@ message Order {
     value = {"id": "o1", "kind": "PAID", "lines": [{"sku": "a", "qty": 2}],
              "totals": {"eur": 5}}
     encoded = codec.encoder("shop.Order")(value)
-    assert codec.decode(memoryview(encoded)) == value
+    assert codec.decode(b"\x00\x00\x00\x00\x01" + encoded) == value
     line = codec.encoder("shop.Order.Line")({"sku": "b", "qty": 1})
     assert line.startswith(write_indexes([0, 0]))
 
@@ -160,3 +160,77 @@ def test_option_mistakes(kafka_broker: Any) -> None:
                json={"schema": json.dumps({"type": "string"}), "schemaType": "JSON"})
     with pytest.raises(ValueError, match=r"holds a JSON schema \(id \d+\), not AVRO"):
         resolve_read(options, ["json-only"])
+
+
+def test_protobuf_imports_are_read_from_references(kafka_broker: Any, unique_topic: Any) -> None:
+    """What ProtobufSerializer registers for a file with an import (a reference to the imported
+    file's subject) and a well-known type decodes into nested structs."""
+    from confluent_kafka.schema_registry import SchemaRegistryClient
+    from confluent_kafka.serialization import MessageField, SerializationContext
+    from google.protobuf import (
+        descriptor_pb2,
+        descriptor_pool,
+        message_factory,
+        timestamp_pb2,
+    )
+
+    topic = unique_topic("pb-refs")
+    t = descriptor_pb2.FieldDescriptorProto
+    pool = descriptor_pool.DescriptorPool()
+    timestamp = descriptor_pb2.FileDescriptorProto()
+    timestamp_pb2.DESCRIPTOR.CopyToProto(timestamp)
+    pool.Add(timestamp)
+    common = descriptor_pb2.FileDescriptorProto(name=f"refs/{topic}-common.proto",
+                                                package="refs", syntax="proto3")
+    common.message_type.add(name="Money").field.add(name="cents", number=1,
+                                                    type=t.TYPE_INT64, label=t.LABEL_OPTIONAL)
+    pool.Add(common)
+    order_file = descriptor_pb2.FileDescriptorProto(
+        name=f"refs/{topic}-order.proto", package="refs", syntax="proto3",
+        dependency=[common.name, "google/protobuf/timestamp.proto"])
+    order = order_file.message_type.add(name="Order")
+    order.field.add(name="price", number=1, type=t.TYPE_MESSAGE, type_name=".refs.Money",
+                    label=t.LABEL_OPTIONAL)
+    order.field.add(name="at", number=2, type=t.TYPE_MESSAGE,
+                    type_name=".google.protobuf.Timestamp", label=t.LABEL_OPTIONAL)
+    pool.Add(order_file)
+    cls = message_factory.GetMessageClass(pool.FindMessageTypeByName("refs.Order"))
+    serialize = ProtobufSerializer(
+        cls, SchemaRegistryClient({"url": kafka_broker.schema_registry_url}),
+        {"use.deprecated.format": False})
+    framed = serialize(cls(price={"cents": 250}),
+                       SerializationContext(topic, MessageField.VALUE))
+    options = parse_format_options({"value.format": "protobuf",
+                                    "schema.registry.url": kafka_broker.schema_registry_url})
+    (fmt,) = resolve_read(options, [topic])
+    assert fmt.spark_type.simpleString() == (
+        "struct<price:struct<cents:bigint>,at:struct<seconds:bigint,nanos:int>>")
+    batch = pa.record_batch({"value": pa.array([framed], pa.binary()),
+                             "offset": pa.array([0], pa.int64())})
+    decoded = decode_batch([fmt], batch, f"{topic}-0").column(0).to_pylist()
+    assert decoded == [{"price": {"cents": 250}, "at": None}]
+
+
+def test_the_sink_registers_or_looks_up_as_the_serializers_do(kafka_broker: Any,
+                                                              unique_topic: Any) -> None:
+    from pyspark.sql.types import StructType as Struct
+
+    from trio_broker.spark._formats import resolve_write
+
+    topic = unique_topic("sink-register")
+    url = kafka_broker.schema_registry_url
+    options = {"value.format": "avro", "schema.registry.url": url}
+    first = Struct([StructField("id", LongType(), False)])
+    with pytest.raises(SchemaRegistryError, match="error code 40401"):  # nothing registered
+        resolve_write(parse_format_options(options), Struct([StructField("value", first)]),
+                      [topic], {**options, "auto.register.schemas": "false"})
+    (fmt,) = resolve_write(parse_format_options(options), Struct([StructField("value", first)]),
+                           [topic], options)
+    (again,) = resolve_write(parse_format_options(options),
+                             Struct([StructField("value", first)]), [topic],
+                             {**options, "auto.register.schemas": "false"})
+    assert again.schema.id == fmt.schema.id
+    changed = Struct([StructField("id", StringType(), False)])  # not BACKWARD compatible
+    with pytest.raises(SchemaRegistryError, match="error code 409"):
+        resolve_write(parse_format_options(options), Struct([StructField("value", changed)]),
+                      [topic], options)

@@ -38,12 +38,13 @@ class SerializationError(ValueError):
     """A value is not in Confluent's wire format, or does not fit its schema."""
 
 
-def unframe(value: bytes) -> tuple[int, memoryview]:
+def schema_id(value: bytes) -> int:
+    """The schema id of a framed value; SerializationError when it is not framed."""
     if len(value) < HEADER.size or value[0] != 0:
         found = "too short" if len(value) < HEADER.size else f"magic byte {value[0]}"
         raise SerializationError(f"not in Confluent's wire format: {found} (expected magic "
                                  "byte 0 and a 4-byte schema id)")
-    return HEADER.unpack_from(value)[1], memoryview(value)[HEADER.size:]
+    return int.from_bytes(value[1:HEADER.size], "big")
 
 
 # --- Avro ---------------------------------------------------------------------------------------
@@ -91,21 +92,23 @@ class AvroCodec:
         self.reader = None if reader is None or reader.id == writer.id else (
             fastavro.parse_schema(_plain(json.loads(reader.schema)),
                                   named_schemas=avro_named(client, reader)))
+        self._read = fastavro.schemaless_reader
+        self._write = fastavro.schemaless_writer
 
-    def decode(self, payload: memoryview) -> Any:
-        import fastavro
-
+    def decode(self, framed: bytes) -> Any:
+        """The value of a framed record (header included: the reader skips it, sparing a
+        copy of the payload)."""
+        data = io.BytesIO(framed)
+        data.seek(HEADER.size)
         try:
-            return fastavro.schemaless_reader(io.BytesIO(payload), self.writer, self.reader)
+            return self._read(data, self.writer, self.reader)
         except (EOFError, ValueError, TypeError, IndexError, KeyError, StopIteration) as exc:
             raise SerializationError(f"not Avro binary of its schema: {exc!r}") from None
 
     def encode(self, value: Any) -> bytes:
-        import fastavro
-
         out = io.BytesIO()
         try:
-            fastavro.schemaless_writer(out, self.writer, value)
+            self._write(out, self.writer, value)
         except (ValueError, TypeError, KeyError, AttributeError) as exc:
             raise SerializationError(f"the value does not fit the Avro schema: {exc}") from None
         return out.getvalue()
@@ -236,12 +239,12 @@ class ProtobufCodec:
         path.append(list(self.file.message_types_by_name.values()).index(descriptor))
         return path[::-1]
 
-    def decode(self, payload: memoryview) -> Any:
+    def decode(self, framed: bytes) -> Any:
         from google.protobuf.message import DecodeError
 
-        indexes, used = read_indexes(payload)
+        indexes, used = read_indexes(memoryview(framed)[HEADER.size:])
         try:
-            return to_python(self.message(indexes).FromString(bytes(payload[used:])))
+            return to_python(self.message(indexes).FromString(framed[HEADER.size + used:]))
         except DecodeError as exc:
             raise SerializationError(f"not a protobuf message of its schema: {exc}") from None
 
@@ -304,9 +307,9 @@ class JsonCodec:
         parsed = json.loads(schema.schema)
         self.validator = jsonschema.validators.validator_for(parsed)(parsed)
 
-    def decode(self, payload: memoryview) -> Any:
+    def decode(self, framed: bytes) -> Any:
         try:
-            return json.loads(bytes(payload))
+            return json.loads(framed[HEADER.size:])
         except ValueError as exc:
             raise SerializationError(f"not JSON: {exc}") from None
 
@@ -333,4 +336,4 @@ def cached(key: tuple[Any, ...], build: Callable[[], Any]) -> Any:
 
 
 __all__ = ["HEADER", "AvroCodec", "JsonCodec", "ProtobufCodec", "SerializationError", "cached",
-           "file_descriptor", "read_indexes", "to_python", "unframe", "write_indexes"]
+           "file_descriptor", "read_indexes", "schema_id", "to_python", "write_indexes"]

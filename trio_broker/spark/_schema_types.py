@@ -209,10 +209,11 @@ def _proto_scalar(field: Any, depth: int) -> DataType:
     return found
 
 
-# FieldDescriptor.TYPE_* numbers (descriptor.proto): fixed by the protobuf format
+# FieldDescriptor.TYPE_* numbers (descriptor.proto): fixed by the protobuf format; the unsigned
+# 32-bit types (uint32 13, fixed32 7) need a bigint, as in Spark's protobuf connector
 _PROTO_TYPES: dict[int, DataType] = {
     1: DoubleType(), 2: FloatType(), 3: LongType(), 4: LongType(), 5: IntegerType(),
-    6: LongType(), 7: IntegerType(), 8: BooleanType(), 9: StringType(), 12: BinaryType(),
+    6: LongType(), 7: LongType(), 8: BooleanType(), 9: StringType(), 12: BinaryType(),
     13: LongType(), 15: IntegerType(), 16: LongType(), 17: IntegerType(), 18: LongType(),
 }
 _SPARK_TO_PROTO: tuple[tuple[type, int], ...] = (
