@@ -18,7 +18,9 @@ connection (httpx) for the REST calls, as a client's ``SchemaRegistryClient`` ke
   call, each serializer has its schema id cached: the registry sees two requests per
   serializer, the subject-name association lookup and the registration);
 - ``spark formats``: the Spark stage's ``value.format=avro`` decoding and encoding
-  (``trio_broker.spark._formats``) of ``--records`` framed values, one core, no JVM.
+  (``trio_broker.spark._formats``) of ``--records`` framed values, one core, no JVM;
+- with ``--spark-records N``: N Avro records read by the source into Spark's ``noop`` format
+  and written back by the sink, with ``value.format=avro`` and as bytes, on ``local[2]``.
 
     .venv/bin/python bench/bench_schema_registry.py
     .venv/bin/python bench/bench_schema_registry.py --history 1000 --records 50000
@@ -224,6 +226,72 @@ def bench_spark_formats(registry: str, records: int) -> None:
           f" /s, decode {records / decode_s:,.0f} /s")
 
 
+def bench_spark(bootstrap: str, registry: str, records: int, rounds: int) -> None:
+    """The source and the sink through Spark (``local[2]``), ``value.format=avro`` against the
+    same records as bytes, in the same session, alternating; best of ``rounds``."""
+    import os
+
+    import pyarrow as pa
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    from trio_broker.spark import register
+    from trio_broker.spark._formats import FormatOption, encode_column, resolve_read
+    from trio_broker.spark._session import build_session
+
+    topic = "spark-avro"
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    names = [topic] + [f"spark-out-{i}" for i in range(2 * rounds)]
+    for future in admin.create_topics([NewTopic(t, 4, 1) for t in names]).values():
+        future.result(30)
+    post(httpx.Client(base_url=registry), f"/subjects/{topic}-value/versions",
+         {"schema": json.dumps(USER)})
+    (fmt,) = resolve_read([FormatOption("value", "avro", registry, None, None)], [topic])
+    rows = pa.array([{"id": i, "name": f"user-{i}", "email": None if i % 3 else f"u{i}@x",
+                      "score": i / 7} for i in range(records)], type=fmt.arrow_type)
+    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5})
+    for value in encode_column(fmt, rows).to_pylist():
+        while True:
+            try:
+                producer.produce(topic, value)
+                break
+            except BufferError:
+                producer.poll(0.01)
+    assert producer.flush(60) == 0
+
+    spark, _log = build_session(master="local[2]", app_name="bench-schema-registry",
+                                log_dir=tempfile.mkdtemp(prefix="bench-registry-spark-"),
+                                conf={"spark.ui.enabled": "false"})
+    register(spark)
+    options = {"kafka.bootstrap.servers": bootstrap, "subscribe": topic}
+    avro = {"value.format": "avro", "schema.registry.url": registry}
+    readers = {"bytes": lambda: spark.read.format("trio_broker").options(**options).load(),
+               "avro": lambda: spark.read.format("trio_broker").options(**options, **avro)
+               .load()}
+    best: dict[str, float] = {}
+    for n in range(rounds):
+        for name in readers if n % 2 == 0 else list(readers)[::-1]:
+            elapsed = timed(lambda name=name: readers[name]().write.format("noop")
+                            .mode("overwrite").save())
+            best[f"read {name}"] = min(best.get(f"read {name}", elapsed), elapsed)
+    frames = {name: readers[name]().select("value").cache() for name in readers}
+    for frame in frames.values():
+        frame.count()
+    outputs = iter(names[1:])
+    for n in range(rounds):
+        for name in frames if n % 2 == 0 else list(frames)[::-1]:
+            writer = (frames[name].write.format("trio_broker").mode("append")
+                      .option("kafka.bootstrap.servers", bootstrap)
+                      .option("topic", next(outputs)))
+            if name == "avro":
+                writer = writer.options(**avro)
+            elapsed = timed(writer.save)
+            best[f"write {name}"] = min(best.get(f"write {name}", elapsed), elapsed)
+    spark.stop()
+    print(f"Spark local[2], {records} records, best of {rounds} "
+          f"(load {os.getloadavg()[0]:.1f}): " + "; ".join(
+              f"{name} {records / seconds:,.0f} rec/s" for name, seconds in best.items()))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--subjects", type=int, default=500)
@@ -232,6 +300,8 @@ def main() -> None:
     parser.add_argument("--history", type=int, default=1000)
     parser.add_argument("--records", type=int, default=20000)
     parser.add_argument("--rounds", type=int, default=4)
+    parser.add_argument("--spark-records", type=int, default=0,
+                        help="also read and write this many records through Spark (0: skip)")
     args = parser.parse_args()
     with broker_with_registry() as (bootstrap, registry), \
             httpx.Client(base_url=registry, timeout=60) as rest:
@@ -239,6 +309,8 @@ def main() -> None:
         bench_compatibility(rest, args.history)
         bench_serializers(bootstrap, registry, args.records, args.rounds)
         bench_spark_formats(registry, args.records)
+        if args.spark_records:
+            bench_spark(bootstrap, registry, args.spark_records, 3)
 
 
 if __name__ == "__main__":
