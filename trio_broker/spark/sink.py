@@ -14,7 +14,10 @@ Options: ``kafka.bootstrap.servers`` (required), ``topic``, and the Kafka produc
 ``kafka.<name>`` (``acks``, ``compression.type``, ``linger.ms``, ``batch.size`` (256 KiB by
 default here: ``SINK_PRODUCER_DEFAULTS``), ``enable.idempotence`` (on by default), ...; see
 ``client.blocking.producer``), TLS and SASL as the source takes them. Other ``kafka.*``
-options are ignored, as Kafka's producer ignores unknown configs.
+options are ignored, as Kafka's producer ignores unknown configs. With ``value.format`` /
+``key.format`` avro, protobuf or json_schema (``_formats``) the column may be of any type the
+format maps (a struct, most often): the driver registers its schema, each task frames its rows
+with the id before encoding the batches.
 
 Where the work happens: the driver checks the options and the columns (``writer`` and
 ``streamWriter`` run before Spark plans a task, so a mistake is one clear error and no job);

@@ -11,6 +11,10 @@ Where the work happens:
 - executors (``read``): each input partition is one ``[start, end)`` range of one topic-partition,
   fetched from the partition leader and decoded straight to Arrow (``_decode``).
 
+With ``value.format`` / ``key.format`` avro, protobuf or json_schema (``_formats``), the driver
+maps the subject's latest schema to the column's Spark type and each task decodes the framed
+values into it after decoding the fetch.
+
 Streaming offsets are Spark's Kafka JSON, ``{"topic": {"partition": next offset}}``; Spark
 checkpoints them, so a restarted query resumes exactly where the last committed batch ended.
 """
