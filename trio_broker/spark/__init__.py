@@ -19,7 +19,8 @@ source and sink would refuse.
 
 ``key.format`` / ``value.format`` read and write Avro, Protobuf and JSON Schema values in
 Confluent's wire format with a Schema Registry (``_formats``); a failure there is a
-``SchemaRegistryError`` or a ``SerializationError``.
+``SchemaRegistryError``, a ``SerializationError`` or, for a schema with no Spark type (or a
+column type with no schema), ``UnmappableSchema``.
 
 May import the blocking client, the client core and the protocol; never the broker (an
 executor needs nothing of it) except the Schema Registry's .proto parser, for a Protobuf schema
@@ -44,7 +45,10 @@ from ..client.core.errors import (
     OffsetOutOfRangeError,
     UnknownTopicOrPartitionError,
 )
+from ._codecs import SerializationError
 from ._options import SourceOptionError
+from ._registry_client import SchemaRegistryError
+from ._schema_types import UnmappableSchema
 from .sink import SinkError
 from .source import FORMAT_NAME, TrioBrokerDataSource, register, user_message
 
@@ -53,10 +57,13 @@ __all__ = [
     "KafkaConnectionError",
     "KafkaError",
     "OffsetOutOfRangeError",
+    "SchemaRegistryError",
+    "SerializationError",
     "SinkError",
     "SourceOptionError",
     "TrioBrokerDataSource",
     "UnknownTopicOrPartitionError",
+    "UnmappableSchema",
     "register",
     "user_message",
 ]
