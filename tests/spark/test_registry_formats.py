@@ -223,7 +223,8 @@ def test_json_schema_round_trip(spark: Any, kafka_broker: Any, unique_topic: Any
 def test_export_writes_the_decoded_values(spark: Any, kafka_broker: Any, unique_topic: Any,
                                           tmp_path: Any) -> None:
     """``trio-broker export --option value.format=avro``: the Parquet files (pyarrow writer)
-    and the JSON files (Spark's writer) hold the values as structs."""
+    and the JSON files (Spark's writer) hold the values as structs; importing the Parquet
+    files with ``value.format=avro`` writes the same values."""
     import pyarrow.dataset as ds
 
     from trio_broker.cli import main as cli_main
@@ -243,6 +244,24 @@ def test_export_writes_the_decoded_values(spark: Any, kafka_broker: Any, unique_
     assert cli_main([*args, "--out", str(tmp_path / "parquet")]) == 0
     table = ds.dataset(tmp_path / "parquet", format="parquet").to_table()
     assert sorted(table.column("value").to_pylist(), key=lambda v: v["id"]) == values
+
+    # and back: the structs imported with value.format=avro are the values produced
+    from rich.console import Console
+
+    from trio_broker.spark.importer import ImportJob, ImportSettings
+
+    back = kafka_broker.create_topic(unique_topic("avro-import"), partitions=2)
+    ImportJob(ImportSettings(
+        bootstrap_servers=kafka_broker.bootstrap_servers, source=str(tmp_path / "parquet"),
+        topic=back, master="local[2]",
+        options={"value.format": "avro", "value.subject": f"{topic}-value",
+                 "use.latest.version": "true",  # the schema the values were written with
+                 "schema.registry.url": kafka_broker.schema_registry_url})).run(
+        Console(quiet=True), interactive=False)
+    deserialize = AvroDeserializer(registry)
+    ctx = SerializationContext(back, MessageField.VALUE)
+    assert sorted((deserialize(v, ctx) for v in _consume(kafka_broker.bootstrap_servers, back,
+                                                         ROWS)), key=lambda v: v["id"]) == values
 
     assert cli_main([*args, "--out", str(tmp_path / "json"), "--format", "json"]) == 0
     lines = [json.loads(line) for path in (tmp_path / "json").glob("*.json")
