@@ -230,6 +230,9 @@ def test_the_sink_registers_or_looks_up_as_the_serializers_do(kafka_broker: Any,
                              Struct([StructField("value", first)]), [topic],
                              {**options, "auto.register.schemas": "false"})
     assert again.schema.id == fmt.schema.id
+    with pytest.raises(ValueError, match=r"'auto\.register\.schemas' must be true or false"):
+        resolve_write(parse_format_options(options), Struct([StructField("value", first)]),
+                      [topic], {**options, "auto.register.schemas": "yes"})
     changed = Struct([StructField("id", StringType(), False)])  # not BACKWARD compatible
     with pytest.raises(SchemaRegistryError, match="error code 409"):
         resolve_write(parse_format_options(options), Struct([StructField("value", changed)]),

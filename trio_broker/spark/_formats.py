@@ -88,7 +88,7 @@ def parse_format_options(options: Mapping[str, str]) -> tuple[FormatOption, ...]
         fmt = opts.get(f"{column}.format", "binary").strip().lower()
         if fmt in ("binary", "raw"):
             continue
-        if fmt != "string" and fmt not in REGISTRY_FORMATS:
+        if fmt not in PLAIN_FORMATS and fmt not in REGISTRY_FORMATS:
             raise ConfigError(f"Option '{column}.format' must be one of binary, string, "
                               f"{', '.join(REGISTRY_FORMATS)}; got {opts[f'{column}.format']!r}")
         url = opts.get("schema.registry.url", "").strip() or None
@@ -173,8 +173,8 @@ def resolve_write(formats: Sequence[FormatOption], schema: StructType, topics: S
     under its subject as confluent-kafka's serializers do (``auto.register.schemas``,
     ``use.latest.version``)."""
     opts = {str(k).lower(): str(v).strip().lower() for k, v in options.items() if v is not None}
-    auto_register = opts.get("auto.register.schemas", "true") == "true"
-    use_latest = opts.get("use.latest.version", "false") == "true"
+    auto_register = _flag(opts, "auto.register.schemas", "true")
+    use_latest = _flag(opts, "use.latest.version", "false")
     fields = {f.name: f.dataType for f in schema.fields}
     out = []
     for option in formats:
@@ -196,6 +196,13 @@ def resolve_write(formats: Sequence[FormatOption], schema: StructType, topics: S
         out.append(ColumnFormat(option.column, option.format, option.registry_url, subject,
                                 written, column_type, message))
     return tuple(out)
+
+
+def _flag(opts: Mapping[str, str], name: str, default: str) -> bool:
+    value = opts.get(name, default)
+    if value not in ("true", "false"):
+        raise ConfigError(f"Option '{name}' must be true or false, got {value!r}")
+    return value == "true"
 
 
 def derive_schema(option: FormatOption, column_type: DataType,
