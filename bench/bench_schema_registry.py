@@ -17,8 +17,8 @@ connection (httpx) for the REST calls, as a client's ``SchemaRegistryClient`` ke
   registry), median of ``--rounds`` rounds each, alternating which goes first (after its first
   call, each serializer has its schema id cached: the registry sees two requests per
   serializer, the subject-name association lookup and the registration);
-- ``spark formats``: the Spark stage's ``value.format=avro`` decoding and encoding
-  (``trio_broker.spark._formats``) of ``--records`` framed values, one core, no JVM;
+- ``spark formats``: the Spark stage's ``value.format`` avro, protobuf and json_schema encoding
+  and decoding (``trio_broker.spark._formats``) of ``--records`` values, one core, no JVM;
 - with ``--spark-records N``: N Avro records read by the source into Spark's ``noop`` format
   and written back by the sink, with ``value.format=avro`` and as bytes, on ``local[2]``.
 
@@ -200,30 +200,43 @@ def bench_serializers(bootstrap: str, registry: str, records: int, rounds: int) 
 
 
 def bench_spark_formats(registry: str, records: int) -> None:
+    """Each format's encoding and decoding as a Spark task does it, the same rows in each."""
     import pyarrow as pa
     from pyspark.sql.types import StructType
 
-    from trio_broker.spark._formats import ColumnFormat, decode_column, encode_column
+    from trio_broker.spark._formats import (
+        ColumnFormat,
+        FormatOption,
+        decode_column,
+        derive_schema,
+        encode_column,
+    )
     from trio_broker.spark._registry_client import RegistryClient
     from trio_broker.spark._schema_types import avro_to_spark
 
-    schema_id = post(httpx.Client(base_url=registry), "/subjects/spark-value/versions",
-                     {"schema": json.dumps(USER)})["id"]
+    client = RegistryClient(registry)
     spark_type = avro_to_spark(USER)
     assert isinstance(spark_type, StructType)
-    fmt = ColumnFormat("value", "avro", registry, "spark-value",
-                       RegistryClient(registry).schema_by_id(schema_id), spark_type)
-    rows = pa.array([{"id": i, "name": f"user-{i}", "email": None if i % 3 else f"u{i}@x",
-                      "score": i / 7} for i in range(records)], type=fmt.arrow_type)
-    start = time.perf_counter()
-    framed = encode_column(fmt, rows)
-    encode_s = time.perf_counter() - start
-    start = time.perf_counter()
-    decoded = decode_column(fmt, framed, str)
-    decode_s = time.perf_counter() - start
-    assert decoded.equals(rows)
-    print(f"Spark value.format=avro, {records} values, one core: encode {records / encode_s:,.0f}"
-          f" /s, decode {records / decode_s:,.0f} /s")
+    rows = None
+    for name in ("avro", "protobuf", "json_schema"):
+        subject = f"spark-{name}-value"
+        derived, message = derive_schema(FormatOption("value", name, registry, subject, None),
+                                         spark_type, subject)
+        registered = client.schema_by_id(client.register(subject, derived))
+        fmt = ColumnFormat("value", name, registry, subject, registered, spark_type, message)
+        if rows is None:
+            rows = pa.array([{"id": i, "name": f"user-{i}",
+                              "email": None if i % 3 else f"u{i}@x", "score": i / 7}
+                             for i in range(records)], type=fmt.arrow_type)
+        start = time.perf_counter()
+        framed = encode_column(fmt, rows)
+        encode_s = time.perf_counter() - start
+        start = time.perf_counter()
+        decoded = decode_column(fmt, framed, str)
+        decode_s = time.perf_counter() - start
+        assert decoded.equals(rows), name
+        print(f"Spark value.format={name}, {records} values, one core: encode "
+              f"{records / encode_s:,.0f} /s, decode {records / decode_s:,.0f} /s")
 
 
 def bench_spark(bootstrap: str, registry: str, records: int, rounds: int) -> None:

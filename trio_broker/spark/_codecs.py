@@ -264,27 +264,50 @@ def to_python(message: Any) -> dict[str, Any]:
     """A message as a dict: unset message fields and unset optional scalars are None, enums
     their names, maps dicts."""
     out: dict[str, Any] = {}
-    for f in message.DESCRIPTOR.fields:
-        value = getattr(message, f.name)
-        if f.message_type is not None and f.message_type.GetOptions().map_entry:
-            value_field = f.message_type.fields_by_name["value"]
-            out[f.name] = {k: _scalar(value_field, v) for k, v in value.items()}
-        elif is_repeated(f):
-            out[f.name] = [_scalar(f, v) for v in value]
-        elif f.has_presence and not message.HasField(f.name):
-            out[f.name] = None
+    for name, kind, convert in _plan(message.DESCRIPTOR):
+        value = getattr(message, name)
+        if kind == _PLAIN:
+            out[name] = value if convert is None else convert(value)
+        elif kind == _PRESENCE:
+            out[name] = (None if not message.HasField(name)
+                         else value if convert is None else convert(value))
+        elif kind == _REPEATED:
+            out[name] = list(value) if convert is None else [convert(v) for v in value]
         else:
-            out[f.name] = _scalar(f, value)
+            out[name] = ({k: v for k, v in value.items()} if convert is None
+                         else {k: convert(v) for k, v in value.items()})
     return out
 
 
-def _scalar(field: Any, value: Any) -> Any:
+_PLAIN, _PRESENCE, _REPEATED, _MAP = range(4)
+#: per message descriptor: (field name, kind, converter of one value or None)
+_PLANS: dict[Any, list[tuple[str, int, Any]]] = {}
+
+
+def _plan(descriptor: Any) -> list[tuple[str, int, Any]]:
+    """How to read each field of ``descriptor``'s messages, worked out once per descriptor:
+    walking the descriptor for every message would cost more than the decoding."""
+    found = _PLANS.get(descriptor)
+    if found is None:
+        found = []
+        for f in descriptor.fields:
+            if f.message_type is not None and f.message_type.GetOptions().map_entry:
+                found.append((f.name, _MAP, _converter(f.message_type.fields_by_name["value"])))
+            elif is_repeated(f):
+                found.append((f.name, _REPEATED, _converter(f)))
+            else:
+                found.append((f.name, _PRESENCE if f.has_presence else _PLAIN, _converter(f)))
+        _PLANS[descriptor] = found
+    return found
+
+
+def _converter(field: Any) -> Any:
     if field.message_type is not None:
-        return to_python(value)
+        return to_python
     if field.enum_type is not None:
-        found = field.enum_type.values_by_number.get(value)
-        return found.name if found is not None else str(value)
-    return value
+        names = {v.number: v.name for v in field.enum_type.values}
+        return lambda number: names.get(number, str(number))
+    return None
 
 
 def _without_nulls(value: Any) -> Any:
