@@ -219,7 +219,7 @@ def bench_spark_formats(registry: str, records: int) -> None:
     assert isinstance(spark_type, StructType)
     rows = None
     for name in ("avro", "protobuf", "json_schema"):
-        subject = f"spark-{name}-value"
+        subject = f"codec-{name}-value"
         derived, message = derive_schema(FormatOption("value", name, registry, subject, None),
                                          spark_type, subject)
         registered = client.schema_by_id(client.register(subject, derived))
