@@ -59,17 +59,21 @@ def _produce(bootstrap: str, topic: str, values: list[bytes | None]) -> None:
 
 
 def _consume(bootstrap: str, topic: str, count: int) -> list[bytes]:
+    return [value for _key, value in _consume_pairs(bootstrap, topic, count)]
+
+
+def _consume_pairs(bootstrap: str, topic: str, count: int) -> list[tuple[bytes, bytes]]:
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"g-{topic}",
                          "auto.offset.reset": "earliest"})
     consumer.subscribe([topic])
-    out: list[bytes] = []
+    out: list[tuple[bytes, bytes]] = []
     try:
         for _ in range(100):
             if len(out) >= count:
                 break
             for message in consumer.consume(1000, 1.0):
                 assert message.error() is None, message.error()
-                out.append(message.value())
+                out.append((message.key(), message.value()))
     finally:
         consumer.close()
     return out
@@ -82,11 +86,11 @@ def _reader(spark: Any, broker: Any, topic: str, fmt: str, **options: str) -> An
             .option("schema.registry.url", broker.schema_registry_url).options(**options).load())
 
 
-def _write(df: Any, broker: Any, topic: str, fmt: str) -> None:
+def _write(df: Any, broker: Any, topic: str, fmt: str, **options: str) -> None:
     (df.write.format("trio_broker").mode("append")
      .option("kafka.bootstrap.servers", broker.bootstrap_servers).option("topic", topic)
      .option("value.format", fmt).option("schema.registry.url", broker.schema_registry_url)
-     .save())
+     .options(**options).save())
 
 
 def test_avro_written_by_serializer_is_read_into_structs(spark: Any, kafka_broker: Any,
@@ -122,22 +126,28 @@ def test_avro_written_from_structs_is_read_by_deserializer(spark: Any, kafka_bro
         "'score', cast(id AS double) / 8, 'tags', array(cast(id % 3 AS string)), "
         "'props', map('p', cast(id AS int)), "
         "'at', timestamp_millis(1714521600000 + id)) AS value",
-        "cast(id AS string) AS key")
-    _write(df, kafka_broker, topic, "avro")
+        "named_struct('user', id % 10) AS key")
+    _write(df, kafka_broker, topic, "avro", **{"key.format": "json_schema"})
 
     registry = SchemaRegistryClient({"url": kafka_broker.schema_registry_url})
     deserialize = AvroDeserializer(registry)
+    deserialize_key = JSONDeserializer(None, from_dict=lambda v, _ctx: v,
+                                       schema_registry_client=registry)
     ctx = SerializationContext(topic, MessageField.VALUE)
-    got = sorted((deserialize(v, ctx) for v in _consume(kafka_broker.bootstrap_servers, topic,
-                                                        ROWS)), key=lambda v: v["id"])
+    key_ctx = SerializationContext(topic, MessageField.KEY)
+    pairs = [(deserialize_key(k, key_ctx), deserialize(v, ctx))
+             for k, v in _consume_pairs(kafka_broker.bootstrap_servers, topic, ROWS)]
+    assert all(key == {"user": value["id"] % 10} for key, value in pairs)
+    got = sorted((value for _key, value in pairs), key=lambda v: v["id"])
     assert got == [{"id": i, "name": None if i % 7 == 0 else f"n{i}", "score": i / 8,
                     "tags": [str(i % 3)], "props": {"p": i},
                     "at": datetime.datetime.fromtimestamp(1714521600 + i / 1000, UTC)}
                    for i in range(ROWS)]
     latest = registry.get_latest_version(f"{topic}-value")
     assert json.loads(latest.schema.schema_str)["name"] == "topLevelRecord"
+    assert registry.get_latest_version(f"{topic}-key").schema.schema_type == "JSON"
     # the same rows again: the same schema, so the same id, registered once
-    _write(df, kafka_broker, topic, "avro")
+    _write(df, kafka_broker, topic, "avro", **{"key.format": "json_schema"})
     assert registry.get_versions(f"{topic}-value") == [1]
 
 
