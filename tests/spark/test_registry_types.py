@@ -4,6 +4,7 @@ Confluent's framing, a Protobuf schema stored as .proto text, and the options' m
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 import httpx
@@ -23,6 +24,7 @@ from trio_broker.spark._formats import (
     ColumnFormat,
     FormatOption,
     decode_batch,
+    decode_column,
     parse_format_options,
     resolve_read,
 )
@@ -237,3 +239,33 @@ def test_the_sink_registers_or_looks_up_as_the_serializers_do(kafka_broker: Any,
     with pytest.raises(SchemaRegistryError, match="error code 409"):
         resolve_write(parse_format_options(options), Struct([StructField("value", changed)]),
                       [topic], options)
+
+
+def test_each_schema_id_is_fetched_once_per_process(tmp_path: Any) -> None:
+    """Values of a known id decode after the registry is gone; an id not seen before then
+    fails with the registry's address."""
+    from trio_broker.testing import TEST_DEFAULTS, ThreadedBroker
+
+    broker = ThreadedBroker(**{**TEST_DEFAULTS, "log_dirs": str(tmp_path / "data"),
+                               "schema_registry_listener": "http://127.0.0.1:0"}).start()
+    try:
+        url = broker.schema_registry_url
+        assert url is not None
+        client = RegistryClient(url)
+        ids = [client.register("cached-value", RegisteredSchema(0, "JSON", json.dumps(
+            {"type": "object", "properties": {"n": {"type": "integer"}}, "title": title})))
+            for title in ("a", "b")]
+        fmt = ColumnFormat("value", "json_schema", url, "cached-value",
+                           client.schema_by_id(ids[0]),
+                           StructType([StructField("n", LongType())]))
+
+        def column(schema: int) -> pa.Array:
+            return pa.array([b"\x00" + schema.to_bytes(4, "big") + b'{"n": 7}'] * 100)
+
+        assert decode_column(fmt, column(ids[0]), str).to_pylist() == [{"n": 7}] * 100
+    finally:
+        broker.stop()
+    assert decode_column(fmt, column(ids[0]), str).to_pylist() == [{"n": 7}] * 100
+    with pytest.raises(SchemaRegistryError, match=f"value of 0: no Schema Registry reachable "
+                                                  f"at {re.escape(url)}"):
+        decode_column(fmt, column(ids[1]), str)
