@@ -55,12 +55,48 @@ def test_avro_types_map_as_sparks_from_avro() -> None:
     ]}
     assert avro_to_spark(schema).simpleString() == (
         "struct<a:bigint,b:bigint,c:binary,d:binary,e:string,f:timestamp_ntz,g:array<double>>")
-    with pytest.raises(UnmappableSchema, match="more than one non-null branch"):
-        avro_to_spark(["null", "string", "long"])
+    assert avro_to_spark(["null", "string", "long"]).simpleString() == (
+        "struct<member0:string,member1:bigint>")
     recursive = {"type": "record", "name": "Node", "fields": [
         {"name": "next", "type": ["null", "Node"]}]}
     with pytest.raises(UnmappableSchema, match="recursive Avro type Node"):
         avro_to_spark(recursive)
+
+
+def test_avro_unions_of_several_types_read_as_member_structs(kafka_broker: Any,
+                                                           unique_topic: Any) -> None:
+    """What AvroSerializer writes into a union of several types reads as Spark's from_avro
+    shapes it: the member of the value's branch set, the others null."""
+    from confluent_kafka.schema_registry import SchemaRegistryClient
+    from confluent_kafka.schema_registry.avro import AvroSerializer
+    from confluent_kafka.serialization import MessageField, SerializationContext
+
+    topic = unique_topic("avro-union")
+    schema = {"type": "record", "name": "Event", "namespace": "acme", "fields": [
+        {"name": "id", "type": "long"},
+        {"name": "payload", "type": [
+            "null", "long", "string",
+            {"type": "record", "name": "Click", "fields": [{"name": "x", "type": "int"}]},
+            {"type": "array", "items": ["null", "Click", "boolean"]}]}]}
+    serialize = AvroSerializer(SchemaRegistryClient({"url": kafka_broker.schema_registry_url}),
+                               json.dumps(schema))
+    payloads = [None, 5, "s", {"x": 1}, [{"x": 2}, None, True]]
+    ctx = SerializationContext(topic, MessageField.VALUE)
+    framed = [serialize({"id": i, "payload": p}, ctx) for i, p in enumerate(payloads)]
+    options = parse_format_options({"value.format": "avro",
+                                    "schema.registry.url": kafka_broker.schema_registry_url})
+    (fmt,) = resolve_read(options, [topic])
+    assert fmt.spark_type.simpleString() == (
+        "struct<id:bigint,payload:struct<member0:bigint,member1:string,member2:struct<x:int>,"
+        "member3:array<struct<member0:struct<x:int>,member1:boolean>>>>")
+    batch = pa.record_batch({"value": pa.array(framed, pa.binary()),
+                             "offset": pa.array(range(len(framed)), pa.int64())})
+    got = [v["payload"] for v in decode_batch([fmt], batch, f"{topic}-0").column(0).to_pylist()]
+    empty = dict.fromkeys(("member0", "member1", "member2", "member3"))
+    assert got == [None, {**empty, "member0": 5}, {**empty, "member1": "s"},
+                   {**empty, "member2": {"x": 1}},
+                   {**empty, "member3": [{"member0": {"x": 2}, "member1": None}, None,
+                                         {"member0": None, "member1": True}]}]
 
 
 def test_derived_avro_schema_makes_nullable_fields_optional() -> None:

@@ -24,6 +24,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..client.core.errors import ConfigError
+from ._avro_unions import union_shaper
 from ._registry_client import RegisteredSchema, RegistryClient
 from ._schema_types import is_repeated
 
@@ -94,6 +95,9 @@ class AvroCodec:
                                   named_schemas=avro_named(client, reader)))
         self._read = fastavro.schemaless_reader
         self._write = fastavro.schemaless_writer
+        # unions of several types: their values reshaped into Spark's member structs, the
+        # branch told by the names fastavro then returns
+        self._shape = union_shaper(_plain(json.loads((reader or writer).schema)))
 
     def decode(self, framed: bytes) -> Any:
         """The value of a framed record (header included: the reader skips it, sparing a
@@ -101,6 +105,9 @@ class AvroCodec:
         data = io.BytesIO(framed)
         data.seek(HEADER.size)
         try:
+            if self._shape is not None:
+                return self._shape(self._read(data, self.writer, self.reader,
+                                              return_named_type=True))
             return self._read(data, self.writer, self.reader)
         except (EOFError, ValueError, TypeError, IndexError, KeyError, StopIteration) as exc:
             raise SerializationError(f"not Avro binary of its schema: {exc!r}") from None

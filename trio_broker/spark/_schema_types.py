@@ -6,10 +6,11 @@ serializers register the schema of what they write (auto-register).
 
 Avro follows Spark's own ``SchemaConverters`` (``from_avro``/``to_avro``): records -> structs,
 arrays, maps, ``[null, T]`` unions -> nullable T, ``[int, long]`` -> long, ``[float, double]``
--> double, enum -> string, fixed/bytes -> binary, logical types date, timestamp-millis/micros,
-local-timestamp-millis/micros and decimal -> date, timestamp, timestamp_ntz, decimal; uuid ->
-string. A write's derived schema differs from ``to_avro`` in one point: a nullable field is
-``["null", T]`` with default null (what Confluent's tools write, and what lets a reader drop
+-> double, other unions -> ``struct<member0, member1, ...>`` (read only), enum -> string,
+fixed/bytes -> binary, logical types date, timestamp-millis/micros, local-timestamp-millis/micros
+and decimal -> date, timestamp, timestamp_ntz, decimal; uuid -> string. A write's derived
+schema differs from ``to_avro`` in one point: a nullable field is ``["null", T]`` with default
+null (what Confluent's tools write, and what lets a reader drop
 or add the field under BACKWARD compatibility). Protobuf: messages -> structs, repeated ->
 arrays, maps -> maps, enums -> their names. JSON Schema: ``object`` with ``properties`` ->
 struct, ``array`` -> array, an ``object`` with only ``additionalProperties`` -> map,
@@ -119,13 +120,16 @@ def _avro_field(schema: Any, named: dict[str, Any], namespace: str) -> tuple[Dat
 
 
 def _avro_union(branches: list[Any], named: dict[str, Any], namespace: str) -> DataType:
+    """Spark's ``SchemaConverters``: one non-null branch is that type, nullable; int and long
+    (float and double) the wider one; other unions a struct with a ``member<i>`` field per
+    non-null branch (``_avro_unions`` fills the one a value came from)."""
     others = [b for b in branches if b != "null"]
     if len(others) == 1:
         return avro_to_spark(others[0], named, namespace)
-    if set(others) in ({"int", "long"}, {"float", "double"}):
+    if set(map(str, others)) in ({"int", "long"}, {"float", "double"}):
         return LongType() if "long" in others else DoubleType()
-    raise UnmappableSchema(f"the Avro union {branches!r} has more than one non-null branch: "
-                           "it has no Spark type here")
+    return StructType([StructField(f"member{i}", avro_to_spark(b, named, namespace), True)
+                       for i, b in enumerate(others)])
 
 
 def spark_to_avro(data_type: DataType, name: str = TOP_LEVEL_RECORD,
