@@ -17,8 +17,14 @@ retention deleted planned offsets, ``UnknownTopicOrPartitionError``, ``KafkaConn
 ``SourceOptionError`` and ``SinkError`` (``ValueError``s) for options and columns Spark's Kafka
 source and sink would refuse.
 
+``key.format`` / ``value.format`` read and write Avro, Protobuf and JSON Schema values in
+Confluent's wire format with a Schema Registry (``_formats``); a failure there is a
+``SchemaRegistryError``, a ``SerializationError`` or, for a schema with no Spark type (or a
+column type with no schema), ``UnmappableSchema``.
+
 May import the blocking client, the client core and the protocol; never the broker (an
-executor needs nothing of it) nor the Trio client.
+executor needs nothing of it) except the Schema Registry's .proto parser, for a Protobuf schema
+stored as .proto text (``_proto_text``); never the Trio client.
 """
 
 from __future__ import annotations
@@ -39,7 +45,10 @@ from ..client.core.errors import (
     OffsetOutOfRangeError,
     UnknownTopicOrPartitionError,
 )
+from ._codecs import SerializationError
 from ._options import SourceOptionError
+from ._registry_client import SchemaRegistryError
+from ._schema_types import UnmappableSchema
 from .sink import SinkError
 from .source import FORMAT_NAME, TrioBrokerDataSource, register, user_message
 
@@ -48,10 +57,13 @@ __all__ = [
     "KafkaConnectionError",
     "KafkaError",
     "OffsetOutOfRangeError",
+    "SchemaRegistryError",
+    "SerializationError",
     "SinkError",
     "SourceOptionError",
     "TrioBrokerDataSource",
     "UnknownTopicOrPartitionError",
+    "UnmappableSchema",
     "register",
     "user_message",
 ]

@@ -38,6 +38,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from ._decode import arrow_schema
+from ._formats import ColumnFormat
 from ._options import OffsetRange, SourceOptions
 from .source import _ReadSettings, read_range
 
@@ -77,17 +78,23 @@ class TaskResult:
 
 def plan_tasks(ranges: Sequence[OffsetRange], opts: SourceOptions, *, staging: Path,
                partition_by: tuple[str, ...],
-               progress_address: tuple[str, int] | None) -> list[ParquetTask]:
+               progress_address: tuple[str, int] | None,
+               formats: tuple[ColumnFormat, ...] = ()) -> list[ParquetTask]:
     """One task per range (already split as the source would split them)."""
-    settings = replace(_ReadSettings.of(opts), progress_address=progress_address)
+    settings = replace(_ReadSettings.of(opts, formats), progress_address=progress_address)
     job_id = str(uuid.uuid4())
     return [ParquetTask(i, r, settings, str(staging), job_id, partition_by, ROW_GROUP_ROWS)
             for i, r in enumerate(ranges)]
 
 
-def file_schema(include_headers: bool, partition_by: Iterable[str]) -> pa.Schema:
-    """The columns inside each file: the source's, less the directory (partition) columns."""
+def file_schema(include_headers: bool, partition_by: Iterable[str],
+                formats: Sequence[ColumnFormat] = ()) -> pa.Schema:
+    """The columns inside each file: the source's (``key``/``value`` of their format's type),
+    less the directory (partition) columns."""
     schema = arrow_schema(include_headers)
+    for fmt in formats:
+        schema = schema.set(schema.get_field_index(fmt.column),
+                            pa.field(fmt.column, fmt.arrow_type))
     drop = set(partition_by)
     return pa.schema([f for f in schema if f.name not in drop])
 
@@ -101,7 +108,7 @@ def writer_options(schema: pa.Schema) -> dict[str, Any]:
 def _leaf_paths(schema: pa.Schema) -> Iterator[str]:
     """Parquet column paths, as the writer names them (``headers.list.element.key``)."""
     for f in schema:
-        if pa.types.is_list(f.type):
+        if pa.types.is_list(f.type) and pa.types.is_struct(f.type.value_type):
             for leaf in f.type.value_type:
                 yield f"{f.name}.list.element.{leaf.name}"
         else:
@@ -123,7 +130,8 @@ def write_task(task: ParquetTask) -> TaskResult:
     attempt = uuid.uuid4().hex
     rel = os.path.join(relative_dir(task), file_name(task))
     path = os.path.join(task.staging, _TEMPORARY, attempt, rel)
-    schema = file_schema(task.settings.include_headers, task.partition_by)
+    schema = file_schema(task.settings.include_headers, task.partition_by,
+                         task.settings.formats)
     columns = schema.names
     records = payload_bytes = 0
     read_cpu = write_cpu = 0.0
@@ -178,13 +186,16 @@ def write_task(task: ParquetTask) -> TaskResult:
 
 
 def _payload_bytes(batch: pa.RecordBatch) -> int:
-    """Key and value bytes, as the Spark path counts them (``length(key) + length(value)``)."""
-    return sum(int(pc.sum(pc.binary_length(batch.column(name))).as_py() or 0)
-               for name in ("key", "value"))
+    """Key and value bytes, as the Spark path counts them (``length(key) + length(value)``);
+    a column decoded by its ``key.format`` / ``value.format`` into a struct has no byte length
+    and is left out, as in the Spark path."""
+    return sum(int(pc.sum(pc.binary_length(column)).as_py() or 0)
+               for column in (batch.column("key"), batch.column("value"))
+               if pa.types.is_binary(column.type) or pa.types.is_string(column.type))
 
 
 def commit(staging: Path, results: Sequence[TaskResult], *, include_headers: bool,
-           partition_by: tuple[str, ...]) -> None:
+           partition_by: tuple[str, ...], formats: Sequence[ColumnFormat] = ()) -> None:
     """Driver side, after every task succeeded: the winning attempts' files into ``staging``,
     then ``_SUCCESS``. With no records at all, one empty file keeps the schema readable (Spark's
     writer does the same)."""
@@ -195,7 +206,7 @@ def commit(staging: Path, results: Sequence[TaskResult], *, include_headers: boo
         target.parent.mkdir(parents=True, exist_ok=True)
         os.replace(staging / _TEMPORARY / result.attempt / result.file, target)
     if not any(result.file for result in results) and not partition_by:
-        schema = file_schema(include_headers, partition_by)
+        schema = file_schema(include_headers, partition_by, formats)
         pq.write_table(schema.empty_table(), staging / f"part-00000-{uuid.uuid4()}-c000."
                        f"{COMPRESSION}.parquet", **writer_options(schema))
     shutil.rmtree(staging / _TEMPORARY, ignore_errors=True)

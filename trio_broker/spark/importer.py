@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..client.blocking import LATEST, TopicPartition
+from ._formats import formatted_spark_type, parse_format_options
 from ._options import PROGRESS_OPTION, offsets_json
 from ._progress import ProgressListener, show_import_summary, show_progress
 from .sink import SUMMARY_OPTION, SinkError, parse_sink_options
@@ -85,6 +86,14 @@ class ImportJob:
         if settings.topic is not None:
             self.sink_options["topic"] = settings.topic
         self.sink = parse_sink_options(self.sink_options)
+        # key.format / value.format in the options: those columns go to the sink as they are,
+        # for it to encode (a struct turned into JSON bytes first would be written as bytes)
+        try:
+            formats = parse_format_options(self.sink_options)
+        except ValueError as exc:
+            raise SinkError(str(exc)) from None
+        self.serialized = {column for column in ("key", "value")
+                           if formatted_spark_type(formats, column)}
         self.binary_format = settings.binary_format or BINARY_FORMATS[settings.format]
 
     def run(self, console: Console, interactive: bool) -> dict[str, Any]:
@@ -162,6 +171,8 @@ class ImportJob:
     def _convert(self, F: Any, column: str, name: str, dtype: str) -> Any:
         """One input column as the sink's column of that name wants it."""
         col = F.col(name)
+        if column in self.serialized:
+            return col
         if column in ("key", "value"):
             if dtype == "binary":
                 return col

@@ -33,11 +33,13 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast
 from . import manifest as manifests
 from ._class_archive import archive_enabled
 from ._decode import schema_ddl
+from ._formats import source_columns
 from ._options import PROGRESS_OPTION, OffsetRange, offsets_json, parse_options
 from ._planning import split_ranges, subscribed_partitions
 from ._progress import ProgressListener, show_progress, show_summary, watch_stream
 
 if TYPE_CHECKING:
+    from pyspark.sql.types import StructType
     from rich.console import Console
 
 LOGGER = logging.getLogger(__name__)
@@ -113,6 +115,13 @@ class ExportJob:
             self.options["endingOffsets"] = settings.ending_offsets
         self.options.update(settings.options)
         self.source = parse_options(self.options, streaming=settings.follow)
+        from .source import read_formats
+
+        # key.format / value.format: the columns' types come from the registry, before Spark
+        self.formats = read_formats(self.options, self.source)
+        self.columns: str | StructType = (
+            source_columns(self.source.include_headers, self.formats) if self.formats
+            else schema_ddl(self.source.include_headers))
         self.arrow_writer = settings.arrow_writer()
         archive_enabled()  # a bad switch is a usage error before Spark starts
 
@@ -182,11 +191,10 @@ class ExportJob:
             options.setdefault("minPartitions", str(_default_min_partitions(spark)))
             # The schema is known: given, Spark skips a Python process that would ask the source
             # for it (seconds of a short export); the options were checked before Spark started.
-            df = (spark.read.format("trio_broker").schema(schema_ddl(self.source.include_headers))
-                  .options(**options).load())
+            df = (spark.read.format("trio_broker").schema(self.columns).options(**options)
+                  .load())
             observation = Observation("export")
-            payload = (F.coalesce(F.length("key"), F.lit(0))
-                       + F.coalesce(F.length("value"), F.lit(0)))
+            payload = _payload_length(df)
             df = df.observe(observation, F.count(F.lit(1)).alias("records"),
                             F.coalesce(F.sum(payload), F.lit(0)).alias("bytes"))
             writer = _for_format(df, fmt).write.mode("overwrite").options(
@@ -212,11 +220,12 @@ class ExportJob:
         with ProgressListener() as listener:
             tasks = _arrow_export.plan_tasks(pieces, self.source, staging=staging,
                                              partition_by=self.settings.partition_by,
-                                             progress_address=listener.address)
+                                             progress_address=listener.address,
+                                             formats=self.formats)
             results = _run_with_progress(lambda: _arrow_export.run(spark, tasks), console,
                                          interactive, listener, planned)
         _arrow_export.commit(staging, results, include_headers=self.source.include_headers,
-                             partition_by=self.settings.partition_by)
+                             partition_by=self.settings.partition_by, formats=self.formats)
         LOGGER.info("arrow export: %d tasks, CPU s reading %.2f, writing %.2f", len(results),
                     sum(r.read_cpu_s for r in results), sum(r.write_cpu_s for r in results))
         return {"records": sum(r.records for r in results),
@@ -238,7 +247,7 @@ class ExportJob:
 
             register(spark)
             df = (spark.readStream.format("trio_broker")
-                  .schema(schema_ddl(self.source.include_headers)).options(**self.options).load())
+                  .schema(self.columns).options(**self.options).load())
             writer = (_for_format(df, fmt).writeStream.format(fmt)
                       .options(**write_options(fmt))
                       .option("path", str(self.out))
@@ -311,19 +320,38 @@ def _run_with_progress(work: Callable[[], T], console: Console, interactive: boo
     return cast(T, outcome["result"])
 
 
+def _payload_length(df: Any) -> Any:
+    """``length(key) + length(value)`` per row; a column decoded by its ``key.format`` /
+    ``value.format`` into a nested type has no length and counts 0."""
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import BinaryType, StringType
+
+    total = F.lit(0)
+    for column in ("key", "value"):
+        if isinstance(df.schema[column].dataType, (BinaryType, StringType)):
+            total = total + F.coalesce(F.length(column), F.lit(0))
+    return total
+
+
 def write_options(fmt: str) -> dict[str, str]:
     """The writer options the export uses for ``fmt``."""
     return {"parquet": PARQUET_WRITE_OPTIONS, "csv": CSV_WRITE_OPTIONS}.get(fmt, {}).copy()
 
 
 def _for_format(df: Any, fmt: str) -> Any:
-    """CSV has no binary or nested columns: keys and values become text, headers JSON."""
+    """CSV has no binary or nested columns: keys and values become text (JSON for a
+    ``key.format`` / ``value.format`` of nested type), headers JSON."""
     if fmt != "csv":
         return df
     from pyspark.sql import functions as F
+    from pyspark.sql.types import ArrayType, MapType, StructType
+
+    def text(column: str) -> Any:
+        nested = isinstance(df.schema[column].dataType, (StructType, ArrayType, MapType))
+        return (F.to_json(column) if nested else F.col(column).cast("string")).alias(column)
 
     return df.select(
-        F.col("key").cast("string").alias("key"), F.col("value").cast("string").alias("value"),
+        text("key"), text("value"),
         "topic", "partition", "offset", "timestamp", "timestampType",
         F.to_json("headers").alias("headers"))
 

@@ -14,7 +14,10 @@ Options: ``kafka.bootstrap.servers`` (required), ``topic``, and the Kafka produc
 ``kafka.<name>`` (``acks``, ``compression.type``, ``linger.ms``, ``batch.size`` (256 KiB by
 default here: ``SINK_PRODUCER_DEFAULTS``), ``enable.idempotence`` (on by default), ...; see
 ``client.blocking.producer``), TLS and SASL as the source takes them. Other ``kafka.*``
-options are ignored, as Kafka's producer ignores unknown configs.
+options are ignored, as Kafka's producer ignores unknown configs. With ``value.format`` /
+``key.format`` avro, protobuf or json_schema (``_formats``) the column may be of any type the
+format maps (a struct, most often): the driver registers its schema, each task frames its rows
+with the id before encoding the batches.
 
 Where the work happens: the driver checks the options and the columns (``writer`` and
 ``streamWriter`` run before Spark plans a task, so a mistake is one clear error and no job);
@@ -34,7 +37,7 @@ import json
 import logging
 import time
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -70,6 +73,13 @@ from ..client.blocking import (
 )
 from ..client.core.security import SECURITY_DEFAULTS, resolve_security
 from ._encode import HEADERS_TYPE, BatchEncoder, SinkRows, StickyPartitioner, murmur2_partitions
+from ._formats import (
+    ColumnFormat,
+    encode_batch,
+    formatted_spark_type,
+    parse_format_options,
+    resolve_write,
+)
 from ._options import DEFAULT_REQUEST_TIMEOUT_MS, PROGRESS_OPTION
 from ._progress import ProgressSender
 
@@ -104,6 +114,8 @@ class SinkSettings:
     request_timeout_ms: int
     progress_address: tuple[str, int] | None
     summary_path: str | None
+    #: ``key.format`` / ``value.format`` (``_formats``): the schemas the columns are written with
+    formats: tuple[ColumnFormat, ...] = ()
 
     def producer_settings(self) -> ProducerSettings:
         return ProducerSettings.from_config(dict(self.producer))
@@ -166,13 +178,17 @@ def _same_type(a: DataType, b: DataType) -> bool:
     return type(a) is type(b)
 
 
-def check_columns(schema: StructType, topic: str | None) -> None:
-    """Spark's Kafka sink checks (``KafkaWriter.validateQuery``), with its messages."""
+def check_columns(schema: StructType, topic: str | None,
+                  serialized: frozenset[str] = frozenset()) -> None:
+    """Spark's Kafka sink checks (``KafkaWriter.validateQuery``), with its messages; the
+    ``serialized`` columns (a registry format is set for them) may be of any type."""
     fields = {f.name: f.dataType for f in schema.fields}
 
     def check(name: str, allowed: tuple[DataType, ...]) -> None:
         found = fields.get(name)
-        if found is not None and not any(_same_type(found, t) for t in allowed):
+        if found is None or name in serialized:
+            return
+        if not any(_same_type(found, t) for t in allowed):
             raise SinkError(f"{name} attribute unsupported type {found.simpleString()}. {name} "
                             f"must be a(n) {' or '.join(t.simpleString() for t in allowed)}")
 
@@ -231,10 +247,18 @@ def writer_for(options: Mapping[str, str], schema: StructType, overwrite: bool,
                         'ever appended. Write with .mode("append") (Spark refuses the default '
                         'ErrorIfExists mode for Python data sources before the sink runs).')
     settings = parse_sink_options(options)
-    check_columns(schema, settings.topic)
+    try:
+        formats = parse_format_options(options)
+    except ConfigError as exc:
+        raise SinkError(str(exc)) from None
+    check_columns(schema, settings.topic, frozenset(
+        column for column in ("key", "value") if formatted_spark_type(formats, column)))
     if settings.topic is not None:
         with settings.client() as client:  # no broker, or a topic that cannot be: fail now
             client.topic(settings.topic, allow_auto_create=True)
+    if formats:
+        settings = replace(settings, formats=resolve_write(
+            formats, schema, [settings.topic] if settings.topic else [], options))
     fields = tuple(f.name for f in schema.fields)
     if streaming:
         return KafkaStreamSinkWriter(settings, fields)
@@ -323,6 +347,8 @@ class _Task:
         return encoder
 
     def add(self, batch: pa.RecordBatch) -> None:
+        if self.settings.formats:
+            batch = encode_batch(self.settings.formats, batch)
         for topic, rows in self.split(batch):
             self.producer.send_all((TopicPartition(topic, partition), block)
                                    for partition, block in self.encoder(topic).add(rows))

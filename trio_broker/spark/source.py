@@ -11,6 +11,10 @@ Where the work happens:
 - executors (``read``): each input partition is one ``[start, end)`` range of one topic-partition,
   fetched from the partition leader and decoded straight to Arrow (``_decode``).
 
+With ``value.format`` / ``key.format`` avro, protobuf or json_schema (``_formats``), the driver
+maps the subject's latest schema to the column's Spark type and each task decodes the framed
+values into it after decoding the fetch.
+
 Streaming offsets are Spark's Kafka JSON, ``{"topic": {"partition": next offset}}``; Spark
 checkpoints them, so a restarted query resumes exactly where the last committed batch ended.
 """
@@ -52,7 +56,15 @@ from ..client.core.errors import (
     error_for,
 )
 from ..protocol.errors import ErrorCode
+from ._codecs import SerializationError
 from ._decode import decode_fetched, schema_ddl
+from ._formats import (
+    ColumnFormat,
+    decode_batch,
+    parse_format_options,
+    resolve_read,
+    source_columns,
+)
 from ._options import (
     DATA_LOSS_HINT,
     OffsetRange,
@@ -71,6 +83,8 @@ from ._planning import (
     subscribed_partitions,
 )
 from ._progress import ProgressSender
+from ._registry_client import SchemaRegistryError
+from ._schema_types import UnmappableSchema
 from .sink import SinkError, writer_for
 
 try:  # read limits arrived in pyspark 4.2; older versions call latestOffset() without them
@@ -102,12 +116,14 @@ class _ReadSettings:
     fail_on_data_loss: bool
     progress_address: tuple[str, int] | None
     security: tuple[tuple[str, str], ...]
+    #: ``key.format`` / ``value.format`` other than binary, resolved by the driver
+    formats: tuple[ColumnFormat, ...] = ()
 
     @classmethod
-    def of(cls, opts: SourceOptions) -> _ReadSettings:
+    def of(cls, opts: SourceOptions, formats: tuple[ColumnFormat, ...] = ()) -> _ReadSettings:
         return cls(opts.bootstrap_servers, opts.request_timeout_ms, opts.client_id,
                    opts.max_partition_fetch_bytes, opts.include_headers, opts.fail_on_data_loss,
-                   opts.progress_address, opts.security)
+                   opts.progress_address, opts.security, formats)
 
 
 class KafkaInputPartition(InputPartition):
@@ -125,7 +141,7 @@ class TrioBrokerDataSource(DataSource):
     def name(cls) -> str:
         return FORMAT_NAME
 
-    def schema(self) -> str:
+    def schema(self) -> str | StructType:
         # Called at load(): catch what is wrong for both batch and streaming reads here, before
         # Spark plans anything; the mode-specific rules are checked by reader()/streamReader().
         try:
@@ -135,19 +151,33 @@ class TrioBrokerDataSource(DataSource):
                 opts = parse_options(self.options, streaming=True)
             except SourceOptionError:
                 raise batch_error from None
-        return schema_ddl(opts.include_headers)
+        formats = read_formats(self.options, opts)
+        if not formats:
+            return schema_ddl(opts.include_headers)
+        return source_columns(opts.include_headers, formats)
 
     def reader(self, schema: StructType) -> DataSourceReader:
-        return KafkaBatchReader(parse_options(self.options, streaming=False))
+        opts = parse_options(self.options, streaming=False)
+        return KafkaBatchReader(opts, read_formats(self.options, opts))
 
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:
-        return KafkaStreamReader(parse_options(self.options, streaming=True))
+        opts = parse_options(self.options, streaming=True)
+        return KafkaStreamReader(opts, read_formats(self.options, opts))
 
     def writer(self, schema: StructType, overwrite: bool) -> DataSourceWriter:
         return writer_for(self.options, schema, overwrite, streaming=False)
 
     def streamWriter(self, schema: StructType, overwrite: bool) -> DataSourceStreamWriter:
         return writer_for(self.options, schema, overwrite, streaming=True)
+
+
+def read_formats(options: Any, opts: SourceOptions) -> tuple[ColumnFormat, ...]:
+    """The formatted columns' types, from the registry (``_formats``)."""
+    formats = parse_format_options(options)
+    if not formats:
+        return ()
+    topics = opts.subscribe or tuple(sorted({tp.topic for tp in opts.assign or ()}))
+    return resolve_read(formats, topics)
 
 
 def register(spark: Any) -> None:
@@ -172,9 +202,9 @@ def plan_batch(opts: SourceOptions) -> list[OffsetRange]:
 
 
 class KafkaBatchReader(DataSourceReader):
-    def __init__(self, opts: SourceOptions) -> None:
+    def __init__(self, opts: SourceOptions, formats: tuple[ColumnFormat, ...] = ()) -> None:
         self._opts = opts
-        self._settings = _ReadSettings.of(opts)
+        self._settings = _ReadSettings.of(opts, formats)
 
     def partitions(self) -> list[InputPartition]:
         ranges = split_ranges(plan_batch(self._opts), min_partitions=self._opts.min_partitions,
@@ -201,9 +231,9 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):  #
     stops; ``minOffsetsPerTrigger`` does not hold it back.
     """
 
-    def __init__(self, opts: SourceOptions) -> None:
+    def __init__(self, opts: SourceOptions, formats: tuple[ColumnFormat, ...] = ()) -> None:
         self._opts = opts
-        self._settings = _ReadSettings.of(opts)
+        self._settings = _ReadSettings.of(opts, formats)
         self._client: BlockingClient | None = None
         self._last_end: dict[TopicPartition, int] | None = None
         self._available_now: dict[TopicPartition, int] | None = None
@@ -408,7 +438,8 @@ def read_range(settings: _ReadSettings, offset_range: OffsetRange) -> Iterator[p
             offset = next_offset
             if chunk.batch is not None and chunk.batch.num_rows:
                 progress.add(chunk.batch.num_rows, chunk.payload_bytes)
-                yield chunk.batch
+                yield (decode_batch(settings.formats, chunk.batch, str(tp)) if settings.formats
+                       else chunk.batch)
     finally:
         progress.close()
         client.close()
@@ -438,7 +469,8 @@ def _after_out_of_range(client: BlockingClient, tp: TopicPartition, offset: int,
 _ERROR_NAMES = "|".join(sorted(
     {name for name in errors.__all__ if isinstance(cls := getattr(errors, name), type)
      and issubclass(cls, KafkaError | errors.ConfigError)}
-    | {SourceOptionError.__name__, SinkError.__name__}))
+    | {SourceOptionError.__name__, SinkError.__name__, SerializationError.__name__,
+       SchemaRegistryError.__name__, UnmappableSchema.__name__}))
 
 
 def user_message(exc: BaseException) -> str | None:
@@ -461,6 +493,7 @@ __all__ = [
     "KafkaStreamReader",
     "TrioBrokerDataSource",
     "plan_batch",
+    "read_formats",
     "read_range",
     "register",
     "user_message",
