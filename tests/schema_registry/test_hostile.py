@@ -80,3 +80,21 @@ def test_records_another_writer_appended(kafka_broker: ThreadedBroker,
     # ids continue after the largest one read
     fresh = http.post("/subjects/w/versions", json={"schema": '"string"'})
     assert fresh.json() == {"id": 9}
+
+
+def test_a_host_that_is_not_the_registrys_is_421(http: httpx.Client) -> None:
+    """DNS rebinding: a web page whose name now points at 127.0.0.1 sends its own name as Host;
+    the registry answers only its own names, so the page reads no schema."""
+    refused = http.get("/subjects", headers={"host": "rebind.evil.example"})
+    assert refused.status_code == 421
+    assert refused.json()["error_code"] == 421
+    assert http.post("/subjects/rebound/versions", json={"schema": '"int"'},
+                     headers={"host": "rebind.evil.example:8081"}).status_code == 421
+    assert http.get("/subjects").status_code == 200
+    assert http.get("/subjects", headers={"host": "localhost"}).status_code == 200
+
+
+@pytest.mark.broker_config(http_allowed_hosts="registry.internal")
+def test_a_host_named_in_http_allowed_hosts_is_served(http: httpx.Client) -> None:
+    assert http.get("/subjects", headers={"host": "registry.internal:8081"}).status_code == 200
+    assert http.get("/subjects", headers={"host": "other.internal"}).status_code == 421

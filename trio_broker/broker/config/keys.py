@@ -141,8 +141,8 @@ _HONOURED: tuple[ConfigKey, ...] = (
     _h("control.listener.token", "Bearer token every request to control.listener must carry "
        "(Authorization: Bearer TOKEN); empty = none asked.", own=True, type_=T.PASSWORD,
        default=""),
-    _h("http.allowed.hosts", "Host names the web console, the REST proxy, metrics.listener and "
-       "control.listener "
+    _h("http.allowed.hosts", "Host names the web console, the Schema Registry, the REST proxy, "
+       "metrics.listener and control.listener "
        "answer to besides loopback names and the address they are bound to or reached on (the "
        "DNS rebinding guard: any other Host gets 421).", own=True, type_=T.LIST, default=[]),
     # --- schema registry (docs/schema-registry.md) -------------------------------------------

@@ -20,6 +20,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from ...client.core.errors import KafkaError
+from ..http.confluent_error import HostGuard
 from ..http.guard import HostCheck
 from . import (
     acl_routes,
@@ -99,25 +100,6 @@ class Authenticate:
                 await response(scope, receive, send)
                 return
             scope["state"] = {**scope.get("state", {}), "rest_proxy": proxy}
-        await self.app(scope, receive, send)
-
-
-class HostGuard:
-    """ASGI middleware: the Host check."""
-
-    def __init__(self, app: ASGIApp, hosts: HostCheck) -> None:
-        self.app = app
-        self.hosts = hosts
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http":
-            server = scope.get("server")
-            host = next((v.decode("latin-1") for k, v in scope.get("headers", ())
-                         if k == b"host"), None)
-            if not self.hosts.allows(host, server[0] if server else None):
-                await _error(RestError(421, 421, "HTTP 421 Misdirected Request"))(
-                    scope, receive, send)
-                return
         await self.app(scope, receive, send)
 
 

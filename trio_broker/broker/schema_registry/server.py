@@ -17,6 +17,8 @@ from hypercorn.trio import serve
 
 from ..config import BrokerConfig
 from ..config.listeners import parse_http_listener
+from ..http.confluent_error import HostGuard
+from ..http.guard import HostCheck
 from ..http.hypercorn_settings import hypercorn_config, quiet_server_logger
 from ..server.state import BrokerState
 from .app import build_app
@@ -37,7 +39,9 @@ async def run_registry(config: BrokerConfig, state: BrokerState, *,
     store = KafkaStore(state)
     await store.start()
     registry = SchemaRegistry(store)
-    app: Any = build_app(registry)  # an ASGI 3 callable; Hypercorn's types are narrower
+    hosts = HostCheck(host, [h for h in config.http_allowed_hosts.split(",") if h])
+    # an ASGI 3 callable; Hypercorn's types are narrower
+    app: Any = HostGuard(build_app(registry), hosts)
     async with trio.open_nursery() as nursery:
         binds: list[str] = await nursery.start(functools.partial(
             serve, app, hypercorn_config(host, port, _SERVER_LOGGER), mode="asgi"))
