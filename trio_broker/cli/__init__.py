@@ -104,6 +104,12 @@ def _delete_records() -> Tool:
     return DELETE_RECORDS
 
 
+def _schemas() -> Tool:
+    from .schemas import SCHEMAS
+
+    return SCHEMAS
+
+
 def _export() -> Tool:
     from .export import EXPORT
 
@@ -130,6 +136,7 @@ COMMANDS: dict[str, Command] = {
     "cluster": Command("describe the cluster: id, brokers, controller, API versions",
                        _cluster),
     "transactions": Command("list transactional ids or describe one", _transactions),
+    "schemas": Command("register, check, list or delete Schema Registry schemas", _schemas),
     "export": Command("export topics with Spark (Parquet, JSON, CSV)", _export),
     "import": Command("import Parquet, JSON or CSV files into a topic with Spark", _import),
 }
