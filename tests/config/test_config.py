@@ -54,6 +54,10 @@ def test_toml_file_with_dotted_keys(tmp_path):
     ({"auto.create.topics.enable": "perhaps"}, "Expected value to be either true or false"),
     ({"max.connections.per.ip.overrides": "a:b"}, "expected host:N"),
     ({"default.replication.factor": "3"}, "Value must be 1 on a single broker"),
+    ({"schema.registry.listener": "https://127.0.0.1:0"},
+     "schema.registry.listener='https://127.0.0.1:0': https needs ssl.certfile"),
+    ({"rest.proxy.listener": "https://127.0.0.1:0"},
+     "rest.proxy.listener='https://127.0.0.1:0': https needs ssl.certfile"),
 ])
 def test_bad_values_are_one_line_errors_naming_key_value_and_expectation(overrides, message):
     with pytest.raises(ConfigError) as info:

@@ -23,7 +23,7 @@ import attrs
 import trio
 import trio.lowlevel
 
-from .config import BrokerConfig, ConfigError, build_config
+from .config import BrokerConfig, ConfigError, build_config, parse_http_listener
 from .config.broker import normalise
 from .config.dynamic import DynamicBrokerConfigs
 from .config.keys import NO_EFFECT, no_effect_broker_keys
@@ -84,11 +84,13 @@ class Broker:
 
     @property
     def schema_registry_url(self) -> str | None:
-        """``http://host:port`` of the Schema Registry, or None when it is off."""
+        """``http(s)://host:port`` of the Schema Registry, or None when it is off."""
         if self.schema_registry is None:
             return None
         host, port, _registry = self.schema_registry
-        return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
+        scheme = parse_http_listener(self.config.schema_registry_listener,
+                                     "schema.registry.listener")[0]
+        return f"{scheme}://[{host}]:{port}" if ":" in host else f"{scheme}://{host}:{port}"
 
     @property
     def bootstrap_servers(self) -> str:

@@ -14,6 +14,7 @@ from typing import Any
 
 import trio
 
+from ..broker.config import parse_http_listener
 from ..broker.lifecycle import Broker, open_broker
 from ..broker.storage.cleaner import CleanerStats
 from .cluster import BrokerAddress, Cluster, open_cluster
@@ -51,15 +52,17 @@ class ThreadedBroker(LoopThread):
 
     @property
     def rest_proxy_url(self) -> str:
-        """``http://host:port`` of the broker's REST proxy (``rest.proxy.listener``; docs/rest.md).
-        """
+        """``http(s)://host:port`` of the broker's REST proxy (``rest.proxy.listener``;
+        docs/rest.md)."""
         assert self.broker is not None
         address = self.broker.rest_proxy_address
         if address is None:
             raise RuntimeError("this broker serves no REST proxy: start it with "
                                "rest_proxy_listener='http://127.0.0.1:0'")
         host, port = address
-        return f"http://{f'[{host}]' if ':' in host else host}:{port}"
+        scheme = parse_http_listener(self.broker.config.rest_proxy_listener,
+                                     "rest.proxy.listener")[0]
+        return f"{scheme}://{f'[{host}]' if ':' in host else host}:{port}"
 
     def start(self, timeout_s: float = 30) -> ThreadedBroker:
         self._start_thread(timeout_s)

@@ -349,7 +349,10 @@ def check_config(config: BrokerConfig) -> None:
     config.per_ip_overrides  # noqa: B018
     for key in HTTP_LISTENER_SCHEMES:
         if value := config.value_of(key):
-            parse_http_listener(value, key)
+            scheme = parse_http_listener(value, key)[0]
+            if scheme == "https" and not config.ssl_certfile:
+                raise ConfigError(f"{key}={value!r}: https needs ssl.certfile (the certificate "
+                                  "it presents)", key=key)
     if not config.log_dir_list:
         raise ConfigError(f"Invalid value {config.log_dirs} for configuration log.dirs: expected "
                           "at least one directory", key="log.dirs")

@@ -146,8 +146,9 @@ _HONOURED: tuple[ConfigKey, ...] = (
        "answer to besides loopback names and the address they are bound to or reached on (the "
        "DNS rebinding guard: any other Host gets 421).", own=True, type_=T.LIST, default=[]),
     # --- schema registry (docs/schema-registry.md) -------------------------------------------
-    _h("schema.registry.listener", "http://host:port of the broker's Schema Registry (Confluent's "
-       "REST API v1, stored in the _schemas topic; no host = loopback); empty = off.", own=True,
+    _h("schema.registry.listener", "http://host:port (or https://, with ssl.certfile) of the "
+       "broker's Schema Registry (Confluent's REST API v1, stored in the _schemas topic; no host = "
+       "loopback); empty = off.", own=True,
        type_=T.STRING, default=""),
     # --- web console (docs/console.md) ----------------------------------------------------------
     _h("http.listener", "http://host:port (or https://, with ssl.certfile) of the broker's web "
@@ -167,8 +168,9 @@ _HONOURED: tuple[ConfigKey, ...] = (
     _h("http.console.ssl.key.password", "Password of an encrypted http.console.ssl.keyfile.",
        own=True, type_=T.PASSWORD, default=""),
     # --- REST proxy (docs/rest.md) -------------------------------------------------------------
-    _h("rest.proxy.listener", "http://host:port serving Confluent's REST Proxy API v3 (topics, "
-       "configs, groups, produce) from this broker (no host = loopback); empty = off.",
+    _h("rest.proxy.listener", "http://host:port (or https://, with ssl.certfile) serving "
+       "Confluent's REST Proxy API v3 (topics, configs, groups, produce) from this broker (no "
+       "host = loopback); empty = off.",
        own=True, type_=T.STRING, default=""),
     _h("rest.proxy.authentication.method", "NONE, or BASIC: requests carry HTTP basic "
        "credentials, which the REST proxy logs in to the broker's SASL_PLAINTEXT listener with "

@@ -95,8 +95,9 @@ def parse_ip_overrides(value: str) -> dict[str, int]:
 
 #: the broker's own HTTP endpoints: key -> the schemes it serves
 HTTP_LISTENER_SCHEMES = {"http.listener": ("http", "https"), "metrics.listener": ("http",),
-                         "control.listener": ("http",), "schema.registry.listener": ("http",),
-                         "rest.proxy.listener": ("http",)}
+                         "control.listener": ("http",),
+                         "schema.registry.listener": ("http", "https"),
+                         "rest.proxy.listener": ("http", "https")}
 
 
 def parse_http_listener(value: str, key: str = "http.listener") -> tuple[str, str, int]:

@@ -12,6 +12,8 @@ import logging
 
 from hypercorn.config import Config as HypercornConfig
 
+from ..config import BrokerConfig, ConfigError
+
 
 def quiet_server_logger(name: str) -> logging.Logger:
     """Hypercorn's logger for one face: its own lines ("Running on ... (CTRL + C to quit)") are
@@ -33,3 +35,18 @@ def hypercorn_config(host: str, port: int, errorlog: logging.Logger) -> Hypercor
     config.keep_alive_timeout = 30.0
     config.h11_max_incomplete_size = 16 * 1024
     return config
+
+
+def serve_tls(config: HypercornConfig, broker: BrokerConfig, key: str, scheme: str) -> None:
+    """An ``https://`` face presents the broker's own certificate (``ssl.certfile``,
+    ``ssl.keyfile``, ``ssl.key.password``), as the console does; without one the start fails
+    naming ``key``."""
+    if scheme != "https":
+        return
+    if not broker.ssl_certfile:
+        raise ConfigError(f"{key}=https://... needs ssl.certfile (the certificate it presents)",
+                          key)
+    config.certfile = broker.ssl_certfile
+    config.keyfile = broker.ssl_keyfile or broker.ssl_certfile
+    config.keyfile_password = broker.ssl_key_password or None
+

@@ -21,7 +21,7 @@ from ...client.trio.admin import Admin
 from ...client.trio.config import ADMIN_DEFAULTS, normalize
 from ..config import BrokerConfig, ConfigError, parse_http_listener
 from ..http.guard import HostCheck
-from ..http.hypercorn_settings import hypercorn_config, quiet_server_logger
+from ..http.hypercorn_settings import hypercorn_config, quiet_server_logger, serve_tls
 from ..server.state import BrokerState
 from .app import build_app
 from .auth import BasicAuth, credentials
@@ -32,8 +32,10 @@ LOGGER = logging.getLogger("trio_broker.broker.rest_proxy")
 _SERVER_LOGGER = quiet_server_logger("trio_broker.broker.rest_proxy.hypercorn")
 
 
-def _hypercorn_config(host: str, port: int) -> HypercornConfig:
+def _hypercorn_config(host: str, port: int, broker: BrokerConfig, scheme: str,
+                      ) -> HypercornConfig:
     config = hypercorn_config(host, port, _SERVER_LOGGER)
+    serve_tls(config, broker, "rest.proxy.listener", scheme)
     # a client that sends nothing for this long is closed: a request trickled in slowly holds
     # a connection for a bounded time (a records long poll waits at most 30 s, a produce
     # stream's own idle bound is 30 s)
@@ -97,7 +99,8 @@ async def run_rest_proxy(config: BrokerConfig, state: BrokerState, *,
                          task_status: trio.TaskStatus[tuple[str, int]]
                          = trio.TASK_STATUS_IGNORED) -> None:
     """Serve the REST proxy until cancelled; reports its bound (host, port)."""
-    _, host, port = parse_http_listener(config.rest_proxy_listener, "rest.proxy.listener")
+    scheme, host, port = parse_http_listener(config.rest_proxy_listener, "rest.proxy.listener")
+    server_config = _hypercorn_config(host, port, config, scheme)
     configs = client_config(config, state)
     basic = config.rest_proxy_authentication_method.strip().upper() == "BASIC"
     hosts = HostCheck(host, [h for h in config.http_allowed_hosts.split(",") if h])
@@ -125,10 +128,10 @@ async def run_rest_proxy(config: BrokerConfig, state: BrokerState, *,
         app: Any = build_app(resolve, hosts)  # an ASGI 3 callable; Hypercorn's are narrower
         try:
             binds: list[str] = await nursery.start(functools.partial(
-                serve, app, _hypercorn_config(host, port), mode="asgi"))
+                serve, app, server_config, mode="asgi"))
             bound = _address(binds[0])
-            LOGGER.info("REST proxy on http://%s:%d/v3/clusters (%s; bodies up to %d bytes)",
-                        f"[{bound[0]}]" if ":" in bound[0] else bound[0], bound[1],
+            LOGGER.info("REST proxy on %s://%s:%d/v3/clusters (%s; bodies up to %d bytes)",
+                        scheme, f"[{bound[0]}]" if ":" in bound[0] else bound[0], bound[1],
                         "basic authentication as the broker's SASL users" if basic
                         else "no authentication", MAX_BODY_BYTES)
             task_status.started(bound)

@@ -19,7 +19,7 @@ from ..config import BrokerConfig
 from ..config.listeners import parse_http_listener
 from ..http.confluent_error import HostGuard
 from ..http.guard import HostCheck
-from ..http.hypercorn_settings import hypercorn_config, quiet_server_logger
+from ..http.hypercorn_settings import hypercorn_config, quiet_server_logger, serve_tls
 from ..server.state import BrokerState
 from .app import build_app
 from .registry import SchemaRegistry
@@ -34,8 +34,10 @@ async def run_registry(config: BrokerConfig, state: BrokerState, *,
                        = trio.TASK_STATUS_IGNORED) -> None:
     """Read ``_schemas``, then serve the REST API until cancelled; reports (host, port,
     registry)."""
-    _scheme, host, port = parse_http_listener(config.schema_registry_listener,
-                                              "schema.registry.listener")
+    scheme, host, port = parse_http_listener(config.schema_registry_listener,
+                                             "schema.registry.listener")
+    server_config = hypercorn_config(host, port, _SERVER_LOGGER)
+    serve_tls(server_config, config, "schema.registry.listener", scheme)
     store = KafkaStore(state)
     await store.start()
     registry = SchemaRegistry(store)
@@ -44,10 +46,10 @@ async def run_registry(config: BrokerConfig, state: BrokerState, *,
     app: Any = HostGuard(build_app(registry), hosts)
     async with trio.open_nursery() as nursery:
         binds: list[str] = await nursery.start(functools.partial(
-            serve, app, hypercorn_config(host, port, _SERVER_LOGGER), mode="asgi"))
+            serve, app, server_config, mode="asgi"))
         rest = binds[0].split("://", 1)[1]
         bound_host, _, bound_port = rest.rpartition(":")
         bound_host = bound_host.strip("[]")
-        LOGGER.info("schema registry on http://%s/ (%d subjects read from %s)", rest,
+        LOGGER.info("schema registry on %s://%s/ (%d subjects read from %s)", scheme, rest,
                     len(store.state.subjects), "_schemas")
         task_status.started((bound_host, int(bound_port), registry))
