@@ -224,3 +224,46 @@ def test_calls_the_instance_state_refuses(rest: httpx.Client, kafka_broker: Thre
             {"topic": topic}]})) == (422, 42201)
     finally:
         assert rest.delete(base).status_code == 204
+
+
+def test_v2_topic_pattern_subscription(rest: httpx.Client, kafka_broker: ThreadedBroker,
+                                       unique_topic: Callable[[str], str]) -> None:
+    """``topic_pattern`` subscribes to every topic whose whole name matches (RE2, as every
+    expression a client sends); a topic that does not match stays out, a hostile expression is
+    answered at once and the broker keeps serving."""
+    prefix = unique_topic("v2pat")
+    matching, other = f"{prefix}-orders", f"{prefix}x-orders"
+    trap = f"{prefix}-" + "a" * 28  # what a backtracking engine takes 2**28 steps to refuse
+    for topic in (matching, other, trap):
+        kafka_broker.create_topic(topic, 1)
+    producer = Producer({"bootstrap.servers": kafka_broker.bootstrap_servers})
+    producer.produce(matching, b"wanted", b"k")
+    producer.produce(other, b"unwanted", b"k")
+    assert producer.flush(10) == 0
+    group = unique_topic("v2-pattern-group")
+    created = _post(rest, f"/consumers/{group}", {"name": "p", "format": "binary",
+                                                  "auto.offset.reset": "earliest"})
+    base = created.json()["base_uri"].removeprefix(str(rest.base_url).rstrip("/"))
+    try:
+        refused = _post(rest, f"{base}/subscription", {"topic_pattern": "(a"})
+        assert (refused.status_code, refused.json()["error_code"]) == (422, 42201)
+        both = _post(rest, f"{base}/subscription", {"topics": [matching], "topic_pattern": ".*"})
+        assert both.status_code == 422
+        # exponential in Python's re against the trap topic's name; linear in RE2
+        started = time.monotonic()
+        assert _post(rest, f"{base}/subscription",
+                     {"topic_pattern": f"{prefix}-(a|a)+!"}).status_code == 204
+        for _ in range(3):  # polls: the consumer matches the pattern against fresh metadata
+            polled = rest.get(f"{base}/records", params={"timeout": 300},
+                              headers={"accept": BINARY_V2})
+            assert (polled.status_code, polled.json()) == (200, [])
+        assert rest.get(f"{base}/subscription").json() == {"topics": []}
+        assert time.monotonic() - started < 10
+        assert _post(rest, f"{base}/subscription",
+                     {"topic_pattern": f"{prefix}-or.*"}).status_code == 204
+        got = _read_all(rest, [base], 1)[base]
+        assert [(r["topic"], base64.b64decode(r["value"])) for r in got] == [
+            (matching, b"wanted")]
+        assert rest.get(f"{base}/subscription").json() == {"topics": [matching]}
+    finally:
+        assert rest.delete(base).status_code == 204

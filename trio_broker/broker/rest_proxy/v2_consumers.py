@@ -23,6 +23,7 @@ from starlette.routing import Route
 
 from ...client.core.errors import IllegalStateError
 from ...client.core.structs import ConsumerRecord, TopicPartition
+from ..security.patterns import InvalidPattern, compile_pattern
 from .errors import RestError
 from .instances import Instance, Instances
 from .proxy import proxy_of, read_json
@@ -114,9 +115,23 @@ async def delete(request: Request) -> Response:
 async def subscribe(request: Request) -> Response:
     instance = _instance(request)
     body = await _body(request)
-    if body.get("topic_pattern") is not None:
-        raise RestError(422, 42201, "topic_pattern is not supported here; name the topics")
-    topics = body.get("topics")
+    pattern, topics = body.get("topic_pattern"), body.get("topics")
+    if pattern is not None:
+        if topics:
+            raise RestError(422, 42201, "topics and topic_pattern are exclusive: send one")
+        if not isinstance(pattern, str) or not pattern:
+            raise RestError(422, 42201, "topic_pattern must be a regular expression")
+        # RE2, as for every expression a client sends: the consumer matches it on the
+        # broker's event loop against every topic name, where a backtracking engine could
+        # be held for hours by a short expression
+        try:
+            compiled = compile_pattern(pattern)
+        except InvalidPattern as exc:
+            raise RestError(422, 42201, f"topic_pattern {pattern!r}: {exc}") from None
+        async with instance.lock:
+            with _consumer_call():
+                instance.consumer.subscribe(pattern=compiled)
+        return _no_content()
     if not isinstance(topics, list) or not topics or not all(isinstance(t, str)
                                                               for t in topics):
         raise RestError(422, 42201, "topics must be a list of topic names")

@@ -27,7 +27,7 @@ import math
 import re
 from collections.abc import AsyncIterator, Iterable, Mapping
 from contextlib import asynccontextmanager
-from typing import Any
+from typing import Any, Protocol
 
 import trio
 import trio.lowlevel
@@ -61,6 +61,17 @@ from .positions import PositionResolver
 from .subscription_state import ConsumerRebalanceListener, PartitionState, SubscriptionState
 
 LOGGER = logging.getLogger(__name__)
+
+
+class TopicPattern(Protocol):
+    """A compiled expression ``subscribe(pattern=...)`` takes besides a string: Python's
+    ``re.Pattern``, or another engine's with the same two members (``re2``'s, where the pattern
+    comes from someone untrusted: RE2 cannot backtrack)."""
+
+    @property
+    def pattern(self) -> str: ...
+
+    def fullmatch(self, string: str) -> object: ...
 
 
 class Consumer:
@@ -106,7 +117,7 @@ class Consumer:
         self._auto_commit = bool(config["enable.auto.commit"]) and self._group_id is not None
         self._closed = False
         #: a classic-protocol pattern subscription, matched here at every metadata update
-        self._pattern: re.Pattern[str] | None = None
+        self._pattern: TopicPattern | None = None
         self._exclude_internal = bool(config["exclude.internal.topics"])
 
     @property
@@ -148,9 +159,10 @@ class Consumer:
 
     def subscribe(self, topics: Iterable[str] | str = (),
                   listener: ConsumerRebalanceListener | None = None, *,
-                  pattern: str | None = None) -> None:
+                  pattern: str | TopicPattern | None = None) -> None:
         """Join the consumer group (``group.id``) for ``topics``, or for every topic whose
-        whole name matches ``pattern``; the group assigns partitions.
+        whole name matches ``pattern`` (a string, or an expression compiled already); the group
+        assigns partitions.
 
         A pattern is matched by this client against every topic's metadata with the classic
         protocol (Python's ``re``, as Java's client uses ``java.util.regex``; internal topics
@@ -177,19 +189,23 @@ class Consumer:
         self._client.set_topics(names)
         self._member.subscribe(names)
 
-    def _subscribe_pattern(self, pattern: str,
+    def _subscribe_pattern(self, pattern: str | TopicPattern,
                            listener: ConsumerRebalanceListener | None) -> None:
         assert self._member is not None
-        try:
-            compiled = re.compile(pattern)
-        except re.error as exc:
-            raise ValueError(f"subscribe(pattern={pattern!r}): {exc}") from None
+        compiled: TopicPattern
+        if isinstance(pattern, str):
+            try:
+                compiled = re.compile(pattern)
+            except re.error as exc:
+                raise ValueError(f"subscribe(pattern={pattern!r}): {exc}") from None
+        else:
+            compiled = pattern
         self._subs.listener = listener
         self._client.track_all_topics(True)
         if isinstance(self._member, ConsumerMember):
             self._pattern = None
             self._subs.subscription = set()
-            self._member.subscribe_pattern(pattern)
+            self._member.subscribe_pattern(compiled.pattern)
             return
         self._pattern = compiled
         self._subs.subscription = set()
