@@ -9,7 +9,7 @@ import uuid
 import trio
 
 from tests.coordinator.kip848 import Member, assignment_of, heartbeat, topic_id
-from trio_broker.protocol.api_keys import ApiKey
+from trio_broker.protocol.api_keys import ApiKey, request_class
 from trio_broker.protocol.errors import ErrorCode as E
 
 G = "cg"
@@ -260,3 +260,30 @@ async def test_v0_member_id_may_come_from_the_coordinator(start_coordinator, moc
                            subscribed_topic_names=["t"], owned=[])
     assert (body.error_code, body.error_message) == (E.INVALID_REQUEST,
                                                      "MemberId can't be empty.")
+
+
+async def test_a_groups_own_session_timeout_and_heartbeat_interval(start_coordinator,
+                                                                   autojump_clock):
+    """The GROUP config resource's consumer.* keys act on that group alone: its members are
+    told its heartbeat interval and expire after its session timeout; another group keeps the
+    broker's."""
+    running = await start_coordinator(group_consumer_session_timeout_ms=45_000,
+                                      group_consumer_heartbeat_interval_ms=5_000)
+    iac = request_class(ApiKey.IncrementalAlterConfigs)
+    answer = await running.client("admin").call(
+        ApiKey.IncrementalAlterConfigs, 1, validate_only=False, resources=[
+            iac.AlterConfigsResource(resource_type=32, resource_name=G, configs=[
+                iac.AlterConfigsResource.AlterableConfig(
+                    name="consumer.session.timeout.ms", config_operation=0, value="60000"),
+                iac.AlterConfigsResource.AlterableConfig(
+                    name="consumer.heartbeat.interval.ms", config_operation=0, value="8000")])])
+    assert answer.responses[0].error_code == 0, answer
+    own = Member(running, G, ["t"], member_id="own")
+    default = Member(running, "cg-broker-default", ["t"], member_id="default")
+    assert (await own.join()).heartbeat_interval_ms == 8000
+    assert (await default.join()).heartbeat_interval_ms == 5000
+    await trio.sleep(50)  # both silent: past the broker's 45 s, within the group's 60 s
+    assert set(running.coordinator.consumer_groups["cg-broker-default"].members) == set()
+    assert set(running.coordinator.consumer_groups[G].members) == {"own"}
+    await trio.sleep(15)
+    assert set(running.coordinator.consumer_groups[G].members) == set()

@@ -8,6 +8,7 @@ import json
 from collections.abc import Callable
 from typing import Any
 
+import pytest
 from confluent_kafka import ShareConsumer
 
 from tests.share.test_share_consumer import create_topic, produce
@@ -48,7 +49,11 @@ def test_group_configs_are_described_altered_and_stored(
             "share.auto.offset.reset": ("latest", 5),
             "share.record.lock.duration.ms": ("30000", 5),
             "share.session.timeout.ms": ("45000", 5),
-            "share.heartbeat.interval.ms": ("5000", 5)}
+            "share.heartbeat.interval.ms": ("5000", 5),
+            "consumer.session.timeout.ms": (
+                str(kafka_broker.broker.config.group_consumer_session_timeout_ms), 5),
+            "consumer.heartbeat.interval.ms": (
+                str(kafka_broker.broker.config.group_consumer_heartbeat_interval_ms), 5)}
         bad = alter(conn, group, ("share.record.lock.duration.ms", SET, "20000"),
                     ("share.bogus", SET, "1"))
         assert bad.error_code == ErrorCode.INVALID_CONFIG
@@ -107,3 +112,39 @@ def test_the_configs_command_on_groups(kafka_broker: ThreadedBroker,
     assert document["entity_type"] == "groups"
     assert [(c["name"], c["value"], c["source"]) for c in document["configs"]] == [
         ("share.heartbeat.interval.ms", "6000", "GROUP_CONFIG")]
+
+
+def test_consumer_group_keys_through_confluent_kafkas_admin_client(
+        kafka_broker: ThreadedBroker, unique_topic: Callable[[str], str]) -> None:
+    """librdkafka's GROUP config resource: consumer.* keys set, described with their source, and
+    refused outside the broker's group.consumer.min/max bounds."""
+    from confluent_kafka import KafkaException
+    from confluent_kafka.admin import (
+        AdminClient,
+        AlterConfigOpType,
+        ConfigEntry,
+        ConfigResource,
+        ResourceType,
+    )
+
+    admin = AdminClient({"bootstrap.servers": kafka_broker.bootstrap_servers})
+    group = unique_topic("cg-configs")
+    assert kafka_broker.broker is not None
+    config = kafka_broker.broker.config
+
+    def alter(key: str, value: str) -> None:
+        resource = ConfigResource(ResourceType.GROUP, group, incremental_configs=[
+            ConfigEntry(key, value, incremental_operation=AlterConfigOpType.SET)])
+        admin.incremental_alter_configs([resource])[resource].result(15)
+
+    alter("consumer.heartbeat.interval.ms", str(config.group_consumer_max_heartbeat_interval_ms))
+    [(_, future)] = admin.describe_configs([ConfigResource(ResourceType.GROUP, group)]).items()
+    described = future.result(15)
+    assert described["consumer.heartbeat.interval.ms"].value == str(
+        config.group_consumer_max_heartbeat_interval_ms)
+    assert described["consumer.heartbeat.interval.ms"].source == 8  # GROUP_CONFIG
+    assert described["consumer.session.timeout.ms"].source == 5  # DEFAULT_CONFIG
+    with pytest.raises(KafkaException) as refused:
+        alter("consumer.session.timeout.ms", str(config.group_consumer_max_session_timeout_ms + 1))
+    assert refused.value.args[0].code() == ErrorCode.INVALID_CONFIG
+    assert "consumer.session.timeout.ms must be greater than or equal to" in str(refused.value)

@@ -1,6 +1,6 @@
 """The GROUP config resource (type 32) for DescribeConfigs and IncrementalAlterConfigs: a
-group's share settings (``coordinator.share.group_configs``), apart from ``configs.py`` so the
-broker and topic paths stay as they are."""
+group's share and consumer-group settings (``coordinator.share.group_configs``), apart from
+``configs.py`` so the broker and topic paths stay as they are."""
 
 from __future__ import annotations
 
@@ -19,6 +19,9 @@ def describe(broker: BrokerState, group_id: str, keys: set[str] | None) -> list[
         "share.record.lock.duration.ms": str(shares.record_lock_duration_ms(group_id)),
         "share.session.timeout.ms": str(shares.session_timeout_ms(group_id)),
         "share.heartbeat.interval.ms": str(shares.heartbeat_interval_ms(group_id)),
+        "consumer.session.timeout.ms": str(broker.groups.consumer.session_timeout_ms(group_id)),
+        "consumer.heartbeat.interval.ms": str(
+            broker.groups.consumer.heartbeat_interval_ms(group_id)),
     }
     out = []
     for key, spec in GROUP_CONFIG_KEYS.items():

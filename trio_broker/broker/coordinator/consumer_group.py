@@ -29,7 +29,7 @@ from __future__ import annotations
 import enum
 import uuid
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import NamedTuple
 
 import attrs
@@ -47,6 +47,14 @@ LEAVE_GROUP_STATIC_MEMBER_EPOCH = -2
 
 #: ListGroups v5 type and protocol type of every consumer group
 CONSUMER_GROUP_TYPE = "consumer"
+
+#: a group's own config (the GROUP config resource, type 32): (group id, key) -> its value, or
+#: None where the group has none and the broker's key applies
+GroupSetting = Callable[[str, str], "str | None"]
+
+
+def no_group_setting(group_id: str, key: str) -> str | None:
+    return None
 
 
 class MemberState(enum.Enum):
@@ -319,5 +327,5 @@ class ConsumerGroup:
 
 __all__ = ["CONSUMER_GROUP_TYPE", "EMPTY_ASSIGNMENT", "LEAVE_GROUP_MEMBER_EPOCH",
            "LEAVE_GROUP_STATIC_MEMBER_EPOCH", "Assignment", "ConsumerGroup",
-           "ConsumerGroupMember", "ConsumerGroupState", "MemberState", "ResolvedRegex",
-           "assignment_of", "assignment_size"]
+           "ConsumerGroupMember", "ConsumerGroupState", "GroupSetting", "MemberState",
+           "ResolvedRegex", "assignment_of", "assignment_size", "no_group_setting"]

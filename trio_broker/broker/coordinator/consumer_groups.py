@@ -261,7 +261,7 @@ class ConsumerGroupManager(ConsumerGroupEngine):
             r.subscribed_topic_names is not None or r.subscribed_topic_regex is not None))
         send = joining or full or final.assigned != member.assigned
         return HeartbeatResult(ErrorCode.NONE, None, member_id, final.member_epoch,
-                               self.config.group_consumer_heartbeat_interval_ms,
+                               self.heartbeat_interval_ms(group.group_id),
                                final.assigned if send else None), records
 
     def _member(self, group: ConsumerGroup, member_id: str, r: HeartbeatRequest,

@@ -38,8 +38,10 @@ from .assignors import ASSIGNORS, PartitionAssignorError, ServerAssignor
 from .consumer_group import (
     ConsumerGroup,
     ConsumerGroupMember,
+    GroupSetting,
     MemberState,
     ResolvedRegex,
+    no_group_setting,
 )
 from .group_log import Record
 from .group_store import (
@@ -86,6 +88,7 @@ class ConsumerGroupEngine:
         self._topics: Callable[[], TopicsMetadata] = dict
         #: counts topic creations and deletions (Kafka's metadata image version)
         self.topic_version = 0
+        self.group_setting: GroupSetting = no_group_setting
 
     def attach_topics(self, topics: Callable[[], TopicsMetadata]) -> None:
         """Where topic names, ids and partition counts come from (the broker's logs)."""
@@ -104,8 +107,18 @@ class ConsumerGroupEngine:
                 if member.state is MemberState.UNREVOKED_PARTITIONS:
                     self.schedule_rebalance(group.group_id, member)
 
+    # --- per-group settings (the group's config, else the broker's), as Kafka's GroupConfig ---
+
+    def session_timeout_ms(self, group_id: str) -> int:
+        value = self.group_setting(group_id, "consumer.session.timeout.ms")
+        return self.config.group_consumer_session_timeout_ms if value is None else int(value)
+
+    def heartbeat_interval_ms(self, group_id: str) -> int:
+        value = self.group_setting(group_id, "consumer.heartbeat.interval.ms")
+        return self.config.group_consumer_heartbeat_interval_ms if value is None else int(value)
+
     def schedule_session(self, group_id: str, member_id: str) -> None:
-        timeout_s = self.config.group_consumer_session_timeout_ms / 1000
+        timeout_s = self.session_timeout_ms(group_id) / 1000
         self._timers.schedule(("cg-session", group_id, member_id),
                               trio.current_time() + timeout_s,
                               lambda: self._expire(group_id, member_id, None,

@@ -29,7 +29,7 @@ import trio
 
 from ...protocol.errors import ErrorCode
 from ..config import BrokerConfig
-from .consumer_group import CONSUMER_GROUP_TYPE, ConsumerGroup
+from .consumer_group import CONSUMER_GROUP_TYPE, ConsumerGroup, GroupSetting, no_group_setting
 from .group import Group, JoinCallback, JoinResult, SyncCallback, SyncResult
 from .group_store import GroupStore, IoRunner, delete_group_record, materialize
 from .internal_topics import InternalTopics
@@ -85,6 +85,7 @@ class GroupCoordinator:
         self._consumer: ConsumerGroupManager | None = None
         self._topics: Callable[[], TopicsMetadata] = dict
         self._topic_version = 0
+        self._group_setting: GroupSetting = no_group_setting
         self.offsets = OffsetMetadataManager(
             config, self.membership, self._timers, wall_clock_ms, directory,
             compact_bytes=compact_bytes, consumer_groups=self._consumer_groups)
@@ -109,6 +110,7 @@ class GroupCoordinator:
             engine.groups = self._consumer_groups
             engine.attach_topics(self._topics)
             engine.topic_version = self._topic_version
+            engine.group_setting = self._group_setting
             self._consumer = engine
         return self._consumer
 
@@ -132,6 +134,13 @@ class GroupCoordinator:
         self._topics = topics
         if self._consumer is not None:
             self._consumer.attach_topics(topics)
+
+    def attach_group_configs(self, setting: GroupSetting) -> None:
+        """Where a group's own configs (the GROUP config resource) are read: ``setting(group
+        id, key)``, None where the group has none."""
+        self._group_setting = setting
+        if self._consumer is not None:
+            self._consumer.group_setting = setting
 
     def attach_internal_topics(self, internal: InternalTopics) -> None:
         """Write Kafka's records of every offset commit and generation to

@@ -20,8 +20,8 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from ...client.core.errors import KafkaError
-from ..http.confluent_error import HostGuard
 from ..http.guard import HostCheck
+from ..http.host_guard import HostGuard
 from . import (
     acl_routes,
     cluster_routes,

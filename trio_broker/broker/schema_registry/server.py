@@ -17,8 +17,8 @@ from hypercorn.trio import serve
 
 from ..config import BrokerConfig
 from ..config.listeners import parse_http_listener
-from ..http.confluent_error import HostGuard
 from ..http.guard import HostCheck
+from ..http.host_guard import HostGuard
 from ..http.hypercorn_settings import hypercorn_config, quiet_server_logger, serve_tls
 from ..server.state import BrokerState
 from .app import build_app

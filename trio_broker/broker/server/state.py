@@ -128,6 +128,7 @@ class BrokerState:
             return {name: (ids[name], n) for name, n in logs.topics().items() if name in ids}
 
         self.groups.attach_topics(topics)
+        self.groups.attach_group_configs(self.shares.group_configs.get)
         # what the coordinators make durable, Kafka's records of it in the internal topics
         self.groups.attach_internal_topics(self.internal_topics)
         self.transactions.internal_topics = self.internal_topics
@@ -188,7 +189,11 @@ def _share_coordinator(config: BrokerConfig, logs: LogManager) -> ShareCoordinat
         max_size=config.group_share_max_size,
         partition_max_record_locks=config.group_share_partition_max_record_locks),
         store=ShareStateStore(config.log_dir_list[0] / SHARE_STATE_DIR_NAME),
-        group_configs=GroupConfigs(config.log_dir_list[0] / GROUP_CONFIGS_FILE))
+        group_configs=GroupConfigs(config.log_dir_list[0] / GROUP_CONFIGS_FILE, bounds={
+            "consumer.session.timeout.ms": (config.group_consumer_min_session_timeout_ms,
+                                            config.group_consumer_max_session_timeout_ms),
+            "consumer.heartbeat.interval.ms": (config.group_consumer_min_heartbeat_interval_ms,
+                                               config.group_consumer_max_heartbeat_interval_ms)}))
 
 
 def _virtual_ms() -> int:

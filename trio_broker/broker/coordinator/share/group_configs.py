@@ -1,16 +1,18 @@
 """Per-group configs (Kafka's ``GroupConfig``, the GROUP config resource, type 32): a group's own
-share-group settings, set with IncrementalAlterConfigs and read with DescribeConfigs, kept in
-one file in the first log dir like the other dynamic configs.
+share-group and consumer-group settings, set with IncrementalAlterConfigs and read with
+DescribeConfigs, kept in one file in the first log dir like the other dynamic configs.
 
 Why bounds from the broker: Kafka checks a group's session timeout, heartbeat interval and
-record lock duration against the broker's ``group.share.min.*`` / ``group.share.max.*`` keys;
-those keys are accepted here with Kafka's defaults, so the defaults are the bounds.
+record lock duration against the broker's ``group.share.min.*`` / ``group.share.max.*`` and
+``group.consumer.min.*`` / ``group.consumer.max.*`` keys. The share ones are accepted here with
+Kafka's defaults, so the defaults are the bounds; the consumer ones are the broker's settings
+(``GroupConfigs(bounds=...)``).
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import NamedTuple
 
@@ -40,14 +42,22 @@ GROUP_CONFIG_KEYS: dict[str, GroupConfigKey] = {
         2, 45000, 60000, "A member that sends no heartbeat for this long leaves the group."),
     "share.heartbeat.interval.ms": GroupConfigKey(
         2, 5000, 15000, "The heartbeat interval given to the group's members."),
+    "consumer.session.timeout.ms": GroupConfigKey(
+        2, 45000, 60000, "A consumer-protocol member that sends no heartbeat for this long "
+                         "leaves the group (within group.consumer.min/max.session.timeout.ms)."),
+    "consumer.heartbeat.interval.ms": GroupConfigKey(
+        2, 5000, 15000, "The heartbeat interval given to the consumer group's members (within "
+                        "group.consumer.min/max.heartbeat.interval.ms)."),
 }
+#: Bounds = (low, high) by key, where the broker's settings replace Kafka's defaults
+Bounds = Mapping[str, tuple[int, int]]
 
 
 class GroupConfigError(Exception):
     """An invalid group config (Kafka's INVALID_CONFIG)."""
 
 
-def validate(key: str, value: str | None) -> None:
+def validate(key: str, value: str | None, bounds: Bounds | None = None) -> None:
     spec = GROUP_CONFIG_KEYS.get(key)
     if spec is None:
         raise GroupConfigError(f"Unknown group config name: {key}")
@@ -63,14 +73,16 @@ def validate(key: str, value: str | None) -> None:
     except ValueError:
         raise GroupConfigError(f"Invalid value {value} for configuration {key}: Not a number "
                                f"of type INT") from None
-    if not spec.low <= number <= spec.high:
-        raise GroupConfigError(f"{key} must be greater than or equal to {spec.low} and less "
-                               f"than or equal to {spec.high}")
+    low, high = (bounds or {}).get(key, (spec.low, spec.high))
+    if not low <= number <= high:
+        raise GroupConfigError(f"{key} must be greater than or equal to {low} and less "
+                               f"than or equal to {high}")
 
 
 class GroupConfigs:
-    def __init__(self, path: Path | None) -> None:
+    def __init__(self, path: Path | None, bounds: Bounds | None = None) -> None:
         self.path = path
+        self.bounds = bounds
         self.values: dict[str, dict[str, str]] = {}
         if path is not None and path.exists():
             self.values = json.loads(path.read_bytes())
@@ -87,7 +99,7 @@ class GroupConfigs:
         """Set (a value) or delete (None) keys, all checked before any applies."""
         changes = list(changes)
         for key, value in changes:
-            validate(key, value)
+            validate(key, value, self.bounds)
         if validate_only:
             return
         current = dict(self.values.get(group_id, {}))
