@@ -95,8 +95,7 @@ def test_confluent_broker_configs(kafka_broker, admin):
     assert configs["process.roles"].value == "broker,controller"
     resource = ConfigResource(ResourceType.BROKER, "0", incremental_configs=[
         ConfigEntry("log.retention.bytes", "1048576000",
-                    incremental_operation=AlterConfigOpType.SET),
-        ConfigEntry("min.insync.replicas", "2", incremental_operation=AlterConfigOpType.SET)])
+                    incremental_operation=AlterConfigOpType.SET)])
     admin.incremental_alter_configs([resource])[resource].result(10)
     try:
         configs = _describe(admin, broker)
@@ -106,11 +105,11 @@ def test_confluent_broker_configs(kafka_broker, admin):
         # confluent-kafka keys synonyms by name: the DEFAULT_CONFIG one replaces the dynamic one
         assert list(entry.synonyms) == ["log.retention.bytes"]
         default = kafka_broker.call(lambda: kafka_broker.broker.state.logs.default_config)
-        assert (default.retention_bytes, default.min_insync_replicas) == (1_048_576_000, 2)
+        assert default.retention_bytes == 1_048_576_000
     finally:
         resource = ConfigResource(ResourceType.BROKER, "0", incremental_configs=[
-            ConfigEntry(k, None, incremental_operation=AlterConfigOpType.DELETE)
-            for k in ("log.retention.bytes", "min.insync.replicas")])
+            ConfigEntry("log.retention.bytes", None,
+                        incremental_operation=AlterConfigOpType.DELETE)])
         admin.incremental_alter_configs([resource])[resource].result(10)
     resource = ConfigResource(ResourceType.BROKER, "0", set_config={"node.id": "4"})
     with pytest.raises(confluent_kafka.KafkaException) as info:
@@ -145,3 +144,49 @@ def test_kafka_python_describe_and_alter(kafka_broker, unique_topic):
         assert broker["log.dirs"]["config_source"] == "STATIC_BROKER_CONFIG"
     finally:
         admin.close()
+
+
+def test_min_insync_replicas_is_cluster_level_as_with_eligible_leader_replicas(kafka_broker,
+                                                                               admin):
+    """KIP-966 as a new Kafka 4.1+ cluster has it: min.insync.replicas is a cluster-level
+    dynamic config from the start, cannot be set per broker nor removed, and a cluster-level
+    change reaches the log defaults. (librdkafka names no cluster-level broker resource: those
+    requests go raw.)"""
+    from trio_broker.client.blocking import BrokerConnection, parse_address
+    from trio_broker.protocol.api_keys import ApiKey, request_class
+
+    iac = request_class(ApiKey.IncrementalAlterConfigs)
+    broker = ConfigResource(ResourceType.BROKER, "0")
+    entry = _describe(admin, broker)["min.insync.replicas"]
+    assert (entry.value, entry.source) == (
+        "1", ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG.value)
+    message = "Broker-level min.insync.replicas cannot be altered while ELR is enabled."
+    for op, value in ((AlterConfigOpType.SET, "2"), (AlterConfigOpType.DELETE, None)):
+        change = ConfigResource(ResourceType.BROKER, "0", incremental_configs=[
+            ConfigEntry("min.insync.replicas", value, incremental_operation=op)])
+        with pytest.raises(confluent_kafka.KafkaException) as refused:
+            admin.incremental_alter_configs([change])[change].result(10)
+        assert refused.value.args[0].code() == confluent_kafka.KafkaError.INVALID_CONFIG
+        assert refused.value.args[0].str() == message
+
+    def cluster_level(op: int, value: str | None) -> object:
+        with BrokerConnection(*parse_address(kafka_broker.bootstrap_servers)) as conn:
+            answer = conn.call(ApiKey.IncrementalAlterConfigs, 1, validate_only=False, resources=[
+                iac.AlterConfigsResource(resource_type=4, resource_name="", configs=[
+                    iac.AlterConfigsResource.AlterableConfig(
+                        name="min.insync.replicas", config_operation=op, value=value)])])
+        return answer.responses[0]
+
+    removal = cluster_level(1, None)
+    assert (removal.error_code, removal.error_message) == (
+        confluent_kafka.KafkaError.INVALID_CONFIG,
+        "Cluster-level min.insync.replicas cannot be removed while ELR is enabled.")
+    assert cluster_level(0, "2").error_code == 0
+    try:
+        entry = _describe(admin, broker)["min.insync.replicas"]
+        assert (entry.value, entry.source) == (
+            "2", ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG.value)
+        default = kafka_broker.call(lambda: kafka_broker.broker.state.logs.default_config)
+        assert default.min_insync_replicas == 2
+    finally:
+        assert cluster_level(0, "1").error_code == 0

@@ -131,7 +131,10 @@ async def test_describe_broker(trio_broker, client):
     hours = configs["log.retention.hours"]
     assert [(s.name, s.source) for s in hours.synonyms] == [("log.retention.hours", DEFAULT)]
     assert configs["zookeeper.connect"].documentation.endswith("with no meaning on one broker.")
-    assert (await describe(client, 4, BROKER, "")).configs == []  # no cluster default yet
+    # only KIP-966's cluster-level min.insync.replicas, as a new Kafka 4.1+ cluster has it
+    assert [(c.name, c.value, c.config_source)
+            for c in (await describe(client, 4, BROKER, "")).configs] == [
+        ("min.insync.replicas", "1", DYNAMIC_DEFAULT)]
 
 
 @pytest.mark.parametrize("version", range(3))
@@ -235,7 +238,8 @@ async def test_dynamic_broker_configs_apply_to_topics_and_persist(tmp_path):
             ("log.retention.ms", "7200000", DYNAMIC_DEFAULT),
             ("log.retention.hours", "168", DEFAULT)]
         default = by_name(await describe(client, 4, BROKER, ""))
-        assert sorted(default) == ["log.cleaner.threads", "log.retention.ms"]
+        assert sorted(default) == ["log.cleaner.threads", "log.retention.ms",
+                                   "min.insync.replicas"]
         assert default["log.retention.ms"].config_source == DYNAMIC_DEFAULT
         await client.aclose()
     async with open_broker(log_dirs=data) as broker:  # a restart keeps and applies them

@@ -67,10 +67,12 @@ async def test_api_versions_finalizes_transaction_version_2(trio_broker):
     r = await client.request(ApiKey.ApiVersions, 3, client_software_name="raw",
                              client_software_version="1")
     assert {(f.name, f.min_version, f.max_version) for f in r.supported_features} == {
-        ("transaction.version", 0, 2), ("group.version", 0, 1), ("share.version", 0, 1)}
+        ("transaction.version", 0, 2), ("group.version", 0, 1), ("share.version", 0, 1),
+        ("eligible.leader.replicas.version", 0, 1)}
     assert {(f.name, f.min_version_level, f.max_version_level)
             for f in r.finalized_features} == {
-        ("transaction.version", 2, 2), ("group.version", 1, 1), ("share.version", 1, 1)}
+        ("transaction.version", 2, 2), ("group.version", 1, 1), ("share.version", 1, 1),
+        ("eligible.leader.replicas.version", 1, 1)}
     assert r.finalized_features_epoch >= 0  # a client ignores finalized features at -1
     versions = {k.api_key: (k.min_version, k.max_version) for k in r.api_keys}
     assert versions[ApiKey.EndTxn] == (0, 5)

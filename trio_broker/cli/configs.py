@@ -33,8 +33,17 @@ from .output import Report, add_output_argument
 ENTITY_TYPES = {"topics": TOPIC_RESOURCE, "brokers": BROKER_RESOURCE,
                 "client-metrics": CLIENT_METRICS_RESOURCE, "groups": GROUP_RESOURCE}
 _ENTITY_NAMES = {v: k for k, v in ENTITY_TYPES.items()}
-_DYNAMIC = ("DYNAMIC_TOPIC_CONFIG", "DYNAMIC_BROKER_CONFIG", "DYNAMIC_DEFAULT_BROKER_CONFIG",
-            "DYNAMIC_CLIENT_METRICS_CONFIG", "GROUP_CONFIG")
+def _own_source(resource_type: int, name: str) -> str:
+    """The source of what was set on this entity itself: what ``describe`` lists without
+    ``--all``, as kafka-configs.sh filters (a topic's own overrides, not the broker defaults it
+    inherits)."""
+    if resource_type == TOPIC_RESOURCE:
+        return "DYNAMIC_TOPIC_CONFIG"
+    if resource_type == CLIENT_METRICS_RESOURCE:
+        return "DYNAMIC_CLIENT_METRICS_CONFIG"
+    if resource_type == GROUP_RESOURCE:
+        return "GROUP_CONFIG"
+    return "DYNAMIC_BROKER_CONFIG" if name else "DYNAMIC_DEFAULT_BROKER_CONFIG"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -123,7 +132,8 @@ def _describe(client: BlockingClient, args: argparse.Namespace, resource_type: i
     documents: list[dict[str, Any]] = []
     for entity_name in names:
         entries = client.describe_configs(entity_name, resource_type=resource_type)
-        shown = [e for e in entries if args.all or source_name(e.source) in _DYNAMIC]
+        own = _own_source(resource_type, entity_name)
+        shown = [e for e in entries if args.all or source_name(e.source) == own]
         documents.append({
             "entity_type": _ENTITY_NAMES[resource_type],
             "entity_name": entity_name,

@@ -22,7 +22,12 @@ from ...protocol.messages import response_type
 from ..config import ConfigError
 from ..config.defs import ConfigType
 from ..config.describe import ConfigSource, Entry, Sources, describe_broker, describe_topic
-from ..config.dynamic import DynamicConfigError
+from ..config.dynamic import (
+    ELR_BROKER_LEVEL,
+    ELR_CLUSTER_REMOVAL,
+    MIN_INSYNC_REPLICAS,
+    DynamicConfigError,
+)
 from ..config.keys import (
     BROKER_KEYS,
     NO_EFFECT,
@@ -299,11 +304,25 @@ def _alter_topic(broker: BrokerState, name: str, ops: list[tuple[str, int, str |
         _log_no_effect(no_effect_topic_keys(_set_keys(ops)), f"topic {name}")
 
 
+def _check_eligible_leader_replicas(per_broker: bool, ops: list[tuple[str, int, str | None]],
+                                    incremental: bool, current: dict[str, str]) -> None:
+    """KIP-966's rules on ``min.insync.replicas`` while eligible leader replicas are on, as
+    Kafka 4.1+'s controller checks them: never per broker, never removed at cluster level."""
+    touched = [op for key, op, _value in ops if key == MIN_INSYNC_REPLICAS]
+    if per_broker and touched:
+        raise _Refused(ErrorCode.INVALID_CONFIG, ELR_BROKER_LEVEL)
+    removed = DELETE in touched if incremental else (
+        MIN_INSYNC_REPLICAS in current and not touched)
+    if not per_broker and removed:
+        raise _Refused(ErrorCode.INVALID_CONFIG, ELR_CLUSTER_REMOVAL)
+
+
 def _alter_broker(broker: BrokerState, per_broker: bool,
                   ops: list[tuple[str, int, str | None]], incremental: bool,
                   validate_only: bool) -> None:
     dynamic = broker.dynamic_configs
     current = dict(dynamic.per_broker if per_broker else dynamic.cluster_default)
+    _check_eligible_leader_replicas(per_broker, ops, incremental, current)
 
     def key_of(key: str) -> Any:
         return BROKER_KEYS.get(base_key(key) or key)

@@ -224,14 +224,17 @@ async def handle_api_versions(ctx: HandlerContext, request: ApiVersionsRequest) 
 #: Kafka's features (KIP-584) this broker implements: name -> (min, max) level it supports.
 #: ``transaction.version`` 2 is KIP-890 part 2 (EndTxn v5, Produce v12, TxnOffsetCommit v5);
 #: ``group.version`` 1 is KIP-848's consumer group protocol; ``share.version`` 1 is KIP-932's
-#: share groups.
+#: share groups; ``eligible.leader.replicas.version`` 1 is KIP-966 (its min.insync.replicas
+#: rules: ``apis.configs``).
 SUPPORTED_FEATURES: dict[str, tuple[int, int]] = {
-    "transaction.version": (0, 2), "group.version": (0, 1), "share.version": (0, 1)}
+    "transaction.version": (0, 2), "group.version": (0, 1), "share.version": (0, 1),
+    "eligible.leader.replicas.version": (0, 1)}
 #: the levels finalized in the cluster, as a new Kafka 4.2 cluster finalizes them: Kafka's Java
 #: producer speaks transaction version 2 only where ``transaction.version`` is finalized at 2,
 #: and tools read ``group.version`` / ``share.version`` to tell whether those groups are served
 FINALIZED_FEATURES: dict[str, int] = {
-    "transaction.version": 2, "group.version": 1, "share.version": 1}
+    "transaction.version": 2, "group.version": 1, "share.version": 1,
+    "eligible.leader.replicas.version": 1}
 #: Kafka's is the metadata offset of the last feature change; the levels never change here,
 #: and a client keeps the finalized features of the highest epoch it saw (-1: none)
 FINALIZED_FEATURES_EPOCH = 0

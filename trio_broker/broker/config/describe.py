@@ -96,7 +96,7 @@ class Sources:
 
     def __init__(self, dynamic: DynamicBrokerConfigs) -> None:
         self.per_broker = dynamic.per_broker
-        self.cluster_default = dynamic.cluster_default
+        self.cluster_default = dynamic.cluster_level()
         self.static = dynamic.static.static_values()
         self.defaults = _defaults()
 

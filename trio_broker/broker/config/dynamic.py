@@ -89,6 +89,13 @@ def password_encoder(static: BrokerConfig, secret: str | None) -> PasswordEncode
                            static.password_encoder_iterations)
 
 
+#: KIP-966: with eligible leader replicas on (a new Kafka 4.1+ cluster), the controller keeps a
+#: cluster-level ``min.insync.replicas`` and refuses a broker-level one
+MIN_INSYNC_REPLICAS = "min.insync.replicas"
+ELR_BROKER_LEVEL = "Broker-level min.insync.replicas cannot be altered while ELR is enabled."
+ELR_CLUSTER_REMOVAL = "Cluster-level min.insync.replicas cannot be removed while ELR is enabled."
+
+
 class DynamicBrokerConfigs:
     """The per-broker and cluster-default dynamic configs of one node, persisted."""
 
@@ -188,6 +195,13 @@ class DynamicBrokerConfigs:
         node = DynamicBrokerConfigs.load(static)
         node.cluster_default = self.cluster_default
         return node
+
+    def cluster_level(self) -> dict[str, str]:
+        """The cluster-default layer as a Kafka 4.1+ cluster shows it: ``min.insync.replicas``
+        always there (KIP-966: the controller writes it when eligible leader replicas are
+        enabled, from the static value, unless one is set dynamically)."""
+        static = BROKER_KEYS[MIN_INSYNC_REPLICAS].render(self.static.value_of(MIN_INSYNC_REPLICAS))
+        return {MIN_INSYNC_REPLICAS: str(static), **self.cluster_default}
 
     def _tighten(self) -> None:
         """Make a file others may read (an older broker wrote it so) the owner's only."""
