@@ -19,7 +19,8 @@ plot (PNG, written by this script) into ``docs/img/``:
 5. ``clients``: 1 ... ``--clients`` concurrent connections from one load process (Trio, raw
    Produce v7 frames of one 100-byte record, acks=1, one request in flight per connection) for
    ``--seconds`` each: requests/s and the p99 of request latency, against ``trio-broker serve``
-   and, in the same run, librdkafka's in-process mock broker.
+   and, in the same run, a bare Trio server answering each frame with itself
+   (``ECHO_FRAME_SERVER``) and librdkafka's in-process mock broker.
 2. ``topics``: one data directory grows to 0 ... ``--topics`` one-partition topics (created over
    the wire with confluent-kafka's AdminClient); at every step the broker is stopped (SIGTERM
    to exit) and started again (process start to "listening"). The reference is the same start
@@ -55,6 +56,28 @@ async def handle(stream):
     try:
         while await stream.receive_some(65536):
             pass
+    except trio.BrokenResourceError:
+        pass
+async def main():
+    async with trio.open_nursery() as n:
+        await n.start(trio.serve_tcp, handle, int(sys.argv[1]))
+        print("listening on", flush=True)
+trio.run(main)
+"""
+
+#: the ``clients`` step's floor: a Trio server that answers each size-prefixed frame with the
+#: frame itself, one task per connection, one request read and answered at a time
+ECHO_FRAME_SERVER = r"""
+import sys, trio
+async def handle(stream):
+    buf = bytearray()
+    try:
+        while data := await stream.receive_some(65536):
+            buf += data
+            while len(buf) >= 4 and len(buf) >= 4 + (size := int.from_bytes(buf[:4], "big")):
+                frame = bytes(buf[:4 + size])
+                del buf[:4 + size]
+                await stream.send_all(frame)
     except trio.BrokenResourceError:
         pass
 async def main():
@@ -407,11 +430,13 @@ def clients(limit: int, seconds: float) -> tuple[list[int], dict[str, list[float
     hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
     resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
     steps = sorted({c for c in (1, 10, 100, 1000) if c < limit} | {limit})
-    out: dict[str, list[float]] = {"trio-broker req/s": [], "librdkafka mock req/s": [],
-                                   "trio-broker p99 ms": [], "librdkafka mock p99 ms": []}
+    names = ("trio-broker", "bare Trio", "librdkafka mock")
+    out: dict[str, list[float]] = {f"{name} {unit}": [] for unit in ("req/s", "p99 ms")
+                                   for name in names}
     data = tempfile.mkdtemp(prefix="bench-growth-")
-    port = _free_port()
+    port, echo_port = _free_port(), _free_port()
     proc, _ = _start(_broker_argv(port, data))
+    echo, _ = _start([sys.executable, "-c", ECHO_FRAME_SERVER, str(echo_port)])
     mock = confluent_kafka.Producer({"test.mock.num.brokers": 1, "bootstrap.servers": "",
                                      "log_level": 0})
     mock_bootstrap = ",".join(f"{b.host}:{b.port}"
@@ -421,17 +446,20 @@ def clients(limit: int, seconds: float) -> tuple[list[int], dict[str, list[float
             confluent_kafka.Producer({"bootstrap.servers": bootstrap}).list_topics(
                 "clients", timeout=10)  # auto-created by both
         for n in steps:
-            for name, bootstrap in (("trio-broker", f"127.0.0.1:{port}"),
-                                    ("librdkafka mock", mock_bootstrap)):
+            for name, bootstrap in zip(names, (f"127.0.0.1:{port}", f"127.0.0.1:{echo_port}",
+                                               mock_bootstrap), strict=True):
                 rate, p99 = _clients_load(bootstrap, "clients", n, seconds)
                 out[f"{name} req/s"].append(rate)
                 out[f"{name} p99 ms"].append(p99)
-            print(f"{n:5,d} clients: trio-broker {out['trio-broker req/s'][-1]:8,.0f} req/s, "
-                  f"p99 {out['trio-broker p99 ms'][-1]:7.2f} ms; mock "
-                  f"{out['librdkafka mock req/s'][-1]:8,.0f} req/s, p99 "
-                  f"{out['librdkafka mock p99 ms'][-1]:7.2f} ms   (load {_load()})", flush=True)
+            figures = "; ".join(f"{name} {out[f'{name} req/s'][-1]:8,.0f} req/s, p99 "
+                                f"{out[f'{name} p99 ms'][-1]:7.2f} ms" for name in names)
+            broker, bare = out["trio-broker req/s"][-1], out["bare Trio req/s"][-1]
+            print(f"{n:5,d} clients: {figures}; broker/bare {broker / bare:.2f}x, p99 broker/mock "
+                  f"{out['trio-broker p99 ms'][-1] / out['librdkafka mock p99 ms'][-1]:.1f}x"
+                  f"   (load {_load()})", flush=True)
     finally:
         _stop(proc)
+        _stop(echo)
         mock.flush(1)
         shutil.rmtree(data, ignore_errors=True)
     return steps, out
