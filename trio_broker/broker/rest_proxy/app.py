@@ -26,6 +26,7 @@ from . import (
     acl_routes,
     cluster_routes,
     group_routes,
+    openapi,
     replica_routes,
     v2_consumers,
     v2_produce,
@@ -42,7 +43,12 @@ Send = Callable[[Message], Awaitable[None]]
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 
+async def _openapi(request: Request) -> Response:
+    return JSONResponse(openapi.document())
+
+
 def routes() -> list[Route]:
+    """The operations served (``openapi.OPERATIONS`` documents each one)."""
     records = cluster_routes.CLUSTER + "/topics/{topic_name}/records"
     return [*cluster_routes.routes(), *replica_routes.routes(), *group_routes.routes(),
             *acl_routes.routes(),
@@ -156,7 +162,8 @@ class DrainBody:
 
 
 def build_app(resolve: Resolve, hosts: HostCheck) -> ASGIApp:
-    app = Starlette(routes=routes(), exception_handlers={
+    app = Starlette(routes=[*routes(), Route("/v3/openapi.json", _openapi, methods=["GET"])],
+                    exception_handlers={
         RestError: _rest_error, KafkaError: _kafka_error, trio.TooSlowError: _timeout,
         HTTPException: _http_error})
     return DrainBody(HostGuard(Authenticate(app, resolve), hosts))

@@ -1,0 +1,34 @@
+"""The proxy's OpenAPI document: served, valid, and naming exactly the operations served."""
+
+from __future__ import annotations
+
+import re
+
+import httpx
+
+from trio_broker.broker.rest_proxy.app import routes
+
+
+def _served() -> set[tuple[str, str]]:
+    return {(method.lower(), re.sub(r":int}", "}", route.path))
+            for route in routes() for method in route.methods or () if method != "HEAD"}
+
+
+def test_document_names_every_served_operation_and_no_other(rest: httpx.Client) -> None:
+    response = rest.get("/v3/openapi.json")
+    assert response.status_code == 200
+    document = response.json()
+    assert document["openapi"].startswith("3.")
+    documented = {(method, path) for path, item in document["paths"].items() for method in item}
+    assert documented == _served()
+
+
+def test_path_parameters_are_declared_with_their_types(rest: httpx.Client) -> None:
+    document = rest.get("/v3/openapi.json").json()
+    for path, item in document["paths"].items():
+        for operation in item.values():
+            declared = {p["name"]: p["schema"]["type"] for p in operation["parameters"]}
+            assert set(declared) == set(re.findall(r"{(\w+)}", path)), path
+            for name in ("broker_id", "partition_id"):
+                if name in declared:
+                    assert declared[name] == "integer", path
