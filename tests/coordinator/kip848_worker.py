@@ -7,6 +7,7 @@ the parent can order events of different members):
 
     {"t": ..., "ev": "assign" | "revoke" | "lost", "parts": [...]}   from the callbacks
     {"t": ..., "ev": "records", "values": [...]}                     consumed, then committed
+    {"t": ..., "ev": "committed", "offsets": {"partition": offset}}  what the commit stored
     {"t": ..., "ev": "commit_failed", "error": "..."}
     {"t": ..., "ev": "closed"}
 """
@@ -63,9 +64,12 @@ def main(argv: list[str]) -> int:
                 continue
             emit("records", values=[m.value().decode() for m in good])
             try:
-                c.commit(asynchronous=False)
+                stored = c.commit(asynchronous=False) or []
             except confluent_kafka.KafkaException as exc:
                 emit("commit_failed", error=str(exc))
+            else:
+                emit("committed", offsets={str(tp.partition): tp.offset for tp in stored
+                                           if tp.error is None and tp.offset >= 0})
     finally:
         c.close()
         emit("closed")

@@ -48,10 +48,15 @@ class Events:
         self.items: list[tuple[float, str, str, list]] = []
         self.values: set[str] = set()
         self.consumed = 0
+        #: (time, worker, partition -> offset) of every successful commit
+        self.commits: list[tuple[float, str, dict[int, int]]] = []
 
     def add(self, worker: str, event: dict) -> None:
         with self.lock:
-            if event["ev"] == "records":
+            if event["ev"] == "committed":
+                self.commits.append((event["t"], worker, {
+                    int(p): o for p, o in event["offsets"].items()}))
+            elif event["ev"] == "records":
                 self.values.update(event["values"])
                 self.consumed += len(event["values"])
             else:

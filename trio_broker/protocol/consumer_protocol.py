@@ -189,9 +189,10 @@ def _put_topic_partitions(out: bytearray, partitions: Mapping[str, Iterable[int]
 
 
 def encode_assignment(assignment: Mapping[str, Iterable[int]],
-                      user_data: bytes | None = b"") -> bytes:
-    """A v0 assignment, topics and partitions sorted."""
-    out = bytearray(_I16.pack(0))
+                      user_data: bytes | None = b"", *, version: int = 0) -> bytes:
+    """An assignment, topics and partitions sorted. Versions 0 to 3 share one layout; a
+    coordinator answers a member at the version of its subscription, as Kafka does."""
+    out = bytearray(_I16.pack(min(max(version, 0), 3)))
     _put_topic_partitions(out, assignment)
     _put_bytes(out, user_data)
     return bytes(out)

@@ -26,6 +26,7 @@ _HB = response_type(ApiKey.ConsumerGroupHeartbeat)
 _CGD = response_type(ApiKey.ConsumerGroupDescribe)
 #: ConsumerGroupDescribe v1 member type of a member speaking the consumer protocol
 _CONSUMER_MEMBER_TYPE = 1
+_CLASSIC_MEMBER_TYPE = 0
 
 
 async def handle_consumer_group_heartbeat(ctx: HandlerContext,
@@ -126,7 +127,8 @@ def _described(group: ConsumerGroup, names: dict[uuid.UUID, str], default_assign
             tp_cls, m.assigned, names)),
         target_assignment=member_cls.Assignment(topic_partitions=_topic_partitions(
             tp_cls, group.target_assignment.get(m.member_id, {}), names)),
-        member_type=_CONSUMER_MEMBER_TYPE if version >= 1 else -1)
+        member_type=-1 if version < 1 else (
+            _CLASSIC_MEMBER_TYPE if m.uses_classic_protocol else _CONSUMER_MEMBER_TYPE))
         for m in group.members.values()]
     return _CGD.DescribedGroup(
         error_code=ErrorCode.NONE, error_message=None, group_id=group.group_id,

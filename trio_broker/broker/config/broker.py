@@ -175,6 +175,7 @@ class BrokerConfig(FrozenFields):
     group_consumer_min_heartbeat_interval_ms: int = _f("group.consumer.min.heartbeat.interval.ms")
     group_consumer_max_heartbeat_interval_ms: int = _f("group.consumer.max.heartbeat.interval.ms")
     group_consumer_max_size: int = _f("group.consumer.max.size")
+    group_consumer_migration_policy: str = _f("group.consumer.migration.policy")
     group_consumer_assignors: str = _f("group.consumer.assignors")
     offsets_retention_minutes: int = _f("offsets.retention.minutes")
     offsets_retention_check_interval_ms: int = _f("offsets.retention.check.interval.ms")

@@ -231,7 +231,7 @@ _SECTIONS: tuple[tuple[str, tuple[_Row, ...]], ...] = (
             _k(
                 "group.consumer.migration.policy",
                 STRING,
-                "disabled",
+                "bidirectional",
                 OneOf(("disabled", "downgrade", "upgrade", "bidirectional"), True),
                 internal=True,
             ),

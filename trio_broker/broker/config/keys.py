@@ -294,6 +294,10 @@ _HONOURED: tuple[ConfigKey, ...] = (
     _h("group.consumer.max.heartbeat.interval.ms", "Upper bound of "
        "group.consumer.heartbeat.interval.ms."),
     _h("group.consumer.max.size", "Members allowed in one consumer-protocol group."),
+    _h("group.consumer.migration.policy", "Which way a group with members may change protocol "
+       "online: upgrade (a consumer-protocol member joining a classic group), downgrade (the "
+       "last consumer-protocol member leaving a group of classic members), bidirectional or "
+       "disabled (only empty groups change protocol)."),
     _h("group.consumer.assignors", "Server-side assignors, by name (uniform, range) or Kafka "
        "class name; the first is the default.", default=["uniform", "range"],
        validator=Check(_assignors, "[uniform, range]")),

@@ -93,6 +93,24 @@ def assignment_size(assignment: Assignment) -> int:
     return sum(len(p) for p in assignment.values())
 
 
+@attrs.frozen
+class ClassicMemberMetadata:
+    """A member of a consumer group that speaks the classic protocol (JoinGroup, SyncGroup,
+    Heartbeat), as Kafka's ``ClassicMemberMetadata``: its session timeout and the protocols it
+    joined with, in its order of preference (the first is the one it is answered with)."""
+
+    session_timeout_ms: int
+    protocols: tuple[tuple[str, bytes], ...]
+
+    @property
+    def protocol_name(self) -> str:
+        return self.protocols[0][0]
+
+    @property
+    def subscription(self) -> bytes:
+        return self.protocols[0][1]
+
+
 class ResolvedRegex(NamedTuple):
     """The topics a subscribed regular expression matched, and when it was resolved."""
 
@@ -121,6 +139,12 @@ class ConsumerGroupMember:
     state: MemberState = MemberState.STABLE
     assigned: Assignment = attrs.field(factory=dict)
     pending_revocation: Assignment = attrs.field(factory=dict)
+    #: set for a member that speaks the classic protocol (online migration, KIP-848)
+    classic: ClassicMemberMetadata | None = None
+
+    @property
+    def uses_classic_protocol(self) -> bool:
+        return self.classic is not None
 
     def is_reconciled_to(self, epoch: int) -> bool:
         return self.state is MemberState.STABLE and self.member_epoch == epoch
@@ -166,6 +190,9 @@ class ConsumerGroup:
         self._by_name: Counter[str] = Counter()
         self._by_regex: Counter[str] = Counter()
         self._assignors: Counter[str] = Counter()
+        #: members speaking the classic protocol, and how many of them support each protocol
+        self.num_classic_members = 0
+        self._classic_protocols: Counter[str] = Counter()
 
     # --- members ----------------------------------------------------------------------------
 
@@ -179,6 +206,9 @@ class ConsumerGroup:
             self._by_regex[new.subscribed_topic_regex] += 1
         if new.server_assignor is not None:
             self._assignors[new.server_assignor] += 1
+        if new.classic is not None:
+            self.num_classic_members += 1
+            self._classic_protocols.update({name for name, _ in new.classic.protocols})
         owner = (new.member_id, new.member_epoch)
         for assignment in (new.assigned, new.pending_revocation):
             for topic_id, partitions in assignment.items():
@@ -212,6 +242,10 @@ class ConsumerGroup:
         if old.server_assignor is not None:
             self._assignors[old.server_assignor] -= 1
             self._assignors = +self._assignors
+        if old.classic is not None:
+            self.num_classic_members -= 1
+            self._classic_protocols.subtract({name for name, _ in old.classic.protocols})
+            self._classic_protocols = +self._classic_protocols
         owners = self._partition_owners
         for assignment in (old.assigned, old.pending_revocation):
             for topic_id, partitions in assignment.items():
@@ -241,6 +275,36 @@ class ConsumerGroup:
                 return self.target_assignment.get(previous, EMPTY_ASSIGNMENT)
             return EMPTY_ASSIGNMENT
         return self.target_assignment.get(member_id, EMPTY_ASSIGNMENT)
+
+    # --- classic members (online migration) ------------------------------------------------
+
+    def supports_classic_protocols(self, protocol_type: str, names: Iterable[str]) -> bool:
+        """Kafka's ``supportsClassicProtocols``: a classic member may join when it speaks the
+        consumer protocol type and one protocol every classic member already supports."""
+        if protocol_type != CONSUMER_GROUP_TYPE:
+            return False
+        names = set(names)
+        if not self.members:
+            return bool(names)
+        return any(self._classic_protocols.get(name, 0) == self.num_classic_members
+                   for name in names)
+
+    def all_members_use_classic_protocol_except(self, member_id: str) -> bool:
+        """Whether ``member_id`` is the one member left that speaks the consumer protocol."""
+        member = self.members.get(member_id)
+        return (member is not None and not member.uses_classic_protocol
+                and self.num_classic_members == len(self.members) - 1)
+
+    def waiting_on_unreleased_partition(self, member: ConsumerGroupMember) -> bool:
+        """Whether a target partition ``member`` still lacks is owned by another member."""
+        if member.state is not MemberState.UNRELEASED_PARTITIONS:
+            return False
+        for topic_id, partitions in self.target_assignment.get(member.member_id, {}).items():
+            assigned = member.assigned.get(topic_id, frozenset())
+            if any(p not in assigned and self.current_partition_epoch(topic_id, p) != -1
+                   for p in partitions):
+                return True
+        return False
 
     # --- subscriptions ----------------------------------------------------------------------
 
@@ -307,11 +371,9 @@ class ConsumerGroup:
         member = self.members.get(member_id)
         if member is None:
             return ErrorCode.UNKNOWN_MEMBER_ID
-        if api_version < 9:  # members of a consumer group commit with their epoch (v9+)
-            return ErrorCode.UNSUPPORTED_VERSION
-        if member_epoch != member.member_epoch:
-            return ErrorCode.STALE_MEMBER_EPOCH
-        return ErrorCode.NONE
+        if api_version < 9 and not member.uses_classic_protocol:
+            return ErrorCode.UNSUPPORTED_VERSION  # consumer-protocol members commit with v9+
+        return _epoch_error(member, member_epoch)
 
     def validate_offset_fetch(self, member_id: str | None, member_epoch: int) -> ErrorCode:
         """OffsetFetch v9+: a member fetching its offsets must be current."""
@@ -320,12 +382,18 @@ class ConsumerGroup:
         member = self.members.get(member_id or "")
         if member is None:
             return ErrorCode.UNKNOWN_MEMBER_ID
-        if member_epoch != member.member_epoch:
-            return ErrorCode.STALE_MEMBER_EPOCH
+        return _epoch_error(member, member_epoch)
+
+
+def _epoch_error(member: ConsumerGroupMember, epoch: int) -> ErrorCode:
+    """Kafka's ``validateMemberEpoch``: a classic member's generation is its member epoch."""
+    if epoch == member.member_epoch:
         return ErrorCode.NONE
+    return (ErrorCode.ILLEGAL_GENERATION if member.uses_classic_protocol
+            else ErrorCode.STALE_MEMBER_EPOCH)
 
 
 __all__ = ["CONSUMER_GROUP_TYPE", "EMPTY_ASSIGNMENT", "LEAVE_GROUP_MEMBER_EPOCH",
-           "LEAVE_GROUP_STATIC_MEMBER_EPOCH", "Assignment", "ConsumerGroup",
-           "ConsumerGroupMember", "ConsumerGroupState", "GroupSetting", "MemberState",
-           "ResolvedRegex", "assignment_of", "assignment_size", "no_group_setting"]
+           "LEAVE_GROUP_STATIC_MEMBER_EPOCH", "Assignment", "ClassicMemberMetadata",
+           "ConsumerGroup", "ConsumerGroupMember", "ConsumerGroupState", "GroupSetting",
+           "MemberState", "ResolvedRegex", "assignment_of", "assignment_size", "no_group_setting"]

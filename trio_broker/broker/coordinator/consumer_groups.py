@@ -29,12 +29,14 @@ from collections.abc import Callable
 
 import attrs
 
+from ...protocol.consumer_protocol import PayloadError
 from ...protocol.errors import ErrorCode
 from ..config import BrokerConfig
 from .consumer_group import (
     LEAVE_GROUP_MEMBER_EPOCH,
     LEAVE_GROUP_STATIC_MEMBER_EPOCH,
     Assignment,
+    ClassicMemberMetadata,
     ConsumerGroup,
     ConsumerGroupMember,
     MemberState,
@@ -50,6 +52,8 @@ from .group_store import (
     regex_record,
     target_record,
 )
+from .membership import GroupMetadataManager
+from .migration import MigrationPolicy, consumer_group_of, consumer_group_records
 from .reconciliation import GroupError, Owned, reconcile, topic_ids
 from .states import GroupState
 from .timers import DeadlineQueue
@@ -99,14 +103,15 @@ def _blank(value: str) -> bool:
 
 
 class ConsumerGroupManager(ConsumerGroupEngine):
-    """The consumer-protocol requests; ``classic`` is the classic groups' registry, consulted
-    for the one-protocol-per-group-id rule."""
+    """The consumer-protocol requests; ``classic`` is the classic groups' manager, consulted
+    for the one-protocol-per-group-id rule and the online upgrade of a classic group."""
 
     def __init__(self, config: BrokerConfig, timers: DeadlineQueue,
                  wall_clock_ms: Callable[[], int], store: GroupStore,
-                 classic: dict[str, Group]) -> None:
+                 classic: GroupMetadataManager) -> None:
         super().__init__(config, timers, wall_clock_ms, store)
         self.classic = classic
+        self.policy = MigrationPolicy.parse(config.group_consumer_migration_policy)
 
     # --- ConsumerGroupHeartbeat -------------------------------------------------------------
 
@@ -161,12 +166,13 @@ class ConsumerGroupManager(ConsumerGroupEngine):
                              f"assignors: {', '.join(self.assignors)}.")
 
     def _group(self, group_id: str, *, create: bool) -> tuple[ConsumerGroup, Group | None]:
-        """Kafka's ``getOrMaybeCreateConsumerGroup``: (group, the empty classic group it
-        replaces). Nothing is registered yet."""
+        """Kafka's ``getOrMaybeCreateConsumerGroup``: (group, the classic group it replaces:
+        an empty one, or one whose members move over, per the migration policy). Nothing is
+        registered yet."""
         group = self.groups.get(group_id)
         if group is not None:
             return group, None
-        classic = self.classic.get(group_id)
+        classic = self.classic.groups.get(group_id)
         if classic is None:
             if not create:
                 raise GroupError(ErrorCode.GROUP_ID_NOT_FOUND,
@@ -174,23 +180,52 @@ class ConsumerGroupManager(ConsumerGroupEngine):
             return ConsumerGroup(group_id, self._wall_ms()), None
         if create and classic.is_in(GroupState.EMPTY) and not classic.pending_members:
             return ConsumerGroup(group_id, self._wall_ms()), classic
-        if create:
-            raise GroupError(ErrorCode.GROUP_ID_NOT_FOUND,
-                             f"Cannot upgrade classic group {group_id} to consumer group: its "
-                             "members must leave first (online upgrade of a group with members "
-                             "is not supported).")
+        if create and self._upgradable(classic):
+            try:
+                return consumer_group_of(classic, self.topics(), self._wall_ms()), classic
+            except (PayloadError, KeyError) as exc:
+                LOGGER.warning("group %s: cannot upgrade the classic group: %s", group_id, exc)
+                raise GroupError(ErrorCode.GROUP_ID_NOT_FOUND, (
+                    f"Cannot upgrade the classic group {group_id} to consumer group because the "
+                    "embedded consumer protocol is malformed.")) from None
         raise GroupError(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a consumer group.")
+
+    def _upgradable(self, classic: Group) -> bool:
+        """Kafka's ``validateOnlineUpgrade``."""
+        why = None
+        if not self.policy.upgrade_enabled:
+            why = "the online upgrade is disabled"
+        elif not classic.uses_consumer_protocol:
+            why = "the group does not use the consumer embedded protocol"
+        elif len(classic.members) > self.config.group_consumer_max_size:
+            why = "the group size exceeds the consumer group maximum size"
+        if why is not None:
+            LOGGER.info("group %s: cannot upgrade the classic group to a consumer group "
+                        "because %s", classic.group_id, why)
+        return why is None
+
+    def _take_over(self, group: ConsumerGroup, classic: Group, records: list[Record]) -> None:
+        """The classic group ``group`` replaces goes; its members (if any) are now ``group``'s."""
+        self.classic.release_group(classic)
+        group.offsets = classic.offsets
+        group.inflight_writes = classic.inflight_writes
+        records.append(delete_group_record(group.group_id))
+        if not group.members:
+            LOGGER.info("group %s: the empty classic group becomes a consumer group",
+                        group.group_id)
+            return
+        records += consumer_group_records(group)
+        self.groups[group.group_id] = group
+        for member_id in group.members:
+            self.schedule_session(group.group_id, member_id)
+        LOGGER.info("group %s: the classic group with %d members becomes a consumer group at "
+                    "epoch %d", group.group_id, len(group.members), group.group_epoch)
 
     def _heartbeat(self, r: HeartbeatRequest) -> tuple[HeartbeatResult, list[Record]]:
         joining = r.member_epoch == 0
         group, replaced_classic = self._group(r.group_id, create=joining)
         member_id = r.member_id or str(uuid.uuid4())  # v0 joins may leave the id to us
-        max_size = self.config.group_consumer_max_size
-        if len(group.members) >= max_size and (not r.member_id or
-                                               r.member_id not in group.members):
-            raise GroupError(ErrorCode.GROUP_MAX_SIZE_REACHED,
-                             f"The consumer group has reached its maximum capacity of "
-                             f"{max_size} members.")
+        self._check_size(group, r.member_id or None)
         member, replacing = self._member(group, member_id, r, joining)
         if (r.subscribed_topic_regex and r.subscribed_topic_regex != member.subscribed_topic_regex
                 and not group.num_subscribed_members(r.subscribed_topic_regex)):
@@ -198,18 +233,36 @@ class ConsumerGroupManager(ConsumerGroupEngine):
         # Every check passed: from here on the group changes.
         records: list[Record] = []
         if replaced_classic is not None:
-            group.offsets = replaced_classic.offsets
-            group.inflight_writes = replaced_classic.inflight_writes
-            del self.classic[group.group_id]
-            records.append(delete_group_record(group.group_id))
-            LOGGER.info("group %s: the empty classic group becomes a consumer group",
-                        group.group_id)
+            self._take_over(group, replaced_classic, records)
+        final = self.update_member(group, member, member_id, replacing, r, records)
+        full = (r.rebalance_timeout_ms != -1 and r.owned is not None and (
+            r.subscribed_topic_names is not None or r.subscribed_topic_regex is not None))
+        send = joining or full or final.assigned != member.assigned
+        return HeartbeatResult(ErrorCode.NONE, None, member_id, final.member_epoch,
+                               self.heartbeat_interval_ms(group.group_id),
+                               final.assigned if send else None), records
+
+    def _check_size(self, group: ConsumerGroup, member_id: str | None) -> None:
+        max_size = self.config.group_consumer_max_size
+        if len(group.members) >= max_size and (member_id is None
+                                               or member_id not in group.members):
+            raise GroupError(ErrorCode.GROUP_MAX_SIZE_REACHED,
+                             f"The consumer group has reached its maximum capacity of "
+                             f"{max_size} members.")
+
+    def update_member(self, group: ConsumerGroup, member: ConsumerGroupMember, member_id: str,
+                      replacing: ConsumerGroupMember | None, r: HeartbeatRequest,
+                      records: list[Record], classic: ClassicMemberMetadata | None = None,
+                      ) -> ConsumerGroupMember:
+        """Steps 2 to 4 of a heartbeat (or of a classic member's JoinGroup): apply the
+        subscription, bump the epoch, compute a target, reconcile the member; returns it."""
         self.groups[group.group_id] = group
         if replacing is not None:
             member = self._replace_static(group, replacing, member_id, records)
         elif member.member_id not in group.members:
-            LOGGER.info("group %s: member %s joins (client %s, %s)", group.group_id, member_id,
-                        r.client_id, r.client_host)
+            LOGGER.info("group %s: member %s joins (client %s, %s%s)", group.group_id,
+                        member_id, r.client_id, r.client_host,
+                        ", classic protocol" if classic is not None else "")
         updated = attrs.evolve(
             member, client_id=r.client_id, client_host=r.client_host,
             instance_id=member.instance_id if r.instance_id is None else r.instance_id,
@@ -223,7 +276,8 @@ class ConsumerGroupManager(ConsumerGroupEngine):
                                     else frozenset(r.subscribed_topic_names)),
             subscribed_topic_regex=(member.subscribed_topic_regex
                                     if r.subscribed_topic_regex is None
-                                    else r.subscribed_topic_regex))
+                                    else r.subscribed_topic_regex),
+            classic=member.classic if classic is None else classic)
         names_changed = updated.subscribed_topic_names != member.subscribed_topic_names
         regex_changed = self._update_regex(group, member, updated, records)
         subscription_changed = names_changed or regex_changed
@@ -250,19 +304,15 @@ class ConsumerGroupManager(ConsumerGroupEngine):
                 subscription_changed=subscription_changed)
         if final != member or replacing is not None:
             records.append(member_record(group.group_id, final))
-        if final.state is not member.state or final.member_epoch != member.member_epoch:
+        if ((final.state is not member.state or final.member_epoch != member.member_epoch)
+                and not final.uses_classic_protocol):  # classic members have join/sync timers
             if final.state is MemberState.UNREVOKED_PARTITIONS:
                 self.schedule_rebalance(group.group_id, final)
             else:
                 self.cancel_rebalance(group.group_id, final.member_id)
         group.update_member(final)
         self.schedule_session(group.group_id, member_id)
-        full = (r.rebalance_timeout_ms != -1 and r.owned is not None and (
-            r.subscribed_topic_names is not None or r.subscribed_topic_regex is not None))
-        send = joining or full or final.assigned != member.assigned
-        return HeartbeatResult(ErrorCode.NONE, None, member_id, final.member_epoch,
-                               self.heartbeat_interval_ms(group.group_id),
-                               final.assigned if send else None), records
+        return final
 
     def _member(self, group: ConsumerGroup, member_id: str, r: HeartbeatRequest,
                 joining: bool) -> tuple[ConsumerGroupMember, ConsumerGroupMember | None]:
@@ -335,8 +385,8 @@ class ConsumerGroupManager(ConsumerGroupEngine):
         group = self.groups.get(r.group_id)
         if group is None:
             raise GroupError(ErrorCode.GROUP_ID_NOT_FOUND, (
-                f"Group {r.group_id} is not a consumer group." if r.group_id in self.classic
-                else f"Group {r.group_id} not found."))
+                f"Group {r.group_id} is not a consumer group."
+                if r.group_id in self.classic.groups else f"Group {r.group_id} not found."))
         if r.instance_id is None:
             member = group.members.get(r.member_id)
             if member is None:
@@ -344,7 +394,7 @@ class ConsumerGroupManager(ConsumerGroupEngine):
                                  f"member of group {r.group_id}.")
             LOGGER.info("group %s: member %s left", r.group_id, r.member_id)
             return (HeartbeatResult(ErrorCode.NONE, None, r.member_id, r.member_epoch),
-                    self.fence(group, [member]))
+                    self.fence_member(group, member))
         member = group.static_member(r.instance_id)
         if member is None:
             raise GroupError(ErrorCode.UNKNOWN_MEMBER_ID,
@@ -366,7 +416,7 @@ class ConsumerGroupManager(ConsumerGroupEngine):
         LOGGER.info("group %s: static member %s (%s) left", r.group_id, r.member_id,
                     r.instance_id)
         return (HeartbeatResult(ErrorCode.NONE, None, r.member_id, r.member_epoch),
-                self.fence(group, [member]))
+                self.fence_member(group, member))
 
 
 def _check_epoch(member: ConsumerGroupMember, received: int, owned: Owned) -> None:

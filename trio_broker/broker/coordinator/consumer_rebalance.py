@@ -104,7 +104,8 @@ class ConsumerGroupEngine:
         for group in self.groups.values():
             for member in group.members.values():
                 self.schedule_session(group.group_id, member.member_id)
-                if member.state is MemberState.UNREVOKED_PARTITIONS:
+                if (member.state is MemberState.UNREVOKED_PARTITIONS
+                        and not member.uses_classic_protocol):
                     self.schedule_rebalance(group.group_id, member)
 
     # --- per-group settings (the group's config, else the broker's), as Kafka's GroupConfig ---
@@ -118,11 +119,33 @@ class ConsumerGroupEngine:
         return self.config.group_consumer_heartbeat_interval_ms if value is None else int(value)
 
     def schedule_session(self, group_id: str, member_id: str) -> None:
-        timeout_s = self.session_timeout_ms(group_id) / 1000
+        """A classic-protocol member keeps the session timeout of its JoinGroup."""
+        group = self.groups.get(group_id)
+        member = None if group is None else group.members.get(member_id)
+        timeout_ms = (member.classic.session_timeout_ms
+                      if member is not None and member.classic is not None
+                      else self.session_timeout_ms(group_id))
         self._timers.schedule(("cg-session", group_id, member_id),
-                              trio.current_time() + timeout_s,
+                              trio.current_time() + timeout_ms / 1000,
                               lambda: self._expire(group_id, member_id, None,
                                                    "the member session expired"))
+
+    def schedule_join_timeout(self, group_id: str, member: ConsumerGroupMember) -> None:
+        """A classic member told to rejoin must do so within its rebalance timeout (armed once:
+        every heartbeat until it rejoins says the same)."""
+        key = ("cg-join", group_id, member.member_id)
+        if key not in self._timers:
+            self._timers.schedule(key, trio.current_time() + member.rebalance_timeout_ms / 1000,
+                                  lambda: self._expire(group_id, member.member_id, None,
+                                                       "the classic member failed to join "
+                                                       "within the rebalance timeout"))
+
+    def schedule_sync_timeout(self, group_id: str, member_id: str, timeout_ms: int) -> None:
+        """A classic member that joined must send SyncGroup within its rebalance timeout."""
+        self._timers.schedule(("cg-sync", group_id, member_id),
+                              trio.current_time() + timeout_ms / 1000,
+                              lambda: self._expire(group_id, member_id, None,
+                                                   "the member failed to sync within timeout"))
 
     def schedule_rebalance(self, group_id: str, member: ConsumerGroupMember) -> None:
         epoch, timeout_ms = member.member_epoch, member.rebalance_timeout_ms
@@ -137,7 +160,8 @@ class ConsumerGroupEngine:
         self._timers.cancel(("cg-rebalance", group_id, member_id))
 
     def cancel_timers(self, group_id: str, member_id: str) -> None:
-        self._timers.cancel(("cg-session", group_id, member_id))
+        for kind in ("cg-session", "cg-join", "cg-sync"):
+            self._timers.cancel((kind, group_id, member_id))
         self.cancel_rebalance(group_id, member_id)
 
     def _expire(self, group_id: str, member_id: str, epoch: int | None, reason: str) -> None:
@@ -147,7 +171,11 @@ class ConsumerGroupEngine:
                                                member.member_epoch != epoch):
             return
         LOGGER.info("group %s: member %s fenced because %s", group_id, member_id, reason)
-        self.store.write(self.fence(group, [member]))
+        self.store.write(self.fence_member(group, member))
+
+    def fence_member(self, group: ConsumerGroup, member: ConsumerGroupMember) -> list[Record]:
+        """Remove one member (the coordinator may turn the group classic instead)."""
+        return self.fence(group, [member])
 
     # --- fencing ----------------------------------------------------------------------------
 

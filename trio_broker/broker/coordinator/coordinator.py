@@ -8,11 +8,11 @@ timers and the writers, shut down in order), Kafka's rule that a group id belong
 protocol at a time, and the requests that need several managers (DeleteGroups, ListGroups);
 every other call goes to the manager that owns it.
 
-One protocol per group id, as Kafka's ``GroupMetadataManager``: a ConsumerGroupHeartbeat that
-joins an empty classic group turns it into a consumer group, a JoinGroup to an empty consumer
-group turns it back, offsets included. A group with members keeps its protocol: a JoinGroup to
-it is INCONSISTENT_GROUP_PROTOCOL, a ConsumerGroupHeartbeat GROUP_ID_NOT_FOUND (Kafka 4.x
-migrates such groups online, members of both protocols in one group; that is not done here).
+One group type per group id, as Kafka's ``GroupMetadataManager``: a ConsumerGroupHeartbeat
+that joins an empty classic group turns it into a consumer group, a JoinGroup to an empty
+consumer group turns it back, offsets included. A group with members changes type online, per
+``group.consumer.migration.policy`` (``migration.py``): a consumer group serves the JoinGroup,
+SyncGroup, Heartbeat and LeaveGroup of its classic-protocol members (``classic_members.py``).
 
 Everything runs on the event loop and completes synchronously; answers that must wait are
 callbacks (see ``membership.py`` and ``offsets.py``).
@@ -45,11 +45,8 @@ from .offsets import CommitCallback, CommitRequest, OffsetCommitEntry, OffsetMet
 from .timers import DeadlineQueue
 
 if TYPE_CHECKING:
-    from .consumer_groups import (
-        ConsumerGroupManager,
-        HeartbeatCallback,
-        HeartbeatRequest,
-    )
+    from .classic_members import MixedProtocolGroupManager
+    from .consumer_groups import HeartbeatCallback, HeartbeatRequest
     from .reconciliation import TopicsMetadata
 
 #: directory under the broker's state dir (its first log dir) that holds committed offsets
@@ -82,7 +79,7 @@ class GroupCoordinator:
         # new (``consumer``): most brokers never have one, and its modules are a noticeable
         # part of a start. Until then its groups are this empty dict and topic changes counted.
         self._consumer_groups: dict[str, ConsumerGroup] = {}
-        self._consumer: ConsumerGroupManager | None = None
+        self._consumer: MixedProtocolGroupManager | None = None
         self._topics: Callable[[], TopicsMetadata] = dict
         self._topic_version = 0
         self._group_setting: GroupSetting = no_group_setting
@@ -100,13 +97,13 @@ class GroupCoordinator:
         return self._consumer_groups
 
     @property
-    def consumer(self) -> ConsumerGroupManager:
+    def consumer(self) -> MixedProtocolGroupManager:
         """The consumer-protocol engine, made on first use over ``consumer_groups``."""
         if self._consumer is None:
-            from .consumer_groups import ConsumerGroupManager
+            from .classic_members import MixedProtocolGroupManager
 
-            engine = ConsumerGroupManager(self.config, self._timers, self._wall_ms, self.store,
-                                          classic=self.membership.groups)
+            engine = MixedProtocolGroupManager(self.config, self._timers, self._wall_ms,
+                                               self.store, classic=self.membership)
             engine.groups = self._consumer_groups
             engine.attach_topics(self._topics)
             engine.topic_version = self._topic_version
@@ -213,8 +210,14 @@ class GroupCoordinator:
         """Answer through ``respond``, now or when the join phase completes."""
         group = self._serving_consumer_group(request.group_id)
         if group is not None:
-            if not group.is_empty:
-                return respond(JoinResult(ErrorCode.INCONSISTENT_GROUP_PROTOCOL, ""))
+            if not group.is_empty:  # a classic member of a consumer group (online migration)
+                cfg, r = self.config, request
+                if not (cfg.group_min_session_timeout_ms <= r.session_timeout_ms
+                        <= cfg.group_max_session_timeout_ms):
+                    return respond(JoinResult(ErrorCode.INVALID_SESSION_TIMEOUT, r.member_id))
+                if r.rebalance_timeout_ms < 0:
+                    r = r._replace(rebalance_timeout_ms=r.session_timeout_ms)
+                return self.consumer.classic_join(group, r, respond)
             # An empty consumer group becomes a classic group again, offsets included.
             del self._consumer_groups[group.group_id]
             self.store.write([delete_group_record(group.group_id)])
@@ -228,8 +231,14 @@ class GroupCoordinator:
                    protocol_name: str | None = None, assignments: list[tuple[str, bytes]],
                    respond: SyncCallback) -> None:
         """Answer through ``respond``, now or when the leader's assignment arrives."""
-        if self._serving_consumer_group(group_id) is not None:
-            return respond(SyncResult(ErrorCode.UNKNOWN_MEMBER_ID))
+        group = self._serving_consumer_group(group_id)
+        if group is not None:
+            if group.is_empty:
+                return respond(SyncResult(ErrorCode.UNKNOWN_MEMBER_ID))
+            return self.consumer.classic_sync(
+                group, generation_id=generation_id, member_id=member_id,
+                group_instance_id=group_instance_id, protocol_type=protocol_type,
+                protocol_name=protocol_name, respond=respond)
         return self.membership.sync_group(group_id=group_id, generation_id=generation_id,
                                    member_id=member_id, group_instance_id=group_instance_id,
                                    protocol_type=protocol_type, protocol_name=protocol_name,
@@ -237,8 +246,11 @@ class GroupCoordinator:
 
     def heartbeat(self, *, group_id: str, generation_id: int, member_id: str,
                   group_instance_id: str | None = None) -> ErrorCode:
-        if self._serving_consumer_group(group_id) is not None:
-            return ErrorCode.UNKNOWN_MEMBER_ID  # a consumer group has no classic members here
+        group = self._serving_consumer_group(group_id)
+        if group is not None:
+            return self.consumer.classic_heartbeat(group, generation_id=generation_id,
+                                                   member_id=member_id,
+                                                   group_instance_id=group_instance_id)
         return self.membership.heartbeat(group_id=group_id, generation_id=generation_id,
                                          member_id=member_id,
                                          group_instance_id=group_instance_id)
@@ -246,8 +258,9 @@ class GroupCoordinator:
     def leave_group(self, group_id: str, members: Iterable[LeavingMember],
                     ) -> tuple[ErrorCode, list[ErrorCode]]:
         """(group error, one error per leaving member, in request order)."""
-        if self._serving_consumer_group(group_id) is not None:
-            return ErrorCode.NONE, [ErrorCode.UNKNOWN_MEMBER_ID for _ in members]
+        group = self._serving_consumer_group(group_id)
+        if group is not None:
+            return self.consumer.classic_leave(group, members)
         return self.membership.leave_group(group_id, members)
 
     def describe_group(self, group_id: str) -> GroupSummary | None:

@@ -42,6 +42,7 @@ import trio
 from ..offload import run_io
 from .consumer_group import (
     Assignment,
+    ClassicMemberMetadata,
     ConsumerGroup,
     ConsumerGroupMember,
     MemberState,
@@ -270,7 +271,10 @@ def member_record(group_id: str, m: ConsumerGroupMember) -> Record:
         "assignor": m.server_assignor, "epoch": m.member_epoch,
         "previous_epoch": m.previous_member_epoch, "state": m.state.value,
         "assigned": _assignment_json(m.assigned),
-        "revoking": _assignment_json(m.pending_revocation)})
+        "revoking": _assignment_json(m.pending_revocation),
+        "classic": None if m.classic is None else {
+            "session_ms": m.classic.session_timeout_ms,
+            "protocols": [[name, _b64(meta)] for name, meta in m.classic.protocols]}})
 
 
 def member_tombstones(group_id: str, member_id: str) -> list[Record]:
@@ -339,10 +343,17 @@ def _consumer(group_id: str, records: Mapping[tuple[str, str], Any],
                 sub, v["instance"], v["rack"], v["rebalance_ms"], v["client_id"], v["host"],
                 frozenset(v["topics"]), v["regex"], v["assignor"], v["epoch"],
                 v["previous_epoch"], MemberState(v["state"]), _assignment_of_json(v["assigned"]),
-                _assignment_of_json(v["revoking"])))
+                _assignment_of_json(v["revoking"]), _classic_of_json(v.get("classic"))))
     # Topics may have changed while the broker was down: the next heartbeat looks again.
     group.metadata_expired = True
     return group
+
+
+def _classic_of_json(value: Mapping[str, Any] | None) -> ClassicMemberMetadata | None:
+    if value is None:
+        return None
+    return ClassicMemberMetadata(value["session_ms"], tuple(
+        (name, _unb64(meta)) for name, meta in value["protocols"]))
 
 
 def _assignment_json(assignment: Assignment) -> dict[str, list[int]]:

@@ -308,6 +308,34 @@ class RebalanceEngine:
         self._remove_member(group, member)
         self._members_left(group, f"member {member.member_id} left")
 
+    # --- online migration (``migration.py``) ------------------------------------------------
+
+    def release_group(self, group: Group) -> None:
+        """The group becomes a consumer group: it leaves this registry, its held JoinGroup and
+        SyncGroup answers are told to rejoin (the consumer group will serve them), its timers
+        stop."""
+        for member in group.members.values():
+            callback, member.awaiting_join = member.awaiting_join, None
+            if callback is not None:
+                callback(JoinResult(ErrorCode.REBALANCE_IN_PROGRESS, member.member_id))
+            self._answer_sync(group, member, SyncResult(ErrorCode.REBALANCE_IN_PROGRESS))
+            self._cancel_session(group, member)
+        for member_id in group.pending_members:
+            self._timers.cancel(("pending", group.group_id, member_id))
+        self._timers.cancel(("join", group.group_id))
+        self._timers.cancel(("sync", group.group_id))
+        if self.groups.get(group.group_id) is group:
+            del self.groups[group.group_id]
+
+    def adopt_group(self, group: Group, reason: str) -> None:
+        """A consumer group became this classic group (Stable, with its members' assignments):
+        register it, start the members' sessions and a rebalance, as Kafka's
+        ``convertToClassicGroup``."""
+        self.groups[group.group_id] = group
+        for member in group.members.values():
+            self.schedule_session(group, member)
+        self._prepare_rebalance(group, reason)
+
     def remove_dead_group(self, group: Group, now_ms: int) -> None:
         """Offset retention's membership half: an Empty group left without offsets goes."""
         self._timers.cancel(("join", group.group_id))
