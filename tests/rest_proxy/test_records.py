@@ -71,6 +71,8 @@ def test_record_formats() -> None:
     assert record.headers == [("h", b"hi")]
     assert parse_record({"value": {"type": "STRING", "data": None}}).value.data is None
     for bad in ({"partition_id": -1}, {"partition_id": True}, {"key": "x"},
-                {"value": {"type": "PROTOBUF"}}, {"headers": [{"value": "aGk="}]}):
+                {"value": {"type": "XML"}}, {"value": {"schema_id": "1"}},
+                {"value": {"subject_name_strategy": "SUBJECT"}},
+                {"headers": [{"value": "aGk="}]}):
         with pytest.raises(RestError):
             parse_record(bad)

@@ -187,7 +187,9 @@ async def serve(config: ConfigInput = None, *,
                     with _names_key(cfg, "schema.registry.listener"):
                         registry = await nursery.start(serve_schema_registry, cfg, state)
                 with _names_key(cfg, "rest.proxy.listener"):
-                    rest_addr = await nursery.start(serve_rest_proxy, cfg, state)
+                    rest_addr = await nursery.start(partial(
+                        serve_rest_proxy, cfg, state,
+                        registry=None if registry is None else registry[2]))
                 cleaner = start_log_duties(state, nursery)
                 metrics.add_collector(lambda: cleaner_metrics(cleaner))
                 task_status.started(Broker(cfg, state, bound, metrics_addr, http_addr,

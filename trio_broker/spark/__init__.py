@@ -23,8 +23,8 @@ Confluent's wire format with a Schema Registry (``_formats``); a failure there i
 column type with no schema), ``UnmappableSchema``.
 
 May import the blocking client, the client core and the protocol; never the broker (an
-executor needs nothing of it) except the Schema Registry's .proto parser, for a Protobuf schema
-stored as .proto text (``_proto_text``); never the Trio client.
+executor needs nothing of it) except the Schema Registry's descriptor reader, for a Protobuf
+schema (``broker.schema_registry.descriptors``); never the Trio client.
 """
 
 from __future__ import annotations

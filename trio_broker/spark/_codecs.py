@@ -162,28 +162,14 @@ def write_indexes(indexes: list[int]) -> bytes:
 
 
 def file_descriptor(schema: RegisteredSchema, name: str) -> Any:
-    """The ``FileDescriptorProto`` of a stored Protobuf schema: the base64 of a serialized one
-    (what confluent-kafka's ``ProtobufSerializer`` and this sink register), or .proto text,
-    read with the registry's parser."""
-    import base64
-    import binascii
+    """The ``FileDescriptorProto`` of a stored Protobuf schema (serialized, or .proto text)."""
+    from ..broker.schema_registry.descriptors import ProtoError
+    from ..broker.schema_registry.descriptors import file_descriptor as stored_descriptor
 
-    from google.protobuf import descriptor_pb2
-    from google.protobuf.message import DecodeError
-
-    text = schema.schema.strip()
-    if ";" not in text:
-        try:
-            fdp = descriptor_pb2.FileDescriptorProto.FromString(base64.b64decode(text))
-        except (binascii.Error, DecodeError, ValueError):
-            pass
-        else:
-            if not fdp.name:
-                fdp.name = name
-            return fdp
-    from ._proto_text import proto_text_descriptor
-
-    return proto_text_descriptor(text, name)
+    try:
+        return stored_descriptor(schema.schema, name)
+    except ProtoError as exc:
+        raise ConfigError(f"Protobuf schema {name} cannot be read: {exc}") from None
 
 
 def _add_file(pool: Any, client: RegistryClient, schema: RegisteredSchema, name: str,

@@ -5,7 +5,8 @@ Why a thin entry point: the web stack (Starlette, Hypercorn) is imported only wh
 
 What it owns: the ASGI application (``app``), the routes for the cluster, brokers, topics,
 configs and partitions (``cluster_routes``), replicas (``replica_routes``), consumer groups and
-lag (``group_routes``), ACLs (``acl_routes``), produce (``produce``, ``records``), Confluent's
+lag (``group_routes``), ACLs (``acl_routes``), produce (``produce``, ``records``, and
+``schema_records`` for keys and values written with the broker's Schema Registry), Confluent's
 JSON shapes (``shapes``) and error bodies (``errors``), its Kafka client and shared reads
 (``proxy``), basic authentication as the broker's SASL users (``auth``), v2's produce and
 consumer instances (``v2_produce``, ``v2_consumers``, ``instances``) and the Hypercorn server
@@ -13,28 +14,36 @@ consumer instances (``v2_produce``, ``v2_consumers``, ``instances``) and the Hyp
 
 May import config, the server core (``BrokerState``), the Trio client (the proxy is a client of
 the broker's own listener), the protocol, and the console's read path and Host check
-(``broker.http.reads``, ``broker.http.guard``); never the network or a handler.
+(``broker.http.reads``, ``broker.http.guard``) and the Schema Registry's state and descriptor
+reader; never the network or a handler.
 """
 
 from __future__ import annotations
+
+from typing import TYPE_CHECKING
 
 import trio
 
 from ..config import BrokerConfig
 from ..server.state import BrokerState
 
+if TYPE_CHECKING:
+    from ..schema_registry.registry import SchemaRegistry
+
 
 async def serve_rest_proxy(config: BrokerConfig, state: BrokerState, *,
+                           registry: SchemaRegistry | None = None,
                            task_status: trio.TaskStatus[tuple[str, int] | None]
                            = trio.TASK_STATUS_IGNORED) -> None:
     """Serve the REST proxy on ``rest.proxy.listener`` until cancelled; ``task_status``
-    reports the bound (host, port), or None when it is off."""
+    reports the bound (host, port), or None when it is off. ``registry``: the broker's Schema
+    Registry, when it is served (records with schemas are written through it)."""
     if not config.rest_proxy_listener:
         task_status.started(None)
         return
     from .server import run_rest_proxy
 
-    await run_rest_proxy(config, state, task_status=task_status)
+    await run_rest_proxy(config, state, registry=registry, task_status=task_status)
 
 
 __all__ = ["serve_rest_proxy"]

@@ -23,6 +23,7 @@ import time
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
+import attrs
 import trio
 
 from ...client.core.errors import KafkaError, describe_code
@@ -34,7 +35,8 @@ from ...protocol.errors import ErrorCode
 from ...protocol.records import build_batch
 from .errors import RETRIABLE, RestError, from_kafka
 from .proxy import MAX_BODY_BYTES, RestProxy, proxy_of
-from .records import JsonStream, ProduceRecord, format_timestamp, parse_record
+from .records import Data, JsonStream, ProduceRecord, format_timestamp, parse_record
+from .schema_records import FORMAT_OF
 
 Message = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[Message]]
@@ -100,7 +102,7 @@ class Producer:
             try:
                 if isinstance(item, RestError):
                     raise item
-                record = parse_record(item)
+                record = await self._with_schemas(parse_record(item))
                 partition = self._partition(record)
                 if isinstance(partition, RestError):
                     raise partition
@@ -124,6 +126,30 @@ class Producer:
             await self._produce_with_resends(round_, reports)
         return [r if r is not None else {"error_code": 500, "message": "not produced"}
                 for r in reports]
+
+    async def _with_schemas(self, record: ProduceRecord) -> ProduceRecord:
+        if record.key.schema is None and record.value.schema is None:
+            return record
+        return attrs.evolve(record, key=await self._schema_data(record.key, is_key=True),
+                            value=await self._schema_data(record.value, is_key=False))
+
+    async def _schema_data(self, d: Data, *, is_key: bool) -> Data:
+        """A key or value written with its schema (``schema_records.py``); an untyped one
+        stays JSON unless the registry holds its topic's subject."""
+        spec, schemas = d.schema, self.proxy.schemas
+        if spec is None:
+            return d
+        untyped = spec.fmt is None and d.fmt == "JSON"
+        if untyped and (schemas is None or not schemas.has_subject(
+                f"{self.info.name}-{'key' if is_key else 'value'}")):
+            return Data("JSON", d.data)
+        if schemas is None:
+            raise RestError(400, 400, f"{spec.field}: a schema needs the Schema Registry, "
+                                      "which this broker does not serve: set "
+                                      "schema.registry.listener")
+        schema, data = await schemas.serialize(self.info.name, spec, is_key=is_key)
+        return Data(FORMAT_OF[schema.schema_type], data,
+                    registered=(schema.subject, schema.id, schema.version))
 
     async def _produce_with_resends(self, round_: Round, reports: list[Report | None],
                                     ) -> None:

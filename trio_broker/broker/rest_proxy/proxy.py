@@ -31,6 +31,7 @@ from ...protocol.messages import make_request
 from ..http.reads import KafkaView
 from .errors import RestError, bad_request, not_found
 from .instances import Instances
+from .schema_records import RecordSchemas
 from .shapes import Urls
 
 _DESCRIBE: Any = request_class(ApiKey.DescribeConfigs)
@@ -52,8 +53,11 @@ class RestProxy:
     """The proxy's Kafka client and the cluster it answers for."""
 
     def __init__(self, admin: Admin, node_id: int, cluster_id: str, instances: Instances,
-                 client_config: dict[str, Any], user: str | None = None) -> None:
+                 client_config: dict[str, Any], user: str | None = None,
+                 schemas: RecordSchemas | None = None) -> None:
         self.admin = admin
+        #: the broker's Schema Registry as serializers (None when it is not served)
+        self.schemas = schemas
         #: the v2 consumer instances (every user's)
         self.instances = instances
         #: how this proxy's Kafka clients connect (a v2 instance's consumer too)

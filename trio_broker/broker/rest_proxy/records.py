@@ -5,9 +5,12 @@ A record is ``{"partition_id", "headers": [{"name", "value" (base64)}], "key", "
 "timestamp" (ISO 8601)}``, its key and value each ``{"type": "JSON"|"BINARY"|"STRING",
 "data": ...}``: JSON data is written as compact JSON text, BINARY data is base64 and written as
 its bytes, STRING data is written as UTF-8. A ``data`` of null is a null key or value. Formats
-that need a schema (AVRO, PROTOBUF, JSONSCHEMA, or any ``schema_id``/``subject``) are refused:
-the proxy serves no schema registry, and a record written without its schema would be unreadable
-to the consumers that expect one.
+that need a schema (AVRO, PROTOBUF, JSONSCHEMA, or any ``schema_id``, ``schema_version``,
+``schema`` or ``subject``) are written by ``schema_records.py`` through the broker's Schema
+Registry, and refused when it is not served: a record written without its schema would be
+unreadable to the consumers that expect one. A key or value with no type at all is JSON, or,
+when the registry holds its topic's subject, written with that subject's latest schema, as
+Confluent's proxy does.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from typing import Any
 import attrs
 
 from .errors import RestError
+from .schema_records import SCHEMA_TYPES, SchemaSpec
 
 FORMATS = ("JSON", "BINARY", "STRING")
 _SCHEMA_FIELDS = ("schema_id", "schema_version", "subject", "subject_name_strategy",
@@ -33,15 +37,24 @@ def _bad(message: str) -> RestError:
 
 @attrs.frozen
 class Data:
-    """A key or value: its format (None when absent) and its bytes (None when null)."""
+    """A key or value: its format (None when absent) and its bytes (None when null); with
+    ``schema``, what to write it with once the registry is asked (``data`` then holds the JSON
+    fallback of an untyped value, or nothing)."""
 
     fmt: str | None
     data: bytes | None
+    schema: SchemaSpec | None = None
+    #: (subject, schema id, version) of the schema it was written with
+    registered: tuple[str, int, int] | None = None
 
     def report(self) -> dict[str, Any] | None:
         if self.fmt is None:
             return None
-        return {"type": self.fmt, "size": len(self.data) if self.data is not None else 0}
+        out: dict[str, Any] = {"type": self.fmt,
+                               "size": len(self.data) if self.data is not None else 0}
+        if self.registered is not None:
+            out["subject"], out["schema_id"], out["schema_version"] = self.registered
+        return out
 
 
 @attrs.frozen
@@ -64,17 +77,20 @@ def _data(field: str, spec: Any) -> Data:
         return Data(None, None)
     if not isinstance(spec, dict):
         raise _bad(f"{field} must be an object: {{\"type\": ..., \"data\": ...}}")
-    if any(name in spec for name in _SCHEMA_FIELDS):
-        raise _bad(f"{field}: schemas need a schema registry, which this REST proxy does not "
-                   "serve; use type JSON, BINARY or STRING")
-    fmt = str(spec.get("type") or "JSON").upper()
-    if fmt not in FORMATS:
-        raise _bad(f"{field}: type {fmt} is not supported here; use JSON, BINARY or STRING")
+    typed = spec.get("type")
+    fmt = str(typed or "JSON").upper()
+    if typed is not None and fmt not in FORMATS and fmt not in SCHEMA_TYPES:
+        raise _bad(f"{field}: type {fmt} is not one of JSON, BINARY, STRING, AVRO, PROTOBUF, "
+                   "JSONSCHEMA")
+    if fmt in SCHEMA_TYPES or any(spec.get(name) is not None for name in _SCHEMA_FIELDS):
+        return Data(None, None, SchemaSpec.of(field, spec, fmt if typed is not None else None))
     data = spec.get("data")
+    if typed is None and data is not None:  # the subject's latest schema, if there is one
+        return Data("JSON", _json_bytes(data), SchemaSpec(field, None, data))
     if data is None:
         return Data(fmt, None)
     if fmt == "JSON":
-        return Data(fmt, json.dumps(data, separators=(",", ":"), ensure_ascii=False).encode())
+        return Data(fmt, _json_bytes(data))
     if not isinstance(data, str):
         raise _bad(f"{field}: {fmt} data must be a string")
     if fmt == "STRING":
@@ -83,6 +99,10 @@ def _data(field: str, spec: Any) -> Data:
         return Data(fmt, base64.b64decode(data, validate=True))
     except (binascii.Error, ValueError):
         raise _bad(f"{field}: BINARY data must be base64") from None
+
+
+def _json_bytes(data: Any) -> bytes:
+    return json.dumps(data, separators=(",", ":"), ensure_ascii=False).encode()
 
 
 _EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.UTC)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import functools
 import logging
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import trio
 from hypercorn.config import Config as HypercornConfig
@@ -27,6 +27,10 @@ from .app import build_app
 from .auth import BasicAuth, credentials
 from .instances import Instances
 from .proxy import MAX_BODY_BYTES, RestProxy
+from .schema_records import RecordSchemas
+
+if TYPE_CHECKING:
+    from ..schema_registry.registry import SchemaRegistry
 
 LOGGER = logging.getLogger("trio_broker.broker.rest_proxy")
 _SERVER_LOGGER = quiet_server_logger("trio_broker.broker.rest_proxy.hypercorn")
@@ -96,9 +100,12 @@ def _address(bind: str) -> tuple[str, int]:
 
 
 async def run_rest_proxy(config: BrokerConfig, state: BrokerState, *,
+                         registry: SchemaRegistry | None = None,
                          task_status: trio.TaskStatus[tuple[str, int]]
                          = trio.TASK_STATUS_IGNORED) -> None:
-    """Serve the REST proxy until cancelled; reports its bound (host, port)."""
+    """Serve the REST proxy until cancelled; reports its bound (host, port). With
+    ``registry`` (the broker's Schema Registry), records may be written with schemas."""
+    schemas = None if registry is None else RecordSchemas(registry)
     scheme, host, port = parse_http_listener(config.rest_proxy_listener, "rest.proxy.listener")
     server_config = _hypercorn_config(host, port, config, scheme)
     configs = client_config(config, state)
@@ -115,7 +122,7 @@ async def run_rest_proxy(config: BrokerConfig, state: BrokerState, *,
             admin = Admin(normalize("admin", ADMIN_DEFAULTS, configs(None, None), {}))
             admin.client.start(nursery)
             shared = RestProxy(admin, config.node_id, state.cluster_id, instances,
-                               configs(None, None))
+                               configs(None, None), schemas=schemas)
 
         async def resolve(authorization: str | None) -> RestProxy:
             if shared is not None:
@@ -123,7 +130,7 @@ async def run_rest_proxy(config: BrokerConfig, state: BrokerState, *,
             user, password = credentials(authorization)
             session = await auth.login(user, password)
             return RestProxy(session.admin, config.node_id, state.cluster_id, instances,
-                             configs(user, password), user)
+                             configs(user, password), user, schemas=schemas)
 
         app: Any = build_app(resolve, hosts)  # an ASGI 3 callable; Hypercorn's are narrower
         try:

@@ -1,18 +1,19 @@
-"""A Protobuf schema stored as .proto text, as a ``FileDescriptorProto`` to build classes from.
+"""A stored Protobuf schema as a ``FileDescriptorProto``, to build message classes from.
 
-Why: the ``protobuf`` package builds message classes from descriptors only and has no parser of
-.proto text; the broker's Schema Registry has one (``broker.schema_registry.protobuf``), which
-reads messages, nested messages, enums, fields with labels and maps. This turns what it read
-into a descriptor. Imported only for a schema stored as text (confluent-kafka's serializer and
-this sink register serialized descriptors), since importing the registry's package costs a
-worker a few hundred milliseconds.
+A schema is stored either as the base64 of a serialized ``FileDescriptorProto`` (what
+confluent-kafka's ``ProtobufSerializer`` registers) or as .proto text. The ``protobuf`` package
+builds classes from descriptors only and has no parser of .proto text; the registry has one
+(``protobuf.py``: messages, nested messages, enums, fields with labels and maps), and this
+turns what it read into a descriptor. Used by the REST proxy's serializer and the Spark stage.
 """
 
 from __future__ import annotations
 
+import base64
+import binascii
 from typing import Any
 
-from ..client.core.errors import ConfigError
+from .protobuf import ProtoError, parse
 
 _SCALARS = {"double": 1, "float": 2, "int64": 3, "uint64": 4, "int32": 5, "fixed64": 6,
             "fixed32": 7, "bool": 8, "string": 9, "bytes": 12, "uint32": 13, "sfixed32": 15,
@@ -20,15 +21,30 @@ _SCALARS = {"double": 1, "float": 2, "int64": 3, "uint64": 4, "int32": 5, "fixed
 _LABELS = {"": 1, "optional": 1, "required": 2, "repeated": 3}
 
 
+def file_descriptor(text: str, name: str) -> Any:
+    """The ``FileDescriptorProto`` of a stored schema named ``name`` (the file name its
+    importers use); ProtoError when it is neither form."""
+    from google.protobuf import descriptor_pb2
+    from google.protobuf.message import DecodeError
+
+    text = text.strip()
+    if ";" not in text:
+        try:
+            fdp = descriptor_pb2.FileDescriptorProto.FromString(base64.b64decode(text))
+        except (binascii.Error, DecodeError, ValueError):
+            pass
+        else:
+            if not fdp.name:
+                fdp.name = name
+            return fdp
+    return proto_text_descriptor(text, name)
+
+
 def proto_text_descriptor(text: str, name: str) -> Any:
+    """.proto text as a ``FileDescriptorProto``; ProtoError when it cannot be read."""
     from google.protobuf import descriptor_pb2
 
-    from ..broker.schema_registry.protobuf import ProtoError, parse
-
-    try:
-        proto = parse(text)
-    except ProtoError as exc:
-        raise ConfigError(f"Protobuf schema {name} cannot be read: {exc}") from None
+    proto = parse(text)
     file = descriptor_pb2.FileDescriptorProto(name=name, syntax=proto.syntax,
                                               package=proto.package)
     file.dependency.extend(proto.imports)
@@ -78,4 +94,4 @@ def _set_type(field: Any, kind: str, built: dict[str, Any], enums: dict[str, Any
         field.type_name = f".{kind}" if kind in built or "." in kind else f".{prefix}{kind}"
 
 
-__all__ = ["proto_text_descriptor"]
+__all__ = ["ProtoError", "file_descriptor", "proto_text_descriptor"]

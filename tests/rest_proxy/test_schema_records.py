@@ -1,0 +1,168 @@
+"""v3 produce with schemas (AVRO, PROTOBUF, JSONSCHEMA) through the broker's own Schema
+Registry: records written over HTTP (httpx) are read back by confluent-kafka's deserializers,
+schemas registered by confluent-kafka's serializers are used by the proxy, and Confluent's
+schema selection rules and errors hold."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import httpx
+import pytest
+from confluent_kafka import Consumer, TopicPartition
+from confluent_kafka.schema_registry import SchemaRegistryClient
+from confluent_kafka.schema_registry.avro import AvroDeserializer
+from confluent_kafka.schema_registry.json_schema import JSONDeserializer
+from confluent_kafka.schema_registry.protobuf import ProtobufDeserializer, ProtobufSerializer
+from confluent_kafka.serialization import MessageField, SerializationContext
+from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
+
+from trio_broker.testing import ThreadedBroker
+
+ORDER_AVRO = json.dumps({
+    "type": "record", "name": "Order", "namespace": "acme",
+    "fields": [{"name": "id", "type": "string"}, {"name": "qty", "type": "long"},
+               {"name": "note", "type": ["null", "string"], "default": None}]})
+ORDER_JSON = json.dumps({
+    "$schema": "http://json-schema.org/draft-07/schema#", "title": "Order", "type": "object",
+    "properties": {"id": {"type": "string"}, "qty": {"type": "integer", "minimum": 0}},
+    "required": ["id", "qty"]})
+ORDER_PROTO = 'syntax = "proto3";\npackage acme;\nmessage Order {\n  string id = 1;\n  ' \
+              'int64 qty = 2;\n  repeated string tags = 3;\n}\n'
+
+
+def _produce(rest: httpx.Client, cluster: str, topic: str, *records: dict[str, Any],
+             ) -> list[dict[str, Any]]:
+    body = "".join(json.dumps(r) for r in records)
+    response = rest.post(f"{cluster}/topics/{topic}/records", content=body,
+                         headers={"Content-Type": "application/json"})
+    return [json.loads(line) for line in response.text.split("\r\n") if line]
+
+
+def _values(broker: ThreadedBroker, topic: str, count: int) -> list[bytes]:
+    consumer = Consumer({"bootstrap.servers": broker.bootstrap_servers, "group.id": topic,
+                         "enable.auto.commit": False})
+    try:
+        consumer.assign([TopicPartition(topic, 0, 0)])
+        found: list[bytes] = []
+        for _ in range(50):
+            found += [m.value() for m in consumer.consume(100, timeout=0.5) if not m.error()]
+            if len(found) >= count:
+                return found
+        raise AssertionError(f"{len(found)} of {count} records")
+    finally:
+        consumer.close()
+
+
+def _context(topic: str) -> SerializationContext:
+    return SerializationContext(topic, MessageField.VALUE)
+
+
+def test_avro_raw_schema_then_id_then_latest(rest: httpx.Client, cluster: str,
+                                             kafka_broker: ThreadedBroker) -> None:
+    topic = kafka_broker.create_topic("rest-avro")
+    first = _produce(rest, cluster, topic, {
+        "partition_id": 0, "value": {"type": "AVRO", "schema": ORDER_AVRO,
+                                     "data": {"id": "o-1", "qty": 3, "note": {"string": "x"}}}})
+    assert first[0]["error_code"] == 200, first
+    value = first[0]["value"]
+    assert (value["type"], value["subject"], value["schema_version"]) == (
+        "AVRO", f"{topic}-value", 1)
+    schema_id = value["schema_id"]
+    more = _produce(
+        rest, cluster, topic,
+        {"partition_id": 0, "value": {"schema_id": schema_id,
+                                      "data": {"id": "o-2", "qty": 4, "note": None}}},
+        {"partition_id": 0, "value": {"data": {"id": "o-3", "qty": 5, "note": None}}},
+        {"partition_id": 0, "value": {"schema_version": 1,
+                                      "data": {"id": "o-4", "qty": 6, "note": None}}})
+    assert [r["error_code"] for r in more] == [200, 200, 200], more
+    assert {r["value"]["schema_id"] for r in more} == {schema_id}
+
+    registry = SchemaRegistryClient({"url": kafka_broker.schema_registry_url})
+    deserialize = AvroDeserializer(registry)
+    got = [deserialize(v, _context(topic)) for v in _values(kafka_broker, topic, 4)]
+    assert got == [{"id": "o-1", "qty": 3, "note": "x"}, {"id": "o-2", "qty": 4, "note": None},
+                   {"id": "o-3", "qty": 5, "note": None}, {"id": "o-4", "qty": 6, "note": None}]
+
+    bad = _produce(rest, cluster, topic,
+                   {"value": {"schema_id": schema_id, "data": {"id": "o-5"}}},
+                   {"value": {"schema_version": 7, "data": {"id": "o-6", "qty": 1}}},
+                   {"value": {"type": "AVRO", "data": {"id": "o-7", "qty": 1}}},
+                   {"value": {"schema_id": 999_999, "data": {}}})
+    assert [(r["error_code"], r["message"].split(":")[0]) for r in bad] == [
+        (422, "Conversion of JSON to Object failed"),
+        (400, "Schema does not exist for subject"),
+        (400, "value"),
+        (400, "Error when fetching schema by id. schemaId = 999999")]
+
+
+def test_json_schema_validates(rest: httpx.Client, cluster: str,
+                               kafka_broker: ThreadedBroker) -> None:
+    topic = kafka_broker.create_topic("rest-jsonschema")
+    reports = _produce(rest, cluster, topic, {
+        "partition_id": 0, "value": {"type": "JSONSCHEMA", "schema": ORDER_JSON,
+                                     "data": {"id": "o-1", "qty": 2}}}, {
+        "partition_id": 0, "value": {"type": "JSONSCHEMA", "schema": ORDER_JSON,
+                                     "data": {"id": "o-2", "qty": -1}}})
+    assert reports[0]["error_code"] == 200, reports
+    assert reports[0]["value"]["type"] == "JSONSCHEMA"
+    assert (reports[1]["error_code"], reports[1]["message"]) == (
+        422, "Conversion of JSON to Object failed: -1 is less than the minimum of 0")
+    registry = SchemaRegistryClient({"url": kafka_broker.schema_registry_url})
+    deserialize = JSONDeserializer(None, schema_registry_client=registry)
+    [value] = _values(kafka_broker, topic, 1)
+    assert deserialize(value, _context(topic)) == {"id": "o-1", "qty": 2}
+
+
+def _order_class(fdp: Any) -> Any:
+    pool = descriptor_pool.DescriptorPool()
+    pool.Add(fdp)
+    return message_factory.GetMessageClass(pool.FindMessageTypeByName("acme.Order"))
+
+
+def test_protobuf_text_and_registered_descriptor(rest: httpx.Client, cluster: str,
+                                                 kafka_broker: ThreadedBroker) -> None:
+    registry = SchemaRegistryClient({"url": kafka_broker.schema_registry_url})
+    conf = {"use.deprecated.format": False}
+    # .proto text given to the proxy
+    topic = kafka_broker.create_topic("rest-proto-text")
+    reports = _produce(rest, cluster, topic, {
+        "partition_id": 0, "value": {"type": "PROTOBUF", "schema": ORDER_PROTO,
+                                     "data": {"id": "o-1", "qty": "7", "tags": ["a", "b"]}}})
+    assert reports[0]["error_code"] == 200, reports
+    fdp = descriptor_pb2.FileDescriptorProto(name="order.proto", package="acme", syntax="proto3")
+    message = fdp.message_type.add(name="Order")
+    t = descriptor_pb2.FieldDescriptorProto
+    message.field.add(name="id", number=1, type=t.TYPE_STRING, label=t.LABEL_OPTIONAL)
+    message.field.add(name="qty", number=2, type=t.TYPE_INT64, label=t.LABEL_OPTIONAL)
+    message.field.add(name="tags", number=3, type=t.TYPE_STRING, label=t.LABEL_REPEATED)
+    order = _order_class(fdp)
+    [value] = _values(kafka_broker, topic, 1)
+    got = ProtobufDeserializer(order, conf)(value, _context(topic))
+    assert (got.id, got.qty, list(got.tags)) == ("o-1", 7, ["a", "b"])
+
+    # a descriptor registered by confluent-kafka's serializer, used by the proxy as latest
+    topic = kafka_broker.create_topic("rest-proto-registered")
+    ProtobufSerializer(order, registry, conf)(order(id="o-0"), _context(topic))
+    reports = _produce(rest, cluster, topic, {"partition_id": 0,
+                                              "value": {"data": {"id": "o-2", "qty": 8}}})
+    assert (reports[0]["error_code"], reports[0]["value"]["type"]) == (200, "PROTOBUF"), reports
+    [value] = _values(kafka_broker, topic, 1)
+    got = ProtobufDeserializer(order, conf)(value, _context(topic))
+    assert (got.id, got.qty) == ("o-2", 8)
+
+
+@pytest.mark.broker_config(schema_registry_listener="", rest_proxy_listener="http://127.0.0.1:0")
+def test_without_a_registry(rest: httpx.Client, cluster: str,
+                            kafka_broker: ThreadedBroker) -> None:
+    """Untyped values stay JSON; a schema is refused, naming the setting that serves one."""
+    topic = kafka_broker.create_topic("rest-no-registry")
+    reports = _produce(rest, cluster, topic, {"value": {"data": {"a": 1}}},
+                       {"value": {"type": "AVRO", "schema": ORDER_AVRO, "data": {}}})
+    assert reports[0]["error_code"] == 200
+    assert reports[0]["value"]["type"] == "JSON"
+    assert (reports[1]["error_code"], reports[1]["message"]) == (
+        400, "value: a schema needs the Schema Registry, which this broker does not serve: set "
+             "schema.registry.listener")
