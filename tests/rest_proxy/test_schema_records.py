@@ -154,6 +154,81 @@ def test_protobuf_text_and_registered_descriptor(rest: httpx.Client, cluster: st
     assert (got.id, got.qty) == ("o-2", 8)
 
 
+def test_v2_produce_with_schemas(rest: httpx.Client, kafka_broker: ThreadedBroker) -> None:
+    """v2's avro embedded format: ``value_schema`` registers, ``value_schema_id`` reuses, and
+    the answer names the id; a value without a schema is Confluent's 42202."""
+    topic = kafka_broker.create_topic("rest-v2-avro")
+    avro_v2 = {"Content-Type": "application/vnd.kafka.avro.v2+json"}
+    first = rest.post(f"/topics/{topic}", headers=avro_v2, json={
+        "value_schema": ORDER_AVRO, "records": [
+            {"value": {"id": "o-1", "qty": 1, "note": None}, "partition": 0}]}).json()
+    schema_id = first["value_schema_id"]
+    assert (first["key_schema_id"], first["offsets"][0]["error"]) == (None, None), first
+    second = rest.post(f"/topics/{topic}/partitions/0", headers=avro_v2, json={
+        "value_schema_id": schema_id, "records": [
+            {"value": {"id": "o-2", "qty": 2, "note": {"string": "n"}}}]}).json()
+    assert second["value_schema_id"] == schema_id
+    registry = SchemaRegistryClient({"url": kafka_broker.schema_registry_url})
+    deserialize = AvroDeserializer(registry)
+    got = [deserialize(v, _context(topic)) for v in _values(kafka_broker, topic, 2)]
+    assert got == [{"id": "o-1", "qty": 1, "note": None}, {"id": "o-2", "qty": 2, "note": "n"}]
+    missing = rest.post(f"/topics/{topic}", headers=avro_v2, json={"records": [{"value": {}}]})
+    assert (missing.status_code, missing.json()) == (422, {
+        "error_code": 42202,
+        "message": "Request includes values but does not include value schema"})
+
+
+def _v2_read(rest: httpx.Client, topic: str, fmt: str, count: int) -> list[Any]:
+    """A v2 consumer instance in ``fmt`` assigned to partition 0: the values it shows."""
+    group = f"{topic}-v2"
+    v2 = {"content-type": "application/vnd.kafka.v2+json"}
+    created = rest.post(f"/consumers/{group}", headers=v2,
+                        content=json.dumps({"name": "reader", "format": fmt,
+                                            "auto.offset.reset": "earliest"}))
+    assert created.status_code == 200, created.text
+    base = f"/consumers/{group}/instances/reader"
+    try:
+        assert rest.post(f"{base}/assignments", headers=v2, content=json.dumps({
+            "partitions": [{"topic": topic, "partition": 0}]})).status_code == 204
+        values: list[Any] = []
+        for _ in range(20):
+            answer = rest.get(f"{base}/records", params={"timeout": 500},
+                              headers={"accept": f"application/vnd.kafka.{fmt}.v2+json"})
+            assert answer.status_code == 200, answer.text
+            values += [r["value"] for r in answer.json()]
+            if len(values) >= count:
+                return values
+        raise AssertionError(f"{len(values)} of {count} records")
+    finally:
+        rest.delete(base, headers=v2)
+
+
+def test_v2_consumers_read_schema_formats(rest: httpx.Client, cluster: str,
+                                          kafka_broker: ThreadedBroker) -> None:
+    """What confluent-kafka's serializers and the v3 produce wrote, read by v2 consumer
+    instances in the avro, protobuf and jsonschema formats, as Confluent shows them."""
+    avro = kafka_broker.create_topic("rest-v2-read-avro")
+    _produce(rest, cluster, avro, {"partition_id": 0, "value": {
+        "type": "AVRO", "schema": ORDER_AVRO, "data": {"id": "o-1", "qty": 3,
+                                                       "note": {"string": "x"}}}})
+    assert _v2_read(rest, avro, "avro", 1) == [{"id": "o-1", "qty": 3, "note": {"string": "x"}}]
+
+    proto = kafka_broker.create_topic("rest-v2-read-proto")
+    _produce(rest, cluster, proto, {"partition_id": 0, "value": {
+        "type": "PROTOBUF", "schema": ORDER_PROTO, "data": {"id": "o-2", "qty": 9}}})
+    assert _v2_read(rest, proto, "protobuf", 1) == [{"id": "o-2", "qty": "9"}]
+
+    jsonschema = kafka_broker.create_topic("rest-v2-read-json")
+    _produce(rest, cluster, jsonschema, {"partition_id": 0, "value": {
+        "type": "JSONSCHEMA", "schema": ORDER_JSON, "data": {"id": "o-3", "qty": 1}}})
+    assert _v2_read(rest, jsonschema, "jsonschema", 1) == [{"id": "o-3", "qty": 1}]
+    # a record that is not in the format asked for is Confluent's 50002, naming the record
+    plain = kafka_broker.create_topic("rest-v2-read-plain")
+    _produce(rest, cluster, plain, {"partition_id": 0, "value": {"type": "JSON", "data": 1}})
+    with pytest.raises(AssertionError, match="cannot be read as avro: not in Confluent's wire"):
+        _v2_read(rest, plain, "avro", 1)
+
+
 @pytest.mark.broker_config(schema_registry_listener="", rest_proxy_listener="http://127.0.0.1:0")
 def test_without_a_registry(rest: httpx.Client, cluster: str,
                             kafka_broker: ThreadedBroker) -> None:

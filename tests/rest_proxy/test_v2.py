@@ -75,7 +75,9 @@ def test_v2_produce(rest: httpx.Client, kafka_broker: ThreadedBroker,
     assert error(_post(rest, f"/topics/{topic}/partitions/9", records, JSON_V2)) == (
         404, 40402)
     assert error(_post(rest, f"/topics/{topic}", records,
-                       "application/vnd.kafka.avro.v2+json")) == (415, 415)
+                       "application/vnd.kafka.avro.v2+json")) == (422, 42202)
+    assert error(_post(rest, f"/topics/{topic}", records,
+                       "application/vnd.kafka.xml.v2+json")) == (415, 415)
     assert error(_post(rest, f"/topics/{topic}", {"records": []}, JSON_V2)) == (422, 42201)
     listed = rest.get("/topics")
     assert topic in listed.json()
@@ -193,7 +195,7 @@ def test_idle_instances_expire(tmp_path: Path) -> None:
         broker.stop()
 
 
-@pytest.mark.parametrize("spec", [{"format": "avro"}, {"auto.offset.reset": "sometimes"},
+@pytest.mark.parametrize("spec", [{"format": "xml"}, {"auto.offset.reset": "sometimes"},
                                   {"fetch.min.bytes": "lots"}])
 def test_bad_instance_configs(rest: httpx.Client, spec: dict[str, str]) -> None:
     answer = _post(rest, "/consumers/bad-config", spec)

@@ -125,40 +125,18 @@ class AvroCodec:
 
 def read_indexes(payload: memoryview) -> tuple[list[int], int]:
     """Protobuf's message indexes at the start of ``payload``: (indexes, bytes read)."""
-    pos = 0
+    from ..broker.schema_registry.descriptors import read_indexes as read
 
-    def varint() -> int:
-        nonlocal pos
-        shift = result = 0
-        while True:
-            if pos >= len(payload) or shift > 63:
-                raise SerializationError("truncated protobuf message indexes")
-            byte = payload[pos]
-            pos += 1
-            result |= (byte & 0x7F) << shift
-            if byte < 0x80:
-                return (result >> 1) ^ -(result & 1)
-            shift += 7
-
-    count = varint()
-    if count == 0:
-        return [0], pos
-    if count < 0 or count > 64:
-        raise SerializationError(f"{count} protobuf message indexes")
-    return [varint() for _ in range(count)], pos
+    try:
+        return read(payload)
+    except ValueError as exc:
+        raise SerializationError(str(exc)) from None
 
 
 def write_indexes(indexes: list[int]) -> bytes:
-    if indexes == [0]:
-        return b"\x00"
-    out = bytearray()
-    for value in (len(indexes), *indexes):
-        zigzag = (value << 1) ^ (value >> 63)
-        while zigzag >= 0x80:
-            out.append((zigzag & 0x7F) | 0x80)
-            zigzag >>= 7
-        out.append(zigzag)
-    return bytes(out)
+    from ..broker.schema_registry.descriptors import write_indexes as write
+
+    return write(indexes)
 
 
 def file_descriptor(schema: RegisteredSchema, name: str) -> Any:

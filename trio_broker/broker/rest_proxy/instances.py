@@ -27,7 +27,9 @@ LOGGER = logging.getLogger("trio_broker.broker.rest_proxy")
 MAX_INSTANCES = 256
 #: how long a delete waits for the consumer to leave its group (its LeaveGroup's own bound)
 LEAVE_WAIT_S = 10.0
-FORMATS = ("binary", "json")
+#: the embedded formats of v2 consumers; the schema formats read through the Schema Registry
+SCHEMA_FORMATS = ("avro", "protobuf", "jsonschema")
+FORMATS = ("binary", "json", *SCHEMA_FORMATS)
 #: a v2 instance's settings -> the consumer config keys they set
 SETTINGS = {"auto.offset.reset": "auto.offset.reset", "auto.commit.enable": "enable.auto.commit",
             "fetch.min.bytes": "fetch.min.bytes"}
@@ -62,7 +64,7 @@ class Instances:
         self._by_key: dict[tuple[str, str], Instance] = {}
 
     async def create(self, group: str, spec: dict[str, Any], client_config: dict[str, Any],
-                     owner: str | None) -> Instance:
+                     owner: str | None, *, schemas: bool = False) -> Instance:
         """A new instance whose consumer connects with ``client_config`` (the bootstrap
         servers and security of the proxy's client, or of the logged-in ``owner``'s)."""
         name = spec.get("name") or f"rest-consumer-{uuid.uuid4()}"
@@ -75,9 +77,12 @@ class Instances:
             raise RestError(429, 429, f"{MAX_INSTANCES} consumer instances exist; delete one "
                                       "first")
         fmt = str(spec.get("format") or "binary").lower()
-        if fmt not in FORMATS:
-            raise RestError(422, 42204, f"format {fmt!r}: this REST proxy consumes binary or "
-                                        "json (schema formats need a schema registry)")
+        if fmt not in FORMATS or (fmt in SCHEMA_FORMATS and not schemas):
+            raise RestError(422, 42204, f"Invalid consumer configuration: format {fmt!r}: "
+                                        "one of binary, json" + (
+                                            ", avro, protobuf, jsonschema" if schemas else
+                                            " (the schema formats need the Schema Registry: "
+                                            "set schema.registry.listener)"))
         config: dict[str, Any] = {**client_config, "group.id": group, "client.id": name,
                                   "group.protocol": "classic"}
         for key in ("request.timeout.ms", "default.api.timeout.ms"):

@@ -43,6 +43,7 @@ STRATEGIES = ("TOPIC_NAME", "RECORD_NAME", "TOPIC_RECORD_NAME")
 _HEADER = struct.Struct(">bI")
 
 Encoder = Callable[[Any], bytes]
+Decoder = Callable[[memoryview], Any]
 
 
 def _bad(message: str) -> RestError:
@@ -89,6 +90,26 @@ class RecordSchemas:
     def __init__(self, registry: SchemaRegistry) -> None:
         self.registry = registry
         self._encoders: dict[int, Encoder] = {}
+        self._decoders: dict[int, Decoder] = {}
+
+    async def deserialize(self, framed: bytes, fmt: str) -> Any:
+        """A value in Confluent's wire format as v2's ``fmt`` consumer shows it: Avro's JSON
+        encoding, Protobuf's JSON mapping, or the JSON value."""
+        from ..schema_registry.errors import RegistryError
+
+        if len(framed) < _HEADER.size or framed[0] != 0:
+            raise ValueError("not in Confluent's wire format (magic byte 0 and a schema id)")
+        schema_id = int.from_bytes(framed[1:_HEADER.size], "big")
+        decoder = self._decoders.get(schema_id)
+        if decoder is None:
+            try:
+                schema = self.registry.by_id(schema_id)
+            except RegistryError:
+                raise ValueError(f"schema {schema_id} is not in the registry") from None
+            if FORMAT_OF[schema.schema_type] != fmt.upper():
+                raise ValueError(f"schema {schema_id} is {schema.schema_type}, not {fmt}")
+            decoder = self._decoders[schema_id] = await self._decoder(schema)
+        return decoder(memoryview(framed)[_HEADER.size:])
 
     def has_subject(self, subject: str) -> bool:
         return bool(self.registry.live(subject))
@@ -195,6 +216,15 @@ class RecordSchemas:
         return _protobuf_encoder(schema, header)
 
 
+    async def _decoder(self, schema: SchemaVersion) -> Decoder:
+        parsed = await self.registry.parsed(schema)
+        if schema.schema_type == "AVRO":
+            return _avro_decoder(parsed)
+        if schema.schema_type == "JSON":
+            return lambda payload: json.loads(bytes(payload))
+        return _protobuf_decoder(schema)
+
+
 def _record_name(parsed: Any) -> str | None:
     """Confluent's ``ParsedSchema.name()``: an Avro record's full name, a Protobuf file's
     first message, a JSON Schema's ``title``."""
@@ -225,6 +255,20 @@ def _avro_encoder(parsed: Any, header: bytes) -> Encoder:
     return encode
 
 
+def _avro_decoder(parsed: Any) -> Decoder:
+    import fastavro
+
+    schema = fastavro.parse_schema(parsed.parsed, named_schemas=dict(parsed.named))
+
+    def decode(payload: memoryview) -> Any:
+        record = fastavro.schemaless_reader(io.BytesIO(payload), schema, None)
+        out = io.StringIO()
+        fastavro.json_writer(out, schema, [record])  # Avro's JSON encoding, as Confluent's
+        return json.loads(out.getvalue())
+
+    return decode
+
+
 def _json_encoder(schema: Any, header: bytes) -> Encoder:
     import jsonschema
 
@@ -239,8 +283,8 @@ def _json_encoder(schema: Any, header: bytes) -> Encoder:
     return encode
 
 
-def _protobuf_encoder(schema: SchemaVersion, header: bytes) -> Encoder:
-    from google.protobuf import descriptor_pool, json_format, message_factory
+def _protobuf_file(schema: SchemaVersion) -> Any:
+    from google.protobuf import descriptor_pool
 
     from ..schema_registry.descriptors import ProtoError, file_descriptor
 
@@ -249,9 +293,39 @@ def _protobuf_encoder(schema: SchemaVersion, header: bytes) -> Encoder:
         pool = descriptor_pool.DescriptorPool()
         pool.Add(fdp)
         file = pool.FindFileByName(fdp.name)
-        message_type = next(iter(file.message_types_by_name.values()))
-    except (ProtoError, TypeError, KeyError, StopIteration) as exc:
+    except (ProtoError, TypeError, KeyError) as exc:
         raise RestError(422, 42205, f"Invalid schema: {exc}") from None
+    if not file.message_types_by_name:
+        raise RestError(422, 42205, "Invalid schema: the Protobuf file defines no message")
+    return file
+
+
+def _protobuf_decoder(schema: SchemaVersion) -> Decoder:
+    from google.protobuf import json_format, message_factory
+
+    from ..schema_registry.descriptors import read_indexes
+
+    file = _protobuf_file(schema)
+    messages = list(file.message_types_by_name.values())
+
+    def decode(payload: memoryview) -> Any:
+        indexes, used = read_indexes(payload)
+        if not 0 <= indexes[0] < len(messages):
+            raise ValueError(f"message index {indexes[0]} is not in schema {schema.id}")
+        descriptor = messages[indexes[0]]
+        for index in indexes[1:]:
+            descriptor = descriptor.nested_types[index]
+        message = message_factory.GetMessageClass(descriptor)()
+        message.ParseFromString(bytes(payload[used:]))
+        return json_format.MessageToDict(message)
+
+    return decode
+
+
+def _protobuf_encoder(schema: SchemaVersion, header: bytes) -> Encoder:
+    from google.protobuf import json_format, message_factory
+
+    message_type = next(iter(_protobuf_file(schema).message_types_by_name.values()))
     cls = message_factory.GetMessageClass(message_type)
     # the first message of the file: Confluent's message indexes [0], written as one byte 0
     prefix = header + b"\x00"

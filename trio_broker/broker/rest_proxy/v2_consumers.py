@@ -3,7 +3,9 @@
 Create an instance, subscribe it (or assign partitions), read ``records``, commit or read
 ``offsets``, move ``positions``, delete it. Each instance is a real group member
 (``instances``). Records come back as v2 shows them: ``{"topic", "key", "value", "partition",
-"offset"}``, keys and values as JSON (the ``json`` format) or base64 (``binary``). A records
+"offset"}``, keys and values as JSON (the ``json`` format), base64 (``binary``), or decoded
+through the Schema Registry (``avro``: Avro's JSON encoding, ``protobuf``: Protobuf's JSON
+mapping, ``jsonschema``: the JSON value). A records
 request returns at most ``max_bytes`` of keys and values (the rest is read by the next one: the
 consumer is moved back to the first record not returned) and waits at most ``timeout`` ms for
 the first record.
@@ -25,12 +27,12 @@ from ...client.core.errors import IllegalStateError
 from ...client.core.structs import ConsumerRecord, TopicPartition
 from ..security.patterns import InvalidPattern, compile_pattern
 from .errors import RestError
-from .instances import Instance, Instances
+from .instances import FORMATS, Instance, Instances
 from .proxy import proxy_of, read_json
+from .schema_records import RecordSchemas
 from .v2_produce import V2_JSON, V2Response
 
-MEDIA = {"json": "application/vnd.kafka.json.v2+json",
-         "binary": "application/vnd.kafka.binary.v2+json"}
+MEDIA = {fmt: f"application/vnd.kafka.{fmt}.v2+json" for fmt in FORMATS}
 #: what one records request returns at most (Confluent's consumer.request.max.bytes)
 MAX_RESPONSE_BYTES = 64 << 20
 MAX_WAIT_MS = 30_000
@@ -100,7 +102,7 @@ async def create(request: Request) -> Response:
     group = request.path_params["group"]
     proxy = proxy_of(request)
     instance = await proxy.instances.create(group, await _body(request), proxy.client_config,
-                                            proxy.user)
+                                            proxy.user, schemas=proxy.schemas is not None)
     base = str(request.base_url).rstrip("/")
     return V2Response({"instance_id": instance.name,
                        "base_uri": f"{base}/consumers/{group}/instances/{instance.name}"})
@@ -218,20 +220,25 @@ async def committed(request: Request) -> Response:
     return V2Response({"offsets": out})
 
 
-def _shown(data: bytes | None, fmt: str, record: ConsumerRecord) -> Any:
+async def _shown(data: bytes | None, fmt: str, record: ConsumerRecord,
+                 schemas: RecordSchemas | None) -> Any:
     if data is None:
         return None
     if fmt == "binary":
         return base64.b64encode(data).decode()
     try:
+        if fmt != "json" and schemas is not None:
+            return await schemas.deserialize(data, fmt)
         return json.loads(data)
-    except (ValueError, RecursionError):
+    except (ValueError, RecursionError, EOFError, TypeError) as exc:
         raise RestError(500, 50002, f"the record at offset {record.offset} of "
-                                    f"{record.topic}-{record.partition} is not JSON") from None
+                                    f"{record.topic}-{record.partition} cannot be read as "
+                                    f"{fmt}: {exc}") from None
 
 
 async def records(request: Request) -> Response:
     instance = _instance(request)
+    schemas = proxy_of(request).schemas
     accept = request.headers.get("accept", "*/*").lower()
     asked = [fmt for fmt, media in MEDIA.items() if media in accept]
     if asked and instance.fmt not in asked:
@@ -256,8 +263,9 @@ async def records(request: Request) -> Response:
                     if full:
                         break
                     out.append({"topic": record.topic,
-                                "key": _shown(record.key, instance.fmt, record),
-                                "value": _shown(record.value, instance.fmt, record),
+                                "key": await _shown(record.key, instance.fmt, record, schemas),
+                                "value": await _shown(record.value, instance.fmt, record,
+                                                      schemas),
                                 "partition": record.partition, "offset": record.offset})
                 except RestError:
                     if not out:

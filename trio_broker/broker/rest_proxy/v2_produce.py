@@ -2,9 +2,12 @@
 ``POST /topics/{topic}/partitions/{partition}``, ``GET /topics``, ``GET /topics/{topic}``.
 
 The embedded format is the request's ``Content-Type``: ``application/vnd.kafka.json.v2+json``
-(keys and values are JSON, written as compact JSON text) or
-``application/vnd.kafka.binary.v2+json`` (base64). Formats that need a schema are refused with
-415: the proxy consults no schema registry. Records go through the v3 producer (``produce``),
+(keys and values are JSON, written as compact JSON text), ``application/vnd.kafka.binary.v2+json``
+(base64), or a schema format, ``application/vnd.kafka.{avro,protobuf,jsonschema}.v2+json``, with
+``key_schema``/``value_schema`` (the raw schema, registered under ``<topic>-key``/``-value`` if
+new) or ``key_schema_id``/``value_schema_id``, written through the broker's Schema Registry
+(``schema_records.py``; 415 when it is not served); the answer names the schema ids used.
+Records go through the v3 producer (``produce``),
 batched the same way; each is answered in ``offsets`` with its partition and offset, or with v2's
 ``error_code`` 1 (not retriable) or 2 (retriable) and Kafka's message. v2's own codes answer
 what cannot be produced at all: 40401 for an unknown topic, 40402 for an unknown partition.
@@ -24,12 +27,17 @@ from ...protocol.errors import ErrorCode
 from .errors import RestError, bad_request
 from .produce import Producer
 from .proxy import MAX_BODY_BYTES, RestProxy, proxy_of
+from .schema_records import SCHEMA_TYPES
 
 V2_JSON = "application/vnd.kafka.v2+json"
 #: the v2 media types of records -> the v3 type their data is given as
 EMBEDDED = {"application/vnd.kafka.json.v2+json": "JSON",
-            "application/vnd.kafka.binary.v2+json": "BINARY"}
-SCHEMA_FORMATS = ("avro", "protobuf", "jsonschema")
+            "application/vnd.kafka.binary.v2+json": "BINARY",
+            "application/vnd.kafka.avro.v2+json": "AVRO",
+            "application/vnd.kafka.protobuf.v2+json": "PROTOBUF",
+            "application/vnd.kafka.jsonschema.v2+json": "JSONSCHEMA"}
+#: Confluent's codes for a key or value sent without its schema
+SCHEMA_MISSING = {"key": 42201, "value": 42202}
 
 
 class V2Response(JSONResponse):
@@ -49,19 +57,33 @@ async def _topic(proxy: RestProxy, name: str) -> Any:
         raise
 
 
-def _embedded(request: Request) -> str:
+def _embedded(request: Request, proxy: RestProxy) -> str:
     media = request.headers.get("content-type", "").split(";")[0].strip().lower()
-    if media in EMBEDDED:
-        return EMBEDDED[media]
-    if any(f".{name}." in media for name in SCHEMA_FORMATS):
-        raise RestError(415, 415, f"{media} needs a schema registry, which this REST proxy "
-                                  "does not consult; use the json or binary embedded format")
-    raise RestError(415, 415, "HTTP 415 Unsupported Media Type")
+    fmt = EMBEDDED.get(media)
+    if fmt is None:
+        raise RestError(415, 415, "HTTP 415 Unsupported Media Type")
+    if fmt in SCHEMA_TYPES and proxy.schemas is None:
+        raise RestError(415, 415, f"{media} needs the Schema Registry, which this broker does "
+                                  "not serve: set schema.registry.listener, or use the json or "
+                                  "binary embedded format")
+    return fmt
+
+
+def _schema_spec(body: dict[str, Any], field: str, fmt: str) -> dict[str, Any]:
+    """How v3 names the schema v2's ``{field}_schema_id`` or ``{field}_schema`` gives."""
+    schema_id = body.get(f"{field}_schema_id")
+    if schema_id is not None:
+        return {"schema_id": schema_id}
+    schema = body.get(f"{field}_schema")
+    if schema is not None:
+        return {"type": fmt, "schema": schema}
+    raise RestError(422, SCHEMA_MISSING[field],
+                    f"Request includes {field}s but does not include {field} schema")
 
 
 async def produce(request: Request) -> Response:
     proxy = _proxy(request)
-    fmt = _embedded(request)
+    fmt = _embedded(request, proxy)
     info = await _topic(proxy, request.path_params["topic_name"])
     fixed = request.path_params.get("partition_id")
     if fixed is not None and fixed not in info.partitions:
@@ -70,10 +92,11 @@ async def produce(request: Request) -> Response:
     records = body.get("records") if isinstance(body, dict) else None
     if not isinstance(records, list) or not records:
         raise RestError(422, 42201, "Request includes no records")
-    if any(body.get(k) is not None for k in ("key_schema", "key_schema_id", "value_schema",
-                                             "value_schema_id")):
-        raise RestError(422, 42201, "Schemas need a schema registry, which this REST proxy "
-                                    "does not consult")
+    schemas = fmt in SCHEMA_TYPES
+    if not schemas and any(body.get(k) is not None for k in (
+            "key_schema", "key_schema_id", "value_schema", "value_schema_id")):
+        raise RestError(422, 42201, "key_schema and value_schema go with the avro, protobuf "
+                                    "and jsonschema embedded formats")
     items: list[Any] = []
     for record in records:
         if not isinstance(record, dict):
@@ -82,7 +105,8 @@ async def produce(request: Request) -> Response:
             "partition_id": fixed if fixed is not None else record.get("partition")}
         for field in ("key", "value"):
             if record.get(field) is not None:
-                item[field] = {"type": fmt, "data": record[field]}
+                spec = _schema_spec(body, field, fmt) if schemas else {"type": fmt}
+                item[field] = {**spec, "data": record[field]}
         items.append(item)
     producer = Producer(proxy, info)
     reports = await producer.produce(items)
@@ -95,7 +119,16 @@ async def produce(request: Request) -> Response:
             offsets.append({"partition": None, "offset": None,
                             "error_code": 2 if i in producer.retriable else 1,
                             "error": report["message"]})
-    return V2Response({"key_schema_id": None, "value_schema_id": None, "offsets": offsets})
+    return V2Response({"key_schema_id": _schema_id(reports, "key"),
+                       "value_schema_id": _schema_id(reports, "value"), "offsets": offsets})
+
+
+def _schema_id(reports: list[dict[str, Any]], field: str) -> int | None:
+    for report in reports:
+        written = report.get(field)
+        if isinstance(written, dict) and written.get("schema_id") is not None:
+            return int(written["schema_id"])
+    return None
 
 
 async def _read(request: Request) -> Any:

@@ -4,7 +4,9 @@ A schema is stored either as the base64 of a serialized ``FileDescriptorProto`` 
 confluent-kafka's ``ProtobufSerializer`` registers) or as .proto text. The ``protobuf`` package
 builds classes from descriptors only and has no parser of .proto text; the registry has one
 (``protobuf.py``: messages, nested messages, enums, fields with labels and maps), and this
-turns what it read into a descriptor. Used by the REST proxy's serializer and the Spark stage.
+turns what it read into a descriptor. Used by the REST proxy's serializer and the Spark stage,
+with the message indexes Confluent's wire format puts before a Protobuf payload (which message
+of the file: a zig-zag varint count, then the indexes; the first message is the single byte 0).
 """
 
 from __future__ import annotations
@@ -82,6 +84,44 @@ def proto_text_descriptor(text: str, name: str) -> Any:
     return file
 
 
+def read_indexes(payload: memoryview) -> tuple[list[int], int]:
+    """Protobuf's message indexes at the start of ``payload``: (indexes, bytes read)."""
+    pos = 0
+
+    def varint() -> int:
+        nonlocal pos
+        shift = result = 0
+        while True:
+            if pos >= len(payload) or shift > 63:
+                raise ValueError("truncated protobuf message indexes")
+            byte = payload[pos]
+            pos += 1
+            result |= (byte & 0x7F) << shift
+            if byte < 0x80:
+                return (result >> 1) ^ -(result & 1)
+            shift += 7
+
+    count = varint()
+    if count == 0:
+        return [0], pos
+    if count < 0 or count > 64:
+        raise ValueError(f"{count} protobuf message indexes")
+    return [varint() for _ in range(count)], pos
+
+
+def write_indexes(indexes: list[int]) -> bytes:
+    if indexes == [0]:
+        return b"\x00"
+    out = bytearray()
+    for value in (len(indexes), *indexes):
+        zigzag = (value << 1) ^ (value >> 63)
+        while zigzag >= 0x80:
+            out.append((zigzag & 0x7F) | 0x80)
+            zigzag >>= 7
+        out.append(zigzag)
+    return bytes(out)
+
+
 def _set_type(field: Any, kind: str, built: dict[str, Any], enums: dict[str, Any],
               prefix: str) -> None:
     if kind in _SCALARS:
@@ -94,4 +134,5 @@ def _set_type(field: Any, kind: str, built: dict[str, Any], enums: dict[str, Any
         field.type_name = f".{kind}" if kind in built or "." in kind else f".{prefix}{kind}"
 
 
-__all__ = ["ProtoError", "file_descriptor", "proto_text_descriptor"]
+__all__ = ["ProtoError", "file_descriptor", "proto_text_descriptor", "read_indexes",
+           "write_indexes"]
