@@ -79,6 +79,9 @@ def test_v2_produce(rest: httpx.Client, kafka_broker: ThreadedBroker,
     assert error(_post(rest, f"/topics/{topic}", records,
                        "application/vnd.kafka.xml.v2+json")) == (415, 415)
     assert error(_post(rest, f"/topics/{topic}", {"records": []}, JSON_V2)) == (422, 42201)
+    brokers = rest.get("/brokers")
+    assert (brokers.status_code, brokers.json()) == (200, {"brokers": [0]})
+    assert brokers.headers["content-type"] == "application/vnd.kafka.v2+json"
     listed = rest.get("/topics")
     assert topic in listed.json()
     described = rest.get(f"/topics/{topic}").json()

@@ -58,6 +58,7 @@ OPERATIONS: tuple[tuple[str, str], ...] = (
     ('POST', '/v3/clusters/{cluster_id}/acls'),
     ('DELETE', '/v3/clusters/{cluster_id}/acls'),
     ('POST', '/v3/clusters/{cluster_id}/topics/{topic_name}/records'),
+    ('GET', '/brokers'),
     ('GET', '/topics'),
     ('GET', '/topics/{topic_name}'),
     ('POST', '/topics/{topic_name}'),

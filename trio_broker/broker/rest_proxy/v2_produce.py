@@ -1,5 +1,6 @@
-"""Confluent's v2 produce and topic reads: ``POST /topics/{topic}``,
-``POST /topics/{topic}/partitions/{partition}``, ``GET /topics``, ``GET /topics/{topic}``.
+"""Confluent's v2 produce and cluster reads: ``POST /topics/{topic}``,
+``POST /topics/{topic}/partitions/{partition}``, ``GET /topics``, ``GET /topics/{topic}``,
+``GET /brokers``.
 
 The embedded format is the request's ``Content-Type``: ``application/vnd.kafka.json.v2+json``
 (keys and values are JSON, written as compact JSON text), ``application/vnd.kafka.binary.v2+json``
@@ -165,8 +166,15 @@ async def get_topic(request: Request) -> Response:
             for _, p in sorted(info.partitions.items())]})
 
 
+async def list_brokers(request: Request) -> Response:
+    """``{"brokers": [ids]}``, as Confluent's v2 ``BrokersResource``."""
+    metadata = await _proxy(request).view.metadata([])
+    return V2Response({"brokers": sorted(metadata.brokers)})
+
+
 def routes() -> list[Route]:
-    return [Route("/topics", list_topics, methods=["GET"]),
+    return [Route("/brokers", list_brokers, methods=["GET"]),
+            Route("/topics", list_topics, methods=["GET"]),
             Route("/topics/{topic_name}", get_topic, methods=["GET"]),
             Route("/topics/{topic_name}", produce, methods=["POST"]),
             Route("/topics/{topic_name}/partitions/{partition_id:int}", produce,
