@@ -17,7 +17,7 @@ from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
-from starlette.routing import Route
+from starlette.routing import Match, Route
 
 from ...client.core.errors import KafkaError
 from ..http.guard import HostCheck
@@ -74,11 +74,24 @@ async def _timeout(request: Request, exc: Exception) -> Response:
     return _error(RestError(500, 50003, "The request timed out."))
 
 
+async def _internal_error(request: Request, exc: Exception) -> Response:
+    """Any other failure: Confluent's JSON body (Starlette logs the traceback)."""
+    return _error(RestError(500, 500, "Internal Server Error"))
+
+
 async def _http_error(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, HTTPException)
     phrase = HTTPStatus(exc.status_code).phrase
-    return _error(RestError(exc.status_code, exc.status_code,
-                            f"HTTP {exc.status_code} {phrase}"))
+    response = _error(RestError(exc.status_code, exc.status_code,
+                                f"HTTP {exc.status_code} {phrase}"))
+    response.headers.update(exc.headers or {})
+    if exc.status_code == 405:  # every method the path serves (RFC 9110), not one route's
+        allowed = {method for route in request.app.router.routes
+                   if isinstance(route, Route) and route.methods
+                   and route.matches(request.scope)[0] is not Match.NONE
+                   for method in route.methods}
+        response.headers["allow"] = ", ".join(sorted(allowed))
+    return response
 
 
 #: who answers a request: its ``Authorization`` header -> the proxy (or a RestError: 401)
@@ -165,5 +178,5 @@ def build_app(resolve: Resolve, hosts: HostCheck) -> ASGIApp:
     app = Starlette(routes=[*routes(), Route("/v3/openapi.json", _openapi, methods=["GET"])],
                     exception_handlers={
         RestError: _rest_error, KafkaError: _kafka_error, trio.TooSlowError: _timeout,
-        HTTPException: _http_error})
+        HTTPException: _http_error, 500: _internal_error})
     return DrainBody(HostGuard(Authenticate(app, resolve), hosts))

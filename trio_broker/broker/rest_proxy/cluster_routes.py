@@ -82,12 +82,16 @@ async def get_topic(request: Request) -> Response:
                                      _replication(info)))
 
 
-def _int_field(body: dict[str, Any], name: str) -> int:
+def _int_field(body: dict[str, Any], name: str, bits: int) -> int:
+    """An integer field of CreateTopics' ``bits``-bit width (absent: -1, the default)."""
     value = body.get(name)
     if value is None:
         return -1
     if not isinstance(value, int) or isinstance(value, bool):
         raise bad_request(f"{name} must be an integer")
+    if not -(1 << (bits - 1)) <= value < 1 << (bits - 1):
+        raise RestError(400, 40002, f"{name} {value} is out of range (at most "
+                                    f"{(1 << (bits - 1)) - 1})")
     return value
 
 
@@ -100,8 +104,8 @@ async def create_topic(request: Request) -> Response:
     name = body.get("topic_name")
     if not isinstance(name, str) or not name:
         raise bad_request("topic_name must be a non-empty string")
-    partitions = _int_field(body, "partitions_count")
-    replication = _int_field(body, "replication_factor")
+    partitions = _int_field(body, "partitions_count", 32)  # Kafka's NumPartitions: int32
+    replication = _int_field(body, "replication_factor", 16)  # ReplicationFactor: int16
     # Kafka's checks, made here: the admin client sends a non-positive count as "the default"
     if partitions < -1 or partitions == 0:
         raise RestError(400, 40002, "Number of partitions was set to an invalid non-positive "
@@ -110,7 +114,8 @@ async def create_topic(request: Request) -> Response:
         raise RestError(400, 40002, "Replication factor must be larger than 0, or -1 to use "
                                     "the default value.")
     configs: dict[str, str] = {}
-    listed = body.get("configs") or []
+    listed = body.get("configs")
+    listed = [] if listed is None else listed
     if not isinstance(listed, list):
         raise bad_request("configs must be a list of {\"name\": ..., \"value\": ...}")
     for item in listed:
@@ -120,7 +125,7 @@ async def create_topic(request: Request) -> Response:
         if value is None:
             raise bad_request(f"config {item['name']!r} needs a value")
         configs[item["name"]] = str(value)
-    validate_only = bool(body.get("validate_only", False))
+    validate_only = _flag(body, "validate_only")
     await proxy.admin.create_topics([NewTopic(name, partitions, replication, configs)],
                                     validate_only=validate_only)
     if validate_only:
@@ -162,15 +167,27 @@ async def get_partition(request: Request) -> Response:
     return JSONResponse(shapes.partition(urls, info.name, found))
 
 
+def _flag(body: dict[str, Any], name: str) -> bool:
+    """A boolean field (absent: false); anything else is Confluent's 400, as Jackson's."""
+    value = body.get(name, False)
+    if value is None or isinstance(value, bool):
+        return bool(value)
+    raise bad_request(f"{name} must be true or false")
+
+
 # --- configs --------------------------------------------------------------------------------
 
-def _owner(request: Request) -> tuple[int, tuple[str, str, str | int], str]:
-    """(resource type, the shape's owner triple, the resource name Kafka knows it by)."""
+async def _owner(request: Request, proxy: RestProxy,
+                 ) -> tuple[int, tuple[str, str, str | int], str]:
+    """(resource type, the shape's owner triple, the resource name Kafka knows it by); a broker
+    that is not in the cluster is Confluent's 404, as for the broker itself."""
     if "topic_name" in request.path_params:
         name = request.path_params["topic_name"]
         return TOPIC_RESOURCE, ("topic", "topic_name", name), name
     if "broker_id" in request.path_params:
         broker_id = request.path_params["broker_id"]
+        if broker_id not in (await proxy.view.metadata([])).brokers:
+            raise not_found()
         return BROKER_RESOURCE, ("broker", "broker_id", broker_id), str(broker_id)
     # the cluster-wide broker defaults: Kafka's broker resource without a name
     return BROKER_RESOURCE, ("cluster", "config_type", "BROKER"), ""
@@ -179,7 +196,7 @@ def _owner(request: Request) -> tuple[int, tuple[str, str, str | int], str]:
 async def list_configs(request: Request) -> Response:
     proxy = _proxy(request)
     urls = proxy.urls(request)
-    kind, owner, name = _owner(request)
+    kind, owner, name = await _owner(request, proxy)
     described = await proxy.describe_configs(kind, name)
     shape, collection, _ = shapes.config_collection(urls, owner)
     return JSONResponse(shapes.listing(f"{shape}List", collection, [
@@ -189,7 +206,7 @@ async def list_configs(request: Request) -> Response:
 async def get_config(request: Request) -> Response:
     proxy = _proxy(request)
     urls = proxy.urls(request)
-    kind, owner, name = _owner(request)
+    kind, owner, name = await _owner(request, proxy)
     wanted = request.path_params["name"]
     described = await proxy.describe_configs(kind, name, [wanted])
     for entry, synonyms in described:
@@ -201,7 +218,7 @@ async def get_config(request: Request) -> Response:
 async def update_config(request: Request) -> Response:
     proxy = _proxy(request)
     proxy.urls(request)
-    kind, _, name = _owner(request)
+    kind, _, name = await _owner(request, proxy)
     body = await read_json(request)
     if not isinstance(body, dict) or "value" not in body:
         raise bad_request("Request body must be {\"value\": ...}")
@@ -214,7 +231,7 @@ async def update_config(request: Request) -> Response:
 async def reset_config(request: Request) -> Response:
     proxy = _proxy(request)
     proxy.urls(request)
-    kind, _, name = _owner(request)
+    kind, _, name = await _owner(request, proxy)
     await proxy.alter_configs(kind, name, [(request.path_params["name"],
                                             ConfigOperation.DELETE, None)])
     return Response(status_code=204)
@@ -224,7 +241,7 @@ async def alter_configs(request: Request) -> Response:
     """``POST .../configs:alter`` with ``{"data": [{"name", "value", "operation"}, ...]}``."""
     proxy = _proxy(request)
     proxy.urls(request)
-    kind, _, name = _owner(request)
+    kind, _, name = await _owner(request, proxy)
     body = await read_json(request)
     if not isinstance(body, dict) or not isinstance(body.get("data"), list):
         raise bad_request("Request body must be {\"data\": [...]}")
@@ -240,7 +257,7 @@ async def alter_configs(request: Request) -> Response:
         changes.append((item["name"], OPERATIONS[operation],
                         None if value is None else str(value)))
     await proxy.alter_configs(kind, name, changes,
-                              validate_only=bool(body.get("validate_only", False)))
+                              validate_only=_flag(body, "validate_only"))
     return Response(status_code=204)
 
 

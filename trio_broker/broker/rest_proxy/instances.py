@@ -67,7 +67,9 @@ class Instances:
                      owner: str | None, *, schemas: bool = False) -> Instance:
         """A new instance whose consumer connects with ``client_config`` (the bootstrap
         servers and security of the proxy's client, or of the logged-in ``owner``'s)."""
-        name = spec.get("name") or f"rest-consumer-{uuid.uuid4()}"
+        name = spec.get("name")
+        if name is None or name == "":
+            name = f"rest-consumer-{uuid.uuid4()}"
         if not isinstance(name, str):
             raise RestError(422, 42204, "name must be a string")
         if (group, name) in self._by_key:
@@ -76,7 +78,11 @@ class Instances:
         if len(self._by_key) >= MAX_INSTANCES:
             raise RestError(429, 429, f"{MAX_INSTANCES} consumer instances exist; delete one "
                                       "first")
-        fmt = str(spec.get("format") or "binary").lower()
+        given = spec.get("format")
+        if given is not None and not isinstance(given, str):
+            raise RestError(422, 42204, "Invalid consumer configuration: format must be a "
+                                        "string")
+        fmt = (given or "binary").lower()
         if fmt not in FORMATS or (fmt in SCHEMA_FORMATS and not schemas):
             raise RestError(422, 42204, f"Invalid consumer configuration: format {fmt!r}: "
                                         "one of binary, json" + (
@@ -89,7 +95,7 @@ class Instances:
             config.pop(key, None)
         try:
             for field, key in SETTINGS.items():
-                if spec.get(field) is not None:
+                if field in spec:  # null included: Confluent's settings are strings
                     config[key] = _setting(key, spec[field])
             request_timeout_ms = int(spec.get("consumer.request.timeout.ms") or 1000)
             normalized = normalize("consumer", CONSUMER_DEFAULTS, config, {})
@@ -146,8 +152,14 @@ class Instances:
 
 
 def _setting(key: str, value: Any) -> Any:
+    if value is None:
+        raise ValueError(f"{key} may not be null")
     if key == "enable.auto.commit":
-        return str(value).lower() == "true" if not isinstance(value, bool) else value
+        if isinstance(value, bool):
+            return value
+        if str(value).lower() not in ("true", "false"):  # Kafka's boolean parser's rule
+            raise ValueError(f"auto.commit.enable {value!r}: expected true or false")
+        return str(value).lower() == "true"
     if key == "fetch.min.bytes":
         return int(value)
     return str(value)

@@ -1,5 +1,6 @@
 """The proxy's OpenAPI 3 document, served at ``/v3/openapi.json``: the operations this proxy
-serves, under Confluent's paths and parameter names, with Confluent's error body.
+serves, under Confluent's paths and parameter names, with their bodies, query parameters,
+success statuses and answers (``openapi_schemas.py``) and Confluent's error body.
 
 Why a table of its own rather than one read off the routes: the document is a promise to
 clients, and a test compares it with the routes, so a route added without being documented (or
@@ -10,6 +11,8 @@ from __future__ import annotations
 
 import re
 from typing import Any
+
+from .openapi_schemas import BODIES, COMPONENTS, QUERIES, response
 
 #: (method, path): every operation served, as Confluent's spec names its paths
 OPERATIONS: tuple[tuple[str, str], ...] = (
@@ -81,14 +84,6 @@ OPERATIONS: tuple[tuple[str, str], ...] = (
 #: path parameters that are integers in Confluent's spec
 INTEGER_PARAMETERS = frozenset({"broker_id", "partition_id"})
 
-_ERROR = {
-    "type": "object",
-    "required": ["error_code", "message"],
-    "properties": {"error_code": {"type": "integer"},
-                   "message": {"type": "string", "nullable": True}},
-}
-
-
 def _tag(path: str) -> str:
     if path.startswith("/consumers"):
         return "Consumer (v2)"
@@ -103,16 +98,23 @@ def _operation(method: str, path: str) -> dict[str, Any]:
     parameters = [{"name": name, "in": "path", "required": True,
                    "schema": {"type": "integer" if name in INTEGER_PARAMETERS else "string"}}
                   for name in names]
-    # the success codes differ by operation (200, 201, 204, as Confluent's): one range for all
-    responses: dict[str, Any] = {"2XX": {"description": "Success"}}
-    responses["default"] = {"description": "Error",
-                            "content": {"application/json": {"schema": {"$ref":
-                                        "#/components/schemas/Error"}}}}
+    parameters += [{"name": name, "in": "query", "required": schema.get("x-required", False),
+                    "schema": {k: v for k, v in schema.items() if k != "x-required"}}
+                   for name, schema in QUERIES.get((method, path), {}).items()]
+    status, media_types, body = response(method, path)
+    success: dict[str, Any] = {"description": "Success"}
+    if body is not None:
+        success["content"] = {media: {"schema": body} for media in media_types}
+    responses: dict[str, Any] = {str(status): success, "default": {
+        "description": "Error", "content": {"application/json": {"schema": {
+            "$ref": "#/components/schemas/Error"}}}}}
     operation: dict[str, Any] = {"tags": [_tag(path)], "parameters": parameters,
                                  "responses": responses}
-    if method in ("POST", "PUT"):
+    request = BODIES.get((method, path))
+    if request is not None:
+        media_types, schema = request
         operation["requestBody"] = {"required": False, "content": {
-            "application/json": {"schema": {"type": "object"}}}}
+            media: {"schema": schema} for media in media_types}}
     return operation
 
 
@@ -124,4 +126,4 @@ def document() -> dict[str, Any]:
     return {"openapi": "3.0.3",
             "info": {"title": "REST Admin API", "version": "3.0.0"},
             "paths": paths,
-            "components": {"schemas": {"Error": _ERROR}}}
+            "components": {"schemas": COMPONENTS}}

@@ -165,9 +165,15 @@ async def read_json(request: Request, *, media_checked: bool = False) -> Any:
         body += chunk
         if len(body) > MAX_BODY_BYTES:
             raise RestError(413, 413, f"Request body exceeds {MAX_BODY_BYTES} bytes")
-    if not body.strip():
+    if not body:  # no body; whitespace alone is a body that holds no JSON (Jackson's 400)
         return None
     try:
-        return json.loads(body)
+        value = json.loads(body)
+        # JSON may escape a lone UTF-16 surrogate ("\\udafb"), which no Kafka string can hold
+        json.dumps(value, ensure_ascii=False).encode()
+    except UnicodeEncodeError:
+        raise bad_request("Unexpected request body: a string holds an unpaired UTF-16 "
+                          "surrogate") from None
     except (ValueError, RecursionError) as exc:
         raise bad_request(f"Unexpected request body: {exc}") from None
+    return value

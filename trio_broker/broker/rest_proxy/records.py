@@ -94,7 +94,7 @@ def _data(field: str, spec: Any) -> Data:
     if not isinstance(data, str):
         raise _bad(f"{field}: {fmt} data must be a string")
     if fmt == "STRING":
-        return Data(fmt, data.encode())
+        return Data(fmt, _utf8(data))
     try:
         return Data(fmt, base64.b64decode(data, validate=True))
     except (binascii.Error, ValueError):
@@ -102,7 +102,14 @@ def _data(field: str, spec: Any) -> Data:
 
 
 def _json_bytes(data: Any) -> bytes:
-    return json.dumps(data, separators=(",", ":"), ensure_ascii=False).encode()
+    return _utf8(json.dumps(data, separators=(",", ":"), ensure_ascii=False))
+
+
+def _utf8(text: str) -> bytes:
+    try:
+        return text.encode()
+    except UnicodeEncodeError:  # JSON can escape a lone surrogate; UTF-8 cannot hold it
+        raise _bad("a string holds an unpaired UTF-16 surrogate") from None
 
 
 _EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.UTC)
@@ -145,6 +152,7 @@ def parse_record(spec: Any) -> ProduceRecord:
     for header in listed:
         if not isinstance(header, dict) or not isinstance(header.get("name"), str):
             raise _bad("headers must be a list of {\"name\": ..., \"value\": base64}")
+        _utf8(header["name"])
         value = header.get("value")
         if value is None:
             headers.append((header["name"], None))
