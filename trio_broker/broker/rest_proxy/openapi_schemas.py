@@ -99,16 +99,32 @@ COMPONENTS: dict[str, Schema] = {
                            source=STRING))),
     "Replica": resource(("KafkaReplica",), cluster_id=STRING, topic_name=STRING,
                         partition_id=INTEGER, broker_id=INTEGER, is_leader=BOOLEAN,
-                        is_in_sync=BOOLEAN),
+                        is_in_sync=BOOLEAN, broker=RELATED),
     "Reassignment": resource(("KafkaReassignment",), cluster_id=STRING, topic_name=STRING,
                              partition_id=INTEGER, adding_replicas=array(INTEGER),
                              removing_replicas=array(INTEGER)),
     "ConsumerGroup": resource(("KafkaConsumerGroup",), cluster_id=STRING,
                               consumer_group_id=STRING, is_simple=BOOLEAN,
-                              partition_assignor=STRING, state=STRING),
+                              partition_assignor=STRING, state=STRING, type=STRING,
+                              is_mixed_consumer_group=BOOLEAN, coordinator=NULLABLE_RELATED,
+                              consumers=RELATED, lag_summary=RELATED),
     "Consumer": resource(("KafkaConsumer",), cluster_id=STRING, consumer_group_id=STRING,
-                         consumer_id=STRING, instance_id=NULLABLE_STRING, client_id=STRING),
-    "Acl": obj(("kind", *_ACL_FIELDS), kind={"type": "string", "enum": ["KafkaAcl"]},
+                         consumer_id=STRING, instance_id=NULLABLE_STRING, client_id=STRING,
+                         assignments=RELATED),
+    "ConsumerLag": resource(("KafkaConsumerLag",), cluster_id=STRING,
+                            consumer_group_id=STRING, topic_name=STRING,
+                            partition_id=INTEGER, current_offset=INTEGER,
+                            log_end_offset=INTEGER, lag=INTEGER, consumer_id=STRING,
+                            instance_id=NULLABLE_STRING, client_id=STRING),
+    "ConsumerGroupLagSummary": resource(
+        ("KafkaConsumerGroupLagSummary",), cluster_id=STRING, consumer_group_id=STRING,
+        max_lag_consumer_id=STRING, max_lag_instance_id=NULLABLE_STRING,
+        max_lag_client_id=STRING, max_lag_topic_name=STRING, max_lag_partition_id=INTEGER,
+        max_lag=INTEGER, total_lag=INTEGER, max_lag_consumer=NULLABLE_RELATED,
+        max_lag_partition=NULLABLE_RELATED),
+    "Acl": obj(("kind", "metadata", "cluster_id", *_ACL_FIELDS),
+               kind={"type": "string", "enum": ["KafkaAcl"]},
+               metadata=obj(("self",), self=STRING), cluster_id=STRING,
                **{f: STRING for f in _ACL_FIELDS}),
     "ProduceReport": obj(("error_code",), error_code=INTEGER, message=NULLABLE_STRING,
                          cluster_id=STRING, topic_name=STRING, partition_id=INTEGER,
@@ -124,6 +140,7 @@ for _name, _item, _kind in (
         ("ReassignmentList", "Reassignment", "KafkaReassignmentList"),
         ("ConsumerGroupList", "ConsumerGroup", "KafkaConsumerGroupList"),
         ("ConsumerList", "Consumer", "KafkaConsumerList"),
+        ("ConsumerLagList", "ConsumerLag", "KafkaConsumerLagList"),
         ("AclList", "Acl", "KafkaAclList")):
     COMPONENTS[_name] = listing(_kind, _item)
 COMPONENTS["ConfigList"] = obj(("kind", "metadata", "data"), kind={
@@ -233,9 +250,11 @@ def _v3_response(method: str, path: str) -> tuple[int, tuple[str, ...], Schema |
              "partitions": "Partition", "configs": "Config", "broker-configs": "Config",
              "replicas": "Replica", "partition-replicas": "Replica",
              "reassignment": "Reassignment", "consumer-groups": "ConsumerGroup",
-             "consumers": "Consumer"}
+             "consumers": "Consumer", "lags": "ConsumerLag"}
+    if last == "lag-summary":
+        return 200, json_, ref("ConsumerGroupLagSummary")
     if named:
-        kind = kinds.get(tail[-2])
+        kind = "ConsumerLag" if "/lags/" in path else kinds.get(tail[-2])
         return 200, json_, ref(kind) if kind else ref("Resource")
     if last == "reassignment":
         return 200, json_, (ref("ReassignmentList") if "/-/" in path
