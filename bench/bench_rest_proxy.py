@@ -7,10 +7,19 @@ partitions:
 - ``v3 body``: one POST holding every record back to back (Content-Length);
 - ``v3 stream``: one chunked POST, 64 KiB chunks, reports read as they come;
 - ``v2``: POSTs of ``--v2-batch`` records each (``application/vnd.kafka.json.v2+json``);
-- ``confluent-kafka``: a Producer (acks=all, linger.ms=5) and ``flush()``.
+- ``v3 single``: ``--single`` POSTs of one record each, one after the other, on one
+  keep-alive connection (what a script or a web hook does);
+- ``confluent-kafka``: a Producer (acks=all, linger.ms=5) and ``flush()``;
+
+and then reads ``--records`` records from the beginning of the topic:
+
+- ``v2 consume``: a consumer instance (``binary`` format) assigned every partition, records
+  requests (default ``max_bytes``, ``timeout=1000``) until it has them all;
+- ``confluent-kafka consume``: a Consumer assigned every partition, ``consume()`` until it has
+  them all.
 
 Each line is the median of ``--rounds`` rounds, in records/s from the first byte sent to the
-last report read (or the flush's return).
+last report read (or the flush's return, or the last record read).
 
     .venv/bin/python bench/bench_rest_proxy.py
     .venv/bin/python bench/bench_rest_proxy.py --records 20000 --rounds 3
@@ -31,7 +40,7 @@ import time
 from collections.abc import Iterator
 
 import httpx
-from confluent_kafka import Producer
+from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
 
 
 @contextlib.contextmanager
@@ -114,6 +123,55 @@ def v2(rest: httpx.Client, url: str, batch: list[Record], per_request: int,
     return len(batch) / (time.perf_counter() - started)
 
 
+def v3_single(rest: httpx.Client, url: str, batch: list[Record]) -> float:
+    bodies = [json.dumps(r).encode() for r in batch]
+    started = time.perf_counter()
+    for body in bodies:
+        answer = rest.post(url, content=body, headers={"content-type": "application/json"})
+        assert answer.status_code == 200
+    return len(batch) / (time.perf_counter() - started)
+
+
+def v2_consume(rest: httpx.Client, topic: str, partitions: int, count: int,
+               round_: int) -> float:
+    v2 = {"content-type": "application/vnd.kafka.v2+json"}
+    group = f"bench-v2-{round_}"
+    assert rest.post(f"/consumers/{group}", headers=v2, content=json.dumps(
+        {"name": "reader", "format": "binary"})).status_code == 200
+    base = f"/consumers/{group}/instances/reader"
+    try:
+        assert rest.post(f"{base}/assignments", headers=v2, content=json.dumps({
+            "partitions": [{"topic": topic, "partition": p} for p in range(partitions)]}),
+        ).status_code == 204
+        assert rest.post(f"{base}/positions/beginning", headers=v2, content=json.dumps({
+            "partitions": [{"topic": topic, "partition": p} for p in range(partitions)]}),
+        ).status_code == 204
+        got = 0
+        started = time.perf_counter()
+        while got < count:
+            answer = rest.get(f"{base}/records", params={"timeout": 1000},
+                              headers={"accept": "application/vnd.kafka.binary.v2+json"})
+            assert answer.status_code == 200, answer.text
+            got += len(answer.json())
+        return got / (time.perf_counter() - started)
+    finally:
+        rest.delete(base, headers=v2)
+
+
+def native_consume(bootstrap: str, topic: str, partitions: int, count: int) -> float:
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "bench-native",
+                         "enable.auto.commit": False})
+    try:
+        consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in range(partitions)])
+        got = 0
+        started = time.perf_counter()
+        while got < count:
+            got += sum(1 for m in consumer.consume(1000, timeout=1) if not m.error())
+        return got / (time.perf_counter() - started)
+    finally:
+        consumer.close()
+
+
 def native(bootstrap: str, topic: str, batch: list[Record]) -> float:
     producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 5})
     started = time.perf_counter()
@@ -129,10 +187,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--size", type=int, default=100)
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--v2-batch", type=int, default=100)
+    parser.add_argument("--single", type=int, default=1000)
     args = parser.parse_args(argv)
     batch = records(args.records, args.size)
-    results: dict[str, list[float]] = {"v3 body": [], "v3 stream": [], "v2": [],
-                                       "confluent-kafka": []}
+    results: dict[str, list[float]] = {
+        "v3 body": [], "v3 stream": [], "v2": [], "v3 single": [], "confluent-kafka": [],
+        "v2 consume": [], "confluent-kafka consume": []}
     with broker_with_proxy() as (bootstrap, proxy), httpx.Client(base_url=proxy,
                                                                  timeout=120) as rest:
         cluster = rest.get("/v3/clusters").json()["data"][0]["cluster_id"]
@@ -145,10 +205,15 @@ def main(argv: list[str] | None = None) -> int:
             results["v3 body"].append(v3_body(rest, url, batch))
             results["v3 stream"].append(v3_stream(rest, url, batch))
             results["v2"].append(v2(rest, "/topics/bench", batch, args.v2_batch))
+            results["v3 single"].append(v3_single(rest, url, batch[:args.single]))
             results["confluent-kafka"].append(native(bootstrap, "bench", batch))
+        for round_ in range(args.rounds):
+            results["v2 consume"].append(v2_consume(rest, "bench", 4, args.records, round_))
+            results["confluent-kafka consume"].append(
+                native_consume(bootstrap, "bench", 4, args.records))
     print(f"{args.records} records of {args.size} bytes, median of {args.rounds} rounds")
     for name, rates in results.items():
-        print(f"  {name:16} {statistics.median(rates):>10,.0f} records/s")
+        print(f"  {name:24} {statistics.median(rates):>10,.0f} records/s")
     return 0
 
 
