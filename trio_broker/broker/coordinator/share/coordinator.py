@@ -183,6 +183,57 @@ class ShareCoordinator:
         async with lock:
             await run_io(self.store.save, group_id, topic_id, partition, snapshot(sp))
 
+    # --- share group offsets (DescribeShareGroupOffsets, Alter..., Delete...) -------------------
+    def stored_partition(self, group_id: str, topic_id: uuid.UUID,
+                         partition: int) -> SharePartition | None:
+        """The group's share-partition if it was initialized (in memory or stored), without
+        initializing it: Kafka's start offset -1 for the others."""
+        key = (group_id, topic_id, partition)
+        sp = self.partitions.get(key)
+        if sp is None and self.store is not None:
+            sp = self.store.load(group_id, topic_id, partition,
+                                 delivery_count_limit=self.config.delivery_count_limit,
+                                 max_record_locks=self.config.partition_max_record_locks)
+            if sp is not None:
+                self.partitions[key] = sp
+        if sp is not None and (offsets := self.offsets(topic_id, partition)) is not None:
+            sp.skip_to(offsets[0])
+        return sp
+
+    def initialized_partitions(self, group_id: str) -> set[TopicIdPartition]:
+        stored = self.store.partitions(group_id) if self.store is not None else set()
+        return stored | {(tid, p) for gid, tid, p in self.partitions if gid == group_id}
+
+    def lag(self, sp: SharePartition, topic_id: uuid.UUID, partition: int) -> int:
+        """KIP-1226: the partition's end offset minus the start offset minus the records after
+        the start offset whose delivery is complete (acknowledged or archived)."""
+        offsets = self.offsets(topic_id, partition)
+        if offsets is None:
+            return -1
+        return offsets[1] - sp.start_offset - sp.delivery_complete_count()
+
+    async def alter_start_offset(self, group_id: str, topic_id: uuid.UUID, partition: int,
+                                 start_offset: int) -> None:
+        """AlterShareGroupOffsets: the share-partition starts again at ``start_offset`` with
+        nothing in flight (Kafka initializes its state anew), written before it is answered."""
+        sp = self.partitions[(group_id, topic_id, partition)] = SharePartition(
+            start_offset, start_offset, self.config.delivery_count_limit,
+            self.config.partition_max_record_locks)
+        offsets = self.offsets(topic_id, partition)
+        if offsets is not None:
+            sp.skip_to(offsets[0])
+        await self.persist(group_id, topic_id, partition)
+
+    def delete_offsets(self, group_id: str, topic_id: uuid.UUID) -> bool:
+        """DeleteShareGroupOffsets of one topic: its share-partitions are forgotten (the next
+        assignment initializes them by ``share.auto.offset.reset``); False if it had none."""
+        found = {p for tid, p in self.initialized_partitions(group_id) if tid == topic_id}
+        for partition in found:
+            self.partitions.pop((group_id, topic_id, partition), None)
+            if self.store is not None:
+                self.store.delete(group_id, topic_id, partition)
+        return bool(found)
+
     def next_lock_deadline(self, group_id: str, keys: Iterable[TopicIdPartition]) -> float | None:
         deadlines = [d for tid, p in keys
                      if (sp := self.partitions.get((group_id, tid, p))) is not None
