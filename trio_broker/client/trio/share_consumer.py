@@ -100,6 +100,8 @@ class ShareConsumer:
         self._stack: AsyncExitStack | None = None
         self._tasks: trio.Nursery | None = None
         self._background = trio.CancelScope()
+        self._heartbeat_scope = trio.CancelScope()
+        self._heartbeat_sent = False
         self._closed = False
         #: per partition, the acknowledgement error of the last answer (0: none)
         self.acknowledgement_errors: dict[TopicPartition, int] = {}
@@ -143,6 +145,8 @@ class ShareConsumer:
         return None
 
     async def _close(self) -> None:
+        # no heartbeat after the leave: it would join the group again
+        self._heartbeat_scope.cancel()
         if self.acks.implicit:
             self.acks.accept_delivered()
         for node_id in list(self._sessions):
@@ -155,7 +159,7 @@ class ShareConsumer:
                     LOGGER.info("share group %s: final acknowledgements failed: %r",
                                 self.group_id, exc)
         self._sessions.clear()
-        if self.member_epoch != JOIN_EPOCH:
+        if self._heartbeat_sent:  # a join may be in flight: leave whatever the epoch
             try:
                 await self._coordinator.request(ApiKey.ShareGroupHeartbeat, lambda v: (
                     share_group_heartbeat_request(v, self.group_id, self.member_id,
@@ -166,6 +170,10 @@ class ShareConsumer:
     # --- membership --------------------------------------------------------------------------
 
     async def _heartbeat_loop(self) -> None:
+        with self._heartbeat_scope:
+            await self._heartbeats()
+
+    async def _heartbeats(self) -> None:
         attempts = 0
         while not self._closed:
             interval_s = self.client.retry_backoff.backoff_ms(attempts) / 1000
@@ -186,6 +194,7 @@ class ShareConsumer:
         """One heartbeat (a join at epoch 0); the seconds until the next one."""
         epoch = self.member_epoch
         topics = self.topics if epoch == JOIN_EPOCH else None
+        self._heartbeat_sent = True
         answer = await self._coordinator.request(ApiKey.ShareGroupHeartbeat, lambda v: (
             share_group_heartbeat_request(v, self.group_id, self.member_id, epoch, topics)))
         code = answer.error_code
@@ -294,12 +303,13 @@ class ShareConsumer:
         self.acks.accept_delivered()
         leaders = self._partitions_by_leader()
         if not leaders:
-            with trio.move_on_after(self.config["fetch.max.wait.ms"] / 1000):
-                await self._assigned.wait()
+            if self._assignment:  # topic ids or leaders not in the metadata yet
+                await self.client.refresh_metadata()
+            else:
+                with trio.move_on_after(self.config["fetch.max.wait.ms"] / 1000):
+                    await self._assigned.wait()
             if self._fatal is not None:
                 raise self._fatal
-            if not self._assignment:
-                await self.client.refresh_metadata()
             return
         for node_id in set(self._sessions) - set(leaders):  # no partition led there now
             self._sessions.pop(node_id)
