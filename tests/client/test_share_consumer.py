@@ -2,7 +2,7 @@
 record accepted once, the group done when the block is left), explicit acknowledgement (a
 released record comes back with its delivery count raised, rejected and accepted ones never; no
 new records before every record handed out is acknowledged), two members sharing a
-partition."""
+partition, and one share session per partition leader in a test cluster."""
 
 from __future__ import annotations
 
@@ -12,8 +12,17 @@ import pytest
 import trio
 import trio.lowlevel
 
-from trio_broker.client import AcknowledgeType, ShareConsumer, TopicPartition, open_producer
+from trio_broker.client import (
+    AcknowledgeType,
+    NewTopic,
+    ShareConsumer,
+    TopicPartition,
+    open_admin,
+    open_producer,
+)
 from trio_broker.client.core.errors import ConfigError
+from trio_broker.testing import TEST_DEFAULTS
+from trio_broker.testing.cluster import open_cluster
 
 
 async def _setup(broker: Any, topic: str, group: str, n: int) -> None:
@@ -109,3 +118,30 @@ async def test_two_members_share_a_partition(trio_broker: Any) -> None:
     assert got["b"]
     # both left under cancellation, accepting what they had handed out first
     assert _state(trio_broker, "sg-two") == (2000, {})
+
+
+async def test_one_share_session_per_leader(tmp_path: Any) -> None:
+    """Three partitions led by three brokers of a test cluster: one ShareFetch and one share
+    session per leader (each broker keeps its own sessions), every record accepted once."""
+    with trio.fail_after(30):
+        async with open_cluster(3, **{**TEST_DEFAULTS, "log_dirs": str(tmp_path)}) as cluster:
+            async with open_admin(cluster.bootstrap_servers) as admin:
+                await admin.create_topics([NewTopic("share-spread", 3, 1)])
+            assert len({cluster.model.leader_of("share-spread", p)[0] for p in range(3)}) == 3
+            cluster.state.shares.group_configs.alter(
+                "sg-spread", [("share.auto.offset.reset", "earliest")], validate_only=False)
+            async with open_producer(cluster.bootstrap_servers) as producer:
+                for i in range(300):
+                    await producer.send_soon("share-spread", b"%d" % i, partition=i % 3)
+            got = set()
+            async with ShareConsumer(cluster.bootstrap_servers, group_id="sg-spread",
+                                     topics=["share-spread"]) as consumer:
+                async for record in consumer:
+                    got.add((record.partition, record.offset))
+                    if len(got) == 300:
+                        break
+                assert sorted(consumer._sessions) == [0, 1, 2]
+            assert got == {(p, o) for p in range(3) for o in range(100)}
+            states = {p: (sp.start_offset, sp.in_flight) for (g, _, p), sp
+                      in cluster.state.shares.partitions.items() if g == "sg-spread"}
+            assert states == {p: (100, {}) for p in range(3)}

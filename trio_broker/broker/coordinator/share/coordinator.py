@@ -64,8 +64,9 @@ class ShareCoordinator:
     groups: dict[str, ShareGroup] = attrs.field(factory=dict)
     #: (group id, topic id, partition) -> delivery state
     partitions: dict[tuple[str, uuid.UUID, int], SharePartition] = attrs.field(factory=dict)
-    #: (group id, member id) -> share session
-    sessions: dict[tuple[str, str], ShareSession] = attrs.field(factory=dict)
+    #: (node id, group id, member id) -> share session: each broker keeps its own (Kafka's
+    #: ``ShareSessionCache``), and a test cluster's nodes share this coordinator
+    sessions: dict[tuple[int, str, str], ShareSession] = attrs.field(factory=dict)
     #: where share-partition state is kept (None: in memory only)
     store: ShareStateStore | None = None
     #: the GROUP config resource: each group's own share settings
@@ -126,7 +127,8 @@ class ShareCoordinator:
                 self._member_gone(group.group_id, member_id)
 
     def _member_gone(self, group_id: str, member_id: str) -> None:
-        self.sessions.pop((group_id, member_id), None)
+        for key in [k for k in self.sessions if k[1:] == (group_id, member_id)]:
+            del self.sessions[key]
         for (gid, _, _), sp in self.partitions.items():
             if gid == group_id:
                 sp.release_member(member_id)
@@ -243,10 +245,12 @@ class ShareCoordinator:
     # --- share sessions -----------------------------------------------------------------------
     def session(self, group_id: str, member_id: str, epoch: int,
                 named: Iterable[TopicIdPartition],
-                forgotten: Iterable[TopicIdPartition] = ()) -> ShareSession | ErrorCode:
-        """The share session a ShareFetch / ShareAcknowledge of ``epoch`` continues (opened at
-        epoch 0, closed at -1: returned one last time), or the error Kafka answers."""
-        key = (group_id, member_id)
+                forgotten: Iterable[TopicIdPartition] = (), *,
+                node_id: int = 0) -> ShareSession | ErrorCode:
+        """The share session a ShareFetch / ShareAcknowledge of ``epoch`` continues on broker
+        ``node_id`` (opened at epoch 0, closed at -1: returned one last time), or the error
+        Kafka answers."""
+        key = (node_id, group_id, member_id)
         if epoch == INITIAL_SESSION_EPOCH:
             opened = self.sessions[key] = ShareSession(1, set(named))
             return opened
