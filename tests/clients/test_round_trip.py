@@ -21,7 +21,16 @@ from hypothesis import strategies as st
 
 from tests.hostile.fuzz import API_VERSIONS, record_batches, request_bodies, response_bodies
 from trio_broker.broker.apis.registry import advertised_versions
-from trio_broker.client.core import admin, fetch, groups, metadata, offsets, produce
+from trio_broker.client.core import (
+    admin,
+    fetch,
+    groups,
+    metadata,
+    offsets,
+    produce,
+    share_consumer,
+    share_groups,
+)
 from trio_broker.client.core.structs import OffsetAndMetadata, TopicPartition
 from trio_broker.client.core.versions import CLIENT_VERSIONS, api_versions_request
 from trio_broker.protocol.api_keys import ApiKey
@@ -112,6 +121,33 @@ BUILDERS: dict[int, Build] = {
     ApiKey.AlterConfigs: lambda v, d: admin.alter_configs_request(
         v, 2, d.draw(NAMES), d.draw(st.dictionaries(NAMES, NAMES, max_size=3))),
     ApiKey.InitProducerId: lambda v, d: produce.init_producer_id_request(v),
+    ApiKey.ShareGroupHeartbeat: lambda v, d: share_consumer.share_group_heartbeat_request(
+        v, d.draw(NAMES), d.draw(NAMES), d.draw(st.integers(-1, 2**31 - 1)),
+        d.draw(st.none() | st.lists(NAMES, max_size=3))),
+    ApiKey.ShareFetch: lambda v, d: share_consumer.share_fetch_request(
+        v, d.draw(NAMES), d.draw(NAMES), d.draw(I32),
+        partitions=d.draw(st.lists(st.tuples(st.uuids(), st.integers(0, 100)), max_size=3)),
+        acks=d.draw(st.dictionaries(st.tuples(st.uuids(), st.integers(0, 100)), st.dictionaries(
+            st.integers(0, 2**40), st.integers(0, 3), max_size=5), max_size=2)),
+        forgotten=d.draw(st.lists(st.tuples(st.uuids(), st.integers(0, 100)), max_size=2)),
+        max_wait_ms=d.draw(I32), min_bytes=d.draw(I32), max_bytes=d.draw(I32),
+        max_records=d.draw(st.integers(0, 2**15 - 1))),
+    ApiKey.ShareAcknowledge: lambda v, d: share_consumer.share_acknowledge_request(
+        v, d.draw(NAMES), d.draw(NAMES), d.draw(I32), d.draw(st.dictionaries(
+            st.tuples(st.uuids(), st.integers(0, 100)), st.dictionaries(
+                st.integers(0, 2**40), st.integers(0, 3), max_size=5), max_size=2))),
+    ApiKey.ShareGroupDescribe: lambda v, d: share_groups.share_group_describe_request(
+        v, d.draw(st.lists(NAMES, max_size=3))),
+    ApiKey.DescribeShareGroupOffsets: lambda v, d: (
+        share_groups.describe_share_group_offsets_request(v, d.draw(NAMES), d.draw(
+            st.none() | st.lists(st.builds(TopicPartition, NAMES, st.integers(0, 100)),
+                                 max_size=3)))),
+    ApiKey.AlterShareGroupOffsets: lambda v, d: share_groups.alter_share_group_offsets_request(
+        v, d.draw(NAMES), d.draw(st.dictionaries(
+            st.builds(TopicPartition, NAMES, st.integers(0, 100)), I64, max_size=3))),
+    ApiKey.DeleteShareGroupOffsets: lambda v, d: (
+        share_groups.delete_share_group_offsets_request(v, d.draw(NAMES),
+                                                        d.draw(st.lists(NAMES, max_size=3)))),
 }
 
 

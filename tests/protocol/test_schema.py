@@ -15,7 +15,7 @@ from trio_broker.protocol.versions import KAFKA_VERSIONS, ApiKey
 #: every API a Kafka 3.9, 4.1 or 4.2 (share groups) broker answers to clients that this project
 #: implements or will
 COVERED = [0, 1, 2, 3, *range(8, 38), *range(42, 52), 55, 57, 60, 61, 65, 66, 68, 69, 71, 72,
-           74, 75, 76, 77, 78, 79]
+           74, 75, 76, 77, 78, 79, 90, 91, 92]
 SHARED = sorted(set(message_names()) & set(KP_CLASSES))
 
 

@@ -74,6 +74,12 @@ def _groups() -> Tool:
     return GROUPS
 
 
+def _share_groups() -> Tool:
+    from .share_groups import SHARE_GROUPS
+
+    return SHARE_GROUPS
+
+
 def _transactions() -> Tool:
     from .transactions import TRANSACTIONS
 
@@ -130,6 +136,7 @@ COMMANDS: dict[str, Command] = {
     "consume": Command("print records of a topic", _consume),
     "dump-log": Command("print the batches and records of a segment file", _dump_log),
     "groups": Command("list, describe, reset offsets of or delete consumer groups", _groups),
+    "share-groups": Command("list, describe, reset or delete share groups", _share_groups),
     "configs": Command("describe or alter topic and broker configs", _configs),
     "delete-records": Command("delete records below an offset", _delete_records),
     "acls": Command("add, remove or list ACLs", _acls),

@@ -28,8 +28,12 @@ from .trio.producer import Producer as Producer
 from .trio.producer import RecordFuture as RecordFuture
 from .trio.producer import RecordMetadata as RecordMetadata
 from .trio.producer import open_producer as open_producer
+from .trio.share_consumer import AcknowledgeType as AcknowledgeType
+from .trio.share_consumer import ShareConsumer as ShareConsumer
+from .trio.share_consumer import ShareConsumerRecord as ShareConsumerRecord
 
 __all__ = [
+    "AcknowledgeType",
     "Admin",
     "Consumer",
     "ConsumerRebalanceListener",
@@ -41,6 +45,8 @@ __all__ = [
     "Producer",
     "RecordFuture",
     "RecordMetadata",
+    "ShareConsumer",
+    "ShareConsumerRecord",
     "TopicPartition",
     "errors",
     "murmur2",

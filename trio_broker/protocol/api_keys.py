@@ -81,6 +81,9 @@ SUPPORTED_VERSIONS: dict[ApiKey, VersionRange] = {
     ApiKey.ShareGroupDescribe: kafka_range(ApiKey.ShareGroupDescribe),
     ApiKey.ShareFetch: kafka_range(ApiKey.ShareFetch),
     ApiKey.ShareAcknowledge: kafka_range(ApiKey.ShareAcknowledge),
+    ApiKey.DescribeShareGroupOffsets: kafka_range(ApiKey.DescribeShareGroupOffsets),
+    ApiKey.AlterShareGroupOffsets: kafka_range(ApiKey.AlterShareGroupOffsets),
+    ApiKey.DeleteShareGroupOffsets: kafka_range(ApiKey.DeleteShareGroupOffsets),
 }
 
 

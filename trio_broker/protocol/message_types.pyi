@@ -357,6 +357,70 @@ class AlterReplicaLogDirsResponse(Message):
         results: list[AlterReplicaLogDirsResponse.AlterReplicaLogDirTopicResult] = ...,
     ) -> None: ...
 
+class AlterShareGroupOffsetsRequest(Message):
+    class AlterShareGroupOffsetsRequestTopic(Struct):
+        class AlterShareGroupOffsetsRequestPartition(Struct):
+            partition_index: int
+            start_offset: int
+            def __init__(
+                self,
+                *,
+                partition_index: int = ...,
+                start_offset: int = ...,
+            ) -> None: ...
+        topic_name: str
+        partitions: list[AlterShareGroupOffsetsRequest.AlterShareGroupOffsetsRequestTopic.AlterShareGroupOffsetsRequestPartition]
+        def __init__(
+            self,
+            *,
+            topic_name: str = ...,
+            partitions: list[AlterShareGroupOffsetsRequest.AlterShareGroupOffsetsRequestTopic.AlterShareGroupOffsetsRequestPartition] = ...,
+        ) -> None: ...
+    group_id: str
+    topics: list[AlterShareGroupOffsetsRequest.AlterShareGroupOffsetsRequestTopic]
+    def __init__(
+        self,
+        *,
+        group_id: str = ...,
+        topics: list[AlterShareGroupOffsetsRequest.AlterShareGroupOffsetsRequestTopic] = ...,
+    ) -> None: ...
+
+class AlterShareGroupOffsetsResponse(Message):
+    class AlterShareGroupOffsetsResponseTopic(Struct):
+        class AlterShareGroupOffsetsResponsePartition(Struct):
+            partition_index: int
+            error_code: int
+            error_message: str | None
+            def __init__(
+                self,
+                *,
+                partition_index: int = ...,
+                error_code: int = ...,
+                error_message: str | None = ...,
+            ) -> None: ...
+        topic_name: str
+        topic_id: uuid.UUID | None
+        partitions: list[AlterShareGroupOffsetsResponse.AlterShareGroupOffsetsResponseTopic.AlterShareGroupOffsetsResponsePartition]
+        def __init__(
+            self,
+            *,
+            topic_name: str = ...,
+            topic_id: uuid.UUID | None = ...,
+            partitions: list[AlterShareGroupOffsetsResponse.AlterShareGroupOffsetsResponseTopic.AlterShareGroupOffsetsResponsePartition] = ...,
+        ) -> None: ...
+    throttle_time_ms: int
+    error_code: int
+    error_message: str | None
+    responses: list[AlterShareGroupOffsetsResponse.AlterShareGroupOffsetsResponseTopic]
+    def __init__(
+        self,
+        *,
+        throttle_time_ms: int = ...,
+        error_code: int = ...,
+        error_message: str | None = ...,
+        responses: list[AlterShareGroupOffsetsResponse.AlterShareGroupOffsetsResponseTopic] = ...,
+    ) -> None: ...
+
 class AlterUserScramCredentialsRequest(Message):
     class ScramCredentialDeletion(Struct):
         name: str
@@ -1022,6 +1086,50 @@ class DeleteRecordsResponse(Message):
         topics: list[DeleteRecordsResponse.DeleteRecordsTopicResult] = ...,
     ) -> None: ...
 
+class DeleteShareGroupOffsetsRequest(Message):
+    class DeleteShareGroupOffsetsRequestTopic(Struct):
+        topic_name: str
+        def __init__(
+            self,
+            *,
+            topic_name: str = ...,
+        ) -> None: ...
+    group_id: str
+    topics: list[DeleteShareGroupOffsetsRequest.DeleteShareGroupOffsetsRequestTopic]
+    def __init__(
+        self,
+        *,
+        group_id: str = ...,
+        topics: list[DeleteShareGroupOffsetsRequest.DeleteShareGroupOffsetsRequestTopic] = ...,
+    ) -> None: ...
+
+class DeleteShareGroupOffsetsResponse(Message):
+    class DeleteShareGroupOffsetsResponseTopic(Struct):
+        topic_name: str
+        topic_id: uuid.UUID | None
+        error_code: int
+        error_message: str | None
+        def __init__(
+            self,
+            *,
+            topic_name: str = ...,
+            topic_id: uuid.UUID | None = ...,
+            error_code: int = ...,
+            error_message: str | None = ...,
+        ) -> None: ...
+    throttle_time_ms: int
+    error_code: int
+    error_message: str | None
+    responses: list[DeleteShareGroupOffsetsResponse.DeleteShareGroupOffsetsResponseTopic]
+    def __init__(
+        self,
+        *,
+        throttle_time_ms: int = ...,
+        error_code: int = ...,
+        error_message: str | None = ...,
+        responses: list[DeleteShareGroupOffsetsResponse.DeleteShareGroupOffsetsResponseTopic] = ...,
+    ) -> None: ...
+
 class DeleteTopicsRequest(Message):
     class DeleteTopicState(Struct):
         name: str | None
@@ -1612,6 +1720,83 @@ class DescribeQuorumResponse(Message):
         error_message: str | None = ...,
         topics: list[DescribeQuorumResponse.TopicData] = ...,
         nodes: list[DescribeQuorumResponse.Node] = ...,
+    ) -> None: ...
+
+class DescribeShareGroupOffsetsRequest(Message):
+    class DescribeShareGroupOffsetsRequestGroup(Struct):
+        class DescribeShareGroupOffsetsRequestTopic(Struct):
+            topic_name: str
+            partitions: list[int]
+            def __init__(
+                self,
+                *,
+                topic_name: str = ...,
+                partitions: list[int] = ...,
+            ) -> None: ...
+        group_id: str
+        topics: list[DescribeShareGroupOffsetsRequest.DescribeShareGroupOffsetsRequestGroup.DescribeShareGroupOffsetsRequestTopic] | None
+        def __init__(
+            self,
+            *,
+            group_id: str = ...,
+            topics: list[DescribeShareGroupOffsetsRequest.DescribeShareGroupOffsetsRequestGroup.DescribeShareGroupOffsetsRequestTopic] | None = ...,
+        ) -> None: ...
+    groups: list[DescribeShareGroupOffsetsRequest.DescribeShareGroupOffsetsRequestGroup]
+    def __init__(
+        self,
+        *,
+        groups: list[DescribeShareGroupOffsetsRequest.DescribeShareGroupOffsetsRequestGroup] = ...,
+    ) -> None: ...
+
+class DescribeShareGroupOffsetsResponse(Message):
+    class DescribeShareGroupOffsetsResponseGroup(Struct):
+        class DescribeShareGroupOffsetsResponseTopic(Struct):
+            class DescribeShareGroupOffsetsResponsePartition(Struct):
+                partition_index: int
+                start_offset: int
+                leader_epoch: int
+                lag: int
+                error_code: int
+                error_message: str | None
+                def __init__(
+                    self,
+                    *,
+                    partition_index: int = ...,
+                    start_offset: int = ...,
+                    leader_epoch: int = ...,
+                    lag: int = ...,
+                    error_code: int = ...,
+                    error_message: str | None = ...,
+                ) -> None: ...
+            topic_name: str
+            topic_id: uuid.UUID | None
+            partitions: list[DescribeShareGroupOffsetsResponse.DescribeShareGroupOffsetsResponseGroup.DescribeShareGroupOffsetsResponseTopic.DescribeShareGroupOffsetsResponsePartition]
+            def __init__(
+                self,
+                *,
+                topic_name: str = ...,
+                topic_id: uuid.UUID | None = ...,
+                partitions: list[DescribeShareGroupOffsetsResponse.DescribeShareGroupOffsetsResponseGroup.DescribeShareGroupOffsetsResponseTopic.DescribeShareGroupOffsetsResponsePartition] = ...,
+            ) -> None: ...
+        group_id: str
+        topics: list[DescribeShareGroupOffsetsResponse.DescribeShareGroupOffsetsResponseGroup.DescribeShareGroupOffsetsResponseTopic]
+        error_code: int
+        error_message: str | None
+        def __init__(
+            self,
+            *,
+            group_id: str = ...,
+            topics: list[DescribeShareGroupOffsetsResponse.DescribeShareGroupOffsetsResponseGroup.DescribeShareGroupOffsetsResponseTopic] = ...,
+            error_code: int = ...,
+            error_message: str | None = ...,
+        ) -> None: ...
+    throttle_time_ms: int
+    groups: list[DescribeShareGroupOffsetsResponse.DescribeShareGroupOffsetsResponseGroup]
+    def __init__(
+        self,
+        *,
+        throttle_time_ms: int = ...,
+        groups: list[DescribeShareGroupOffsetsResponse.DescribeShareGroupOffsetsResponseGroup] = ...,
     ) -> None: ...
 
 class DescribeTopicPartitionsRequest(Message):

@@ -195,6 +195,10 @@ _KAFKA_TABLE: dict[int, tuple[tuple[int, int], tuple[int, int], int | None]] = {
     77: ((1, 1), (1, 1), 0),  # ShareGroupDescribe
     78: ((1, 2), (1, 2), 0),  # ShareFetch
     79: ((1, 2), (1, 2), 0),  # ShareAcknowledge
+    # share group offsets: new in Kafka 4.1 (v0); 4.2 adds DescribeShareGroupOffsets v1 (lag)
+    90: ((0, 1), (0, 1), 0),  # DescribeShareGroupOffsets
+    91: ((0, 0), (0, 0), 0),  # AlterShareGroupOffsets
+    92: ((0, 0), (0, 0), 0),  # DeleteShareGroupOffsets
 }
 
 KAFKA_VERSIONS: dict[ApiKey, KafkaVersions] = {

@@ -198,6 +198,14 @@ def _share() -> dict[int, Handler]:
             ApiKey.ShareAcknowledge: share.handle_share_acknowledge}
 
 
+def _share_offsets() -> dict[int, Handler]:
+    from . import share_offsets as offsets
+
+    return {ApiKey.DescribeShareGroupOffsets: offsets.handle_describe_share_group_offsets,
+            ApiKey.AlterShareGroupOffsets: offsets.handle_alter_share_group_offsets,
+            ApiKey.DeleteShareGroupOffsets: offsets.handle_delete_share_group_offsets}
+
+
 async def handle_api_versions(ctx: HandlerContext, request: ApiVersionsRequest) -> HandlerResult:
     """ApiVersions v0-v4 (an unknown version is answered by the handler pool, in v0's layout).
 
@@ -318,6 +326,10 @@ HANDLERS: dict[int, Handler] = {
     ApiKey.ShareGroupDescribe: OnFirstUse(ApiKey.ShareGroupDescribe, _share),
     ApiKey.ShareFetch: OnFirstUse(ApiKey.ShareFetch, _share),
     ApiKey.ShareAcknowledge: OnFirstUse(ApiKey.ShareAcknowledge, _share),
+    ApiKey.DescribeShareGroupOffsets: OnFirstUse(ApiKey.DescribeShareGroupOffsets,
+                                                 _share_offsets),
+    ApiKey.AlterShareGroupOffsets: OnFirstUse(ApiKey.AlterShareGroupOffsets, _share_offsets),
+    ApiKey.DeleteShareGroupOffsets: OnFirstUse(ApiKey.DeleteShareGroupOffsets, _share_offsets),
 }
 
 

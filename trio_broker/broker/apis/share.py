@@ -185,7 +185,8 @@ def _share_key(group_id: str, topic: str, partition: int) -> tuple[str, str, str
 def _session_error(ctx: HandlerContext, request: RequestBody,
                    named: list[TP], forgotten: list[TP]) -> tuple[int, set[TP]]:
     found = ctx.broker.shares.session(request.group_id or "", request.member_id or "",
-                                      request.share_session_epoch, named, forgotten)
+                                      request.share_session_epoch, named, forgotten,
+                                      node_id=ctx.broker.node_id)
     if isinstance(found, ErrorCode):
         return found, set()
     return 0, set(found.partitions)

@@ -17,14 +17,17 @@ from ...protocol.api_keys import ApiKey
 from ...protocol.errors import ErrorCode
 from ..core import admin as admin_requests
 from ..core import groups as group_requests
+from ..core import share_groups as share_requests
 from ..core.admin import BROKER_RESOURCE, ClusterDescription
 from ..core.errors import KafkaError, error_for, error_name
+from ..core.share_groups import SharePartitionOffset
 from ..core.structs import TopicPartition
 from .cluster import COORDINATOR_ERRORS, LEADER_ERRORS, Cluster
 
 
 class AdminCalls(Cluster):
-    """Config changes, DeleteRecords, DeleteGroups, OffsetDelete, DescribeCluster."""
+    """Config changes, DeleteRecords, DeleteGroups, OffsetDelete, DescribeCluster, share
+    groups (ShareGroupDescribe and the share group offset APIs)."""
 
     # --- configs -------------------------------------------------------------------------
 
@@ -158,6 +161,87 @@ class AdminCalls(Cluster):
     def api_versions(self, node_id: int) -> dict[int, tuple[int, int]]:
         """The API versions broker ``node_id`` advertised: {api key: (min, max)}."""
         return dict(self.connection(node_id).versions)
+
+
+    # --- share groups (KIP-932) ----------------------------------------------------------
+
+    def _share_group_call(self, group_id: str, api_key: int, build: Any,
+                          code_of: Any) -> tuple[Any, int]:
+        """A request to the share group's coordinator: (answer, the version it was sent at)."""
+        def attempt() -> tuple[Any, int]:
+            conn = self.coordinator(group_id)
+            version = conn.version_for(api_key)
+            body = conn.request(api_key, build(version), version=version)
+            code = code_of(body)
+            if code in COORDINATOR_ERRORS:
+                raise error_for(code, f"group {group_id!r}: {error_name(code)}")
+            return body, version
+
+        return self.retrying(f"group {group_id!r}", attempt,
+                             on_retry=lambda _: self.forget_coordinator(group_id))
+
+    def describe_share_group(self, group_id: str) -> Any | None:
+        """ShareGroupDescribe's group (state, epochs, members with their assignments), or None
+        for a group that does not exist or is not a share group."""
+        body, _ = self._share_group_call(
+            group_id, ApiKey.ShareGroupDescribe,
+            lambda v: share_requests.share_group_describe_request(v, [group_id]),
+            lambda b: b.groups[0].error_code)
+        [described] = body.groups
+        if described.error_code == ErrorCode.GROUP_ID_NOT_FOUND:
+            return None
+        if described.error_code:
+            raise error_for(described.error_code, f"ShareGroupDescribe {group_id!r}: "
+                            f"{error_name(described.error_code)}"
+                            + (f" ({described.error_message})" if described.error_message
+                               else ""))
+        return described
+
+    def share_group_offsets(self, group_id: str,
+                            partitions: Iterable[TopicPartition] | None = None,
+                            ) -> dict[TopicPartition, SharePartitionOffset]:
+        """Each share-partition's start offset and lag (None: every one the group has
+        initialized)."""
+        body, version = self._share_group_call(
+            group_id, ApiKey.DescribeShareGroupOffsets,
+            lambda v: share_requests.describe_share_group_offsets_request(v, group_id,
+                                                                          partitions),
+            lambda b: b.groups[0].error_code)
+        code, message, offsets = share_requests.parse_describe_share_group_offsets(body,
+                                                                                 version)
+        if code:
+            raise error_for(code, f"DescribeShareGroupOffsets {group_id!r}: {error_name(code)}"
+                            + (f" ({message})" if message else ""))
+        return offsets
+
+    def alter_share_group_offsets(self, group_id: str, offsets: Mapping[TopicPartition, int],
+                                  ) -> dict[TopicPartition, int]:
+        """Set share-partition start offsets of an empty share group: an error code by
+        partition; a refusal of the whole request (NON_EMPTY_GROUP, GROUP_ID_NOT_FOUND, ...)
+        raises."""
+        body, _ = self._share_group_call(
+            group_id, ApiKey.AlterShareGroupOffsets,
+            lambda v: share_requests.alter_share_group_offsets_request(v, group_id, offsets),
+            lambda b: b.error_code)
+        code, message, codes = share_requests.parse_alter_share_group_offsets(body)
+        if code:
+            raise error_for(code, message or f"AlterShareGroupOffsets {group_id!r}: "
+                            f"{error_name(code)}")
+        return codes
+
+    def delete_share_group_offsets(self, group_id: str, topics: Iterable[str],
+                                   ) -> dict[str, tuple[int, str | None]]:
+        """Forget an empty share group's state of whole topics: (error code, message) by
+        topic; a refusal of the whole request raises."""
+        body, _ = self._share_group_call(
+            group_id, ApiKey.DeleteShareGroupOffsets,
+            lambda v: share_requests.delete_share_group_offsets_request(v, group_id, topics),
+            lambda b: b.error_code)
+        code, message, results = share_requests.parse_delete_share_group_offsets(body)
+        if code:
+            raise error_for(code, message or f"DeleteShareGroupOffsets {group_id!r}: "
+                            f"{error_name(code)}")
+        return results
 
 
 __all__ = ["AdminCalls"]

@@ -8,6 +8,7 @@ half-updated topic.
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Iterable, Sequence
 from typing import Any, NamedTuple
 
@@ -35,11 +36,14 @@ def metadata_request(version: int, topics: Sequence[str] | None, *,
 class TopicInfo:
     """One topic as a Metadata response described it."""
 
-    __slots__ = ("available", "error", "internal", "name", "num_partitions", "partitions")
+    __slots__ = ("available", "error", "internal", "name", "num_partitions", "partitions",
+                 "topic_id")
 
     def __init__(self, name: str, error: int, internal: bool,
-                 partitions: Iterable[PartitionInfo]) -> None:
+                 partitions: Iterable[PartitionInfo], topic_id: uuid.UUID | None = None) -> None:
         self.name = name
+        #: Metadata v10+ (None before, or for a topic without one)
+        self.topic_id = topic_id
         self.error = error
         self.internal = internal
         self.partitions: dict[int, PartitionInfo] = {p.partition: p for p in partitions}
@@ -74,7 +78,7 @@ def parse_metadata(response: Any) -> MetadataResponse:
                                tuple(p.isr_nodes or ()), p.error_code)
                  for p in (t.partitions or ())]
         topics[t.name] = TopicInfo(t.name, t.error_code, bool(getattr(t, "is_internal", False)),
-                                   parts)
+                                   parts, getattr(t, "topic_id", None))
     return MetadataResponse(brokers, -1 if controller is None else controller,
                             getattr(response, "cluster_id", None), topics)
 

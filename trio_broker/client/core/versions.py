@@ -81,6 +81,14 @@ CLIENT_VERSIONS: dict[int, VersionRange] = {
     ApiKey.CreateAcls: VersionRange(1, 3),
     ApiKey.DeleteAcls: VersionRange(1, 3),
     ApiKey.ListPartitionReassignments: VersionRange(0, 0),
+    # share groups (KIP-932): the share consumer's calls, and kafka-share-groups.sh's
+    ApiKey.ShareGroupHeartbeat: VersionRange(1, 1),
+    ApiKey.ShareFetch: VersionRange(1, 2),
+    ApiKey.ShareAcknowledge: VersionRange(1, 2),
+    ApiKey.ShareGroupDescribe: VersionRange(1, 1),
+    ApiKey.DescribeShareGroupOffsets: VersionRange(0, 1),  # v1: lag (KIP-1226)
+    ApiKey.AlterShareGroupOffsets: VersionRange(0, 0),
+    ApiKey.DeleteShareGroupOffsets: VersionRange(0, 0),
 }
 
 BrokerVersions = Mapping[int, tuple[int, int]]

@@ -76,6 +76,17 @@ CONSUMER_DEFAULTS: dict[str, Any] = {
     "default.api.timeout.ms": 60000,
 }
 
+#: Kafka's ``KafkaShareConsumer`` keys (KIP-932) this client reads
+SHARE_CONSUMER_DEFAULTS: dict[str, Any] = {
+    **_COMMON,
+    "group.id": None,
+    "share.acknowledgement.mode": "implicit",
+    "max.poll.records": 500,
+    "fetch.min.bytes": 1,
+    "fetch.max.bytes": 52428800,
+    "fetch.max.wait.ms": 500,
+}
+
 ADMIN_DEFAULTS: dict[str, Any] = {
     **_COMMON,
     "default.api.timeout.ms": 60000,

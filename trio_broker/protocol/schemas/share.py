@@ -3,6 +3,9 @@
 Kafka 4.1 made version 1 the first stable version of each (version 0 was 4.0's early access and
 is gone); Kafka 4.2 adds ShareFetch v2 and ShareAcknowledge v2 (KIP-1206 acquire modes, KIP-1222
 renew acknowledgements).
+
+The share group offset APIs (90-92) came with Kafka 4.1 at version 0; Kafka 4.2 adds
+DescribeShareGroupOffsets v1, whose answer carries each share-partition's lag (KIP-1226).
 """
 
 SCHEMAS = """
@@ -135,4 +138,63 @@ ShareAcknowledgeResponse
     host string
     port int32
     rack string null =null
+
+DescribeShareGroupOffsetsRequest
+  groups []DescribeShareGroupOffsetsRequestGroup
+    group_id string
+    topics []DescribeShareGroupOffsetsRequestTopic null
+      topic_name string
+      partitions []int32
+
+DescribeShareGroupOffsetsResponse
+  throttle_time_ms int32
+  groups []DescribeShareGroupOffsetsResponseGroup
+    group_id string
+    topics []DescribeShareGroupOffsetsResponseTopic
+      topic_name string
+      topic_id uuid
+      partitions []DescribeShareGroupOffsetsResponsePartition
+        partition_index int32
+        start_offset int64
+        leader_epoch int32
+        lag int64 1+ =-1
+        error_code int16
+        error_message string null =null
+    error_code int16
+    error_message string null =null
+
+AlterShareGroupOffsetsRequest
+  group_id string
+  topics []AlterShareGroupOffsetsRequestTopic
+    topic_name string
+    partitions []AlterShareGroupOffsetsRequestPartition
+      partition_index int32
+      start_offset int64
+
+AlterShareGroupOffsetsResponse
+  throttle_time_ms int32
+  error_code int16
+  error_message string null =null
+  responses []AlterShareGroupOffsetsResponseTopic
+    topic_name string
+    topic_id uuid
+    partitions []AlterShareGroupOffsetsResponsePartition
+      partition_index int32
+      error_code int16
+      error_message string null =null
+
+DeleteShareGroupOffsetsRequest
+  group_id string
+  topics []DeleteShareGroupOffsetsRequestTopic
+    topic_name string
+
+DeleteShareGroupOffsetsResponse
+  throttle_time_ms int32
+  error_code int16
+  error_message string null =null
+  responses []DeleteShareGroupOffsetsResponseTopic
+    topic_name string
+    topic_id uuid
+    error_code int16
+    error_message string null =null
 """

@@ -64,8 +64,9 @@ class ShareCoordinator:
     groups: dict[str, ShareGroup] = attrs.field(factory=dict)
     #: (group id, topic id, partition) -> delivery state
     partitions: dict[tuple[str, uuid.UUID, int], SharePartition] = attrs.field(factory=dict)
-    #: (group id, member id) -> share session
-    sessions: dict[tuple[str, str], ShareSession] = attrs.field(factory=dict)
+    #: (node id, group id, member id) -> share session: each broker keeps its own (Kafka's
+    #: ``ShareSessionCache``), and a test cluster's nodes share this coordinator
+    sessions: dict[tuple[int, str, str], ShareSession] = attrs.field(factory=dict)
     #: where share-partition state is kept (None: in memory only)
     store: ShareStateStore | None = None
     #: the GROUP config resource: each group's own share settings
@@ -126,7 +127,8 @@ class ShareCoordinator:
                 self._member_gone(group.group_id, member_id)
 
     def _member_gone(self, group_id: str, member_id: str) -> None:
-        self.sessions.pop((group_id, member_id), None)
+        for key in [k for k in self.sessions if k[1:] == (group_id, member_id)]:
+            del self.sessions[key]
         for (gid, _, _), sp in self.partitions.items():
             if gid == group_id:
                 sp.release_member(member_id)
@@ -183,6 +185,57 @@ class ShareCoordinator:
         async with lock:
             await run_io(self.store.save, group_id, topic_id, partition, snapshot(sp))
 
+    # --- share group offsets (DescribeShareGroupOffsets, Alter..., Delete...) -------------------
+    def stored_partition(self, group_id: str, topic_id: uuid.UUID,
+                         partition: int) -> SharePartition | None:
+        """The group's share-partition if it was initialized (in memory or stored), without
+        initializing it: Kafka's start offset -1 for the others."""
+        key = (group_id, topic_id, partition)
+        sp = self.partitions.get(key)
+        if sp is None and self.store is not None:
+            sp = self.store.load(group_id, topic_id, partition,
+                                 delivery_count_limit=self.config.delivery_count_limit,
+                                 max_record_locks=self.config.partition_max_record_locks)
+            if sp is not None:
+                self.partitions[key] = sp
+        if sp is not None and (offsets := self.offsets(topic_id, partition)) is not None:
+            sp.skip_to(offsets[0])
+        return sp
+
+    def initialized_partitions(self, group_id: str) -> set[TopicIdPartition]:
+        stored = self.store.partitions(group_id) if self.store is not None else set()
+        return stored | {(tid, p) for gid, tid, p in self.partitions if gid == group_id}
+
+    def lag(self, sp: SharePartition, topic_id: uuid.UUID, partition: int) -> int:
+        """KIP-1226: the partition's end offset minus the start offset minus the records after
+        the start offset whose delivery is complete (acknowledged or archived)."""
+        offsets = self.offsets(topic_id, partition)
+        if offsets is None:
+            return -1
+        return offsets[1] - sp.start_offset - sp.delivery_complete_count()
+
+    async def alter_start_offset(self, group_id: str, topic_id: uuid.UUID, partition: int,
+                                 start_offset: int) -> None:
+        """AlterShareGroupOffsets: the share-partition starts again at ``start_offset`` with
+        nothing in flight (Kafka initializes its state anew), written before it is answered."""
+        sp = self.partitions[(group_id, topic_id, partition)] = SharePartition(
+            start_offset, start_offset, self.config.delivery_count_limit,
+            self.config.partition_max_record_locks)
+        offsets = self.offsets(topic_id, partition)
+        if offsets is not None:
+            sp.skip_to(offsets[0])
+        await self.persist(group_id, topic_id, partition)
+
+    def delete_offsets(self, group_id: str, topic_id: uuid.UUID) -> bool:
+        """DeleteShareGroupOffsets of one topic: its share-partitions are forgotten (the next
+        assignment initializes them by ``share.auto.offset.reset``); False if it had none."""
+        found = {p for tid, p in self.initialized_partitions(group_id) if tid == topic_id}
+        for partition in found:
+            self.partitions.pop((group_id, topic_id, partition), None)
+            if self.store is not None:
+                self.store.delete(group_id, topic_id, partition)
+        return bool(found)
+
     def next_lock_deadline(self, group_id: str, keys: Iterable[TopicIdPartition]) -> float | None:
         deadlines = [d for tid, p in keys
                      if (sp := self.partitions.get((group_id, tid, p))) is not None
@@ -192,10 +245,12 @@ class ShareCoordinator:
     # --- share sessions -----------------------------------------------------------------------
     def session(self, group_id: str, member_id: str, epoch: int,
                 named: Iterable[TopicIdPartition],
-                forgotten: Iterable[TopicIdPartition] = ()) -> ShareSession | ErrorCode:
-        """The share session a ShareFetch / ShareAcknowledge of ``epoch`` continues (opened at
-        epoch 0, closed at -1: returned one last time), or the error Kafka answers."""
-        key = (group_id, member_id)
+                forgotten: Iterable[TopicIdPartition] = (), *,
+                node_id: int = 0) -> ShareSession | ErrorCode:
+        """The share session a ShareFetch / ShareAcknowledge of ``epoch`` continues on broker
+        ``node_id`` (opened at epoch 0, closed at -1: returned one last time), or the error
+        Kafka answers."""
+        key = (node_id, group_id, member_id)
         if epoch == INITIAL_SESSION_EPOCH:
             opened = self.sessions[key] = ShareSession(1, set(named))
             return opened

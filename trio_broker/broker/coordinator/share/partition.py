@@ -237,6 +237,12 @@ class SharePartition:
             self.in_flight.pop(self.start_offset, None)
             self.start_offset += 1
 
+    def delivery_complete_count(self) -> int:
+        """Offsets after the start offset whose delivery is over (KIP-1226's lag leaves them
+        out)."""
+        return sum(1 for r in self.in_flight.values()
+                   if r.state in (RecordState.ACKNOWLEDGED, RecordState.ARCHIVED))
+
     def skip_to(self, log_start_offset: int) -> None:
         """Records before the log's start offset are gone (retention, DeleteRecords): done."""
         if log_start_offset > self.start_offset:

@@ -67,6 +67,18 @@ class ShareStateStore:
             if found == group_id:
                 path.unlink(missing_ok=True)
 
+    def partitions(self, group_id: str) -> set[tuple[uuid.UUID, int]]:
+        """(topic id, partition) of every share-partition stored for the group."""
+        out = set()
+        for found, path in self._files():
+            if found == group_id:
+                topic_hex, partition = path.name[:-len(".json")].rsplit(".", 2)[1:]
+                out.add((uuid.UUID(hex=topic_hex), int(partition)))
+        return out
+
+    def delete(self, group_id: str, topic_id: uuid.UUID, partition: int) -> None:
+        self.path(group_id, topic_id, partition).unlink(missing_ok=True)
+
 
 def snapshot(sp: SharePartition) -> bytes:
     """The share-partition as stored: acquired records as available (their locks do not
