@@ -17,7 +17,10 @@ Fixtures:
 
 - ``kafka_cluster``: a ``ThreadedCluster`` of ``brokers`` nodes (3 unless
   ``@pytest.mark.broker_config(brokers=N, ...)`` says), fresh for each test, with its controls
-  (``stop_broker``, ``move_leader``, ``inject``...). Trio tests use ``open_cluster`` directly.
+  (``stop_broker``, ``move_leader``, ``inject``...) and one Schema Registry for the cluster
+  (``kafka_cluster.schema_registry_url``; ``schema_registry_listener=""`` turns it off). Trio
+  tests use ``open_cluster`` directly (``schema_registry_listener="http://127.0.0.1:0"`` gives
+  it one).
 
 All apply ``@pytest.mark.broker_config(num_partitions=3, ...)`` (Kafka key names with
 underscores, or dotted names as a dict: ``broker_config(**{"num.partitions": 3})``). Test brokers
@@ -135,7 +138,8 @@ def kafka_cluster(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Th
     brokers = int(overrides.pop("brokers", 3))
     auto_failover = bool(overrides.pop("auto_failover", True))
     cluster = ThreadedCluster(brokers, auto_failover=auto_failover, **{
-        **TEST_DEFAULTS, "log_dirs": str(tmp_path / "cluster-data"), **overrides}).start()
+        **TEST_DEFAULTS, **REGISTRY, "log_dirs": str(tmp_path / "cluster-data"),
+        **overrides}).start()
     try:
         yield cluster
     finally:

@@ -23,7 +23,7 @@ import attrs
 import trio
 import trio.lowlevel
 
-from .config import BrokerConfig, ConfigError, build_config, parse_http_listener
+from .config import BrokerConfig, ConfigError, build_config
 from .config.broker import normalise
 from .config.dynamic import DynamicBrokerConfigs
 from .config.keys import NO_EFFECT, no_effect_broker_keys
@@ -37,7 +37,7 @@ from .network.request_handler import RequestHandlerPool
 from .network.socket_server import SocketServer
 from .offload import run_io
 from .rest_proxy import serve_rest_proxy
-from .schema_registry import serve_schema_registry
+from .schema_registry import registry_url, serve_schema_registry
 from .security.client_quotas import CONNECTION_CREATION_RATE
 from .server.purgatory import Purgatory
 from .server.state import BrokerState
@@ -85,12 +85,7 @@ class Broker:
     @property
     def schema_registry_url(self) -> str | None:
         """``http(s)://host:port`` of the Schema Registry, or None when it is off."""
-        if self.schema_registry is None:
-            return None
-        host, port, _registry = self.schema_registry
-        scheme = parse_http_listener(self.config.schema_registry_listener,
-                                     "schema.registry.listener")[0]
-        return f"{scheme}://[{host}]:{port}" if ":" in host else f"{scheme}://{host}:{port}"
+        return registry_url(self.config, self.schema_registry)
 
     @property
     def bootstrap_servers(self) -> str:

@@ -22,7 +22,7 @@ import logging
 import tempfile
 import time
 from collections.abc import AsyncIterator, Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 import trio
@@ -42,11 +42,15 @@ from ..broker.metrics import BrokerMetrics
 from ..broker.network.request_handler import RequestHandlerPool
 from ..broker.network.socket_server import SocketServer
 from ..broker.offload import run_io
+from ..broker.schema_registry import registry_url, serve_schema_registry
 from ..broker.server.cluster_model import ClusterModel, Node
 from ..broker.server.purgatory import Purgatory
 from ..broker.server.state import BrokerState
 from .fault_state import Faults, RequestRecord
 from .faults import cluster_handlers
+
+if TYPE_CHECKING:
+    from ..broker.schema_registry.registry import SchemaRegistry
 
 LOGGER = logging.getLogger(__name__)
 
@@ -153,6 +157,14 @@ class Cluster:
         self._stop = trio.Event()
         #: the bound (host, port) of the HTTP control endpoint, when ``control.listener`` is set
         self.control_address: tuple[str, int] | None = None
+        #: what the Schema Registry reported, when ``schema.registry.listener`` is set
+        self.schema_registry: tuple[str, int, SchemaRegistry] | None = None
+
+    @property
+    def schema_registry_url(self) -> str | None:
+        """``http(s)://host:port`` of the cluster's Schema Registry (one for the cluster, as
+        a registry serves many brokers), or None when it is off."""
+        return registry_url(self.state.config, self.schema_registry)
 
     @property
     def brokers(self) -> list[BrokerAddress]:
@@ -342,6 +354,9 @@ async def serve_cluster(config: ConfigInput = None, *, brokers: int = 3,
                                                      rack=node.config.broker_rack)
                 start_log_duties(state, nursery)
                 cluster = Cluster(state, nodes, faults, nursery)
+                if cfg.schema_registry_listener:
+                    cluster.schema_registry = await nursery.start(serve_schema_registry, cfg,
+                                                                  state)
                 if cfg.control_listener:
                     from .control import serve_control
 

@@ -142,6 +142,11 @@ class ThreadedCluster(LoopThread):
     def brokers(self) -> list[BrokerAddress]:
         return self._live().brokers
 
+    @property
+    def schema_registry_url(self) -> str | None:
+        """``http(s)://host:port`` of the cluster's Schema Registry, or None when it is off."""
+        return self._live().schema_registry_url
+
     def stop_broker(self, node_id: int) -> None:
         trio.from_thread.run(self._live().stop_broker, node_id, trio_token=self._token)
 

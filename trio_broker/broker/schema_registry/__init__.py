@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 
 import trio
 
-from ..config import BrokerConfig
+from ..config import BrokerConfig, parse_http_listener
 from ..server.state import BrokerState
 from .errors import RegistryError
 
@@ -46,6 +46,17 @@ async def serve_schema_registry(config: BrokerConfig, state: BrokerState, *,
     from .server import run_registry
 
     await run_registry(config, state, task_status=task_status)
+
+
+def registry_url(config: BrokerConfig, bound: tuple[str, int, SchemaRegistry] | None,
+                 ) -> str | None:
+    """``http(s)://host:port`` of a served registry (``bound``: what ``serve_schema_registry``
+    reported), None when it is off."""
+    if bound is None:
+        return None
+    host, port, _registry = bound
+    scheme = parse_http_listener(config.schema_registry_listener, "schema.registry.listener")[0]
+    return f"{scheme}://[{host}]:{port}" if ":" in host else f"{scheme}://{host}:{port}"
 
 
 async def serialize(registry: SchemaRegistry, subject: str, value: object, *,
