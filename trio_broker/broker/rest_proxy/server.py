@@ -22,6 +22,7 @@ from ...client.trio.config import ADMIN_DEFAULTS, normalize
 from ..config import BrokerConfig, ConfigError, parse_http_listener
 from ..http.guard import HostCheck
 from ..http.hypercorn_settings import hypercorn_config, quiet_server_logger, serve_tls
+from ..http.request_metrics import REST_PROXY, CountRequests, HttpMetrics
 from ..server.state import BrokerState
 from .app import build_app
 from .auth import BasicAuth, credentials
@@ -132,7 +133,10 @@ async def run_rest_proxy(config: BrokerConfig, state: BrokerState, *,
             return RestProxy(session.admin, config.node_id, state.cluster_id, instances,
                              configs(user, password), user, schemas=schemas)
 
-        app: Any = build_app(resolve, hosts)  # an ASGI 3 callable; Hypercorn's are narrower
+        metrics = HttpMetrics(REST_PROXY)
+        state.metrics.add_collector(metrics.collect)
+        # an ASGI 3 callable; Hypercorn's are narrower
+        app: Any = CountRequests(build_app(resolve, hosts), metrics)
         try:
             binds: list[str] = await nursery.start(functools.partial(
                 serve, app, server_config, mode="asgi"))

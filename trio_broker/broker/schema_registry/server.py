@@ -20,6 +20,7 @@ from ..config.listeners import parse_http_listener
 from ..http.guard import HostCheck
 from ..http.host_guard import HostGuard
 from ..http.hypercorn_settings import hypercorn_config, quiet_server_logger, serve_tls
+from ..http.request_metrics import SCHEMA_REGISTRY, CountRequests, HttpMetrics
 from ..server.state import BrokerState
 from .app import build_app
 from .registry import SchemaRegistry
@@ -43,7 +44,9 @@ async def run_registry(config: BrokerConfig, state: BrokerState, *,
     registry = SchemaRegistry(store)
     hosts = HostCheck(host, [h for h in config.http_allowed_hosts.split(",") if h])
     # an ASGI 3 callable; Hypercorn's types are narrower
-    app: Any = HostGuard(build_app(registry), hosts)
+    metrics = HttpMetrics(SCHEMA_REGISTRY)
+    state.metrics.add_collector(metrics.collect)
+    app: Any = HostGuard(CountRequests(build_app(registry), metrics), hosts)
     async with trio.open_nursery() as nursery:
         binds: list[str] = await nursery.start(functools.partial(
             serve, app, server_config, mode="asgi"))
