@@ -20,7 +20,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from . import errors as e
-from .registry import SchemaRegistry, schema_json
+from .registry import SchemaRegistry, schema_json, with_metadata
 from .schemas import SCHEMA_TYPES
 
 LOGGER = logging.getLogger(__name__)
@@ -115,6 +115,20 @@ async def delete_subject(r: SchemaRegistry, q: Request) -> Any:
 async def get_version(r: SchemaRegistry, q: Request) -> Any:
     return schema_json(r.version(q.path_params["subject"], q.path_params["version"],
                                  deleted=_flag(q, "deleted")))
+
+
+async def latest_with_metadata(r: SchemaRegistry, q: Request) -> Any:
+    """``GET /subjects/{subject}/metadata?key=k&value=v...``: the latest version whose
+    metadata properties hold every pair."""
+    keys, values = q.query_params.getlist("key"), q.query_params.getlist("value")
+    if len(keys) != len(values):
+        raise e.RegistryError(400, 400, "key and value must be given in pairs")
+    deleted = _flag(q, "deleted")
+    subject = q.path_params["subject"]
+    versions = r.live(subject, deleted=deleted)
+    if not versions:
+        raise e.subject_not_found(subject)
+    return schema_json(with_metadata(versions, dict(zip(keys, values, strict=True))))
 
 
 async def get_version_schema(r: SchemaRegistry, q: Request) -> Any:
@@ -220,6 +234,7 @@ ROUTES: list[tuple[str, Handler, list[str]]] = [
     ("/subjects/{subject:path}/versions/{version}", delete_version, ["DELETE"]),
     ("/subjects/{subject:path}/versions", list_versions, ["GET"]),
     ("/subjects/{subject:path}/versions", register, ["POST"]),
+    ("/subjects/{subject:path}/metadata", latest_with_metadata, ["GET"]),
     ("/subjects/{subject:path}", lookup, ["POST"]),
     ("/subjects/{subject:path}", delete_subject, ["DELETE"]),
     ("/schemas/types", schema_types, ["GET"]),

@@ -167,16 +167,24 @@ class SchemaRegistry:
 
     # --- register and look up ------------------------------------------------------------------
 
-    def _same(self, sv: SchemaVersion, parsed: ParsedSchema, refs: list[dict[str, Any]]) -> bool:
+    def _same(self, sv: SchemaVersion, parsed: ParsedSchema, refs: list[dict[str, Any]],
+              contract: Contract | None = None) -> bool:
+        """Same type, text and references; with ``contract``, the same metadata and rule set
+        too (a schema with another contract is another schema, with an id of its own)."""
         return (sv.schema_type == parsed.schema_type and sv.references == refs
-                and sv.schema == parsed.canonical)
+                and sv.schema == parsed.canonical
+                and (contract is None or (sv.metadata, sv.rule_set) == contract))
 
     async def lookup(self, subject: str, body: dict[str, Any], *, normalize: bool = False,
                      deleted: bool = False) -> SchemaVersion:
         if not self.live(subject, deleted=deleted):
             raise e.subject_not_found(subject)
         parsed, refs = await self.parse_request(body, normalize=normalize)
+        given = contract_of(body)
+        contract = given if given != (None, None) else None
         for sv in reversed(self.live(subject, deleted=deleted)):
+            if contract is not None and (sv.metadata, sv.rule_set) != contract:
+                continue
             if self._same(sv, parsed, refs) or (not normalize and sv.schema_type == "AVRO"
                                                and await self._equal_parsed(sv, parsed)):
                 return sv
@@ -198,8 +206,14 @@ class SchemaRegistry:
             parsed, refs = await self.parse_request(body, normalize=normalize)
             everything = self.live(subject, deleted=True)
             live = [sv for sv in everything if not sv.deleted]
+            # Confluent's data contracts: what a new version leaves out, it inherits
+            metadata, rule_set = contract_of(body)
+            if live:
+                metadata = live[-1].metadata if metadata is None else metadata
+                rule_set = live[-1].rule_set if rule_set is None else rule_set
+            contract = (metadata, rule_set)
             for sv in live:
-                if self._same(sv, parsed, refs) and given_id in (None, -1, 0, sv.id):
+                if self._same(sv, parsed, refs, contract) and given_id in (None, -1, 0, sv.id):
                     return sv
             if mode != "IMPORT":
                 level = self.compatibility(subject)
@@ -207,20 +221,21 @@ class SchemaRegistry:
                 problems = check(level, parsed, previous)
                 if problems:
                     raise e.incompatible([f'"{subject}", details: [{", ".join(problems)}]'])
-            schema_id = self._id_for(parsed, refs, given_id)
+            schema_id = self._id_for(parsed, refs, given_id, contract)
             version = (everything[-1].version + 1) if everything else 1
             if mode == "IMPORT" and isinstance(given_version, int) and given_version > 0:
                 version = given_version
             sv = SchemaVersion(subject, version, schema_id, parsed.schema_type, refs,
-                               parsed.canonical)
+                               parsed.canonical, metadata=metadata, rule_set=rule_set)
             await self.store.write([(sv.key(), sv.value())])
             self._parsed.setdefault(schema_id, parsed)
             return self.state.subjects[subject][version]
 
-    def _id_for(self, parsed: ParsedSchema, refs: list[dict[str, Any]], given: Any) -> int:
+    def _id_for(self, parsed: ParsedSchema, refs: list[dict[str, Any]], given: Any,
+                contract: Contract) -> int:
         for schema_id, users in self.state.ids.items():
             s, v = min(users)
-            if self._same(self.state.subjects[s][v], parsed, refs):
+            if self._same(self.state.subjects[s][v], parsed, refs, contract):
                 if given not in (None, -1, 0) and given != schema_id:
                     break
                 return schema_id
@@ -387,8 +402,38 @@ def schema_json(sv: SchemaVersion, *, with_subject: bool = True) -> dict[str, An
         out["schemaType"] = sv.schema_type
     if sv.references:
         out["references"] = sv.references
+    if sv.metadata is not None:
+        out["metadata"] = sv.metadata
+    if sv.rule_set is not None:
+        out["ruleSet"] = sv.rule_set
     out["schema"] = sv.schema
     return out
 
 
-__all__ = ["SchemaRegistry", "parse_version", "schema_json"]
+#: (metadata, ruleSet) of a schema, None where it has none
+Contract = tuple["dict[str, Any] | None", "dict[str, Any] | None"]
+
+
+def contract_of(body: dict[str, Any]) -> Contract:
+    """The ``metadata`` and ``ruleSet`` of a request body; each an object or absent."""
+    out = []
+    for field in ("metadata", "ruleSet"):
+        value = body.get(field)
+        if value is not None and not isinstance(value, dict):
+            raise e.invalid_schema(f"{field}: expected an object")
+        out.append(value)
+    return out[0], out[1]
+
+
+def with_metadata(versions: list[SchemaVersion], wanted: dict[str, str]) -> SchemaVersion:
+    """The latest of ``versions`` whose metadata properties hold every pair of ``wanted``
+    (``GET /subjects/{subject}/metadata``)."""
+    for sv in reversed(versions):
+        properties = (sv.metadata or {}).get("properties") or {}
+        if all(properties.get(k) == v for k, v in wanted.items()):
+            return sv
+    raise e.schema_not_found()
+
+
+__all__ = ["Contract", "SchemaRegistry", "contract_of", "parse_version", "schema_json",
+           "with_metadata"]

@@ -50,6 +50,10 @@ class SchemaVersion:
     references: list[dict[str, Any]]
     schema: str
     deleted: bool = False
+    #: Confluent's data contract (7.4+): ``{"tags", "properties", "sensitive"}`` and
+    #: ``{"migrationRules", "domainRules"}``, kept as given
+    metadata: dict[str, Any] | None = None
+    rule_set: dict[str, Any] | None = None
 
     def key(self) -> dict[str, Any]:
         return schema_key(self.subject, self.version)
@@ -59,6 +63,10 @@ class SchemaVersion:
         if self.schema_type != "AVRO":
             out["schemaType"] = self.schema_type
         out["references"] = self.references
+        if self.metadata is not None:
+            out["metadata"] = self.metadata
+        if self.rule_set is not None:
+            out["ruleSet"] = self.rule_set
         out["schema"] = self.schema
         out["deleted"] = self.deleted
         return out
@@ -122,7 +130,8 @@ class RegistryState:
             return
         sv = SchemaVersion(subject, version, int(value["id"]), value.get("schemaType") or "AVRO",
                            list(value.get("references") or []), str(value["schema"]),
-                           bool(value.get("deleted", False)))
+                           bool(value.get("deleted", False)), value.get("metadata"),
+                           value.get("ruleSet"))
         versions[version] = sv
         self.ids.setdefault(sv.id, set()).add((subject, version))
         self.max_id = max(self.max_id, sv.id)
