@@ -134,6 +134,8 @@ def _parse_avro(text: str, references: Sequence[ParsedSchema], normalize: bool) 
 _TYPE_KEYS = ("type", "name", "namespace", "doc", "fields", "symbols", "items", "values", "size",
               "default", "aliases", "logicalType", "precision", "scale")
 _FIELD_KEYS = ("name", "type", "doc", "default", "order", "aliases")
+_AVRO_PRIMITIVES = frozenset({"null", "boolean", "int", "long", "float", "double", "bytes",
+                              "string"})
 
 
 def _avro_order(value: Any, keys: tuple[str, ...] = _TYPE_KEYS) -> Any:
@@ -141,6 +143,8 @@ def _avro_order(value: Any, keys: tuple[str, ...] = _TYPE_KEYS) -> Any:
         return [_avro_order(v) for v in value]
     if not isinstance(value, dict):
         return value
+    if keys is _TYPE_KEYS and set(value) == {"type"} and value["type"] in _AVRO_PRIMITIVES:
+        return value["type"]  # {"type": "string"} is written "string", as Avro's toString()
     rank = {key: i for i, key in enumerate(keys)}
     out = {}
     for key in sorted(value, key=lambda k: (rank.get(k, len(rank)), k)):
