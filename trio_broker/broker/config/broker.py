@@ -82,6 +82,7 @@ class BrokerConfig(FrozenFields):
     metrics_listener: str = _f("metrics.listener")
     http_listener: str = _f("http.listener")
     schema_registry_listener: str = _f("schema.registry.listener")
+    schema_registry_authentication_method: str = _f("schema.registry.authentication.method")
     telemetry_max_bytes: int = _f("telemetry.max.bytes")
     telemetry_subscribe_all: bool = _f("telemetry.subscribe.all")
     telemetry_subscribe_all_interval_ms: int = _f("telemetry.subscribe.all.interval.ms")

@@ -150,6 +150,10 @@ _HONOURED: tuple[ConfigKey, ...] = (
        "broker's Schema Registry (Confluent's REST API v1, stored in the _schemas topic; no host = "
        "loopback); empty = off.", own=True,
        type_=T.STRING, default=""),
+    _h("schema.registry.authentication.method", "NONE, or BASIC: requests carry HTTP basic "
+       "credentials of the broker's SASL (SCRAM) users, and the broker's ACLs decide what each "
+       "may do on each subject (docs/schema-registry.md).", own=True, type_=T.STRING,
+       default="NONE", validator=OneOf(("NONE", "BASIC"), True)),
     # --- web console (docs/console.md) ----------------------------------------------------------
     _h("http.listener", "http://host:port (or https://, with ssl.certfile) of the broker's web "
        "console (one broker; no host = loopback); empty = off.", own=True, type_=T.STRING,

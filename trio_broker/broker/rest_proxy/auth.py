@@ -16,8 +16,6 @@ wrong passwords costs the broker a bounded number of connections.
 
 from __future__ import annotations
 
-import base64
-import binascii
 import hashlib
 import logging
 import secrets
@@ -31,6 +29,7 @@ import trio
 from ...client.core.errors import KafkaError
 from ...client.trio.admin import Admin
 from ...client.trio.config import ADMIN_DEFAULTS, normalize
+from ..http.basic_auth import parse_basic
 from .errors import RestError
 
 LOGGER = logging.getLogger("trio_broker.broker.rest_proxy")
@@ -48,17 +47,10 @@ def unauthorized(message: str = "Unauthorized") -> RestError:
 
 def credentials(authorization: str | None) -> tuple[str, str]:
     """``Basic base64(user:password)`` -> (user, password), or 401."""
-    scheme, _, encoded = (authorization or "").partition(" ")
-    if scheme.lower() != "basic" or not encoded.strip():
+    parsed = parse_basic(authorization)
+    if parsed is None:
         raise unauthorized()
-    try:
-        user, colon, password = base64.b64decode(encoded.strip(), validate=True).decode(
-        ).partition(":")
-    except (binascii.Error, ValueError):
-        raise unauthorized() from None
-    if not colon or not user:
-        raise unauthorized()
-    return user, password
+    return parsed
 
 
 @attrs.define(eq=False)

@@ -20,6 +20,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from . import errors as e
+from .auth import REALM, RegistryAuth
 from .registry import SchemaRegistry, schema_json, with_metadata
 from .schemas import SCHEMA_TYPES
 
@@ -71,18 +72,47 @@ def _id(request: Request) -> int:
         raise e.RegistryError(404, 404, "HTTP 404 Not Found") from None
 
 
-def _endpoint(handler: Handler, registry: SchemaRegistry) -> Callable[[Request], Any]:
+def _endpoint(handler: Handler, registry: SchemaRegistry, auth: RegistryAuth | None,
+              level: str) -> Callable[[Request], Any]:
     async def endpoint(request: Request) -> Response:
         try:
             registry.store.catch_up()  # records another writer appended since
+            if auth is not None:
+                principal = await auth.principal(request.headers.get("authorization"))
+                readable = _authorize(auth, registry, request, principal, level)
             result = await handler(registry, request)
+            if auth is not None and level in ("list", "id") and isinstance(result, list):
+                result = [x for x in result if readable(x if isinstance(x, str)
+                                                        else x["subject"])]
         except e.RegistryError as exc:
-            return _json(exc.body(), exc.status)
+            response = _json(exc.body(), exc.status)
+            if exc.status == 401:
+                response.headers["www-authenticate"] = f'Basic realm="{REALM}"'
+            return response
         except Exception:
             LOGGER.exception("schema registry: %s %s failed", request.method, request.url.path)
             return _json(e.store_error("internal error").body(), 500)
         return result if isinstance(result, Response) else _json(result)
     return endpoint
+
+
+def _authorize(auth: RegistryAuth, registry: SchemaRegistry, request: Request, principal: str,
+               level: str) -> Callable[[str], bool]:
+    """Refuse what ``principal`` may not do (403); what it may read, for filtering lists."""
+    host = request.client.host if request.client is not None else ""
+
+    def readable(subject: str) -> bool:
+        return auth.allows(principal, host, "read", subject)
+
+    if level in ("read", "write", "admin"):
+        auth.check(principal, host, level, request.path_params["subject"])
+    elif level.startswith("global-"):
+        auth.check(principal, host, level, None)
+    elif level == "id":
+        subjects = {sv.subject for sv in registry.id_versions(_id(request), deleted=True)}
+        if not any(readable(s) for s in subjects):
+            auth.check(principal, host, "read", min(subjects))
+    return readable
 
 
 # --- subjects and versions ---------------------------------------------------------------------
@@ -225,36 +255,38 @@ async def root(r: SchemaRegistry, q: Request) -> Any:
 #: Subject names may hold "/" (confluent-kafka's ProtobufSerializer names a dependency's subject
 #: after its file, "acme/common.proto"), so a subject is a ``path`` segment and the routes
 #: with a suffix come before the bare subject ones: the first full match wins.
-ROUTES: list[tuple[str, Handler, list[str]]] = [
-    ("/", root, ["GET"]),
-    ("/subjects", list_subjects, ["GET"]),
-    ("/subjects/{subject:path}/versions/{version}/schema", get_version_schema, ["GET"]),
-    ("/subjects/{subject:path}/versions/{version}/referencedby", referenced_by, ["GET"]),
-    ("/subjects/{subject:path}/versions/{version}", get_version, ["GET"]),
-    ("/subjects/{subject:path}/versions/{version}", delete_version, ["DELETE"]),
-    ("/subjects/{subject:path}/versions", list_versions, ["GET"]),
-    ("/subjects/{subject:path}/versions", register, ["POST"]),
-    ("/subjects/{subject:path}/metadata", latest_with_metadata, ["GET"]),
-    ("/subjects/{subject:path}", lookup, ["POST"]),
-    ("/subjects/{subject:path}", delete_subject, ["DELETE"]),
-    ("/schemas/types", schema_types, ["GET"]),
-    ("/schemas/ids/{id}", schema_by_id, ["GET"]),
-    ("/schemas/ids/{id}/schema", schema_text_by_id, ["GET"]),
-    ("/schemas/ids/{id}/subjects", id_subjects, ["GET"]),
-    ("/schemas/ids/{id}/versions", id_versions, ["GET"]),
-    ("/compatibility/subjects/{subject:path}/versions/{version}", compatibility, ["POST"]),
-    ("/compatibility/subjects/{subject:path}/versions", compatibility, ["POST"]),
-    ("/config", get_global_config, ["GET"]),
-    ("/config", put_config, ["PUT"]),
-    ("/config", delete_config, ["DELETE"]),
-    ("/config/{subject:path}", get_subject_config, ["GET"]),
-    ("/config/{subject:path}", put_config, ["PUT"]),
-    ("/config/{subject:path}", delete_config, ["DELETE"]),
-    ("/mode", get_global_mode, ["GET"]),
-    ("/mode", put_mode, ["PUT"]),
-    ("/mode/{subject:path}", get_subject_mode, ["GET"]),
-    ("/mode/{subject:path}", put_mode, ["PUT"]),
-    ("/mode/{subject:path}", delete_mode, ["DELETE"]),
+ROUTES: list[tuple[str, Handler, list[str], str]] = [
+    ("/", root, ["GET"], "open"),
+    ("/subjects", list_subjects, ["GET"], "list"),
+    ("/subjects/{subject:path}/versions/{version}/schema", get_version_schema, ["GET"], "read"),
+    ("/subjects/{subject:path}/versions/{version}/referencedby", referenced_by, ["GET"],
+     "read"),
+    ("/subjects/{subject:path}/versions/{version}", get_version, ["GET"], "read"),
+    ("/subjects/{subject:path}/versions/{version}", delete_version, ["DELETE"], "admin"),
+    ("/subjects/{subject:path}/versions", list_versions, ["GET"], "read"),
+    ("/subjects/{subject:path}/versions", register, ["POST"], "write"),
+    ("/subjects/{subject:path}/metadata", latest_with_metadata, ["GET"], "read"),
+    ("/subjects/{subject:path}", lookup, ["POST"], "read"),
+    ("/subjects/{subject:path}", delete_subject, ["DELETE"], "admin"),
+    ("/schemas/types", schema_types, ["GET"], "open"),
+    ("/schemas/ids/{id}", schema_by_id, ["GET"], "id"),
+    ("/schemas/ids/{id}/schema", schema_text_by_id, ["GET"], "id"),
+    ("/schemas/ids/{id}/subjects", id_subjects, ["GET"], "id"),
+    ("/schemas/ids/{id}/versions", id_versions, ["GET"], "id"),
+    ("/compatibility/subjects/{subject:path}/versions/{version}", compatibility, ["POST"],
+     "read"),
+    ("/compatibility/subjects/{subject:path}/versions", compatibility, ["POST"], "read"),
+    ("/config", get_global_config, ["GET"], "global-read"),
+    ("/config", put_config, ["PUT"], "global-write"),
+    ("/config", delete_config, ["DELETE"], "global-write"),
+    ("/config/{subject:path}", get_subject_config, ["GET"], "read"),
+    ("/config/{subject:path}", put_config, ["PUT"], "admin"),
+    ("/config/{subject:path}", delete_config, ["DELETE"], "admin"),
+    ("/mode", get_global_mode, ["GET"], "global-read"),
+    ("/mode", put_mode, ["PUT"], "global-write"),
+    ("/mode/{subject:path}", get_subject_mode, ["GET"], "read"),
+    ("/mode/{subject:path}", put_mode, ["PUT"], "admin"),
+    ("/mode/{subject:path}", delete_mode, ["DELETE"], "admin"),
 ]
 
 
@@ -264,7 +296,9 @@ async def _http_error(request: Request, exc: Exception) -> Response:
     return _json({"error_code": status, "message": f"HTTP {status} {phrase}"}, status)
 
 
-def build_app(registry: SchemaRegistry) -> Starlette:
-    routes = [Route(path, _endpoint(handler, registry), methods=methods)
-              for path, handler, methods in ROUTES]
+def build_app(registry: SchemaRegistry, auth: RegistryAuth | None = None) -> Starlette:
+    """The REST API over ``registry``; with ``auth``, for the broker's users only
+    (``auth.py``)."""
+    routes = [Route(path, _endpoint(handler, registry, auth, level), methods=methods)
+              for path, handler, methods, level in ROUTES]
     return Starlette(routes=routes, exception_handlers={HTTPException: _http_error})

@@ -23,6 +23,7 @@ from ..http.hypercorn_settings import hypercorn_config, quiet_server_logger, ser
 from ..http.request_metrics import SCHEMA_REGISTRY, CountRequests, HttpMetrics
 from ..server.state import BrokerState
 from .app import build_app
+from .auth import RegistryAuth
 from .registry import SchemaRegistry
 from .store import KafkaStore
 
@@ -46,13 +47,16 @@ async def run_registry(config: BrokerConfig, state: BrokerState, *,
     # an ASGI 3 callable; Hypercorn's types are narrower
     metrics = HttpMetrics(SCHEMA_REGISTRY)
     state.metrics.add_collector(metrics.collect)
-    app: Any = HostGuard(CountRequests(build_app(registry), metrics), hosts)
+    auth = (RegistryAuth(config.scram_credentials_path, state)
+            if config.schema_registry_authentication_method.upper() == "BASIC" else None)
+    app: Any = HostGuard(CountRequests(build_app(registry, auth), metrics), hosts)
     async with trio.open_nursery() as nursery:
         binds: list[str] = await nursery.start(functools.partial(
             serve, app, server_config, mode="asgi"))
         rest = binds[0].split("://", 1)[1]
         bound_host, _, bound_port = rest.rpartition(":")
         bound_host = bound_host.strip("[]")
-        LOGGER.info("schema registry on %s://%s/ (%d subjects read from %s)", scheme, rest,
-                    len(store.state.subjects), "_schemas")
+        LOGGER.info("schema registry on %s://%s/ (%d subjects read from %s%s)", scheme, rest,
+                    len(store.state.subjects), "_schemas",
+                    "; basic authentication as the broker's SASL users" if auth else "")
         task_status.started((bound_host, int(bound_port), registry))
