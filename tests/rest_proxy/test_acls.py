@@ -74,6 +74,22 @@ def test_create_search_delete(acl_proxy: tuple[ThreadedBroker, httpx.Client, str
         "orders-"]
 
 
+def test_batch_create(acl_proxy: tuple[ThreadedBroker, httpx.Client, str]) -> None:
+    """``POST .../acls:batch``: several ACLs in one CreateAcls, as Confluent's batch."""
+    _, rest, cluster = acl_proxy
+    acls = [{"resource_type": "TOPIC", "resource_name": name, "pattern_type": "LITERAL",
+             "principal": "User:bob", "host": "*", "operation": "WRITE",
+             "permission": "ALLOW"} for name in ("a", "b", "c")]
+    created = rest.post(f"{cluster}/acls:batch", json={"data": acls})
+    assert (created.status_code, created.content) == (201, b"")
+    listed = rest.get(f"{cluster}/acls", params={"principal": "User:bob"}).json()["data"]
+    assert sorted(a["resource_name"] for a in listed) == ["a", "b", "c"]
+    bad = rest.post(f"{cluster}/acls:batch", json={"data": [{**acls[0], "operation": "FLY"}]})
+    assert (bad.status_code, bad.json()["error_code"]) == (400, 400)
+    empty = rest.post(f"{cluster}/acls:batch", json={"data": []})
+    assert empty.status_code == 400
+
+
 def test_acl_errors(acl_proxy: tuple[ThreadedBroker, httpx.Client, str],
                     rest: httpx.Client, cluster: str) -> None:
     _, secured, secured_cluster = acl_proxy

@@ -16,10 +16,12 @@ from trio_broker.testing import open_cluster
 async def test_produce_follows_a_moved_leader() -> None:
     async with open_cluster(3) as cluster, trio.open_nursery() as nursery:
         config = cluster.state.config.evolve(rest_proxy_listener="http://127.0.0.1:0")
-        # what the proxy reads of a broker's state: the first node's address, the cluster id
+        # what the proxy reads of a broker's state: the first node's address, the cluster id,
+        # the metrics its requests are counted in
         first = cluster.brokers[0]
         state = SimpleNamespace(endpoints={"PLAINTEXT": (first.host, first.port)},
-                                cluster_id=cluster.state.cluster_id)
+                                cluster_id=cluster.state.cluster_id,
+                                metrics=cluster.state.metrics)
         host, port = await nursery.start(serve_rest_proxy, config, state)
         async with httpx.AsyncClient(base_url=f"http://{host}:{port}", timeout=30) as rest:
             cluster_id = (await rest.get("/v3/clusters")).json()["data"][0]["cluster_id"]

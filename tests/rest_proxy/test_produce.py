@@ -173,3 +173,29 @@ def test_record_errors(rest: httpx.Client, cluster: str,
     missing = rest.post(f"{cluster}/topics/{unique_topic('absent')}/records",
                         json={"value": {"data": 1}})
     assert (missing.status_code, missing.json()["error_code"]) == (404, 40403)
+
+
+def test_records_batch(rest: httpx.Client, cluster: str, kafka_broker: ThreadedBroker,
+                       unique_topic: Any) -> None:
+    """``records:batch``: each entry answered under its id, in ``successes`` or ``failures``,
+    with 207; a bad batch as a whole is 400."""
+    topic = unique_topic("rest-batch")
+    _create(rest, cluster, topic)
+    url = f"{cluster}/topics/{topic}/records:batch"
+    answer = rest.post(url, json={"entries": [
+        {"id": "a", "partition_id": 0, "value": {"type": "STRING", "data": "one"}},
+        {"id": "b", "partition_id": 99, "value": {"type": "STRING", "data": "two"}},
+        {"id": "c", "key": {"type": "STRING", "data": "k"}, "value": {"data": {"n": 3}}}]})
+    assert answer.status_code == 207
+    body = answer.json()
+    assert [s["id"] for s in body["successes"]] == ["a", "c"]
+    assert body["successes"][0]["partition_id"] == 0
+    assert body["successes"][0]["value"] == {"type": "STRING", "size": 3}
+    assert body["failures"] == [{"id": "b", "error_code": 404,
+                                 "message": "This server does not host this topic-partition."}]
+    for bad in ({"entries": []}, {"entries": [{"id": "x"}, {"id": "x"}]},
+                {"entries": [{"id": str(i)} for i in range(11)]}, {"entries": [{}]}):
+        refused = rest.post(url, json=bad)
+        assert (refused.status_code, refused.json()["error_code"]) == (400, 400), bad
+    stored = _read_back(kafka_broker.bootstrap_servers, topic, 2)
+    assert sorted(m.value() for m in stored.values()) == [b"one", b'{"n":3}']

@@ -98,28 +98,45 @@ async def search_acls(request: Request) -> Response:
     return JSONResponse(shapes.listing("KafkaAclList", f"{urls.cluster}/acls{query}", data))
 
 
-async def create_acl(request: Request) -> Response:
-    proxy = _proxy(request)
-    proxy.urls(request)
-    body = await read_json(request)
+def _creation(body: Any) -> Any:
+    """One ACL of a create request, as CreateAcls' ``AclCreation``."""
     if not isinstance(body, dict):
         raise bad_request("Request body must be a JSON object")
     for field in ("resource_name", "principal", "host"):
         if not isinstance(body.get(field), str):
             raise bad_request(f"{field} is required")
-    creation = request_class(ApiKey.CreateAcls).AclCreation(
+    return request_class(ApiKey.CreateAcls).AclCreation(
         resource_type=int(_enum(ResourceType, "resource_type", body.get("resource_type"))),
         resource_name=body["resource_name"],
         resource_pattern_type=int(_enum(PatternType, "pattern_type", body.get("pattern_type"))),
         principal=body["principal"], host=body["host"],
         operation=int(_enum(Operation, "operation", body.get("operation"))),
         permission_type=int(_enum(Permission, "permission", body.get("permission"))))
+
+
+async def _create(request: Request, creations: list[Any]) -> Response:
+    """One CreateAcls request for every ACL; the first refusal is the answer."""
+    proxy = _proxy(request)
     await proxy.ready()
     answer = await proxy.admin.client.request_any(ApiKey.CreateAcls, lambda v: make_request(
-        ApiKey.CreateAcls, v, creations=[creation]))
+        ApiKey.CreateAcls, v, creations=creations))
     for result in answer.results:
         _raise(result.error_code, result.error_message)
     return Response(status_code=201)
+
+
+async def create_acl(request: Request) -> Response:
+    _proxy(request).urls(request)
+    return await _create(request, [_creation(await read_json(request))])
+
+
+async def create_acls_batch(request: Request) -> Response:
+    """``POST .../acls:batch`` with ``{"data": [acl, ...]}``: Confluent's batch create."""
+    _proxy(request).urls(request)
+    body = await read_json(request)
+    if not isinstance(body, dict) or not isinstance(body.get("data"), list) or not body["data"]:
+        raise bad_request("Request body must be {\"data\": [acl, ...]}")
+    return await _create(request, [_creation(item) for item in body["data"]])
 
 
 async def delete_acls(request: Request) -> Response:
@@ -143,4 +160,5 @@ async def delete_acls(request: Request) -> Response:
 def routes() -> list[Route]:
     return [Route(CLUSTER + "/acls", search_acls, methods=["GET"]),
             Route(CLUSTER + "/acls", create_acl, methods=["POST"]),
+            Route(CLUSTER + "/acls:batch", create_acls_batch, methods=["POST"]),
             Route(CLUSTER + "/acls", delete_acls, methods=["DELETE"])]

@@ -33,7 +33,7 @@ from . import (
 )
 from .auth import REALM
 from .errors import RestError, from_kafka
-from .produce import ProduceEndpoint
+from .produce import ProduceEndpoint, produce_batch
 from .proxy import RestProxy
 
 Scope = MutableMapping[str, Any]
@@ -52,7 +52,8 @@ def routes() -> list[Route]:
     records = cluster_routes.CLUSTER + "/topics/{topic_name}/records"
     return [*cluster_routes.routes(), *replica_routes.routes(), *group_routes.routes(),
             *acl_routes.routes(),
-            Route(records, ProduceEndpoint(), methods=["POST"]), *v2_produce.routes(),
+            Route(records, ProduceEndpoint(), methods=["POST"]),
+            Route(records + ":batch", produce_batch, methods=["POST"]), *v2_produce.routes(),
             *v2_consumers.routes()]
 
 

@@ -73,6 +73,9 @@ _PRODUCE_DATA = obj(
 _REPORT_DATA = {**obj(("type", "size"), type=STRING, size=INTEGER, subject=STRING,
                       schema_id=INTEGER, schema_version=INTEGER), "nullable": True}
 _TOPIC_PARTITION = obj(("topic", "partition"), topic=STRING, partition=INTEGER)
+_PRODUCE_RECORD = obj(partition_id=NULLABLE_INTEGER, headers=array(obj(
+    ("name",), name=STRING, value=NULLABLE_STRING)), key=_PRODUCE_DATA, value=_PRODUCE_DATA,
+    timestamp={"type": "string", "format": "date-time"})
 
 COMPONENTS: dict[str, Schema] = {
     "Error": obj(("error_code", "message"), error_code=INTEGER, message=NULLABLE_STRING),
@@ -174,10 +177,17 @@ BODIES: dict[tuple[str, str], tuple[tuple[str, ...], Schema]] = {
     ("POST", "/v3/clusters/{cluster_id}/acls"): (("application/json",), obj(
         _ACL_FIELDS, **{f: ({"type": "string", "enum": _ACL_ENUMS[f]} if f in _ACL_ENUMS
                             else STRING) for f in _ACL_FIELDS})),
+    ("POST", "/v3/clusters/{cluster_id}/acls:batch"): (("application/json",), obj(
+        ("data",), data=array(obj(_ACL_FIELDS, **{
+            f: ({"type": "string", "enum": _ACL_ENUMS[f]} if f in _ACL_ENUMS else STRING)
+            for f in _ACL_FIELDS}), minItems=1))),
     ("POST", "/v3/clusters/{cluster_id}/topics/{topic_name}/records"): (
-        ("application/json",), obj(partition_id=NULLABLE_INTEGER, headers=array(obj(
-            ("name",), name=STRING, value=NULLABLE_STRING)), key=_PRODUCE_DATA,
-            value=_PRODUCE_DATA, timestamp={"type": "string", "format": "date-time"})),
+        ("application/json",), _PRODUCE_RECORD),
+    ("POST", "/v3/clusters/{cluster_id}/topics/{topic_name}/records:batch"): (
+        ("application/json",), obj(("entries",), entries=array(
+            {**_PRODUCE_RECORD, "required": ["id"], "properties": {
+                "id": {"type": "string", "minLength": 1}, **_PRODUCE_RECORD["properties"]}},
+            minItems=1, maxItems=10))),
     ("POST", "/topics/{topic_name}"): (_V2_FORMATS, _V2_RECORDS),
     ("POST", "/topics/{topic_name}/partitions/{partition_id}"): (_V2_FORMATS, _V2_RECORDS),
     ("POST", "/consumers/{group}"): (_V2, {"type": "object", "nullable": True, "properties": {
@@ -234,7 +244,7 @@ def response(method: str, path: str) -> tuple[int, tuple[str, ...], Schema | Non
 
 def _v3_response(method: str, path: str) -> tuple[int, tuple[str, ...], Schema | None]:
     json_ = ("application/json",)
-    if path == "/v3/clusters/{cluster_id}/acls":
+    if path.startswith("/v3/clusters/{cluster_id}/acls"):
         if method == "POST":
             return 201, (), None
         if method == "DELETE":
@@ -242,6 +252,11 @@ def _v3_response(method: str, path: str) -> tuple[int, tuple[str, ...], Schema |
         return 200, json_, ref("AclList")
     if method == "POST" and path.endswith("/records"):
         return 200, json_, ref("ProduceReport")
+    if method == "POST" and path.endswith("/records:batch"):
+        return 207, json_, obj(("successes", "failures"), successes=array(obj(("id",), **{
+            "id": STRING, **COMPONENTS["ProduceReport"]["properties"]})), failures=array(obj(
+                ("id", "error_code", "message"), id=STRING, error_code=INTEGER,
+                message=NULLABLE_STRING)))
     if method == "POST":
         return 201, json_, ref("Topic")
     tail = path.rstrip("/").split("/")

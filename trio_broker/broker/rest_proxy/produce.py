@@ -34,7 +34,7 @@ from ...protocol.api_keys import ApiKey
 from ...protocol.errors import ErrorCode
 from ...protocol.records import build_batch
 from .errors import RETRIABLE, RestError, from_kafka
-from .proxy import MAX_BODY_BYTES, RestProxy, proxy_of
+from .proxy import MAX_BODY_BYTES, RestProxy, proxy_of, read_json
 from .records import Data, JsonStream, ProduceRecord, format_timestamp, parse_record
 from .schema_records import FORMAT_OF
 
@@ -312,3 +312,41 @@ class ProduceEndpoint:
             await _respond_error(send, RestError(400, 400, "Request body is empty"))
         elif body_open:
             await send({"type": "http.response.body", "body": b"", "more_body": False})
+
+
+#: ``produce.batch.maximum.entries``' default in Confluent's proxy
+MAX_BATCH_ENTRIES = 10
+
+
+async def produce_batch(request: Any) -> Any:
+    """``POST .../records:batch``: ``{"entries": [{"id", ...record}]}``, each record reported
+    under its id in ``successes`` or ``failures``, with status 207 (Confluent's batch)."""
+    from starlette.responses import JSONResponse
+
+    proxy = proxy_of(request)
+    proxy.urls(request)
+    body = await read_json(request)
+    entries = body.get("entries") if isinstance(body, dict) else None
+    if not isinstance(entries, list) or not all(
+            isinstance(e, dict) and isinstance(e.get("id"), str) and e["id"] for e in entries):
+        raise RestError(400, 400, 'Request body must be {"entries": [{"id": "...", ...}]}, '
+                                  "each entry with a non-empty string id")
+    if not entries:
+        raise RestError(400, 400, "The batch holds no entries")
+    if len(entries) > MAX_BATCH_ENTRIES:
+        raise RestError(400, 400, f"The batch holds {len(entries)} entries, more than "
+                                  f"{MAX_BATCH_ENTRIES}")
+    if len({e["id"] for e in entries}) != len(entries):
+        raise RestError(400, 400, "The batch's entry ids are not distinct")
+    info = await proxy.topic(request.path_params["topic_name"])
+    reports = await Producer(proxy, info).produce(
+        [{k: v for k, v in e.items() if k != "id"} for e in entries])
+    successes, failures = [], []
+    for entry, report in zip(entries, reports, strict=True):
+        if report["error_code"] == 200:
+            successes.append({"id": entry["id"], **{k: v for k, v in report.items()
+                                                     if k != "error_code"}})
+        else:
+            failures.append({"id": entry["id"], "error_code": report["error_code"],
+                             "message": report.get("message")})
+    return JSONResponse({"successes": successes, "failures": failures}, status_code=207)
