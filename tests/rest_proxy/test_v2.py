@@ -79,6 +79,15 @@ def test_v2_produce(rest: httpx.Client, kafka_broker: ThreadedBroker,
     assert error(_post(rest, f"/topics/{topic}", records,
                        "application/vnd.kafka.xml.v2+json")) == (415, 415)
     assert error(_post(rest, f"/topics/{topic}", {"records": []}, JSON_V2)) == (422, 42201)
+    partitions = rest.get(f"/topics/{topic}/partitions")
+    assert [p["partition"] for p in partitions.json()] == [0, 1]
+    one = rest.get(f"/topics/{topic}/partitions/1").json()
+    assert (one["partition"], one["leader"], one["replicas"]) == (
+        1, 0, [{"broker": 0, "leader": True, "in_sync": True}])
+    offsets = rest.get(f"/topics/{topic}/partitions/1/offsets")
+    assert offsets.json() == {"beginning_offset": 0, "end_offset": 2}
+    assert error(rest.get(f"/topics/{topic}/partitions/7/offsets")) == (404, 40402)
+    assert error(rest.get(f"/topics/{unique_topic('none')}/partitions")) == (404, 40401)
     brokers = rest.get("/brokers")
     assert (brokers.status_code, brokers.json()) == (200, {"brokers": [0]})
     assert brokers.headers["content-type"] == "application/vnd.kafka.v2+json"

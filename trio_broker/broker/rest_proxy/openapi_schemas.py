@@ -284,13 +284,17 @@ def _v2_response(method: str, path: str) -> tuple[int, tuple[str, ...], Schema |
         return 200, v2, obj(("brokers",), brokers=array(INTEGER))
     if path == "/topics":
         return 200, v2, array(STRING)
+    partition = obj(("partition", "leader", "replicas"), partition=INTEGER, leader=INTEGER,
+                    replicas=array(obj(("broker", "leader", "in_sync"), broker=INTEGER,
+                                       leader=BOOLEAN, in_sync=BOOLEAN)))
     if path == "/topics/{topic_name}" and method == "GET":
         return 200, v2, obj(("name", "configs", "partitions"), name=STRING,
-                            configs={"type": "object"}, partitions=array(obj(
-                                ("partition", "leader", "replicas"), partition=INTEGER,
-                                leader=INTEGER, replicas=array(obj(
-                                    ("broker", "leader", "in_sync"), broker=INTEGER,
-                                    leader=BOOLEAN, in_sync=BOOLEAN)))))
+                            configs={"type": "object"}, partitions=array(partition))
+    if method == "GET" and path.startswith("/topics/"):
+        if path.endswith("/offsets"):
+            return 200, v2, obj(("beginning_offset", "end_offset"), beginning_offset=INTEGER,
+                                end_offset=INTEGER)
+        return 200, v2, array(partition) if path.endswith("/partitions") else partition
     if path.startswith("/topics/"):
         return 200, v2, obj(("key_schema_id", "value_schema_id", "offsets"),
                             key_schema_id=NULLABLE_INTEGER, value_schema_id=NULLABLE_INTEGER,

@@ -1,6 +1,7 @@
 """Confluent's v2 produce and cluster reads: ``POST /topics/{topic}``,
 ``POST /topics/{topic}/partitions/{partition}``, ``GET /topics``, ``GET /topics/{topic}``,
-``GET /brokers``.
+``GET /brokers``, and the partitions: ``GET /topics/{topic}/partitions``,
+``.../partitions/{partition}`` and its ``/offsets``.
 
 The embedded format is the request's ``Content-Type``: ``application/vnd.kafka.json.v2+json``
 (keys and values are JSON, written as compact JSON text), ``application/vnd.kafka.binary.v2+json``
@@ -23,9 +24,10 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from ...client.core.admin import TOPIC_RESOURCE
-from ...client.core.errors import KafkaError
+from ...client.core.errors import KafkaError, error_for
+from ...client.core.structs import TopicPartition
 from ...protocol.errors import ErrorCode
-from .errors import RestError, bad_request
+from .errors import RestError, bad_request, from_kafka
 from .produce import Producer
 from .proxy import MAX_BODY_BYTES, RestProxy, proxy_of
 from .schema_records import SCHEMA_TYPES
@@ -154,6 +156,11 @@ async def list_topics(request: Request) -> Response:
     return V2Response(sorted(name for name, info in metadata.topics.items() if not info.error))
 
 
+def _partition(p: Any) -> dict[str, Any]:
+    return {"partition": p.partition, "leader": p.leader, "replicas": [
+        {"broker": r, "leader": r == p.leader, "in_sync": r in p.isr} for r in p.replicas]}
+
+
 async def get_topic(request: Request) -> Response:
     proxy = _proxy(request)
     info = await _topic(proxy, request.path_params["topic_name"])
@@ -161,9 +168,36 @@ async def get_topic(request: Request) -> Response:
     return V2Response({
         "name": info.name,
         "configs": {entry.name: entry.value for entry, _ in configs if not entry.sensitive},
-        "partitions": [{"partition": p.partition, "leader": p.leader, "replicas": [
-            {"broker": r, "leader": r == p.leader, "in_sync": r in p.isr} for r in p.replicas]}
-            for _, p in sorted(info.partitions.items())]})
+        "partitions": [_partition(p) for _, p in sorted(info.partitions.items())]})
+
+
+async def list_partitions(request: Request) -> Response:
+    info = await _topic(_proxy(request), request.path_params["topic_name"])
+    return V2Response([_partition(p) for _, p in sorted(info.partitions.items())])
+
+
+async def _one_partition(request: Request) -> tuple[RestProxy, Any, Any]:
+    proxy = _proxy(request)
+    info = await _topic(proxy, request.path_params["topic_name"])
+    found = info.partitions.get(request.path_params["partition_id"])
+    if found is None:
+        raise RestError(404, 40402, "Partition not found.")
+    return proxy, info, found
+
+
+async def get_partition(request: Request) -> Response:
+    _, _, found = await _one_partition(request)
+    return V2Response(_partition(found))
+
+
+async def partition_offsets(request: Request) -> Response:
+    """``{"beginning_offset", "end_offset"}``: the log start and end offsets (ListOffsets)."""
+    proxy, info, found = await _one_partition(request)
+    offsets = (await proxy.view.start_end([info])).get(TopicPartition(info.name,
+                                                                       found.partition))
+    if offsets is None or offsets.error:
+        raise from_kafka(error_for(offsets.error if offsets else 5, "ListOffsets"))
+    return V2Response({"beginning_offset": offsets.start, "end_offset": offsets.end})
 
 
 async def list_brokers(request: Request) -> Response:
@@ -177,5 +211,10 @@ def routes() -> list[Route]:
             Route("/topics", list_topics, methods=["GET"]),
             Route("/topics/{topic_name}", get_topic, methods=["GET"]),
             Route("/topics/{topic_name}", produce, methods=["POST"]),
+            Route("/topics/{topic_name}/partitions", list_partitions, methods=["GET"]),
+            Route("/topics/{topic_name}/partitions/{partition_id:int}", get_partition,
+                  methods=["GET"]),
+            Route("/topics/{topic_name}/partitions/{partition_id:int}/offsets",
+                  partition_offsets, methods=["GET"]),
             Route("/topics/{topic_name}/partitions/{partition_id:int}", produce,
                   methods=["POST"])]
