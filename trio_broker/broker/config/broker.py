@@ -96,6 +96,11 @@ class BrokerConfig(FrozenFields):
     http_console_ssl_key_password: str = _f("http.console.ssl.key.password")
     rest_proxy_listener: str = _f("rest.proxy.listener")
     rest_proxy_authentication_method: str = _f("rest.proxy.authentication.method")
+    rest_proxy_access_control_allow_origin: str = _f("rest.proxy.access.control.allow.origin")
+    rest_proxy_access_control_allow_methods: str = _f(
+        "rest.proxy.access.control.allow.methods")
+    rest_proxy_access_control_allow_headers: str = _f(
+        "rest.proxy.access.control.allow.headers")
     consumer_instance_timeout_ms: int = _f("consumer.instance.timeout.ms")
     # --- security (docs/security.md) ------------------------------------------------------------
     ssl_certfile: str = _f("ssl.certfile")

@@ -179,6 +179,15 @@ _HONOURED: tuple[ConfigKey, ...] = (
     _h("rest.proxy.authentication.method", "NONE, or BASIC: requests carry HTTP basic "
        "credentials, which the REST proxy logs in to the broker's SASL_PLAINTEXT listener with "
        "(the broker's SASL users; docs/rest.md).", own=True, type_=T.STRING, default="NONE"),
+    _h("rest.proxy.access.control.allow.origin", "Origins (comma-separated, or *) whose web "
+       "pages may call the REST proxy (CORS; Confluent's access.control.allow.origin); empty "
+       "= CORS off.", own=True, type_=T.STRING, default=""),
+    _h("rest.proxy.access.control.allow.methods", "Methods those pages may use (Confluent's "
+       "access.control.allow.methods).", own=True, type_=T.STRING,
+       default="GET,POST,PUT,DELETE,HEAD"),
+    _h("rest.proxy.access.control.allow.headers", "Request headers those pages may send "
+       "(Confluent's access.control.allow.headers).", own=True, type_=T.STRING,
+       default="origin,content-type,accept,authorization"),
     _h("consumer.instance.timeout.ms", "REST proxy v2: a consumer instance not used for this "
        "long is closed and leaves its group (Confluent's key).", own=True, type_=T.INT,
        default=300_000, validator=AtLeast(1)),

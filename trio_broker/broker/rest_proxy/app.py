@@ -12,6 +12,7 @@ from collections.abc import Awaitable, Callable, MutableMapping
 from http import HTTPStatus
 from typing import Any
 
+import attrs
 import trio
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
@@ -175,9 +176,37 @@ class DrainBody:
         await self.app(scope, tracked_receive, draining_send)
 
 
-def build_app(resolve: Resolve, hosts: HostCheck) -> ASGIApp:
+def build_app(resolve: Resolve, hosts: HostCheck, cors: Cors | None = None) -> ASGIApp:
+    """The proxy's ASGI application; with ``cors``, browsers of those origins may call it
+    (preflights are answered before authentication, as they carry no credentials)."""
     app = Starlette(routes=[*routes(), Route("/v3/openapi.json", _openapi, methods=["GET"])],
                     exception_handlers={
         RestError: _rest_error, KafkaError: _kafka_error, trio.TooSlowError: _timeout,
         HTTPException: _http_error, 500: _internal_error})
-    return DrainBody(HostGuard(Authenticate(app, resolve), hosts))
+    inner: ASGIApp = Authenticate(app, resolve)
+    if cors is not None:
+        from starlette.middleware.cors import CORSMiddleware
+
+        inner = CORSMiddleware(inner, allow_origins=list(cors.origins),  # type: ignore[arg-type]
+                               allow_methods=list(cors.methods),
+                               allow_headers=list(cors.headers))
+    return DrainBody(HostGuard(inner, hosts))
+
+
+@attrs.frozen
+class Cors:
+    """Confluent's ``access.control.allow.{origin,methods,headers}``, as lists."""
+
+    origins: tuple[str, ...]
+    methods: tuple[str, ...]
+    headers: tuple[str, ...]
+
+    @classmethod
+    def from_config(cls, origin: str, methods: str, headers: str) -> Cors | None:
+        """None (CORS off) unless origins are configured."""
+        def split(text: str) -> tuple[str, ...]:
+            return tuple(p.strip() for p in text.split(",") if p.strip())
+
+        if not split(origin):
+            return None
+        return cls(split(origin), split(methods), split(headers))

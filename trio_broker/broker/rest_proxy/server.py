@@ -24,7 +24,7 @@ from ..http.guard import HostCheck
 from ..http.hypercorn_settings import hypercorn_config, quiet_server_logger, serve_tls
 from ..http.request_metrics import REST_PROXY, CountRequests, HttpMetrics
 from ..server.state import BrokerState
-from .app import build_app
+from .app import Cors, build_app
 from .auth import BasicAuth, credentials
 from .instances import Instances
 from .proxy import MAX_BODY_BYTES, RestProxy
@@ -136,7 +136,10 @@ async def run_rest_proxy(config: BrokerConfig, state: BrokerState, *,
         metrics = HttpMetrics(REST_PROXY)
         state.metrics.add_collector(metrics.collect)
         # an ASGI 3 callable; Hypercorn's are narrower
-        app: Any = CountRequests(build_app(resolve, hosts), metrics)
+        cors = Cors.from_config(config.rest_proxy_access_control_allow_origin,
+                                config.rest_proxy_access_control_allow_methods,
+                                config.rest_proxy_access_control_allow_headers)
+        app: Any = CountRequests(build_app(resolve, hosts, cors), metrics)
         try:
             binds: list[str] = await nursery.start(functools.partial(
                 serve, app, server_config, mode="asgi"))

@@ -1,0 +1,41 @@
+"""CORS: off unless origins are configured (no browser page may read the proxy's answers);
+configured, a preflight is answered before authentication and answers carry the origin."""
+
+from __future__ import annotations
+
+import httpx
+import pytest
+
+from trio_broker.testing import ThreadedBroker
+
+ORIGIN = "http://dashboard.example"
+
+
+def test_off_by_default(rest: httpx.Client) -> None:
+    answer = rest.get("/v3/clusters", headers={"origin": ORIGIN})
+    assert answer.status_code == 200
+    assert "access-control-allow-origin" not in answer.headers
+    preflight = rest.options("/v3/clusters", headers={
+        "origin": ORIGIN, "access-control-request-method": "GET"})
+    assert "access-control-allow-origin" not in preflight.headers
+
+
+@pytest.mark.broker_config(rest_proxy_listener="http://127.0.0.1:0",
+                           rest_proxy_access_control_allow_origin=ORIGIN,
+                           rest_proxy_access_control_allow_methods="GET,POST")
+def test_configured_origins(kafka_broker: ThreadedBroker) -> None:
+    with httpx.Client(base_url=kafka_broker.rest_proxy_url) as rest:
+        preflight = rest.options("/v3/clusters", headers={
+            "origin": ORIGIN, "access-control-request-method": "POST",
+            "access-control-request-headers": "content-type"})
+        assert preflight.status_code == 200
+        assert preflight.headers["access-control-allow-origin"] == ORIGIN
+        assert set(preflight.headers["access-control-allow-methods"].split(", ")) == {
+            "GET", "POST"}
+        answer = rest.get("/v3/clusters", headers={"origin": ORIGIN})
+        assert answer.headers["access-control-allow-origin"] == ORIGIN
+        other = rest.get("/v3/clusters", headers={"origin": "http://evil.example"})
+        assert "access-control-allow-origin" not in other.headers
+        refused = rest.options("/v3/clusters", headers={
+            "origin": ORIGIN, "access-control-request-method": "DELETE"})
+        assert refused.status_code == 400
