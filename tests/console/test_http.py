@@ -90,3 +90,21 @@ async def test_off_when_not_configured_or_disabled(tmp_path: Path,
     messages = [r.getMessage() for r in caplog.records if r.name == "trio_broker.broker.http"]
     assert "web console off: http.console.enabled=false" in messages
     assert f"web console on http://127.0.0.1:{port}/ (read-write)" in messages
+
+
+def test_the_overview_links_the_services_beside_the_broker(tmp_path: Path) -> None:
+    """The Schema Registry and the REST proxy, when served, are on the overview with links to
+    what they answer (the registry's subjects, the proxy's OpenAPI document)."""
+    from .conftest import console_broker
+
+    broker = console_broker(tmp_path, schema_registry_listener="http://127.0.0.1:0",
+                            rest_proxy_listener="http://127.0.0.1:0")
+    try:
+        page = urllib.request.urlopen(console_url(broker) + "/", timeout=10).read().decode()
+        registry, proxy = broker.schema_registry_url, broker.rest_proxy_url
+        assert f'href="{registry}/subjects"' in page
+        assert f'href="{proxy}/v3/openapi.json"' in page
+        for target in (f"{registry}/subjects", f"{proxy}/v3/openapi.json"):
+            assert urllib.request.urlopen(target, timeout=10).status == 200
+    finally:
+        broker.stop()

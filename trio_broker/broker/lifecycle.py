@@ -23,10 +23,11 @@ import attrs
 import trio
 import trio.lowlevel
 
-from .config import BrokerConfig, ConfigError, build_config
+from .config import BrokerConfig, ConfigError, build_config, parse_http_listener
 from .config.broker import normalise
 from .config.dynamic import DynamicBrokerConfigs
 from .config.keys import NO_EFFECT, no_effect_broker_keys
+from .config.listeners import http_url
 from .coordinator import GroupCoordinator
 from .coordinator.transactions import TransactionCoordinator
 from .http import serve_http
@@ -185,6 +186,12 @@ async def serve(config: ConfigInput = None, *,
                     rest_addr = await nursery.start(partial(
                         serve_rest_proxy, cfg, state,
                         registry=None if registry is None else registry[2]))
+                if registry is not None:
+                    state.services["Schema Registry"] = registry_url(cfg, registry) or ""
+                if rest_addr is not None:
+                    scheme = parse_http_listener(cfg.rest_proxy_listener,
+                                                 "rest.proxy.listener")[0]
+                    state.services["REST Proxy"] = http_url(scheme, *rest_addr)
                 cleaner = start_log_duties(state, nursery)
                 metrics.add_collector(lambda: cleaner_metrics(cleaner))
                 task_status.started(Broker(cfg, state, bound, metrics_addr, http_addr,

@@ -116,3 +116,8 @@ def parse_http_listener(value: str, key: str = "http.listener") -> tuple[str, st
     if url.scheme not in schemes or port is None or url.path.strip("/") or url.query:
         raise ConfigError(f"{key}={value!r}: expected {expected}", key)
     return url.scheme, url.hostname or "127.0.0.1", port
+
+
+def http_url(scheme: str, host: str, port: int) -> str:
+    """``scheme://host:port`` of a bound HTTP service (an IPv6 host in brackets)."""
+    return f"{scheme}://[{host}]:{port}" if ":" in host else f"{scheme}://{host}:{port}"

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING
 import trio
 
 from ..config import BrokerConfig, parse_http_listener
+from ..config.listeners import http_url
 from ..server.state import BrokerState
 from .errors import RegistryError
 
@@ -56,7 +57,7 @@ def registry_url(config: BrokerConfig, bound: tuple[str, int, SchemaRegistry] | 
         return None
     host, port, _registry = bound
     scheme = parse_http_listener(config.schema_registry_listener, "schema.registry.listener")[0]
-    return f"{scheme}://[{host}]:{port}" if ":" in host else f"{scheme}://{host}:{port}"
+    return http_url(scheme, host, port)
 
 
 async def serialize(registry: SchemaRegistry, subject: str, value: object, *,

@@ -90,6 +90,9 @@ class BrokerState:
                                         self.advertised_port, endpoints=dict(self.endpoints),
                                         rack=self.config.broker_rack)],
                                   self.logs), takes_self=True))
+    #: the HTTP services beside the broker, once started: name -> base URL (the console
+    #: links to them)
+    services: dict[str, str] = attrs.field(factory=dict)
     #: the cluster id, as stamped in the log dirs' meta.properties (``start_storage``)
     cluster_id: str = attrs.field(default=attrs.Factory(lambda self: self.config.cluster_id,
                                                         takes_self=True))
