@@ -3,6 +3,8 @@ configured, a preflight is answered before authentication and answers carry the 
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import httpx
 import pytest
 
@@ -39,3 +41,32 @@ def test_configured_origins(kafka_broker: ThreadedBroker) -> None:
         refused = rest.options("/v3/clusters", headers={
             "origin": ORIGIN, "access-control-request-method": "DELETE"})
         assert refused.status_code == 400
+
+
+def test_served_under_kafka_of_the_console_listener(tmp_path: Path) -> None:
+    """``kafka.rest.enable``: the API under ``/kafka`` of the console's listener, as
+    Confluent Server serves it; its links keep the prefix; the console is unchanged."""
+    from trio_broker.testing import TEST_DEFAULTS
+
+    broker = ThreadedBroker(**{**TEST_DEFAULTS, "log_dirs": str(tmp_path / "data"),
+                               "http_listener": "http://127.0.0.1:0",
+                               "kafka_rest_enable": True}).start()
+    try:
+        assert broker.broker is not None
+        assert broker.broker.http_address is not None
+        host, port = broker.broker.http_address
+        base = f"http://{host}:{port}"
+        clusters = httpx.get(f"{base}/kafka/v3/clusters")
+        assert clusters.status_code == 200, clusters.text
+        cluster = clusters.json()["data"][0]
+        assert cluster["metadata"]["self"].startswith(f"{base}/kafka/v3/clusters/")
+        created = httpx.post(f"{cluster['metadata']['self']}/topics",
+                             json={"topic_name": "mounted"})
+        assert created.status_code == 201, created.text
+        produced = httpx.post(f"{cluster['metadata']['self']}/topics/mounted/records",
+                              json={"value": {"type": "STRING", "data": "hi"}})
+        assert produced.json()["error_code"] == 200
+        assert httpx.get(f"{base}/").status_code == 200  # the console itself
+        assert f'href="{base}/kafka/v3/openapi.json"' in httpx.get(f"{base}/").text
+    finally:
+        broker.stop()

@@ -192,6 +192,9 @@ async def serve(config: ConfigInput = None, *,
                     scheme = parse_http_listener(cfg.rest_proxy_listener,
                                                  "rest.proxy.listener")[0]
                     state.services["REST Proxy"] = http_url(scheme, *rest_addr)
+                elif http_addr is not None and state.http_mounts:
+                    scheme = parse_http_listener(cfg.http_listener)[0]
+                    state.services["REST Proxy"] = http_url(scheme, *http_addr) + "/kafka"
                 cleaner = start_log_duties(state, nursery)
                 metrics.add_collector(lambda: cleaner_metrics(cleaner))
                 task_status.started(Broker(cfg, state, bound, metrics_addr, http_addr,

@@ -96,6 +96,7 @@ class BrokerConfig(FrozenFields):
     http_console_ssl_key_password: str = _f("http.console.ssl.key.password")
     rest_proxy_listener: str = _f("rest.proxy.listener")
     rest_proxy_authentication_method: str = _f("rest.proxy.authentication.method")
+    kafka_rest_enable: bool = _f("kafka.rest.enable")
     rest_proxy_access_control_allow_origin: str = _f("rest.proxy.access.control.allow.origin")
     rest_proxy_access_control_allow_methods: str = _f(
         "rest.proxy.access.control.allow.methods")

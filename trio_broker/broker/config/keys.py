@@ -179,6 +179,9 @@ _HONOURED: tuple[ConfigKey, ...] = (
     _h("rest.proxy.authentication.method", "NONE, or BASIC: requests carry HTTP basic "
        "credentials, which the REST proxy logs in to the broker's SASL_PLAINTEXT listener with "
        "(the broker's SASL users; docs/rest.md).", own=True, type_=T.STRING, default="NONE"),
+    _h("kafka.rest.enable", "Also serve the REST proxy's API under /kafka of the web console's "
+       "listener (http.listener), as Confluent Server does (its key).", own=True,
+       type_=T.BOOLEAN, default=False),
     _h("rest.proxy.access.control.allow.origin", "Origins (comma-separated, or *) whose web "
        "pages may call the REST proxy (CORS; Confluent's access.control.allow.origin); empty "
        "= CORS off.", own=True, type_=T.STRING, default=""),

@@ -60,6 +60,25 @@ def routes() -> list[Route]:
     ]
 
 
+class Mounts:
+    """ASGI dispatch: a path under one of ``mounts``' prefixes goes to that application (with
+    the prefix moved to ``root_path``, so its links keep it), any other to the console."""
+
+    def __init__(self, app: ASGIApp, mounts: dict[str, ASGIApp]) -> None:
+        self.app = app
+        self.mounts = mounts
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        path = scope.get("path", "")
+        for prefix, mounted in self.mounts.items():
+            if scope["type"] == "http" and (path == prefix or path.startswith(prefix + "/")):
+                child = {**scope, "root_path": scope.get("root_path", "") + prefix,
+                         "path": path[len(prefix):] or "/"}
+                await mounted(child, receive, send)
+                return
+        await self.app(scope, receive, send)
+
+
 class Guard:
     """ASGI middleware: the Host check, and the security headers."""
 
@@ -102,4 +121,4 @@ def build_app(console: Console) -> ASGIApp:
         return await group_pages.not_found(request)
 
     app.add_exception_handler(404, not_found)
-    return Guard(app, console)
+    return Mounts(Guard(app, console), console.state.http_mounts)

@@ -35,10 +35,11 @@ async def serve_rest_proxy(config: BrokerConfig, state: BrokerState, *,
                            registry: SchemaRegistry | None = None,
                            task_status: trio.TaskStatus[tuple[str, int] | None]
                            = trio.TASK_STATUS_IGNORED) -> None:
-    """Serve the REST proxy on ``rest.proxy.listener`` until cancelled; ``task_status``
-    reports the bound (host, port), or None when it is off. ``registry``: the broker's Schema
+    """Serve the REST proxy on ``rest.proxy.listener`` (and under ``/kafka`` of the console's
+    listener with ``kafka.rest.enable``) until cancelled; ``task_status`` reports the bound
+    (host, port), or None without a listener of its own. ``registry``: the broker's Schema
     Registry, when it is served (records with schemas are written through it)."""
-    if not config.rest_proxy_listener:
+    if not config.rest_proxy_listener and not (config.kafka_rest_enable and config.http_listener):
         task_status.started(None)
         return
     from .server import run_rest_proxy

@@ -33,6 +33,8 @@ from .schema_records import RecordSchemas
 if TYPE_CHECKING:
     from ..schema_registry.registry import SchemaRegistry
 
+#: where the console's listener serves the proxy with ``kafka.rest.enable`` (Confluent Server's)
+MOUNT_PREFIX = "/kafka"
 LOGGER = logging.getLogger("trio_broker.broker.rest_proxy")
 _SERVER_LOGGER = quiet_server_logger("trio_broker.broker.rest_proxy.hypercorn")
 
@@ -102,16 +104,15 @@ def _address(bind: str) -> tuple[str, int]:
 
 async def run_rest_proxy(config: BrokerConfig, state: BrokerState, *,
                          registry: SchemaRegistry | None = None,
-                         task_status: trio.TaskStatus[tuple[str, int]]
+                         task_status: trio.TaskStatus[tuple[str, int] | None]
                          = trio.TASK_STATUS_IGNORED) -> None:
-    """Serve the REST proxy until cancelled; reports its bound (host, port). With
+    """Serve the REST proxy until cancelled; reports its bound (host, port), None when it has
+    no listener of its own (only the console's ``/kafka``). With
     ``registry`` (the broker's Schema Registry), records may be written with schemas."""
     schemas = None if registry is None else RecordSchemas(registry)
-    scheme, host, port = parse_http_listener(config.rest_proxy_listener, "rest.proxy.listener")
-    server_config = _hypercorn_config(host, port, config, scheme)
     configs = client_config(config, state)
     basic = config.rest_proxy_authentication_method.strip().upper() == "BASIC"
-    hosts = HostCheck(host, [h for h in config.http_allowed_hosts.split(",") if h])
+    allowed = [h for h in config.http_allowed_hosts.split(",") if h]
     async with trio.open_nursery() as nursery:
         instances = Instances(config.consumer_instance_timeout_ms, nursery)
         nursery.start_soon(instances.expire_loop)
@@ -139,18 +140,33 @@ async def run_rest_proxy(config: BrokerConfig, state: BrokerState, *,
         cors = Cors.from_config(config.rest_proxy_access_control_allow_origin,
                                 config.rest_proxy_access_control_allow_methods,
                                 config.rest_proxy_access_control_allow_headers)
-        app: Any = CountRequests(build_app(resolve, hosts, cors), metrics)
+
+        def app_for(host: str) -> Any:  # an ASGI 3 callable; Hypercorn's are narrower
+            return CountRequests(build_app(resolve, HostCheck(host, allowed), cors), metrics)
+
+        if config.kafka_rest_enable and config.http_listener:
+            console_host = parse_http_listener(config.http_listener)[1]
+            state.http_mounts[MOUNT_PREFIX] = app_for(console_host)
+            LOGGER.info("REST proxy also under %s of the web console's listener",
+                        MOUNT_PREFIX)
         try:
-            binds: list[str] = await nursery.start(functools.partial(
-                serve, app, server_config, mode="asgi"))
-            bound = _address(binds[0])
-            LOGGER.info("REST proxy on %s://%s:%d/v3/clusters (%s; bodies up to %d bytes)",
-                        scheme, f"[{bound[0]}]" if ":" in bound[0] else bound[0], bound[1],
-                        "basic authentication as the broker's SASL users" if basic
-                        else "no authentication", MAX_BODY_BYTES)
+            bound = None
+            if config.rest_proxy_listener:
+                scheme, host, port = parse_http_listener(config.rest_proxy_listener,
+                                                         "rest.proxy.listener")
+                binds: list[str] = await nursery.start(functools.partial(
+                    serve, app_for(host), _hypercorn_config(host, port, config, scheme),
+                    mode="asgi"))
+                bound = _address(binds[0])
+                LOGGER.info("REST proxy on %s://%s:%d/v3/clusters (%s; bodies up to %d bytes)",
+                            scheme, f"[{bound[0]}]" if ":" in bound[0] else bound[0],
+                            bound[1], "basic authentication as the broker's SASL users"
+                            if basic else "no authentication", MAX_BODY_BYTES)
             task_status.started(bound)
             await trio.sleep_forever()
         finally:
+            if config.kafka_rest_enable and config.http_listener:
+                state.http_mounts.pop(MOUNT_PREFIX, None)
             instances.close_all()
             if shared is not None:
                 shared.admin.client.close()

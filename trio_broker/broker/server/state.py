@@ -14,7 +14,7 @@ from __future__ import annotations
 import time
 import uuid
 from collections.abc import Callable, Iterable
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import attrs
 import trio
@@ -93,6 +93,9 @@ class BrokerState:
     #: the HTTP services beside the broker, once started: name -> base URL (the console
     #: links to them)
     services: dict[str, str] = attrs.field(factory=dict)
+    #: ASGI applications the console's listener serves under a path prefix (``/kafka``: the
+    #: REST proxy with ``kafka.rest.enable``), added by the services as they start
+    http_mounts: dict[str, Any] = attrs.field(factory=dict)
     #: the cluster id, as stamped in the log dirs' meta.properties (``start_storage``)
     cluster_id: str = attrs.field(default=attrs.Factory(lambda self: self.config.cluster_id,
                                                         takes_self=True))
