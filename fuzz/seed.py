@@ -129,6 +129,21 @@ def _sasl() -> list[bytes]:
     ]
 
 
+def _share_ops() -> list[bytes]:
+    """Members acquiring, acknowledging (accept, release, reject, gap; one type per offset),
+    the clock running past the locks and a member leaving, in the target's byte encoding."""
+    acquire = [0, 0, 5, 0, 1, 5, 0, 2, 5]  # six records each: 0-5, 6-11, 12-17
+    def ack(member: int, first: int, last: int, types: list[int]) -> list[int]:
+        return [1, member, 1, first + 8, last - first + 1, 1 if len(types) > 1 else 0, *types]
+    return [
+        bytes(acquire + ack(0, 0, 5, [1]) + ack(1, 6, 11, [2]) + ack(2, 12, 17, [1, 3, 2, 0, 1, 1])
+              + acquire + [2, 35, 3, 1] + acquire),
+        bytes(acquire + ack(0, 0, 5, [1]) + ack(0, 0, 5, [1]) + ack(1, 20, 22, [7])
+              + [1, 0, 2, 8, 3, 0, 1, 9, 3, 0, 1]),
+        bytes([*acquire, 1, 1, 1, 14, 6, 0, 2, 2, 39] * 4),
+    ]
+
+
 def _write(target: str, data: bytes) -> None:
     folder = CORPUS / target
     folder.mkdir(parents=True, exist_ok=True)
@@ -157,6 +172,8 @@ def main() -> None:
     _write("consumer_protocol", b"\x01" + encode_assignment({"a": [0, 1], "b": [2]}, b"u"))
     for token in _sasl():
         _write("sasl_tokens", token)
+    for ops in _share_ops():
+        _write("share_acknowledgements", ops)
     for body in ({"api": "Produce", "errors": ["NOT_LEADER_OR_FOLLOWER", 6], "node_id": 1},
                  {"api": 1, "disconnect": True, "count": 2}):
         _write("control_body", b"\x00" + json.dumps(body).encode())

@@ -21,6 +21,7 @@ from urllib.parse import quote
 from trio_broker.broker.config import ConfigError
 from trio_broker.broker.config.broker import build_config
 from trio_broker.broker.config.loader import parse_config_text
+from trio_broker.broker.coordinator.share import RecordState, SharePartition
 from trio_broker.broker.http.messages import parse_headers, parse_time, show
 from trio_broker.broker.http.overview import _safe_next
 from trio_broker.broker.http.topic_pages import _browse_query
@@ -32,7 +33,7 @@ from trio_broker.broker.security.sasl import SaslAuthenticator, SaslSettings
 from trio_broker.broker.security.scram import make_credential
 from trio_broker.protocol import crc
 from trio_broker.protocol.api_keys import SUPPORTED_VERSIONS, ApiKey, is_flexible
-from trio_broker.protocol.batch import validate_batch
+from trio_broker.protocol.batch import iter_batches, validate_batch
 from trio_broker.protocol.compression import Compression, decompress
 from trio_broker.protocol.consumer_protocol import (
     PayloadError,
@@ -54,7 +55,7 @@ from trio_broker.protocol.errors import (
 from trio_broker.protocol.framing import NEED_DATA, FrameDecoder
 from trio_broker.protocol.legacy import entry_magic
 from trio_broker.protocol.messages import RequestHeader, decode_request_body, decode_request_header
-from trio_broker.protocol.records import decode_batches, decode_records
+from trio_broker.protocol.records import build_batch, decode_batches, decode_records
 from trio_broker.testing.control import apply_fault, apply_latency, parse_body
 from trio_broker.testing.fault_state import Faults
 
@@ -317,6 +318,84 @@ def config_file(data: bytes) -> None:
         pass
 
 
+# --- share groups: a share-partition's acknowledgements -------------------------------------
+
+#: 40 records in batches of four, offsets 0..39: what the fuzzed members acquire
+_SHARE_LOG = b"".join(build_batch([(None, b"v%d" % o) for o in range(base, base + 4)],
+                                  base_offset=base) for base in range(0, 40, 4))
+_SHARE_MEMBERS = ("m0", "m1", "m2")
+
+
+def _share_read(offset: int, max_bytes: int) -> bytes:
+    out = bytearray()
+    for pos, header in iter_batches(_SHARE_LOG):
+        if header.base_offset + header.last_offset_delta >= offset:
+            if out and len(out) + header.size > max_bytes:
+                break
+            out += _SHARE_LOG[pos:pos + header.size]
+    return bytes(out)
+
+
+def _share_snapshot(sp: SharePartition) -> tuple[int, int, list[tuple[int, int, int, str]]]:
+    return sp.start_offset, sp.end_offset, sorted(
+        (o, r.state, r.delivery_count, r.member_id) for o, r in sp.in_flight.items())
+
+
+def _share_invariants(sp: SharePartition) -> None:
+    for offset, record in sp.in_flight.items():
+        assert sp.start_offset <= offset < sp.end_offset, (offset, sp.start_offset)
+        assert 0 < record.delivery_count <= sp.delivery_count_limit, (offset, record)
+        assert (record.state is RecordState.ACQUIRED) == bool(record.member_id), (offset, record)
+    assert sp.end_offset - sp.start_offset <= max(sp.max_record_locks, 1) + 4
+
+
+def share_acknowledgements(data: bytes) -> None:
+    """A share-partition driven by three members, the ShareFetch / ShareAcknowledge path of
+    ``coordinator.share``: each op is one byte (low two bits: acquire, acknowledge, the clock
+    moving on, a member leaving) and its arguments. Acknowledgement batches come from the
+    bytes as a request carries them, so they overlap, descend, name records never acquired or
+    held by another member and carry unknown types. What must hold: an acknowledgement
+    answered with an error changed nothing, and after every op the records in flight are
+    between the start and end offsets, counted at most ``group.share.delivery.count.limit``
+    times, and acquired exactly when a member holds them. A broken invariant is a finding."""
+    sp = SharePartition(0, 0, 3, 24)  # a cap below the 40 records, above three acquisitions
+    now, pos = 0.0, 0
+    while pos + 2 <= len(data) and pos < 4096:
+        op, member = data[pos] & 3, _SHARE_MEMBERS[data[pos + 1] % 3]
+        pos += 2
+        if op == 0:
+            records = data[pos] % 16 + 1 if pos < len(data) else 5
+            pos += 1
+            acquisition = sp.acquire(member, _share_read, max_records=records,
+                                     max_bytes=1 << 16, now=now, lock_s=30)
+            for first, last, count in acquisition.ranges:
+                assert all(sp.in_flight[o].member_id == member
+                           and sp.in_flight[o].delivery_count == count
+                           for o in range(first, last + 1)), acquisition.ranges
+        elif op == 1:
+            batches = []
+            for _ in range(data[pos] % 4 if pos < len(data) else 0):
+                if pos + 4 > len(data):
+                    break
+                first = data[pos + 1] - 8  # a few negative offsets too
+                last = first + data[pos + 2] % 9 - 1  # and last before first
+                # one type for the batch, or one per offset (cut short when the bytes end)
+                width = max(last - first + 1, 1) if data[pos + 3] & 1 else 1
+                types = list(data[pos + 4:pos + 4 + width]) or [1]
+                batches.append((first, last, [t % 6 for t in types]))
+                pos += 3 + len(types)
+            pos += 1
+            before = _share_snapshot(sp)
+            if sp.acknowledge(member, batches) is not None:
+                assert _share_snapshot(sp) == before, batches
+        elif op == 2:
+            now += data[pos - 1] % 40  # the second byte: seconds, not a member
+            sp.expire_locks(now)
+        else:
+            sp.release_member(member)
+        _share_invariants(sp)
+
+
 TARGETS: dict[str, Target] = {
     "request_frames": request_frames,
     "request_body": request_body,
@@ -326,6 +405,7 @@ TARGETS: dict[str, Target] = {
     "control_body": control_body,
     "console_form": console_form,
     "config_file": config_file,
+    "share_acknowledgements": share_acknowledgements,
 }
 
 __all__ = ["TARGETS", "Target"]

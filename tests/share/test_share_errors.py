@@ -161,8 +161,16 @@ def test_session_and_acknowledgement_errors_leave_the_state_unchanged(
     # unknown group / member ids are not sessions
     assert share_ack(conn, unique_topic("nogroup"), "m1", 1, topic_id,
                      [(0, 0, [1])]).error_code == ErrorCode.SHARE_SESSION_NOT_FOUND
-    # the state is as it was: m1 accepts all ten (the session moved to 2 with the overlap)
-    ok = share_ack(conn, group, "m1", 2, topic_id, [(0, 9, [1])])
+    # out of order (descending) ranges: INVALID_REQUEST; records never fetched, and a batch
+    # whose second half was never fetched: INVALID_RECORD_STATE, the first half not applied
+    for epoch, acks, error in ((2, [(5, 6, [1]), (0, 1, [1])], ErrorCode.INVALID_REQUEST),
+                               (3, [(50, 60, [1])], ErrorCode.INVALID_RECORD_STATE),
+                               (4, [(0, 4, [1]), (8, 12, [1])],
+                                ErrorCode.INVALID_RECORD_STATE)):
+        refused = share_ack(conn, group, "m1", epoch, topic_id, acks)
+        assert refused.responses[0].partitions[0].error_code == error, acks
+    # the state is as it was: m1 accepts all ten (the session moved to 5 with the refusals)
+    ok = share_ack(conn, group, "m1", 5, topic_id, [(0, 9, [1])])
     assert ok.error_code == 0
     assert ok.responses[0].partitions[0].error_code == 0
     assert kafka_broker.broker is not None

@@ -1,6 +1,7 @@
-"""Share-partition state across a broker killed with SIGKILL mid-stream and restarted on the
-same data: a record whose acceptance the broker confirmed is never delivered again, every record
-not accepted is delivered again, and in the end every record is accepted."""
+"""Share-partition state across a broker killed with SIGKILL mid-stream, three times, and
+restarted on the same data each time: a record whose acceptance the broker confirmed is never
+delivered again, every record not accepted is delivered again, and in the end every record is
+accepted once."""
 
 from __future__ import annotations
 
@@ -22,50 +23,55 @@ def consumer(bootstrap: str, group: str) -> ShareConsumer:
                           "share.acknowledgement.mode": "explicit", "max.poll.records": 50})
 
 
-def test_accepted_records_survive_a_kill_9(tmp_path: Path,
-                                            unique_topic: Callable[[str], str]) -> None:
+def _accept_until(c: ShareConsumer, accepted: set[int], target: int) -> None:
+    """Accept what ``c`` gets until ``accepted`` (the acceptances the broker confirmed) holds
+    ``target`` records; a record confirmed accepted must never come again."""
+    deadline = time.monotonic() + 30
+    while len(accepted) < target and time.monotonic() < deadline:
+        batch = set()
+        for m in c.poll(0.5):
+            assert m.error() is None, m.error()
+            assert m.offset() not in accepted, f"accepted record {m.offset()} delivered again"
+            c.acknowledge(m, AcknowledgeType.ACCEPT)
+            batch.add(m.offset())
+        c.commit_sync()  # answered once the acceptances are on disk
+        accepted |= batch
+
+
+def test_accepted_records_survive_three_kill_9s(tmp_path: Path,
+                                                unique_topic: Callable[[str], str]) -> None:
     topic, group = unique_topic("t"), unique_topic("sg")
     broker = BrokerProcess(tmp_path / "data", "group.share.record.lock.duration.ms=2000").start()
+    consumers: list[ShareConsumer] = []
+    accepted: set[int] = set()
+    held: set[int] = set()
     try:
         bootstrap = broker.bootstrap_servers
         create_topic(bootstrap, topic)
-        first = consumer(bootstrap, group)
-        first.subscribe([topic])
-        wait_for(lambda: (first.poll(0.2), members(bootstrap, group))[1] == 1, 30, "a member")
-        produce(bootstrap, topic, range(RECORDS))
-        accepted: set[int] = set()
-        held: set[int] = set()
-        deadline = time.monotonic() + 30
-        while len(accepted) < RECORDS // 2 and time.monotonic() < deadline:
-            for m in first.poll(0.5):
-                assert m.error() is None, m.error()
-                first.acknowledge(m, AcknowledgeType.ACCEPT)
-                held.add(m.offset())
-            first.commit_sync()  # answered once the acceptances are on disk
-            accepted |= held
-            held = set()
-        # records acquired and not acknowledged are in the client's hands at the kill
-        for m in first.poll(1.0):
-            held.add(m.offset())
-        assert RECORDS // 2 <= len(accepted) < RECORDS
-        assert held
-        broker.kill()
-        broker.start()
-        second = consumer(bootstrap, group)
-        second.subscribe([topic])
-        redelivered: list[int] = []
-        deadline = time.monotonic() + 60
-        while len(accepted) + len(set(redelivered)) < RECORDS and time.monotonic() < deadline:
-            for m in second.poll(0.5):
-                if m.error() is not None:
-                    continue
-                redelivered.append(m.offset())
-                second.acknowledge(m, AcknowledgeType.ACCEPT)
-            second.commit_sync()
-        second.close()
-        first.close()
+        for kill in range(3):
+            c = consumer(bootstrap, group)
+            consumers.append(c)
+            c.subscribe([topic])
+            if kill == 0:
+                wait_for(lambda c=c: (c.poll(0.2), members(bootstrap, group))[1] == 1, 30,
+                         "a member")
+                produce(bootstrap, topic, range(RECORDS))
+            _accept_until(c, accepted, (kill + 1) * RECORDS // 4)
+            # records acquired and not acknowledged are in the client's hands at the kill
+            held = {m.offset() for m in c.poll(1.0) if m.error() is None} - accepted
+            assert held
+            assert (kill + 1) * RECORDS // 4 <= len(accepted) < RECORDS
+            broker.kill()
+            broker.start()
+        last = consumer(bootstrap, group)
+        consumers.append(last)
+        last.subscribe([topic])
+        before = set(accepted)
+        _accept_until(last, accepted, RECORDS)
+        redelivered = accepted - before
     finally:
+        for c in consumers:
+            c.close()
         broker.kill()
-    assert not accepted & set(redelivered), "an accepted record was delivered again"
-    assert accepted | set(redelivered) == set(range(RECORDS)), "every record accepted"
-    assert held <= set(redelivered)
+    assert accepted == set(range(RECORDS)), "every record accepted once"
+    assert held <= redelivered, "the records held at the last kill came again"

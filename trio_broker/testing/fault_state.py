@@ -126,4 +126,6 @@ ERROR_APIS = frozenset({
     ApiKey.JoinGroup, ApiKey.SyncGroup, ApiKey.Heartbeat, ApiKey.LeaveGroup,
     ApiKey.InitProducerId, ApiKey.AddOffsetsToTxn, ApiKey.EndTxn, ApiKey.ListGroups,
     ApiKey.ConsumerGroupHeartbeat, ApiKey.DescribeCluster, ApiKey.SaslHandshake,
-    ApiKey.OffsetDelete})
+    ApiKey.OffsetDelete,
+    # share groups: Kafka's getErrorResponse puts the error at the top level of these three
+    ApiKey.ShareGroupHeartbeat, ApiKey.ShareFetch, ApiKey.ShareAcknowledge})

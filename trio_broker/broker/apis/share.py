@@ -165,9 +165,28 @@ def _acknowledge(ctx: HandlerContext, group_id: str, member_id: str, topics: lis
                     for b in p.acknowledgement_batches])
                 results[key] = error or 0
                 if error is None:  # records freed or released: wake the group's waiting fetches
+                    _count_acknowledgements(ctx, p.acknowledgement_batches)
                     ctx.broker.fetch_purgatory.notify(_share_key(group_id, name,
                                                                  p.partition_index), 1)
     return results
+
+
+#: Kafka's AcknowledgeType names, as its RecordAcknowledgementsPerSec ackType tag spells them
+#: (gaps are no record: not counted)
+_ACK_TAGS = {1: "Accept", 2: "Release", 3: "Reject"}
+
+
+def _count_acknowledgements(ctx: HandlerContext, batches: list[Struct]) -> None:
+    counter = ctx.broker.metrics.share_record_acknowledgements
+    for b in batches:
+        types = b.acknowledge_types
+        if len(types) == 1:
+            if types[0] in _ACK_TAGS:
+                counter.labels(_ACK_TAGS[types[0]]).inc(b.last_offset - b.first_offset + 1)
+            continue
+        for kind in types:
+            if kind in _ACK_TAGS:
+                counter.labels(_ACK_TAGS[kind]).inc()
 
 
 async def _persist(ctx: HandlerContext, group_id: str, acks: dict[TP, int]) -> None:

@@ -15,7 +15,7 @@ from typing import Any
 from starlette.applications import Starlette
 from starlette.routing import Route
 
-from . import client_pages, group_pages, overview, topic_pages
+from . import client_pages, group_pages, overview, share_pages, topic_pages
 from .guard import HostCheck
 from .web import Console
 
@@ -57,6 +57,7 @@ def routes() -> list[Route]:
         Route("/groups/delete", group_pages.delete_group, methods=["POST"]),
         Route("/api/group-lag", group_pages.group_lag),
         Route("/clients", client_pages.clients),
+        Route("/share-groups", share_pages.share_groups),
     ]
 
 

@@ -120,6 +120,11 @@ class BrokerMetrics:
                                           "Requests waiting for a handler.")
         self.response_queue_size = f.gauge("kafka_network_requestchannel_responsequeuesize",
                                            "Responses waiting for their processor.")
+        #: kafka.server:type=ShareGroupMetrics,name=RecordAcknowledgementsPerSec,ackType=T
+        self.share_record_acknowledgements = f.counter(
+            "kafka_server_sharegroupmetrics_recordacknowledgements",
+            "Share-group records acknowledged, by type (RecordAcknowledgementsPerSec).",
+            ["acktype"])
         self.handler_idle = IdleMeter(1)
         self.processor_idle = IdleMeter(1)
         f.gauge("kafka_server_kafkarequesthandlerpool_requesthandleravgidle_percent",

@@ -24,6 +24,7 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 from ...server.state import BrokerState
+from .share import share_metrics
 from .telemetry import client_metrics
 
 if TYPE_CHECKING:  # prometheus-client is imported by the first scrape
@@ -154,6 +155,7 @@ def register(state: BrokerState) -> None:
     """Add the scrape-time collectors of ``state`` to its metrics."""
     state.metrics.add_collector(lambda: log_metrics(state))
     state.metrics.add_collector(lambda: group_metrics(state))
+    state.metrics.add_collector(lambda: share_metrics(state))
     state.metrics.add_collector(lambda: client_metrics(state))
 
 

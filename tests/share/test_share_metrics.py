@@ -1,0 +1,61 @@
+"""Share groups on ``/metrics`` under Kafka's names (``metrics/collectors/share.py``): the group
+counts of the group coordinator's metrics, each share-partition's records in flight, and the
+acknowledgements by type, scraped while confluent-kafka's ``ShareConsumer`` holds records and
+after it acknowledged them."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+import pytest
+from confluent_kafka import AcknowledgeType
+
+from tests.metrics.test_metrics import scrape, value
+from tests.share.test_share_consumer import create_topic, members, produce, share_consumer, wait_for
+from trio_broker.testing import ThreadedBroker
+
+GROUPS = "kafka_server_group_coordinator_metrics_group_count"
+BY_STATE = "kafka_server_group_coordinator_metrics_share_group_count"
+IN_FLIGHT = "kafka_server_sharepartitionmetrics_inflightmessagecount"
+ACKS = "kafka_server_sharegroupmetrics_recordacknowledgements_total"
+
+
+@pytest.mark.broker_config(metrics_listener="http://127.0.0.1:0")
+def test_share_group_metrics(kafka_broker: ThreadedBroker,
+                             unique_topic: Callable[[str], str]) -> None:
+    bootstrap = kafka_broker.bootstrap_servers
+    topic, group = unique_topic("t"), unique_topic("sg")
+    samples = scrape(kafka_broker)
+    assert value(samples, GROUPS, protocol="share") == 0
+    create_topic(bootstrap, topic)
+    c = share_consumer(bootstrap, group, **{"share.acknowledgement.mode": "explicit"})
+    c.subscribe([topic])
+    wait_for(lambda: (c.poll(0.2), members(bootstrap, group))[1] == 1, 30, "the member")
+    produce(bootstrap, topic, range(6))
+    held = []
+    deadline = time.monotonic() + 30
+    while len(held) < 6 and time.monotonic() < deadline:
+        held += [m for m in c.poll(0.5) if m.error() is None]
+    assert len(held) == 6
+    samples = scrape(kafka_broker)  # six records held by the one member
+    assert value(samples, GROUPS, protocol="share") == 1
+    assert value(samples, BY_STATE, state="stable") == 1
+    assert value(samples, BY_STATE, state="empty") == 0
+    assert value(samples, IN_FLIGHT, group=group, topic=topic, partition="0") == 6
+    # three accepted, two rejected, one released (it comes back: still in flight)
+    for m, kind in zip(held, [AcknowledgeType.ACCEPT] * 3 + [AcknowledgeType.REJECT] * 2
+                       + [AcknowledgeType.RELEASE], strict=True):
+        c.acknowledge(m, kind)
+    c.commit_sync()
+    samples = scrape(kafka_broker)
+    assert value(samples, ACKS, acktype="Accept") == 3
+    assert value(samples, ACKS, acktype="Reject") == 2
+    assert value(samples, ACKS, acktype="Release") == 1
+    assert value(samples, IN_FLIGHT, group=group, topic=topic, partition="0") == 1
+    c.close()
+    wait_for(lambda: members(bootstrap, group) == 0, 30, "the leave")
+    samples = scrape(kafka_broker)
+    assert value(samples, BY_STATE, state="empty") == 1
+    assert value(samples, BY_STATE, state="stable") == 0
+    assert value(samples, IN_FLIGHT, group=group, topic=topic, partition="0") == 1
