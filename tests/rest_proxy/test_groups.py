@@ -93,3 +93,37 @@ def test_group_members_and_lag(rest: httpx.Client, cluster: str, kafka_broker: T
     after = rest.get(f"{cluster}/consumer-groups/{group}").json()
     assert (after["state"], rest.get(f"{cluster}/consumer-groups/{group}/consumers").json()[
         "data"]) == ("EMPTY", [])
+
+
+def test_a_consumer_protocol_group(rest: httpx.Client, cluster: str, kafka_broker: ThreadedBroker,
+                                   unique_topic: Callable[[str], str]) -> None:
+    """A KIP-848 group (confluent-kafka with ``group.protocol=consumer``) is described as
+    Confluent's proxy describes one: type CONSUMER, its members and their assignments."""
+    topic, group = unique_topic("rest-kip848"), unique_topic("rest-kip848-group")
+    assert rest.post(f"{cluster}/topics", json={"topic_name": topic,
+                                                "partitions_count": 2}).status_code == 201
+    consumer = Consumer({"bootstrap.servers": kafka_broker.bootstrap_servers,
+                         "group.id": group, "group.protocol": "consumer",
+                         "client.id": "kip848-client"})
+    try:
+        consumer.subscribe([topic])
+        described: dict = {}
+        for _ in range(100):
+            consumer.poll(0.1)
+            answer = rest.get(f"{cluster}/consumer-groups/{group}")
+            if answer.status_code == 200:
+                described = answer.json()
+                if described["state"] == "STABLE":
+                    break
+        assert (described["type"], described["state"], described["is_simple"],
+                described["is_mixed_consumer_group"]) == ("CONSUMER", "STABLE", False, False)
+        assert set(described) == GROUP_FIELDS
+        listed = rest.get(f"{cluster}/consumer-groups/{group}/consumers").json()
+        assert "data" in listed, listed
+        [member] = listed["data"]
+        assert member["client_id"] == "kip848-client"
+        assignments = rest.get(f"{cluster}/consumer-groups/{group}/consumers/"
+                               f"{member['consumer_id']}/assignments").json()["data"]
+        assert sorted(a["partition_id"] for a in assignments) == [0, 1]
+    finally:
+        consumer.close()

@@ -10,7 +10,7 @@ from trio_broker.broker.rest_proxy.app import routes
 
 
 def _served() -> set[tuple[str, str]]:
-    return {(method.lower(), re.sub(r":int}", "}", route.path))
+    return {(method.lower(), re.sub(r":\w+}", "}", route.path))
             for route in routes() for method in route.methods or () if method != "HEAD"}
 
 

@@ -36,8 +36,8 @@ def group_shape(urls: Urls, description: GroupDescription, coordinator: int) -> 
         "KafkaConsumerGroup", url, f"{urls.crn}/consumer-group={description.group_id}",
         cluster_id=urls.cluster_id, consumer_group_id=description.group_id,
         is_simple=description.protocol_type == "", partition_assignor=description.protocol,
-        state=shapes.GROUP_STATES.get(description.state, "UNKNOWN"), type="CLASSIC",
-        is_mixed_consumer_group=False,
+        state=shapes.GROUP_STATES.get(description.state, "UNKNOWN"),
+        type=description.group_type.upper(), is_mixed_consumer_group=description.mixed,
         coordinator=shapes.related(urls.broker(coordinator)) if coordinator >= 0 else None,
         consumers=shapes.related(f"{url}/consumers"),
         lag_summary=shapes.related(f"{url}/lag-summary"))
@@ -205,8 +205,10 @@ def routes() -> list[Route]:
         Route(CLUSTER + "/consumer-groups", list_groups),
         Route(group, get_group),
         Route(group + "/consumers", list_consumers),
-        Route(group + "/consumers/{consumer_id}", get_consumer),
-        Route(group + "/consumers/{consumer_id}/assignments", consumer_assignments),
+        # a KIP-848 member id is a client-made base64 string that may hold "/": the id is a
+        # path, the route with a suffix tried first
+        Route(group + "/consumers/{consumer_id:path}/assignments", consumer_assignments),
+        Route(group + "/consumers/{consumer_id:path}", get_consumer),
         Route(group + "/lags", list_lags),
         Route(group + "/lags/{topic_name}/partitions/{partition_id:int}", get_lag),
         Route(group + "/lag-summary", lag_summary),

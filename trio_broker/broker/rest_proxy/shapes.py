@@ -17,7 +17,8 @@ Json = dict[str, Any]
 
 #: Kafka's group states -> Confluent's ``state`` values
 GROUP_STATES = {"Stable": "STABLE", "PreparingRebalance": "PREPARING_REBALANCE",
-                "CompletingRebalance": "COMPLETING_REBALANCE", "Empty": "EMPTY", "Dead": "DEAD"}
+                "CompletingRebalance": "COMPLETING_REBALANCE", "Empty": "EMPTY", "Dead": "DEAD",
+                "Assigning": "ASSIGNING", "Reconciling": "RECONCILING"}
 
 
 class Urls:

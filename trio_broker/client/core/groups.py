@@ -62,6 +62,10 @@ class GroupDescription(NamedTuple):
     protocol_type: str
     protocol: str
     members: list[MemberDescription]
+    #: "classic", or "consumer" for a KIP-848 group (described by ConsumerGroupDescribe)
+    group_type: str = "classic"
+    #: a consumer group holding members of the classic protocol too (online migration)
+    mixed: bool = False
 
 
 def find_coordinator_request(version: int, key: str, key_type: int = GROUP_KEY) -> Any:
@@ -165,6 +169,23 @@ def parse_describe_groups(response: Any) -> list[tuple[int, GroupDescription]]:
         out.append((g.error_code, GroupDescription(g.group_id, g.group_state, g.protocol_type,
                                                    g.protocol_data, members)))
     return out
+
+
+def consumer_group_describe_request(version: int, group_id: str) -> Any:
+    return make_request(ApiKey.ConsumerGroupDescribe, version, group_ids=[group_id],
+                        include_authorized_operations=False)
+
+
+def parse_consumer_group_describe(response: Any) -> tuple[int, GroupDescription]:
+    """(error code, description) of the one KIP-848 group asked for: its state, assignor,
+    members (client, host, assigned partitions), and whether classic members are in it."""
+    g = response.groups[0]
+    members = [MemberDescription(m.member_id, m.client_id, m.client_host, frozenset(
+        TopicPartition(t.topic_name, p) for t in m.assignment.topic_partitions
+        for p in t.partitions)) for m in g.members]
+    mixed = any(getattr(m, "member_type", -1) == 0 for m in g.members)
+    return g.error_code, GroupDescription(g.group_id, g.group_state, "consumer",
+                                          g.assignor_name, members, "consumer", mixed)
 
 
 def delete_groups_request(version: int, group_ids: Iterable[str]) -> Any:

@@ -296,6 +296,14 @@ class Admin:
             response = await lookup.request(ApiKey.DescribeGroups, lambda v: (
                 group_requests.describe_groups_request(v, [group_id])))
             [(code, description)] = group_requests.parse_describe_groups(response)
+            if code == ErrorCode.GROUP_ID_NOT_FOUND or (not code and description.state == "Dead"):
+                # not a classic group (DescribeGroups v6+ says so; older versions say Dead):
+                # a KIP-848 group is described by ConsumerGroupDescribe, as Kafka's admin does
+                answer = await lookup.request(ApiKey.ConsumerGroupDescribe, lambda v: (
+                    group_requests.consumer_group_describe_request(v, group_id)))
+                consumer_code, consumer = group_requests.parse_consumer_group_describe(answer)
+                if not consumer_code:
+                    return consumer
             if code:
                 if code in (ErrorCode.NOT_COORDINATOR, ErrorCode.COORDINATOR_NOT_AVAILABLE):
                     lookup.mark_unknown()
