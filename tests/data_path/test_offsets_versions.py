@@ -18,6 +18,7 @@ LIST_VERSIONS = range(SUPPORTED_VERSIONS[ApiKey.ListOffsets].min,
 EPOCH_VERSIONS = range(SUPPORTED_VERSIONS[ApiKey.OffsetForLeaderEpoch].min,
                        SUPPORTED_VERSIONS[ApiKey.OffsetForLeaderEpoch].max + 1)
 LATEST, EARLIEST, MAX_TIMESTAMP, EARLIEST_LOCAL, LATEST_TIERED = -1, -2, -3, -4, -5
+EARLIEST_PENDING_UPLOAD = -6
 
 
 def _append(log, timestamps: list[int]) -> None:
@@ -70,7 +71,8 @@ async def test_every_version_answers_what_it_may_ask(trio_broker, version):
     assert (by_time.offset, by_time.timestamp, by_time.leader_epoch) == (1, TS + 50, epoch(0))
     none = await _list(trio_broker, version, topic, TS + 999)
     assert (none.error_code, none.offset, none.timestamp) == (0, -1, -1)
-    for special, first in ((MAX_TIMESTAMP, 7), (EARLIEST_LOCAL, 8), (LATEST_TIERED, 9)):
+    for special, first in ((MAX_TIMESTAMP, 7), (EARLIEST_LOCAL, 8), (LATEST_TIERED, 9),
+                           (EARLIEST_PENDING_UPLOAD, 11)):
         found = await _list(trio_broker, version, topic, special)
         if version < first:
             assert found.error_code == ErrorCode.UNSUPPORTED_VERSION
@@ -80,7 +82,7 @@ async def test_every_version_answers_what_it_may_ask(trio_broker, version):
             assert (found.offset, found.timestamp, found.leader_epoch) == (1, TS + 50, 0)
         elif special == EARLIEST_LOCAL:  # no tiered storage: the local log is the log
             assert (found.offset, found.leader_epoch) == (0, 0)
-        else:  # nothing is tiered
+        else:  # nothing is tiered, so nothing is pending upload either (KIP-1023)
             assert (found.offset, found.leader_epoch) == (-1, -1)
     assert (await _list(trio_broker, version, topic, -7)).error_code == \
         ErrorCode.UNSUPPORTED_VERSION

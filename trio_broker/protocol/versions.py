@@ -135,7 +135,7 @@ class KafkaVersions(NamedTuple):
 _KAFKA_TABLE: dict[int, tuple[tuple[int, int], tuple[int, int], int | None]] = {
     0: ((0, 11), (3, 13), 9),  # Produce
     1: ((0, 17), (4, 18), 12),  # Fetch
-    2: ((0, 9), (1, 10), 6),  # ListOffsets
+    2: ((0, 9), (1, 11), 6),  # ListOffsets (v11 is Kafka 4.2's, the same layout as v10)
     3: ((0, 12), (0, 13), 9),  # Metadata
     8: ((0, 9), (2, 9), 8),  # OffsetCommit
     9: ((0, 9), (1, 9), 6),  # OffsetFetch

@@ -1,11 +1,12 @@
-"""ListOffsets v0-v10: offsets by time, and the special timestamps.
+"""ListOffsets v0-v11: offsets by time, and the special timestamps.
 
 Special timestamps, each from the version Kafka allows it (an earlier version, or an unknown
 negative timestamp, is UNSUPPORTED_VERSION for that partition): -1 latest (v0+; the high
 watermark, or the last stable offset for ``read_committed``, v2+), -2 earliest (v0+), -3 the
 offset of the record with the largest timestamp (v7+, KIP-734), -4 earliest local (v8+; the log
-start, as there is no tiered storage), -5 latest tiered (v9+; offset -1, as a broker without
-remote storage answers). A time >= 0 finds the first record at or after it (offset -1 if none).
+start, as there is no tiered storage), -5 latest tiered (v9+) and -6 earliest pending upload
+(v11+, KIP-1023): offset -1, as a broker without remote storage answers. A time >= 0 finds
+the first record at or after it (offset -1 if none).
 
 v0 answers with up to ``max_num_offsets`` segment start offsets by file time (Kafka's old
 ``legacyFetchOffsetsBefore``); v4+ takes ``current_leader_epoch`` (FENCED/UNKNOWN_LEADER_EPOCH)
@@ -26,6 +27,7 @@ from ..server.context import HandlerContext, HandlerResult
 from ..storage import StorageError
 from ..storage.lookups import (
     EARLIEST_LOCAL_TIMESTAMP,
+    EARLIEST_PENDING_UPLOAD_TIMESTAMP,
     EARLIEST_TIMESTAMP,
     LATEST_TIERED_TIMESTAMP,
     LATEST_TIMESTAMP,
@@ -42,7 +44,8 @@ EARLIEST = EARLIEST_TIMESTAMP
 READ_COMMITTED = 1
 #: special timestamp -> the first version that may ask for it (Kafka's table)
 _FIRST_VERSION = {LATEST_TIMESTAMP: 0, EARLIEST_TIMESTAMP: 0, MAX_TIMESTAMP: 7,
-                  EARLIEST_LOCAL_TIMESTAMP: 8, LATEST_TIERED_TIMESTAMP: 9}
+                  EARLIEST_LOCAL_TIMESTAMP: 8, LATEST_TIERED_TIMESTAMP: 9,
+                  EARLIEST_PENDING_UPLOAD_TIMESTAMP: 11}
 
 
 async def handle_list_offsets(ctx: HandlerContext, request: ListOffsetsRequest) -> HandlerResult:

@@ -20,6 +20,7 @@ EARLIEST_TIMESTAMP = -2
 MAX_TIMESTAMP = -3
 EARLIEST_LOCAL_TIMESTAMP = -4
 LATEST_TIERED_TIMESTAMP = -5
+EARLIEST_PENDING_UPLOAD_TIMESTAMP = -6
 NO_TIMESTAMP = -1
 
 
@@ -37,8 +38,8 @@ def offset_by_timestamp(segments: Sequence[LogSegment], epochs: LeaderEpochCache
     """Kafka's answer for ``target`` (a time or a special timestamp), or None if none exists.
 
     Without tiered storage the local log is the whole log: EARLIEST_LOCAL is EARLIEST (with the
-    epoch of the log start offset), and LATEST_TIERED has nothing to point at (offset -1,
-    epoch -1), as Kafka answers when remote storage is off.
+    epoch of the log start offset), and LATEST_TIERED and EARLIEST_PENDING_UPLOAD have nothing to
+    point at (offset -1, epoch -1), as Kafka answers when remote storage is off.
     """
     if target == EARLIEST_TIMESTAMP:
         first = epochs.earliest_entry
@@ -50,7 +51,7 @@ def offset_by_timestamp(segments: Sequence[LogSegment], epochs: LeaderEpochCache
     if target == LATEST_TIMESTAMP:
         latest = epochs.latest_epoch
         return TimestampAndOffset(NO_TIMESTAMP, log_end, -1 if latest is None else latest)
-    if target == LATEST_TIERED_TIMESTAMP:
+    if target in (LATEST_TIERED_TIMESTAMP, EARLIEST_PENDING_UPLOAD_TIMESTAMP):
         return TimestampAndOffset(NO_TIMESTAMP, -1, -1)
     if target == MAX_TIMESTAMP:
         # the first segment holding the largest timestamp, then its first such record
