@@ -70,3 +70,15 @@ def test_served_under_kafka_of_the_console_listener(tmp_path: Path) -> None:
         assert f'href="{base}/kafka/v3/openapi.json"' in httpx.get(f"{base}/").text
     finally:
         broker.stop()
+
+
+def test_kafka_rest_enable_without_a_console_says_so(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """``kafka.rest.enable`` with no ``http.listener`` serves nothing: one warning names why."""
+    from trio_broker.testing import TEST_DEFAULTS
+
+    with caplog.at_level("WARNING", logger="trio_broker.broker.rest_proxy"):
+        broker = ThreadedBroker(**{**TEST_DEFAULTS, "log_dirs": str(tmp_path / "data"),
+                                   "kafka_rest_enable": True}).start()
+        broker.stop()
+    assert any("http.listener is not set" in r.getMessage() for r in caplog.records)

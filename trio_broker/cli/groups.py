@@ -357,16 +357,18 @@ def _log_end_offsets(client: BlockingClient, partitions: list[TopicPartition],
 
 # --- delete ----------------------------------------------------------------------------------
 
-def delete_groups(client: BlockingClient, groups: list[str]) -> int:
-    """Kafka's words: every group deleted, or which could not be and why (exit 1)."""
+def delete_groups(client: BlockingClient, groups: list[str], kind: str = "consumer") -> int:
+    """Kafka's words (``kind``: consumer or share groups, as kafka-consumer-groups.sh and
+    kafka-share-groups.sh say them): every group deleted, or which could not be and why
+    (exit 1)."""
     results = client.delete_groups(groups)
     failed = {g: code for g, code in results.items() if code}
     if failed:
-        raise CommandError("deletion of some consumer groups failed: " + "; ".join(
-            f"group {g!r} could not be deleted due to: {error_name(code)}"
+        raise CommandError(f"deletion of some {kind} groups failed: " + "; ".join(
+            f"group '{g}' could not be deleted due to: {error_name(code)}"
             for g, code in failed.items()))
     names = ", ".join(f"'{g}'" for g in groups)
-    print(f"Deletion of requested consumer groups ({names}) was successful.")
+    print(f"Deletion of requested {kind} groups ({names}) was successful.")
     return 0
 
 

@@ -20,6 +20,7 @@ from typing import Any
 
 from ..client.blocking import EARLIEST, LATEST, BlockingClient, TopicPartition, error_name
 from ..client.core.errors import error_for
+from . import groups as consumer_groups
 from .base import CommandError, Tool, UsageError
 from .connect import add_client_arguments, open_client
 from .groups import SHARE_PROTOCOL_TYPE, format_assignment, kafka_group_list
@@ -267,15 +268,7 @@ def plan(client: BlockingClient, args: argparse.Namespace, partitions: list[Topi
 # --- delete ----------------------------------------------------------------------------------
 
 def delete_groups(client: BlockingClient, groups: list[str]) -> int:
-    results = client.delete_groups(groups)
-    failed = {g: code for g, code in results.items() if code}
-    if failed:
-        raise CommandError("deletion of some share groups failed: " + "; ".join(
-            f"group '{g}' could not be deleted due to: {error_name(code)}"
-            for g, code in failed.items()))
-    names = ", ".join(f"'{g}'" for g in groups)
-    print(f"Deletion of requested share groups ({names}) was successful.")
-    return 0
+    return consumer_groups.delete_groups(client, groups, "share")
 
 
 def delete_offsets(client: BlockingClient, args: argparse.Namespace, group: str) -> int:

@@ -20,6 +20,7 @@ reader; never the network or a handler.
 
 from __future__ import annotations
 
+import logging
 from typing import TYPE_CHECKING
 
 import trio
@@ -30,6 +31,8 @@ from ..server.state import BrokerState
 if TYPE_CHECKING:
     from ..schema_registry.registry import SchemaRegistry
 
+LOGGER = logging.getLogger("trio_broker.broker.rest_proxy")
+
 
 async def serve_rest_proxy(config: BrokerConfig, state: BrokerState, *,
                            registry: SchemaRegistry | None = None,
@@ -39,6 +42,10 @@ async def serve_rest_proxy(config: BrokerConfig, state: BrokerState, *,
     listener with ``kafka.rest.enable``) until cancelled; ``task_status`` reports the bound
     (host, port), or None without a listener of its own. ``registry``: the broker's Schema
     Registry, when it is served (records with schemas are written through it)."""
+    if config.kafka_rest_enable and not config.http_listener:
+        LOGGER.warning("kafka.rest.enable=true serves the REST proxy under /kafka of the web "
+                       "console's listener, and http.listener is not set: nothing is served "
+                       "there")
     if not config.rest_proxy_listener and not (config.kafka_rest_enable and config.http_listener):
         task_status.started(None)
         return
