@@ -30,7 +30,8 @@ def register_some(url: str) -> dict[str, object]:
             assert http.post("/subjects/:.linked:a/versions", json=schema(n)).json() == {
                 "id": n - 4}
         http.delete("/subjects/a/versions/1")
-        http.put("/config/b", json={"compatibility": "FULL"})
+        http.put("/config/b", json={"compatibility": "FULL",
+                                    "defaultMetadata": {"properties": {"owner": "o"}}})
         return snapshot(http)
 
 

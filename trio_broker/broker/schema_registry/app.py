@@ -24,7 +24,8 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from . import contexts as ctx
 from . import errors as e
 from .auth import REALM, RegistryAuth
-from .registry import SchemaRegistry, schema_json, with_metadata
+from .contracts import with_metadata
+from .registry import SchemaRegistry, schema_json
 from .schemas import SCHEMA_TYPES
 
 LOGGER = logging.getLogger(__name__)
@@ -246,7 +247,7 @@ async def compatibility(r: SchemaRegistry, q: Request) -> Any:
 
 
 async def get_global_config(r: SchemaRegistry, q: Request) -> Any:
-    return {"compatibilityLevel": r.compatibility(None)}
+    return r.config_json(None)
 
 
 def _subject(q: Request) -> str | None:
@@ -256,19 +257,18 @@ def _subject(q: Request) -> str | None:
 
 
 async def put_config(r: SchemaRegistry, q: Request) -> Any:
-    return {"compatibility": await r.set_config(_subject(q), await _body(q))}
+    return await r.set_config(_subject(q), await _body(q))
 
 
 async def delete_config(r: SchemaRegistry, q: Request) -> Any:
-    return {"compatibilityLevel": await r.delete_config(_subject(q))}
+    return await r.delete_config(_subject(q))
 
 
 async def get_subject_config(r: SchemaRegistry, q: Request) -> Any:
     subject = _subject(q)
     if subject is None:
         return await get_global_config(r, q)
-    return {"compatibilityLevel": r.subject_config(
-        subject, default_to_global=_flag(q, "defaultToGlobal"))}
+    return r.config_json(subject, in_scope=_flag(q, "defaultToGlobal"))
 
 
 async def get_global_mode(r: SchemaRegistry, q: Request) -> Any:

@@ -21,6 +21,7 @@ from ..offload import mock_clock
 from . import contexts as ctx
 from . import errors as e
 from .compat import LEVELS, check
+from .contracts import CONFIG_FIELDS, Contract, contract_of, updated_config, with_config
 from .schemas import SCHEMA_TYPES, ParsedSchema, parse_schema, unknown_type
 from .store import KafkaStore, RegistryState, SchemaVersion, context_record, setting_key
 
@@ -245,11 +246,14 @@ class SchemaRegistry:
             parsed, refs = await self.parse_request(body, subject, normalize=normalize)
             everything = self.live(subject, deleted=True)
             live = [sv for sv in everything if not sv.deleted]
-            # Confluent's data contracts: what a new version leaves out, it inherits
             metadata, rule_set = contract_of(body)
-            if live:
-                metadata = live[-1].metadata if metadata is None else metadata
-                rule_set = live[-1].rule_set if rule_set is None else rule_set
+            if mode != "IMPORT":
+                # Confluent's data contracts: what a new version leaves out, it inherits; the
+                # config's defaults go under that and its overrides over it
+                if live:
+                    metadata = live[-1].metadata if metadata is None else metadata
+                    rule_set = live[-1].rule_set if rule_set is None else rule_set
+                metadata, rule_set = with_config(self.config(subject), (metadata, rule_set))
             contract = (metadata, rule_set)
             for sv in live:
                 if self._same(sv, parsed, refs, contract) and given_id in (None, -1, 0, sv.id):
@@ -378,30 +382,47 @@ class SchemaRegistry:
 
     # --- config and mode -----------------------------------------------------------------------
 
+    def config(self, subject: str | None) -> dict[str, Any] | None:
+        """The config in scope for ``subject`` (the whole first one found, as Confluent's
+        ``getConfigInScope``: a subject's own config holds its contract defaults alone)."""
+        return in_scope(self.state.configs, subject)
+
     def compatibility(self, subject: str | None) -> str:
-        return in_scope(self.state.configs, subject) or DEFAULT_COMPATIBILITY
+        return str((self.config(subject) or {}).get("compatibilityLevel")
+                   or DEFAULT_COMPATIBILITY)
 
-    def subject_config(self, subject: str, *, default_to_global: bool) -> str:
-        level = self.state.configs.get(subject)
-        if level is None:
-            if not default_to_global:
-                raise e.subject_compatibility_not_configured(subject)
-            return self.compatibility(subject)
-        return str(level)
+    def config_json(self, subject: str | None, *, in_scope: bool = True) -> dict[str, Any]:
+        """Confluent's ``Config`` of ``subject`` (its own only unless ``in_scope``), the level
+        filled in with the default; 40408 when the subject has none of its own."""
+        found = self.config(subject) if in_scope else self.state.configs.get(subject)
+        if found is None and subject is not None and not in_scope:
+            raise e.subject_compatibility_not_configured(subject)
+        found = found or {}
+        out = {"compatibilityLevel": found.get("compatibilityLevel") or DEFAULT_COMPATIBILITY}
+        out.update((k, found[k]) for k in CONFIG_FIELDS if found.get(k) is not None)
+        return out
 
-    async def set_config(self, subject: str | None, body: dict[str, Any]) -> str:
+    async def set_config(self, subject: str | None, body: dict[str, Any]) -> dict[str, Any]:
+        """Confluent's ``ConfigValue.update``: what the body leaves out is kept."""
         level = body.get("compatibility", body.get("compatibilityLevel"))
-        if not isinstance(level, str) or level.upper() not in LEVELS:
+        if level is not None and (not isinstance(level, str) or level.upper() not in LEVELS):
             raise e.invalid_compatibility(level)
-        await self.store.write([(setting_key("CONFIG", subject),
-                                 {"compatibilityLevel": level.upper()})])
-        return level.upper()
+        value = updated_config(self.state.configs.get(subject), body)
+        if level is not None:
+            value["compatibilityLevel"] = level.upper()
+        if subject is not None:
+            value["subject"] = subject
+        await self.store.write([(setting_key("CONFIG", subject), value)])
+        answer = {k: value[k] for k in CONFIG_FIELDS if k in value}
+        if "compatibilityLevel" in value:
+            answer = {"compatibility": value["compatibilityLevel"], **answer}
+        return answer
 
-    async def delete_config(self, subject: str | None) -> str:
+    async def delete_config(self, subject: str | None) -> dict[str, Any]:
         if subject is not None and not self.live(subject, deleted=True) and (
                 subject not in self.state.configs):
             raise e.subject_not_found(subject)
-        previous = self.compatibility(subject)
+        previous = self.config_json(subject, in_scope=subject is None)
         await self.store.write([(setting_key("CONFIG", subject), None)])
         return previous
 
@@ -437,7 +458,7 @@ class SchemaRegistry:
         return previous
 
 
-def in_scope(table: dict[str | None, str], subject: str | None) -> str | None:
+def in_scope(table: dict[str | None, T], subject: str | None) -> T | None:
     """The setting that applies to ``subject`` (Confluent's ``getConfigInScope``): its own,
     else its context's (the global one for the default context), else the ``:.__GLOBAL:``
     context's."""
@@ -469,30 +490,4 @@ def schema_json(sv: SchemaVersion, *, with_subject: bool = True) -> dict[str, An
     return out
 
 
-#: (metadata, ruleSet) of a schema, None where it has none
-Contract = tuple["dict[str, Any] | None", "dict[str, Any] | None"]
-
-
-def contract_of(body: dict[str, Any]) -> Contract:
-    """The ``metadata`` and ``ruleSet`` of a request body; each an object or absent."""
-    out = []
-    for field in ("metadata", "ruleSet"):
-        value = body.get(field)
-        if value is not None and not isinstance(value, dict):
-            raise e.invalid_schema(f"{field}: expected an object")
-        out.append(value)
-    return out[0], out[1]
-
-
-def with_metadata(versions: list[SchemaVersion], wanted: dict[str, str]) -> SchemaVersion:
-    """The latest of ``versions`` whose metadata properties hold every pair of ``wanted``
-    (``GET /subjects/{subject}/metadata``)."""
-    for sv in reversed(versions):
-        properties = (sv.metadata or {}).get("properties") or {}
-        if all(properties.get(k) == v for k, v in wanted.items()):
-            return sv
-    raise e.schema_not_found()
-
-
-__all__ = ["Contract", "SchemaRegistry", "contract_of", "parse_version", "schema_json",
-           "with_metadata"]
+__all__ = ["SchemaRegistry", "in_scope", "parse_version", "schema_json"]

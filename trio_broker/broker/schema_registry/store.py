@@ -12,7 +12,8 @@ another tool wrote (a Confluent registry's, or a restore) are read the same way.
 The records (keys and values are JSON, as Confluent's ``SchemaRegistrySerializer`` writes them):
 SCHEMA ``{"keytype":"SCHEMA","subject":s,"version":v,"magic":1}`` -> ``{"subject","version",
 "id","schemaType","references","schema","deleted"}`` (a tombstone deletes it for good); CONFIG and
-MODE ``{"keytype":..,"subject":s or null,"magic":0}`` -> ``{"compatibilityLevel":..}`` /
+MODE ``{"keytype":..,"subject":s or null,"magic":0}`` -> ``{"compatibilityLevel":..,
+"defaultMetadata", "overrideMetadata", "defaultRuleSet", "overrideRuleSet"}`` /
 ``{"mode":..}`` (a tombstone removes the setting); DELETE_SUBJECT -> ``{"subject","version"}``
 (versions up to it soft-deleted); CLEAR_SUBJECT -> ``{"subject"}`` (soft-deleted versions
 forgotten); CONTEXT ``{"keytype":"CONTEXT","tenant":"default","context":".ctx","magic":0}`` ->
@@ -102,7 +103,9 @@ class RegistryState:
     #: (context, id) -> the (subject, version)s registered with it: each context numbers
     #: its schemas apart
     ids: dict[tuple[str, int], set[tuple[str, int]]] = attrs.field(factory=dict)
-    configs: dict[str | None, str] = attrs.field(factory=dict)
+    #: subject (None: global) -> Confluent's ConfigValue: ``compatibilityLevel`` and the data
+    #: contract defaults and overrides (``contracts.py``)
+    configs: dict[str | None, dict[str, Any]] = attrs.field(factory=dict)
     modes: dict[str | None, str] = attrs.field(factory=dict)
     #: context -> the highest id given in it
     max_ids: dict[str, int] = attrs.field(factory=dict)
@@ -115,7 +118,10 @@ class RegistryState:
         if keytype == "SCHEMA":
             self._apply_schema(str(subject), int(key["version"]), value)
         elif keytype == "CONFIG":
-            self._set(self.configs, subject, value and value.get("compatibilityLevel"))
+            if value is None:
+                self.configs.pop(subject, None)
+            else:
+                self.configs[subject] = value
         elif keytype == "MODE":
             self._set(self.modes, subject, value and value.get("mode"))
         elif keytype == "CONTEXT" and key.get("tenant", TENANT) == TENANT:
