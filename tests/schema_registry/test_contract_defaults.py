@@ -100,6 +100,12 @@ def test_defaults_and_overrides_of_a_subject(http: httpx.Client, subject: str) -
     found = http.post(f"/subjects/{subject}", json={"schema": V[2], **{
         k: third[k] for k in ("metadata", "ruleSet")}}).json()
     assert found["version"] == 3
+    # as is the schema with the metadata sent at registration: the config is merged in again
+    found = http.post(f"/subjects/{subject}", json={
+        "schema": V[2], "metadata": props(app="billing")}).json()
+    assert found["version"] == 3
+    error(http.post(f"/subjects/{subject}", json={"schema": V[2], "metadata": props(
+        app="other")}), 404, 40403)
 
 
 def test_a_config_update_keeps_what_it_leaves_out(http: httpx.Client, subject: str) -> None:

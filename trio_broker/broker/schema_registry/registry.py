@@ -220,9 +220,15 @@ class SchemaRegistry:
             raise e.subject_not_found(subject)
         parsed, refs = await self.parse_request(body, subject, normalize=normalize)
         given = contract_of(body)
-        contract = given if given != (None, None) else None
-        for sv in reversed(self.live(subject, deleted=deleted)):
-            if contract is not None and (sv.metadata, sv.rule_set) != contract:
+        versions = self.live(subject, deleted=deleted)
+        # as Confluent's lookup: the contract sent, else the one registering it would store
+        latest = versions[-1]
+        populated = with_config(self.config(subject), (
+            latest.metadata if given[0] is None else given[0],
+            latest.rule_set if given[1] is None else given[1]))
+        contracts = [given, populated] if given != (None, None) else None
+        for sv in reversed(versions):
+            if contracts is not None and (sv.metadata, sv.rule_set) not in contracts:
                 continue
             if self._same(sv, parsed, refs) or (not normalize and sv.schema_type == "AVRO"
                                                and await self._equal_parsed(sv, parsed)):
