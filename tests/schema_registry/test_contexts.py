@@ -198,3 +198,16 @@ def test_a_reference_resolves_in_its_schemas_context(http: httpx.Client, context
     # the default context has no "money" subject: the same body there is refused
     error(http.post(f"/subjects/ctx-order-{uuid.uuid4().hex[:8]}/versions", json=body),
           422, 42201)
+
+
+@pytest.mark.broker_config(schema_registry_listener="http://127.0.0.1:0")
+def test_the_global_context_config_applies_to_every_context(http: httpx.Client) -> None:
+    http.put(f"/config/{q(':.__GLOBAL:')}", json={"compatibility": "NONE"})
+    assert http.get("/config").json() == {"compatibilityLevel": "NONE"}
+    for subject in (":.one:s", "s"):  # a context without a config, and the default one
+        register(http, subject, record(("a", "int")))
+        register(http, subject, record(("b", "string")))  # incompatible: accepted under NONE
+    # the global config goes before it in the default context, and only there
+    http.put("/config", json={"compatibility": "FULL"})
+    error(http.post("/subjects/s/versions", json={"schema": record(("c", "long"))}), 409, 409)
+    register(http, ":.one:s", record(("c", "long")))
