@@ -107,6 +107,11 @@ def test_listings_and_path_forms(http: httpx.Client, context: str) -> None:
     assert set(mine) <= set(everything)
     assert not set(mine) & set(http.get("/subjects", params={"subjectPrefix": ""}).json())
     assert http.get("/subjects", params={"subjectPrefix": ":*:b"}).json().count(mine[1]) == 1
+    paged = {"subjectPrefix": f":{context}:", "offset": 1, "limit": 1}
+    assert http.get("/subjects", params=paged).json() == mine[1:]
+    assert http.delete(f"/subjects/{q(mine[0])}").json() == [1]
+    assert http.get(f"/contexts/{context}/subjects?deletedOnly=true").json() == mine[:1]
+    assert http.get(f"/contexts/{context}/subjects?deleted=true").json() == mine
     contexts = http.get("/contexts").json()
     assert contexts[0] == "."
     assert context in contexts

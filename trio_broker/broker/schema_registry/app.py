@@ -129,15 +129,8 @@ def _authorize(auth: RegistryAuth, registry: SchemaRegistry, request: Request, p
 
 # --- subjects and versions ---------------------------------------------------------------------
 
-async def list_subjects(r: SchemaRegistry, q: Request) -> Any:
-    return r.subjects(deleted=_flag(q, "deleted"),
-                      prefix=q.query_params.get("subjectPrefix", ctx.WILDCARD))
-
-
-async def list_contexts(r: SchemaRegistry, q: Request) -> Any:
-    """``GET /contexts``: the default context first, then the others by name."""
-    prefix = q.query_params.get("contextPrefix", "")
-    found = [c for c in r.contexts() if c.startswith(prefix)]
+def _page(q: Request, found: list[str]) -> list[str]:
+    """``offset`` and ``limit`` (negative: no limit), as Confluent's listings take them."""
     try:
         offset = int(q.query_params.get("offset", "0"))
         limit = int(q.query_params.get("limit", "-1"))
@@ -145,6 +138,22 @@ async def list_contexts(r: SchemaRegistry, q: Request) -> Any:
         raise e.RegistryError(404, 404, "HTTP 404 Not Found") from None
     found = found[max(offset, 0):]
     return found[:limit] if limit >= 0 else found
+
+
+async def list_subjects(r: SchemaRegistry, q: Request) -> Any:
+    prefix = q.query_params.get("subjectPrefix", ctx.WILDCARD)
+    if _flag(q, "deletedOnly"):  # subjects with a soft-deleted version
+        found = [s for s in r.subjects(deleted=True, prefix=prefix)
+                 if any(sv.deleted for sv in r.live(s, deleted=True))]
+    else:
+        found = r.subjects(deleted=_flag(q, "deleted"), prefix=prefix)
+    return _page(q, found)
+
+
+async def list_contexts(r: SchemaRegistry, q: Request) -> Any:
+    """``GET /contexts``: the default context first, then the others by name."""
+    prefix = q.query_params.get("contextPrefix", "")
+    return _page(q, [c for c in r.contexts() if c.startswith(prefix)])
 
 
 async def delete_context(r: SchemaRegistry, q: Request) -> Any:
