@@ -11,7 +11,7 @@ from typing import Any
 import httpx
 import pytest
 from confluent_kafka import Consumer, TopicPartition
-from confluent_kafka.schema_registry import SchemaRegistryClient
+from confluent_kafka.schema_registry import Schema, SchemaRegistryClient
 from confluent_kafka.schema_registry.avro import AvroDeserializer
 from confluent_kafka.schema_registry.json_schema import JSONDeserializer
 from confluent_kafka.schema_registry.protobuf import ProtobufDeserializer, ProtobufSerializer
@@ -241,3 +241,26 @@ def test_without_a_registry(rest: httpx.Client, cluster: str,
     assert (reports[1]["error_code"], reports[1]["message"]) == (
         400, "value: a schema needs the Schema Registry, which this broker does not serve: set "
              "schema.registry.listener")
+
+
+@pytest.mark.broker_config(rest_proxy_listener="http://127.0.0.1:0")
+def test_a_subject_of_another_context_has_its_own_ids(rest: httpx.Client, cluster: str,
+                                                      kafka_broker: ThreadedBroker) -> None:
+    topic = kafka_broker.create_topic("rest-context")
+    first = _produce(rest, cluster, topic, {"partition_id": 0, "value": {
+        "type": "AVRO", "schema": ORDER_AVRO, "data": {"id": "o-1", "qty": 1, "note": None}}})
+    assert first[0]["value"]["schema_id"] == 1, first
+    # id 1 of another context is another schema: the proxy must not write with the first's
+    other = json.dumps({"type": "record", "name": "Payment", "fields": [
+        {"name": "cents", "type": "long"}]})
+    subject = f":.linked:{topic}-value"
+    registry = SchemaRegistryClient({"url": kafka_broker.schema_registry_url})
+    assert registry.register_schema(subject, Schema(other, "AVRO")) == 1
+    second = _produce(rest, cluster, topic, {"partition_id": 0, "value": {
+        "subject": subject, "schema_version": 1, "data": {"cents": 250}}})
+    assert second[0]["error_code"] == 200, second
+    assert second[0]["value"]["schema_id"] == 1
+    value = _values(kafka_broker, topic, 2)[1]
+    deserialize = AvroDeserializer(registry, conf={
+        "subject.name.strategy": lambda ctx, name: subject})
+    assert deserialize(value, _context(topic)) == {"cents": 250}

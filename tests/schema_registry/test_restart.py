@@ -1,4 +1,5 @@
-"""Ids and versions come back from ``_schemas`` after a clean restart and after kill -9."""
+"""Ids and versions come back from ``_schemas`` after a clean restart and after kill -9, each
+context's ids as its own."""
 
 from __future__ import annotations
 
@@ -24,8 +25,13 @@ def register_some(url: str) -> dict[str, object]:
         for n in range(1, 4):
             assert http.post("/subjects/a/versions", json=schema(n)).status_code == 200
         assert http.post("/subjects/b/versions", json=schema(2)).status_code == 200
+        # another context numbers from 1 again
+        for n in (5, 6):
+            assert http.post("/subjects/:.linked:a/versions", json=schema(n)).json() == {
+                "id": n - 4}
         http.delete("/subjects/a/versions/1")
-        http.put("/config/b", json={"compatibility": "FULL"})
+        http.put("/config/b", json={"compatibility": "FULL",
+                                    "defaultMetadata": {"properties": {"owner": "o"}}})
         return snapshot(http)
 
 
@@ -34,7 +40,9 @@ def snapshot(http: httpx.Client) -> dict[str, object]:
             "a": [http.get(f"/subjects/a/versions/{v}?deleted=true").json() for v in (1, 2, 3)],
             "b": http.get("/subjects/b/versions/latest").json(),
             "b-config": http.get("/config/b").json(),
-            "a-live": http.get("/subjects/a/versions").json()}
+            "a-live": http.get("/subjects/a/versions").json(),
+            "linked": [http.get(f"/schemas/ids/{i}?subject=:.linked:a").json() for i in (1, 2)],
+            "contexts": http.get("/contexts").json()}
 
 
 def after_restart(url: str, before: dict[str, object]) -> None:
@@ -43,6 +51,8 @@ def after_restart(url: str, before: dict[str, object]) -> None:
         # a new schema gets the next id, never one already given
         new_id = http.post("/subjects/c/versions", json=schema(7)).json()["id"]
         assert new_id == 4
+        assert http.post("/contexts/.linked/subjects/c/versions", json=schema(7)).json() == {
+            "id": 3}
 
 
 def test_ids_survive_a_clean_restart(tmp_path: Path) -> None:

@@ -89,7 +89,8 @@ class RecordSchemas:
 
     def __init__(self, registry: SchemaRegistry) -> None:
         self.registry = registry
-        self._encoders: dict[int, Encoder] = {}
+        #: (context, id) -> encoder: each schema context numbers its schemas apart
+        self._encoders: dict[tuple[str, int], Encoder] = {}
         self._decoders: dict[int, Decoder] = {}
 
     async def deserialize(self, framed: bytes, fmt: str) -> Any:
@@ -120,9 +121,12 @@ class RecordSchemas:
         schema = await self.resolve(topic, spec, is_key=is_key)
         if spec.data is None:
             return schema, None
-        encoder = self._encoders.get(schema.id)
+        from ..schema_registry.contexts import context_of
+
+        key = (context_of(schema.subject), schema.id)
+        encoder = self._encoders.get(key)
         if encoder is None:
-            encoder = self._encoders[schema.id] = await self._encoder(schema)
+            encoder = self._encoders[key] = await self._encoder(schema)
         return schema, encoder(spec.data)
 
     # --- which schema -----------------------------------------------------------------------
@@ -136,7 +140,7 @@ class RecordSchemas:
                 raise _bad(f"{spec.field}: schema_id goes alone (no type, schema_version or "
                            "schema)")
             try:
-                found = registry.by_id(spec.schema_id)
+                found = registry.by_id(spec.schema_id, spec.subject)
             except RegistryError:
                 raise _bad(f"Error when fetching schema by id. schemaId = {spec.schema_id}"
                            ) from None

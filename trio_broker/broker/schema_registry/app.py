@@ -12,16 +12,20 @@ import json
 import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
+from urllib.parse import parse_qsl, urlencode
 
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
+from starlette.types import ASGIApp, Receive, Scope, Send
 
+from . import contexts as ctx
 from . import errors as e
 from .auth import REALM, RegistryAuth
-from .registry import SchemaRegistry, schema_json, with_metadata
+from .contracts import with_metadata
+from .registry import SchemaRegistry, schema_json
 from .schemas import SCHEMA_TYPES
 
 LOGGER = logging.getLogger(__name__)
@@ -77,6 +81,8 @@ def _endpoint(handler: Handler, registry: SchemaRegistry, auth: RegistryAuth | N
     async def endpoint(request: Request) -> Response:
         try:
             registry.store.catch_up()  # records another writer appended since
+            if "subject" in request.path_params:  # ":.:orders" is "orders"
+                request.path_params["subject"] = ctx.normalize(request.path_params["subject"])
             if auth is not None:
                 principal = await auth.principal(request.headers.get("authorization"))
                 readable = _authorize(auth, registry, request, principal, level)
@@ -105,11 +111,17 @@ def _authorize(auth: RegistryAuth, registry: SchemaRegistry, request: Request, p
         return auth.allows(principal, host, "read", subject)
 
     if level in ("read", "write", "admin"):
-        auth.check(principal, host, level, request.path_params["subject"])
+        subject = request.path_params["subject"]
+        if subject:
+            auth.check(principal, host, level, subject)
+        else:  # /config/:.: and /mode/:.: are the global ones
+            auth.check(principal, host, "global-read" if level == "read" else "global-write",
+                       None)
     elif level.startswith("global-"):
         auth.check(principal, host, level, None)
     elif level == "id":
-        subjects = {sv.subject for sv in registry.id_versions(_id(request), deleted=True)}
+        subjects = {sv.subject for sv in registry.id_versions(
+            _id(request), request.query_params.get("subject"), deleted=True)}
         if not any(readable(s) for s in subjects):
             auth.check(principal, host, "read", min(subjects))
     return readable
@@ -117,8 +129,36 @@ def _authorize(auth: RegistryAuth, registry: SchemaRegistry, request: Request, p
 
 # --- subjects and versions ---------------------------------------------------------------------
 
+def _page(q: Request, found: list[str]) -> list[str]:
+    """``offset`` and ``limit`` (negative: no limit), as Confluent's listings take them."""
+    try:
+        offset = int(q.query_params.get("offset", "0"))
+        limit = int(q.query_params.get("limit", "-1"))
+    except ValueError:
+        raise e.RegistryError(404, 404, "HTTP 404 Not Found") from None
+    found = found[max(offset, 0):]
+    return found[:limit] if limit >= 0 else found
+
+
 async def list_subjects(r: SchemaRegistry, q: Request) -> Any:
-    return r.subjects(deleted=_flag(q, "deleted"), prefix=q.query_params.get("subjectPrefix", ""))
+    prefix = q.query_params.get("subjectPrefix", ctx.WILDCARD)
+    if _flag(q, "deletedOnly"):  # subjects with a soft-deleted version
+        found = [s for s in r.subjects(deleted=True, prefix=prefix)
+                 if any(sv.deleted for sv in r.live(s, deleted=True))]
+    else:
+        found = r.subjects(deleted=_flag(q, "deleted"), prefix=prefix)
+    return _page(q, found)
+
+
+async def list_contexts(r: SchemaRegistry, q: Request) -> Any:
+    """``GET /contexts``: the default context first, then the others by name."""
+    prefix = q.query_params.get("contextPrefix", "")
+    return _page(q, [c for c in r.contexts() if c.startswith(prefix)])
+
+
+async def delete_context(r: SchemaRegistry, q: Request) -> Any:
+    await r.delete_context(q.path_params["context"])
+    return Response(status_code=204)
 
 
 async def list_versions(r: SchemaRegistry, q: Request) -> Any:
@@ -179,21 +219,23 @@ async def referenced_by(r: SchemaRegistry, q: Request) -> Any:
 # --- schemas by id -------------------------------------------------------------------------------
 
 async def schema_by_id(r: SchemaRegistry, q: Request) -> Any:
-    body = schema_json(r.by_id(_id(q)), with_subject=False)
-    return body
+    return schema_json(r.by_id(_id(q), q.query_params.get("subject")), with_subject=False)
 
 
 async def schema_text_by_id(r: SchemaRegistry, q: Request) -> Any:
-    return Response(r.by_id(_id(q)).schema, media_type=CONTENT_TYPE)
+    return Response(r.by_id(_id(q), q.query_params.get("subject")).schema,
+                    media_type=CONTENT_TYPE)
 
 
 async def id_subjects(r: SchemaRegistry, q: Request) -> Any:
-    return sorted({sv.subject for sv in r.id_versions(_id(q), deleted=_flag(q, "deleted"))})
+    return sorted({sv.subject for sv in r.id_versions(_id(q), q.query_params.get("subject"),
+                                                       deleted=_flag(q, "deleted"))})
 
 
 async def id_versions(r: SchemaRegistry, q: Request) -> Any:
     return [{"subject": sv.subject, "version": sv.version}
-            for sv in r.id_versions(_id(q), deleted=_flag(q, "deleted"))]
+            for sv in r.id_versions(_id(q), q.query_params.get("subject"),
+                                    deleted=_flag(q, "deleted"))]
 
 
 async def schema_types(r: SchemaRegistry, q: Request) -> Any:
@@ -214,20 +256,28 @@ async def compatibility(r: SchemaRegistry, q: Request) -> Any:
 
 
 async def get_global_config(r: SchemaRegistry, q: Request) -> Any:
-    return {"compatibilityLevel": r.compatibility(None)}
+    return r.config_json(None)
+
+
+def _subject(q: Request) -> str | None:
+    """The subject of a config or mode path; None for the top level (``/config``, and
+    ``/config/:.:``, the default context)."""
+    return q.path_params.get("subject") or None
 
 
 async def put_config(r: SchemaRegistry, q: Request) -> Any:
-    return {"compatibility": await r.set_config(q.path_params.get("subject"), await _body(q))}
+    return await r.set_config(_subject(q), await _body(q))
 
 
 async def delete_config(r: SchemaRegistry, q: Request) -> Any:
-    return {"compatibilityLevel": await r.delete_config(q.path_params.get("subject"))}
+    return await r.delete_config(_subject(q))
 
 
 async def get_subject_config(r: SchemaRegistry, q: Request) -> Any:
-    return {"compatibilityLevel": r.subject_config(
-        q.path_params["subject"], default_to_global=_flag(q, "defaultToGlobal"))}
+    subject = _subject(q)
+    if subject is None:
+        return await get_global_config(r, q)
+    return r.config_json(subject, in_scope=_flag(q, "defaultToGlobal"))
 
 
 async def get_global_mode(r: SchemaRegistry, q: Request) -> Any:
@@ -235,13 +285,14 @@ async def get_global_mode(r: SchemaRegistry, q: Request) -> Any:
 
 
 async def put_mode(r: SchemaRegistry, q: Request) -> Any:
-    return {"mode": await r.set_mode(q.path_params.get("subject"), await _body(q),
-                                     force=_flag(q, "force"))}
+    return {"mode": await r.set_mode(_subject(q), await _body(q), force=_flag(q, "force"))}
 
 
 async def get_subject_mode(r: SchemaRegistry, q: Request) -> Any:
-    return {"mode": r.subject_mode(q.path_params["subject"],
-                                   default_to_global=_flag(q, "defaultToGlobal"))}
+    subject = _subject(q)
+    if subject is None:
+        return await get_global_mode(r, q)
+    return {"mode": r.subject_mode(subject, default_to_global=_flag(q, "defaultToGlobal"))}
 
 
 async def delete_mode(r: SchemaRegistry, q: Request) -> Any:
@@ -287,6 +338,8 @@ ROUTES: list[tuple[str, Handler, list[str], str]] = [
     ("/mode/{subject:path}", get_subject_mode, ["GET"], "read"),
     ("/mode/{subject:path}", put_mode, ["PUT"], "admin"),
     ("/mode/{subject:path}", delete_mode, ["DELETE"], "admin"),
+    ("/contexts", list_contexts, ["GET"], "global-read"),
+    ("/contexts/{context}", delete_context, ["DELETE"], "global-write"),
 ]
 
 
@@ -296,9 +349,30 @@ async def _http_error(request: Request, exc: Exception) -> Response:
     return _json({"error_code": status, "message": f"HTTP {status} {phrase}"}, status)
 
 
-def build_app(registry: SchemaRegistry, auth: RegistryAuth | None = None) -> Starlette:
+class ContextPaths:
+    """``/contexts/{context}/...`` served as the plain path it stands for
+    (``contexts.rewrite``), before routing, as Confluent's ``ContextFilter`` does."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and scope["path"].startswith("/contexts/"):
+            query = parse_qsl(scope["query_string"].decode("latin-1"), keep_blank_values=True)
+            try:
+                path, query = ctx.rewrite(scope["path"], query)
+            except e.RegistryError as exc:
+                await _json(exc.body(), exc.status)(scope, receive, send)
+                return
+            # in place: the metrics around read the matched route from this scope
+            scope.update(path=path, raw_path=path.encode(),
+                         query_string=urlencode(query).encode())
+        await self.app(scope, receive, send)
+
+
+def build_app(registry: SchemaRegistry, auth: RegistryAuth | None = None) -> ASGIApp:
     """The REST API over ``registry``; with ``auth``, for the broker's users only
     (``auth.py``)."""
     routes = [Route(path, _endpoint(handler, registry, auth, level), methods=methods)
               for path, handler, methods, level in ROUTES]
-    return Starlette(routes=routes, exception_handlers={HTTPException: _http_error})
+    return ContextPaths(Starlette(routes=routes, exception_handlers={HTTPException: _http_error}))

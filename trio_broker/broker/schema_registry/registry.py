@@ -18,10 +18,12 @@ from typing import Any, TypeVar
 import trio
 
 from ..offload import mock_clock
+from . import contexts as ctx
 from . import errors as e
 from .compat import LEVELS, check
+from .contracts import CONFIG_FIELDS, Contract, contract_of, updated_config, with_config
 from .schemas import SCHEMA_TYPES, ParsedSchema, parse_schema, unknown_type
-from .store import KafkaStore, RegistryState, SchemaVersion, setting_key
+from .store import KafkaStore, RegistryState, SchemaVersion, context_record, setting_key
 
 T = TypeVar("T")
 PARSE_THREADS = 2
@@ -50,8 +52,9 @@ class SchemaRegistry:
         self.store = store
         self._lock = trio.Lock()
         self._limiter = trio.CapacityLimiter(PARSE_THREADS)
-        #: id -> the schema parsed without normalizing (stored schemas never change under an id)
-        self._parsed: dict[int, ParsedSchema] = {}
+        #: (context, id) -> the schema parsed without normalizing (stored schemas never change
+        #: under an id)
+        self._parsed: dict[tuple[str, int], ParsedSchema] = {}
 
     @property
     def state(self) -> RegistryState:
@@ -69,9 +72,25 @@ class SchemaRegistry:
         versions = self.state.subjects.get(subject, {})
         return [versions[v] for v in sorted(versions) if deleted or not versions[v].deleted]
 
-    def subjects(self, *, deleted: bool = False, prefix: str = "") -> list[str]:
-        return sorted(s for s in self.state.subjects if s.startswith(prefix)
-                      and self.live(s, deleted=deleted))
+    def subjects(self, *, deleted: bool = False, prefix: str = ctx.WILDCARD) -> list[str]:
+        """Subjects starting with ``prefix`` in its context (``:*:``: in any context)."""
+        context, name = ctx.split(prefix)
+        return sorted(s for s in self.state.subjects if self.live(s, deleted=deleted)
+                      and context in ("*", ctx.context_of(s)) and ctx.split(s)[1].startswith(name))
+
+    def contexts(self) -> list[str]:
+        return [ctx.DEFAULT_CONTEXT, *sorted(self.state.contexts)]
+
+    async def delete_context(self, text: str) -> None:
+        """Forget an empty context (``DELETE /contexts/{context}``)."""
+        async with self._lock:
+            prefix = ctx.normalize_context(text)
+            if not prefix:
+                raise e.RegistryError(404, 404, "HTTP 404 Not Found")
+            if self.subjects(deleted=True, prefix=prefix):
+                raise e.RegistryError(422, 42211,
+                                      f"The specified context '{prefix}' is not empty.")
+            await self.store.write([context_record(ctx.context_of(prefix), delete=True)])
 
     def versions(self, subject: str, *, deleted: bool = False) -> list[int]:
         found = self.live(subject, deleted=deleted)
@@ -91,17 +110,33 @@ class SchemaRegistry:
                 return sv
         raise e.version_not_found(number)
 
-    def by_id(self, schema_id: int) -> SchemaVersion:
-        users = self.state.ids.get(schema_id)
-        if not users:
+    def by_id(self, schema_id: int, subject: str | None = None) -> SchemaVersion:
+        """The schema with ``schema_id`` in ``subject``'s context (Confluent's
+        ``getSchemaKeyUsingContexts``): a qualified subject's context, else the default
+        context's id when it is ``subject``'s, else the id of ``subject`` under another
+        context, else the default context's id."""
+        context, name = ctx.split(ctx.normalize(subject or ""))
+        users = self.state.ids.get((context, schema_id), set())
+        mine = sorted(u for u in users if u[0] == ctx.delimited(context) + name)
+        if name and not mine and context == ctx.DEFAULT_CONTEXT:
+            for other in sorted(self.state.contexts):
+                mine = sorted(u for u in self.state.ids.get((other, schema_id), ())
+                              if u[0] == ctx.delimited(other) + name)
+                if mine:
+                    break
+        if not mine and not (name and context != ctx.DEFAULT_CONTEXT):
+            mine = sorted(users)
+        if not mine:
             raise e.schema_not_found(f"Schema {schema_id} not found")
-        subject, version = min(users)
+        subject, version = mine[0]
         return self.state.subjects[subject][version]
 
-    def id_versions(self, schema_id: int, *, deleted: bool = False) -> list[SchemaVersion]:
-        self.by_id(schema_id)
+    def id_versions(self, schema_id: int, subject: str | None = None, *,
+                    deleted: bool = False) -> list[SchemaVersion]:
+        found = self.by_id(schema_id, subject)
         out = []
-        for subject, version in sorted(self.state.ids[schema_id]):
+        for subject, version in sorted(self.state.ids[(ctx.context_of(found.subject),
+                                                       schema_id)]):
             sv = self.state.subjects[subject][version]
             if deleted or not sv.deleted:
                 out.append(sv)
@@ -111,21 +146,24 @@ class SchemaRegistry:
         target = self.version(subject, text)
         return sorted({sv.id for versions in self.state.subjects.values()
                        for sv in versions.values() if not sv.deleted and any(
-                           r.get("subject") == subject and r.get("version") == target.version
+                           ctx.qualify(str(r.get("subject")), sv.subject) == subject
+                           and r.get("version") == target.version
                            for r in sv.references)})
 
     # --- parsing -----------------------------------------------------------------------------
 
     async def parsed(self, sv: SchemaVersion) -> ParsedSchema:
-        found = self._parsed.get(sv.id)
+        found = self._parsed.get(_cache_key(sv))
         if found is None:
-            refs = await self._references(sv.references, 0)
+            refs = await self._references(sv.references, 0, sv.subject)
             found = await self._off_loop(parse_schema, sv.schema_type, sv.schema, refs)
-            self._parsed[sv.id] = found
+            self._parsed[_cache_key(sv)] = found
         return found
 
-    async def _references(self, references: list[dict[str, Any]], depth: int,
+    async def _references(self, references: list[dict[str, Any]], depth: int, parent: str,
                           ) -> list[ParsedSchema]:
+        """The schemas ``references`` name; a reference's subject is in ``parent``'s context
+        unless it names its own (Confluent's ``qualifySubjectWithParent``)."""
         if depth > MAX_REFERENCE_DEPTH:
             raise e.invalid_schema("with references nested too deep (a reference cycle?)")
         out = []
@@ -134,18 +172,19 @@ class SchemaRegistry:
                 raise e.invalid_schema(f"reference {ref!r}: a reference has a name, a subject "
                                        "and a version")
             try:
-                sv = self.version(str(ref["subject"]), str(ref["version"]))
+                sv = self.version(ctx.qualify(str(ref["subject"]), parent), str(ref["version"]))
             except e.RegistryError:
                 raise e.invalid_schema(f"reference {ref['name']!r}: could not find subject "
                                        f"{ref['subject']!r} version {ref['version']}") from None
-            if sv.id not in self._parsed:
-                nested = await self._references(sv.references, depth + 1)
-                self._parsed[sv.id] = await self._off_loop(parse_schema, sv.schema_type,
+            if _cache_key(sv) not in self._parsed:
+                nested = await self._references(sv.references, depth + 1, sv.subject)
+                self._parsed[_cache_key(sv)] = await self._off_loop(parse_schema, sv.schema_type,
                                                            sv.schema, nested)
-            out.append(self._parsed[sv.id])
+            out.append(self._parsed[_cache_key(sv)])
         return out
 
-    async def parse_request(self, body: dict[str, Any], *, normalize: bool = False,
+    async def parse_request(self, body: dict[str, Any], subject: str = "", *,
+                            normalize: bool = False,
                             ) -> tuple[ParsedSchema, list[dict[str, Any]]]:
         schema_type = body.get("schemaType") or "AVRO"
         if not isinstance(schema_type, str) or schema_type not in SCHEMA_TYPES:
@@ -156,10 +195,10 @@ class SchemaRegistry:
         references = body.get("references") or []
         if not isinstance(references, list):
             raise e.invalid_schema("references: expected a list")
-        refs = await self._references(references, 1)
+        refs = await self._references(references, 1, subject)
         # resolve "latest" to the number it names, as Confluent stores it
-        stored = [{"name": r["name"], "subject": r["subject"],
-                   "version": self.version(str(r["subject"]), str(r["version"])).version}
+        stored = [{"name": r["name"], "subject": r["subject"], "version": self.version(
+                      ctx.qualify(str(r["subject"]), subject), str(r["version"])).version}
                   for r in references]
         parsed = await self._off_loop(
             functools.partial(parse_schema, normalize=normalize), schema_type, text, refs)
@@ -179,11 +218,17 @@ class SchemaRegistry:
                      deleted: bool = False) -> SchemaVersion:
         if not self.live(subject, deleted=deleted):
             raise e.subject_not_found(subject)
-        parsed, refs = await self.parse_request(body, normalize=normalize)
+        parsed, refs = await self.parse_request(body, subject, normalize=normalize)
         given = contract_of(body)
-        contract = given if given != (None, None) else None
-        for sv in reversed(self.live(subject, deleted=deleted)):
-            if contract is not None and (sv.metadata, sv.rule_set) != contract:
+        versions = self.live(subject, deleted=deleted)
+        # as Confluent's lookup: the contract sent, else the one registering it would store
+        latest = versions[-1]
+        populated = with_config(self.config(subject), (
+            latest.metadata if given[0] is None else given[0],
+            latest.rule_set if given[1] is None else given[1]))
+        contracts = [given, populated] if given != (None, None) else None
+        for sv in reversed(versions):
+            if contracts is not None and (sv.metadata, sv.rule_set) not in contracts:
                 continue
             if self._same(sv, parsed, refs) or (not normalize and sv.schema_type == "AVRO"
                                                and await self._equal_parsed(sv, parsed)):
@@ -199,18 +244,22 @@ class SchemaRegistry:
             mode = self.mode(subject)
             if mode in ("READONLY", "READONLY_OVERRIDE"):
                 raise e.operation_not_permitted(f"Subject {subject} is in read-only mode")
+            context = ctx.context_of(subject)
             given_id = body.get("id")
             given_version = body.get("version")
             if (given_id not in (None, -1, 0)) and mode != "IMPORT":
                 raise e.operation_not_permitted(f"Subject {subject} is not in import mode")
-            parsed, refs = await self.parse_request(body, normalize=normalize)
+            parsed, refs = await self.parse_request(body, subject, normalize=normalize)
             everything = self.live(subject, deleted=True)
             live = [sv for sv in everything if not sv.deleted]
-            # Confluent's data contracts: what a new version leaves out, it inherits
             metadata, rule_set = contract_of(body)
-            if live:
-                metadata = live[-1].metadata if metadata is None else metadata
-                rule_set = live[-1].rule_set if rule_set is None else rule_set
+            if mode != "IMPORT":
+                # Confluent's data contracts: what a new version leaves out, it inherits; the
+                # config's defaults go under that and its overrides over it
+                if live:
+                    metadata = live[-1].metadata if metadata is None else metadata
+                    rule_set = live[-1].rule_set if rule_set is None else rule_set
+                metadata, rule_set = with_config(self.config(subject), (metadata, rule_set))
             contract = (metadata, rule_set)
             for sv in live:
                 if self._same(sv, parsed, refs, contract) and given_id in (None, -1, 0, sv.id):
@@ -221,31 +270,38 @@ class SchemaRegistry:
                 problems = check(level, parsed, previous)
                 if problems:
                     raise e.incompatible([f'"{subject}", details: [{", ".join(problems)}]'])
-            schema_id = self._id_for(parsed, refs, given_id, contract)
+            schema_id = self._id_for(context, parsed, refs, given_id, contract)
             version = (everything[-1].version + 1) if everything else 1
             if mode == "IMPORT" and isinstance(given_version, int) and given_version > 0:
                 version = given_version
             sv = SchemaVersion(subject, version, schema_id, parsed.schema_type, refs,
                                parsed.canonical, metadata=metadata, rule_set=rule_set)
-            await self.store.write([(sv.key(), sv.value())])
-            self._parsed.setdefault(schema_id, parsed)
+            records: list[tuple[dict[str, Any], dict[str, Any] | None]] = [
+                (sv.key(), sv.value())]
+            if context != ctx.DEFAULT_CONTEXT and context not in self.state.contexts:
+                records.insert(0, context_record(context))
+            await self.store.write(records)
+            self._parsed.setdefault((context, schema_id), parsed)
             return self.state.subjects[subject][version]
 
-    def _id_for(self, parsed: ParsedSchema, refs: list[dict[str, Any]], given: Any,
-                contract: Contract) -> int:
-        for schema_id, users in self.state.ids.items():
+    def _id_for(self, context: str, parsed: ParsedSchema, refs: list[dict[str, Any]],
+                given: Any, contract: Contract) -> int:
+        for (in_context, schema_id), users in self.state.ids.items():
+            if in_context != context:
+                continue
             s, v = min(users)
             if self._same(self.state.subjects[s][v], parsed, refs, contract):
                 if given not in (None, -1, 0) and given != schema_id:
                     break
                 return schema_id
         if given in (None, -1, 0):
-            return self.state.max_id + 1
+            return self.state.max_ids.get(context, 0) + 1
         if not isinstance(given, int) or given < 1:
             raise e.bad_request(f"Invalid id {given!r}")
-        if given in self.state.ids:
+        if (context, given) in self.state.ids:
             raise e.operation_not_permitted(
-                f"Overwrite new schema with id {given} is not permitted.")
+                f"Overwrite new schema with id {given} in context {ctx.delimited(context)} "
+                "is not permitted.")
         return given
 
     # --- deletes -------------------------------------------------------------------------------
@@ -327,51 +383,64 @@ class SchemaRegistry:
         else:
             previous = [await self.parsed(self.version(subject, version))]
             level = level.removesuffix("_TRANSITIVE")
-        parsed, _refs = await self.parse_request(body, normalize=normalize)
+        parsed, _refs = await self.parse_request(body, subject, normalize=normalize)
         return check(level, parsed, previous)
 
     # --- config and mode -----------------------------------------------------------------------
 
+    def config(self, subject: str | None) -> dict[str, Any] | None:
+        """The config in scope for ``subject`` (the whole first one found, as Confluent's
+        ``getConfigInScope``: a subject's own config holds its contract defaults alone)."""
+        return in_scope(self.state.configs, subject)
+
     def compatibility(self, subject: str | None) -> str:
-        configs = self.state.configs
-        level = configs.get(subject) if subject is not None else None
-        return str(level or configs.get(None) or DEFAULT_COMPATIBILITY)
+        return str((self.config(subject) or {}).get("compatibilityLevel")
+                   or DEFAULT_COMPATIBILITY)
 
-    def subject_config(self, subject: str, *, default_to_global: bool) -> str:
-        level = self.state.configs.get(subject)
-        if level is None:
-            if not default_to_global:
-                raise e.subject_compatibility_not_configured(subject)
-            return self.compatibility(None)
-        return str(level)
+    def config_json(self, subject: str | None, *, in_scope: bool = True) -> dict[str, Any]:
+        """Confluent's ``Config`` of ``subject`` (its own only unless ``in_scope``), the level
+        filled in with the default; 40408 when the subject has none of its own."""
+        found = self.config(subject) if in_scope else self.state.configs.get(subject)
+        if found is None and subject is not None and not in_scope:
+            raise e.subject_compatibility_not_configured(subject)
+        found = found or {}
+        out = {"compatibilityLevel": found.get("compatibilityLevel") or DEFAULT_COMPATIBILITY}
+        out.update((k, found[k]) for k in CONFIG_FIELDS if found.get(k) is not None)
+        return out
 
-    async def set_config(self, subject: str | None, body: dict[str, Any]) -> str:
+    async def set_config(self, subject: str | None, body: dict[str, Any]) -> dict[str, Any]:
+        """Confluent's ``ConfigValue.update``: what the body leaves out is kept."""
         level = body.get("compatibility", body.get("compatibilityLevel"))
-        if not isinstance(level, str) or level.upper() not in LEVELS:
+        if level is not None and (not isinstance(level, str) or level.upper() not in LEVELS):
             raise e.invalid_compatibility(level)
-        await self.store.write([(setting_key("CONFIG", subject),
-                                 {"compatibilityLevel": level.upper()})])
-        return level.upper()
+        value = updated_config(self.state.configs.get(subject), body)
+        if level is not None:
+            value["compatibilityLevel"] = level.upper()
+        if subject is not None:
+            value["subject"] = subject
+        await self.store.write([(setting_key("CONFIG", subject), value)])
+        answer = {k: value[k] for k in CONFIG_FIELDS if k in value}
+        if "compatibilityLevel" in value:
+            answer = {"compatibility": value["compatibilityLevel"], **answer}
+        return answer
 
-    async def delete_config(self, subject: str | None) -> str:
+    async def delete_config(self, subject: str | None) -> dict[str, Any]:
         if subject is not None and not self.live(subject, deleted=True) and (
                 subject not in self.state.configs):
             raise e.subject_not_found(subject)
-        previous = self.compatibility(subject)
+        previous = self.config_json(subject, in_scope=subject is None)
         await self.store.write([(setting_key("CONFIG", subject), None)])
         return previous
 
     def mode(self, subject: str | None) -> str:
-        modes = self.state.modes
-        found = modes.get(subject) if subject is not None else None
-        return str(found or modes.get(None) or "READWRITE")
+        return in_scope(self.state.modes, subject) or "READWRITE"
 
     def subject_mode(self, subject: str, *, default_to_global: bool) -> str:
         found = self.state.modes.get(subject)
         if found is None:
             if not default_to_global:
                 raise e.subject_mode_not_configured(subject)
-            return self.mode(None)
+            return self.mode(subject)
         return str(found)
 
     async def set_mode(self, subject: str | None, body: dict[str, Any], *, force: bool) -> str:
@@ -380,7 +449,9 @@ class SchemaRegistry:
             raise e.invalid_mode(mode)
         mode = mode.upper()
         if mode == "IMPORT" and not force:
-            has = self.live(subject, deleted=True) if subject else self.state.subjects
+            in_context = bool(subject) and ctx.is_context(str(subject))
+            has = (self.subjects(deleted=True, prefix=str(subject)) if in_context
+                   else self.live(subject, deleted=True) if subject else self.state.subjects)
             if has:
                 raise e.operation_not_permitted(
                     "Cannot import since found existing subjects")
@@ -391,6 +462,21 @@ class SchemaRegistry:
         previous = self.mode(subject)
         await self.store.write([(setting_key("MODE", subject), None)])
         return previous
+
+
+def in_scope(table: dict[str | None, T], subject: str | None) -> T | None:
+    """The setting that applies to ``subject`` (Confluent's ``getConfigInScope``): its own,
+    else its context's (the global one for the default context), else the ``:.__GLOBAL:``
+    context's."""
+    context = ctx.context_of(subject or "")
+    for key in (subject, ctx.delimited(context) or None, ctx.delimited(ctx.GLOBAL_CONTEXT)):
+        if key in table:
+            return table[key]
+    return None
+
+
+def _cache_key(sv: SchemaVersion) -> tuple[str, int]:
+    return ctx.context_of(sv.subject), sv.id
 
 
 def schema_json(sv: SchemaVersion, *, with_subject: bool = True) -> dict[str, Any]:
@@ -410,30 +496,4 @@ def schema_json(sv: SchemaVersion, *, with_subject: bool = True) -> dict[str, An
     return out
 
 
-#: (metadata, ruleSet) of a schema, None where it has none
-Contract = tuple["dict[str, Any] | None", "dict[str, Any] | None"]
-
-
-def contract_of(body: dict[str, Any]) -> Contract:
-    """The ``metadata`` and ``ruleSet`` of a request body; each an object or absent."""
-    out = []
-    for field in ("metadata", "ruleSet"):
-        value = body.get(field)
-        if value is not None and not isinstance(value, dict):
-            raise e.invalid_schema(f"{field}: expected an object")
-        out.append(value)
-    return out[0], out[1]
-
-
-def with_metadata(versions: list[SchemaVersion], wanted: dict[str, str]) -> SchemaVersion:
-    """The latest of ``versions`` whose metadata properties hold every pair of ``wanted``
-    (``GET /subjects/{subject}/metadata``)."""
-    for sv in reversed(versions):
-        properties = (sv.metadata or {}).get("properties") or {}
-        if all(properties.get(k) == v for k, v in wanted.items()):
-            return sv
-    raise e.schema_not_found()
-
-
-__all__ = ["Contract", "SchemaRegistry", "contract_of", "parse_version", "schema_json",
-           "with_metadata"]
+__all__ = ["SchemaRegistry", "in_scope", "parse_version", "schema_json"]

@@ -12,10 +12,14 @@ another tool wrote (a Confluent registry's, or a restore) are read the same way.
 The records (keys and values are JSON, as Confluent's ``SchemaRegistrySerializer`` writes them):
 SCHEMA ``{"keytype":"SCHEMA","subject":s,"version":v,"magic":1}`` -> ``{"subject","version",
 "id","schemaType","references","schema","deleted"}`` (a tombstone deletes it for good); CONFIG and
-MODE ``{"keytype":..,"subject":s or null,"magic":0}`` -> ``{"compatibilityLevel":..}`` /
+MODE ``{"keytype":..,"subject":s or null,"magic":0}`` -> ``{"compatibilityLevel":..,
+"defaultMetadata", "overrideMetadata", "defaultRuleSet", "overrideRuleSet"}`` /
 ``{"mode":..}`` (a tombstone removes the setting); DELETE_SUBJECT -> ``{"subject","version"}``
 (versions up to it soft-deleted); CLEAR_SUBJECT -> ``{"subject"}`` (soft-deleted versions
-forgotten); NOOP (nothing).
+forgotten); CONTEXT ``{"keytype":"CONTEXT","tenant":"default","context":".ctx","magic":0}`` ->
+``{"tenant","context"}`` (a context made by its first schema; a tombstone deletes it); NOOP
+(nothing). A subject outside the default context is stored qualified (``:.ctx:orders``), and
+ids count per context (``contexts.py``).
 """
 
 from __future__ import annotations
@@ -32,6 +36,7 @@ from ...protocol.records import build_batch, decode_batches
 from ..offload import run_io
 from ..server.state import BrokerState, TopicChange
 from ..storage import Log, StorageError
+from .contexts import context_of
 from .errors import store_error
 
 LOGGER = logging.getLogger(__name__)
@@ -80,16 +85,32 @@ def setting_key(keytype: str, subject: str | None) -> dict[str, Any]:
     return {"keytype": keytype, "subject": subject, "magic": 0}
 
 
+TENANT = "default"
+
+
+def context_record(context: str, *, delete: bool = False,
+                   ) -> tuple[dict[str, Any], dict[str, Any] | None]:
+    """Confluent's CONTEXT record: a context exists from its first schema until deleted."""
+    key = {"keytype": "CONTEXT", "tenant": TENANT, "context": context, "magic": 0}
+    return key, None if delete else {"tenant": TENANT, "context": context}
+
+
 @attrs.define
 class RegistryState:
     """What the topic says, applied record by record."""
 
     subjects: dict[str, dict[int, SchemaVersion]] = attrs.field(factory=dict)
-    #: id -> the (subject, version)s registered with it
-    ids: dict[int, set[tuple[str, int]]] = attrs.field(factory=dict)
-    configs: dict[str | None, str] = attrs.field(factory=dict)
+    #: (context, id) -> the (subject, version)s registered with it: each context numbers
+    #: its schemas apart
+    ids: dict[tuple[str, int], set[tuple[str, int]]] = attrs.field(factory=dict)
+    #: subject (None: global) -> Confluent's ConfigValue: ``compatibilityLevel`` and the data
+    #: contract defaults and overrides (``contracts.py``)
+    configs: dict[str | None, dict[str, Any]] = attrs.field(factory=dict)
     modes: dict[str | None, str] = attrs.field(factory=dict)
-    max_id: int = 0
+    #: context -> the highest id given in it
+    max_ids: dict[str, int] = attrs.field(factory=dict)
+    #: the contexts other than the default one, from CONTEXT records
+    contexts: set[str] = attrs.field(factory=set)
 
     def apply(self, key: dict[str, Any], value: dict[str, Any] | None) -> None:
         keytype = key.get("keytype")
@@ -97,9 +118,17 @@ class RegistryState:
         if keytype == "SCHEMA":
             self._apply_schema(str(subject), int(key["version"]), value)
         elif keytype == "CONFIG":
-            self._set(self.configs, subject, value and value.get("compatibilityLevel"))
+            if value is None:
+                self.configs.pop(subject, None)
+            else:
+                self.configs[subject] = value
         elif keytype == "MODE":
             self._set(self.modes, subject, value and value.get("mode"))
+        elif keytype == "CONTEXT" and key.get("tenant", TENANT) == TENANT:
+            if value is None:
+                self.contexts.discard(str(key.get("context")))
+            else:
+                self.contexts.add(str(key.get("context")))
         elif keytype == "DELETE_SUBJECT" and value is not None:
             for sv in self.subjects.get(str(subject), {}).values():
                 if sv.version <= int(value.get("version", 0)):
@@ -119,11 +148,12 @@ class RegistryState:
     def _apply_schema(self, subject: str, version: int, value: dict[str, Any] | None) -> None:
         versions = self.subjects.setdefault(subject, {})
         old = versions.pop(version, None)
+        context = context_of(subject)
         if old is not None:
-            users = self.ids.get(old.id, set())
+            users = self.ids.get((context, old.id), set())
             users.discard((subject, version))
             if not users:
-                self.ids.pop(old.id, None)
+                self.ids.pop((context, old.id), None)
         if value is None:
             if not versions:
                 del self.subjects[subject]
@@ -133,8 +163,8 @@ class RegistryState:
                            bool(value.get("deleted", False)), value.get("metadata"),
                            value.get("ruleSet"))
         versions[version] = sv
-        self.ids.setdefault(sv.id, set()).add((subject, version))
-        self.max_id = max(self.max_id, sv.id)
+        self.ids.setdefault((context, sv.id), set()).add((subject, version))
+        self.max_ids[context] = max(self.max_ids.get(context, 0), sv.id)
 
 
 def _encode(obj: dict[str, Any] | None) -> bytes | None:
