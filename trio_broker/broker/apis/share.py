@@ -136,12 +136,14 @@ def _described(group: ShareGroup, names: dict[uuid.UUID, str],
 
 # --- acknowledgements (ShareFetch and ShareAcknowledge) ----------------------------------------
 def _acknowledge(ctx: HandlerContext, group_id: str, member_id: str, topics: list[Struct],
-                 denied: set[str]) -> dict[TP, int]:
-    """Apply every partition's acknowledgement batches; (topic id, partition) -> error code."""
+                 denied: set[str], renew: bool) -> dict[TP, int]:
+    """Apply every partition's acknowledgement batches; (topic id, partition) -> error code.
+    ``renew`` is the request's ``IsRenewAck``: only then is RENEW a valid type."""
     shares = ctx.broker.shares
     logs = ctx.broker.logs
     results: dict[TP, int] = {}
     now = trio.current_time()
+    lock_s = shares.record_lock_duration_ms(group_id) / 1000
     for t in topics:
         name = logs.topic_name(t.topic_id)
         for p in t.partitions:
@@ -162,7 +164,7 @@ def _acknowledge(ctx: HandlerContext, group_id: str, member_id: str, topics: lis
                 sp.expire_locks(now)
                 error = sp.acknowledge(member_id, [
                     (b.first_offset, b.last_offset, b.acknowledge_types)
-                    for b in p.acknowledgement_batches])
+                    for b in p.acknowledgement_batches], renew=renew, now=now, lock_s=lock_s)
                 results[key] = error or 0
                 if error is None:  # records freed or released: wake the group's waiting fetches
                     _count_acknowledgements(ctx, p.acknowledgement_batches)
@@ -173,7 +175,7 @@ def _acknowledge(ctx: HandlerContext, group_id: str, member_id: str, topics: lis
 
 #: Kafka's AcknowledgeType names, as its RecordAcknowledgementsPerSec ackType tag spells them
 #: (gaps are no record: not counted)
-_ACK_TAGS = {1: "Accept", 2: "Release", 3: "Reject"}
+_ACK_TAGS = {1: "Accept", 2: "Release", 3: "Reject", 4: "Renew"}
 
 
 def _count_acknowledgements(ctx: HandlerContext, batches: list[Struct]) -> None:
@@ -244,6 +246,13 @@ async def handle_share_fetch(ctx: HandlerContext, request: RequestBody) -> Handl
     refused = _group_refusal(ctx, group_id, member_id)
     if refused is not None:
         return top_level(*refused)
+    renew = bool(request.is_renew_ack)
+    if renew and (request.max_bytes or request.min_bytes or request.max_records
+                  or request.max_wait_ms):
+        # KIP-1222: a renewing ShareFetch fetches nothing (fetching could outlast the renewed
+        # locks), so it must not ask for records
+        return top_level(ErrorCode.INVALID_REQUEST, "MaxBytes, MinBytes, MaxRecords and "
+                         "MaxWaitMs must be 0 in a ShareFetch with IsRenewAck.")
     named = [(t.topic_id, p.partition_index) for t in request.topics for p in t.partitions]
     epoch = request.share_session_epoch
     if epoch == FINAL_SESSION_EPOCH and any(
@@ -255,9 +264,9 @@ async def handle_share_fetch(ctx: HandlerContext, request: RequestBody) -> Handl
     if error:
         return top_level(error)
     denied = _denied_topics(ctx, request.topics)
-    acks = _acknowledge(ctx, group_id, member_id, request.topics, denied)
+    acks = _acknowledge(ctx, group_id, member_id, request.topics, denied, renew)
     await _persist(ctx, group_id, acks)
-    wanted = set() if epoch == FINAL_SESSION_EPOCH else session
+    wanted = set() if epoch == FINAL_SESSION_EPOCH or renew else session
     fetched = _acquire(ctx, request, group_id, member_id, wanted, denied)
     if (any(a.record_count for a in fetched.values() if isinstance(a, Acquisition))
             or request.max_wait_ms <= 0 or not wanted):
@@ -371,7 +380,7 @@ async def handle_share_acknowledge(ctx: HandlerContext, request: RequestBody) ->
     if error:
         return top_level(error)
     acks = _acknowledge(ctx, group_id, member_id, request.topics,
-                        _denied_topics(ctx, request.topics))
+                        _denied_topics(ctx, request.topics), bool(request.is_renew_ack))
     await _persist(ctx, group_id, acks)
     by_topic: dict[uuid.UUID, list[Struct]] = {}
     for (tid, p), code in sorted(acks.items(), key=str):

@@ -47,6 +47,9 @@ class AcknowledgeType(enum.IntEnum):
     ACCEPT = 1
     RELEASE = 2
     REJECT = 3
+    #: KIP-1222 (ShareFetch / ShareAcknowledge v2 with ``IsRenewAck``): the record stays
+    #: acquired by the member under a fresh lock, its delivery count unchanged
+    RENEW = 4
 
 
 class AcquiredRange(NamedTuple):
@@ -75,23 +78,28 @@ class InFlight:
     deadline: float = 0.0
 
 
-_ACK_TYPES = frozenset(int(t) for t in AcknowledgeType)
+_ACK_TYPES = frozenset(int(t) for t in AcknowledgeType if t is not AcknowledgeType.RENEW)
+_ACK_TYPES_RENEW = frozenset(int(t) for t in AcknowledgeType)
 #: (first_offset, last_offset, acknowledge_types) as a request carries them
 AckBatch = tuple[int, int, Sequence[int]]
 #: read(offset, max_bytes) -> whole batches from the one holding ``offset`` (b"": none)
 ReadFn = Callable[[int, int], bytes]
 
 
-def validate_batches(batches: Iterable[AckBatch]) -> ErrorCode | None:
+def validate_batches(batches: Iterable[AckBatch], *,
+                     renew: bool = False) -> ErrorCode | None:
     """Kafka's checks of a partition's acknowledgement batches before any is applied:
-    first <= last, ascending and not overlapping, one type or one per offset, known types."""
+    first <= last, ascending and not overlapping, one type or one per offset, known types.
+    RENEW is a known type only in a request that says it carries renewals (``IsRenewAck``,
+    version 2+)."""
+    known = _ACK_TYPES_RENEW if renew else _ACK_TYPES
     previous_last = -1
     for first, last, types in batches:
         if first < 0 or last < first or first <= previous_last:
             return ErrorCode.INVALID_REQUEST
         if len(types) not in (1, last - first + 1):
             return ErrorCode.INVALID_REQUEST
-        if any(t not in _ACK_TYPES for t in types):
+        if any(t not in known for t in types):
             return ErrorCode.INVALID_REQUEST
         previous_last = last
     return None
@@ -197,10 +205,13 @@ class SharePartition:
         return len(held)
 
     # --- acknowledgement ----------------------------------------------------------------------
-    def acknowledge(self, member_id: str, batches: Sequence[AckBatch]) -> ErrorCode | None:
+    def acknowledge(self, member_id: str, batches: Sequence[AckBatch], *, renew: bool = False,
+                    now: float = 0.0, lock_s: float = 0.0) -> ErrorCode | None:
         """Apply a partition's acknowledgement batches, all or none: a record not acquired by
-        ``member_id`` (or whose lock expired) is INVALID_RECORD_STATE, the state unchanged."""
-        error = validate_batches(batches)
+        ``member_id`` (or whose lock expired) is INVALID_RECORD_STATE, the state unchanged.
+        With ``renew`` (the request's ``IsRenewAck``) a RENEW restarts the record's acquisition
+        lock at ``now`` for ``lock_s``."""
+        error = validate_batches(batches, renew=renew)
         if error is not None:
             return error
         for first, last, _ in batches:
@@ -215,6 +226,9 @@ class SharePartition:
                 record = self.in_flight[offset]
                 if kind == AcknowledgeType.ACCEPT:
                     record.state = RecordState.ACKNOWLEDGED
+                elif kind == AcknowledgeType.RENEW:
+                    record.deadline = now + lock_s
+                    continue
                 elif kind == AcknowledgeType.RELEASE:
                     self._release(record)
                 else:  # reject, gap
