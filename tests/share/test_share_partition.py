@@ -118,3 +118,16 @@ def test_acquisition_stops_at_the_in_flight_cap() -> None:
     sp.acknowledge("m", [(0, 4, [ACCEPT])])
     assert sp.acquire("m", log.read, max_records=100, max_bytes=1 << 20, now=0,
                       lock_s=30).record_count == 5
+
+
+def test_skipped_batches_are_archived_and_acquisition_reads_on() -> None:
+    """read_committed: batches the skip predicate names (aborted, control) are archived when
+    first reached, never acquired; an acquisition reads past them to the next records."""
+    log, sp = FakeLog(15), partition()
+    skipped = {0, 5}
+    got = sp.acquire("m", log.read, max_records=100, max_bytes=1, now=0, lock_s=30,
+                     skip=lambda h: h.base_offset in skipped)
+    assert [tuple(r) for r in got.ranges] == [(10, 14, 1)]
+    assert [h.base_offset for _, h in iter_batches(got.records)] == [10]
+    # 0-9 archived and forgotten: the start offset moved over them
+    assert (sp.start_offset, sp.end_offset, sorted(sp.in_flight)) == (10, 15, list(range(10, 15)))

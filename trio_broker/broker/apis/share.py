@@ -19,6 +19,7 @@ from typing import Any
 import trio
 
 from ...protocol.api_keys import ApiKey
+from ...protocol.batch import BatchHeader
 from ...protocol.errors import ErrorCode
 from ...protocol.messages import response_type
 from ..coordinator.share import Acquisition, HeartbeatAnswer, ShareGroup
@@ -297,6 +298,7 @@ def _acquire(ctx: HandlerContext, request: RequestBody, group_id: str, member_id
     lock_s = shares.record_lock_duration_ms(group_id) / 1000
     remaining = request.max_bytes if request.max_bytes > 0 else 0x7FFFFFFF
     max_records = request.max_records if request.max_records > 0 else 500
+    committed = shares.isolation_level(group_id) == "read_committed"
     out: dict[TP, Acquisition | int] = {}
     for topic_id, partition in sorted(wanted, key=str):
         name = logs.topic_name(topic_id)
@@ -314,14 +316,11 @@ def _acquire(ctx: HandlerContext, request: RequestBody, group_id: str, member_id
         if remaining <= 0 or max_records <= 0:
             continue
 
-        def read(offset: int, max_bytes: int, log: Any = log) -> bytes:
-            records = log.read(offset, max_bytes, min_one_batch=True).records
-            assert isinstance(records, bytes)  # no region asked for
-            return records
-
+        reader = _Reader(log, committed)
         try:
-            got = sp.acquire(member_id, read, max_records=max_records, max_bytes=remaining,
-                             now=now, lock_s=lock_s)
+            got = sp.acquire(member_id, reader.read, max_records=max_records,
+                             max_bytes=remaining, now=now, lock_s=lock_s,
+                             skip=reader.skip if committed else None)
         except StorageError as exc:
             out[(topic_id, partition)] = exc.error_code
             continue
@@ -329,6 +328,31 @@ def _acquire(ctx: HandlerContext, request: RequestBody, group_id: str, member_id
         remaining -= len(got.records)
         max_records -= got.record_count
     return out
+
+
+class _Reader:
+    """A share-partition's reads of its log. read_committed (the group's
+    ``share.isolation.level``) reads stop at the last stable offset, and the batches of the
+    transactions aborted there, and control batches, are skipped, as Kafka's share fetch
+    archives them: a share consumer never sees them."""
+
+    def __init__(self, log: Any, committed: bool) -> None:
+        self.log = log
+        self.committed = committed
+        self.aborted: list[Any] = []
+
+    def read(self, offset: int, max_bytes: int) -> bytes:
+        data = self.log.read(offset, max_bytes, min_one_batch=True, committed=self.committed)
+        assert isinstance(data.records, bytes)  # no region asked for
+        self.aborted = data.aborted_transactions or []
+        return data.records
+
+    def skip(self, header: BatchHeader) -> bool:
+        if header.is_control:
+            return True
+        return header.is_transactional and any(
+            a.producer_id == header.producer_id
+            and a.first_offset <= header.base_offset <= a.last_offset for a in self.aborted)
 
 
 def _leader(ctx: HandlerContext, cls: Any, topic_id: uuid.UUID, partition: int) -> Struct:

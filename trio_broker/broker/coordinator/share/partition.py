@@ -24,11 +24,11 @@ from typing import NamedTuple
 
 import attrs
 
-from ....protocol.batch import iter_batches
+from ....protocol.batch import BatchHeader, iter_batches
 from ....protocol.errors import ErrorCode
 
 __all__ = ["AcknowledgeType", "AcquiredRange", "Acquisition", "RecordState", "SharePartition",
-           "validate_batches"]
+           "SkipFn", "validate_batches"]
 
 
 class RecordState(enum.IntEnum):
@@ -84,6 +84,12 @@ _ACK_TYPES_RENEW = frozenset(int(t) for t in AcknowledgeType)
 AckBatch = tuple[int, int, Sequence[int]]
 #: read(offset, max_bytes) -> whole batches from the one holding ``offset`` (b"": none)
 ReadFn = Callable[[int, int], bytes]
+#: skip(batch header) -> whether the batch's records are never delivered (read_committed:
+#: aborted transactional batches and control batches), archived when first reached
+SkipFn = Callable[[BatchHeader], bool]
+#: new-record reads one acquisition may make over batches it skips, before it answers
+#: with nothing and lets the next fetch go on
+_MAX_SKIPPING_READS = 16
 
 
 def validate_batches(batches: Iterable[AckBatch], *,
@@ -117,12 +123,12 @@ class SharePartition:
 
     # --- acquisition --------------------------------------------------------------------------
     def acquire(self, member_id: str, read: ReadFn, *, max_records: int, max_bytes: int,
-                now: float, lock_s: float) -> Acquisition:
+                now: float, lock_s: float, skip: SkipFn | None = None) -> Acquisition:
         """Hand records to ``member_id``: released / expired ones first, then new ones from the
         end offset. Whole batches come back, but at most ``max_records`` offsets are acquired
         (a batch may be cut, as Kafka's record-limit acquire mode does): producers batch
         thousands of records together, and whole-batch acquisition would hand them all to
-        the first member that asks."""
+        the first member that asks. New batches ``skip`` names are archived, not sent."""
         self.expire_locks(now)
         deadline = now + lock_s
         available = sorted(o for o, r in self.in_flight.items()
@@ -137,30 +143,49 @@ class SharePartition:
                 return Acquisition(b"", [])
             chosen = [o for o in available if o <= last][:max(max_records, 1)]
             return Acquisition(data, self._lock(chosen, member_id, deadline))
-        room = self.max_record_locks - (self.end_offset - self.start_offset)
-        if room <= 0:
-            return Acquisition(b"", [])
-        data = read(self.end_offset, max_bytes)
-        if not data:
-            return Acquisition(b"", [])
+        for _ in range(_MAX_SKIPPING_READS):
+            room = self.max_record_locks - (self.end_offset - self.start_offset)
+            if room <= 0:
+                break
+            data = read(self.end_offset, max_bytes)
+            if not data:
+                break
+            kept, offsets, skipped = self._new_batches(data, min(max(max_records, 1), room),
+                                                       skip)
+            for offset in skipped:
+                self.in_flight[offset] = InFlight(RecordState.ARCHIVED)
+            for offset in offsets:
+                self.in_flight[offset] = InFlight(RecordState.AVAILABLE)
+            self.end_offset = max(offsets[-1:] + skipped[-1:], default=self.end_offset - 1) + 1
+            if offsets:
+                ranges = self._lock(offsets, member_id, deadline)
+                self._advance()
+                return Acquisition(kept, ranges)
+            if not skipped:
+                break
+            self._advance()
+        return Acquisition(b"", [])
+
+    def _new_batches(self, data: bytes, limit: int,
+                     skip: SkipFn | None) -> tuple[bytes, list[int], list[int]]:
+        """The batches from the end offset on: (batches to send, offsets to acquire (at most
+        ``limit``), offsets of the batches skipped up to there)."""
         kept = bytearray()
         offsets: list[int] = []
-        limit = min(max(max_records, 1), room)
+        skipped: list[int] = []
         for pos, header in iter_batches(data):
             last = header.base_offset + header.last_offset_delta
             if last < self.end_offset:
                 continue
-            kept += data[pos:pos + header.size]
             first = max(header.base_offset, self.end_offset)
+            if skip is not None and skip(header):
+                skipped.extend(range(first, last + 1))
+                continue
+            kept += data[pos:pos + header.size]
             offsets.extend(range(first, min(last, first + limit - len(offsets) - 1) + 1))
             if len(offsets) >= limit:
                 break
-        if not offsets:
-            return Acquisition(b"", [])
-        for offset in offsets:
-            self.in_flight[offset] = InFlight(RecordState.AVAILABLE)
-        self.end_offset = offsets[-1] + 1
-        return Acquisition(bytes(kept), self._lock(offsets, member_id, deadline))
+        return bytes(kept), offsets, skipped
 
     def _lock(self, offsets: list[int], member_id: str, deadline: float) -> list[AcquiredRange]:
         ranges: list[AcquiredRange] = []
