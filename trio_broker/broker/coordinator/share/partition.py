@@ -136,11 +136,26 @@ class SharePartition:
         if available:
             data = read(available[0], max_bytes)
             last = _last_offset(data)
+            if last is None and skip is not None:
+                # read_committed, released records past the last stable offset (acquired
+                # under read_uncommitted): they wait for their transaction's end
+                return Acquisition(b"", [])
             if last is None:  # the log no longer holds them (retention): done
                 for offset in available:
                     self.in_flight[offset].state = RecordState.ARCHIVED
                 self._advance()
                 return Acquisition(b"", [])
+            if skip is not None:  # their transaction aborted since: never delivered again
+                for _, header in iter_batches(data):
+                    if skip(header):
+                        for offset in range(header.base_offset,
+                                            header.base_offset + header.last_offset_delta + 1):
+                            record = self.in_flight.get(offset)
+                            if record is not None and record.state is RecordState.AVAILABLE:
+                                record.state = RecordState.ARCHIVED
+                available = [o for o in available
+                             if self.in_flight[o].state is RecordState.AVAILABLE]
+                self._advance()
             chosen = [o for o in available if o <= last][:max(max_records, 1)]
             return Acquisition(data, self._lock(chosen, member_id, deadline))
         for _ in range(_MAX_SKIPPING_READS):
