@@ -47,6 +47,7 @@ def test_group_configs_are_described_altered_and_stored(
     with BrokerConnection(*parse_address(bootstrap)) as conn:
         assert describe(conn, group) == {
             "share.auto.offset.reset": ("latest", 5),
+            "share.isolation.level": ("read_uncommitted", 5),
             "share.record.lock.duration.ms": ("30000", 5),
             "share.session.timeout.ms": ("45000", 5),
             "share.heartbeat.interval.ms": ("5000", 5),
@@ -60,7 +61,8 @@ def test_group_configs_are_described_altered_and_stored(
         assert "share.bogus" in bad.error_message
         for key, value in (("share.record.lock.duration.ms", "100"),
                            ("share.auto.offset.reset", "by_duration:PT1H"),
-                           ("share.session.timeout.ms", "x")):
+                           ("share.session.timeout.ms", "x"),
+                           ("share.isolation.level", "read_committedd")):
             assert alter(conn, group, (key, SET, value)).error_code == ErrorCode.INVALID_CONFIG
         assert describe(conn, group)["share.record.lock.duration.ms"] == ("30000", 5)
         ok = alter(conn, group, ("share.record.lock.duration.ms", SET, "20000"),
@@ -69,6 +71,13 @@ def test_group_configs_are_described_altered_and_stored(
         described = describe(conn, group)
         assert described["share.record.lock.duration.ms"] == ("20000", 8)  # GROUP_CONFIG
         assert described["share.auto.offset.reset"] == ("earliest", 8)
+        refused = alter(conn, group, ("share.isolation.level", SET, "serializable"))
+        assert refused.error_message == (
+            "Invalid value serializable for configuration share.isolation.level: String must "
+            "be one of: read_committed, read_uncommitted")
+        assert alter(conn, group, ("share.isolation.level", SET, "read_committed")).error_code == 0
+        assert describe(conn, group)["share.isolation.level"] == ("read_committed", 8)
+        assert alter(conn, group, ("share.isolation.level", DELETE, None)).error_code == 0
         assert alter(conn, group, ("share.record.lock.duration.ms", DELETE, None)).error_code == 0
         assert describe(conn, group)["share.record.lock.duration.ms"] == ("30000", 5)
     assert kafka_broker.broker is not None

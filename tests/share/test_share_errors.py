@@ -1,7 +1,7 @@
 """Share group requests on the wire (the blocking client's connection, raw message bodies):
 Kafka's error codes for a stale member epoch, an unknown member, an invalid heartbeat, share
 session epochs, acknowledgements of records not acquired and overlapping ranges, and the state
-unchanged after each."""
+unchanged after each; renew acknowledgements (KIP-1222)."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 from confluent_kafka import Producer
 
+from trio_broker.broker.coordinator.share import RecordState
 from trio_broker.client.blocking import BrokerConnection, parse_address
 from trio_broker.protocol.api_keys import SUPPORTED_VERSIONS, ApiKey, request_class
 from trio_broker.protocol.errors import ErrorCode
@@ -176,3 +177,66 @@ def test_session_and_acknowledgement_errors_leave_the_state_unchanged(
     assert kafka_broker.broker is not None
     sp = kafka_broker.broker.state.shares.partitions[(group, topic_id, 0)]
     assert (sp.start_offset, sp.end_offset, sp.in_flight) == (10, 10, {})
+
+
+def test_renew_acknowledgements_on_the_wire(
+        kafka_broker: ThreadedBroker, conn: BrokerConnection,
+        unique_topic: Callable[[str], str]) -> None:
+    """KIP-1222: RENEW (type 4) only in a v2 request with IsRenewAck; a renewing ShareFetch asks
+    for nothing and gets nothing; renewing records the member does not hold is
+    INVALID_RECORD_STATE; the delivery count is unchanged and the state unchanged on refusals."""
+    group, topic = unique_topic("sg"), unique_topic("t")
+    topic_id = create_topic(conn, topic)
+    heartbeat(conn, group, "m1", 0, [topic])
+    heartbeat(conn, group, "m2", 0, [topic])
+    produce(kafka_broker.bootstrap_servers, topic, 4)
+    assert acquired(share_fetch(conn, group, "m1", 0, topic_id)) == [(0, 3, 1)]
+    share_fetch(conn, group, "m2", 0, topic_id)  # m2's session, holding nothing
+    assert kafka_broker.broker is not None
+    sp = kafka_broker.broker.state.shares.partitions[(group, topic_id, 0)]
+    before = {o: (r.state, r.delivery_count, r.member_id, r.deadline)
+              for o, r in sp.in_flight.items()}
+
+    def renew_fetch(member: str, epoch: int, acks: list[tuple[int, int, list[int]]],
+                    *, renew: bool = True, max_records: int = 0) -> Any:
+        batches = [SF.FetchTopic.FetchPartition.AcknowledgementBatch(
+            first_offset=f, last_offset=la, acknowledge_types=t) for f, la, t in acks]
+        return conn.call(ApiKey.ShareFetch, 2, group_id=group, member_id=member,
+                         share_session_epoch=epoch, max_wait_ms=0, min_bytes=0, max_bytes=0,
+                         max_records=max_records, batch_size=0, share_acquire_mode=0,
+                         is_renew_ack=renew, topics=[SF.FetchTopic(topic_id=topic_id, partitions=[
+                             SF.FetchTopic.FetchPartition(partition_index=0,
+                                                          acknowledgement_batches=batches)])])
+
+    # a renewing ShareFetch asking for records: INVALID_REQUEST as a whole
+    asks = renew_fetch("m1", 1, [(0, 0, [4])], max_records=10)
+    assert asks.error_code == ErrorCode.INVALID_REQUEST
+    # RENEW without IsRenewAck (v2), or in v1: INVALID_REQUEST for the partition
+    assert renew_fetch("m1", 1, [(0, 0, [4])], renew=False).responses[0].partitions[
+        0].acknowledge_error_code == ErrorCode.INVALID_REQUEST
+    assert share_ack(conn, group, "m1", 2, topic_id, [(0, 0, [4])]).responses[0].partitions[
+        0].error_code == ErrorCode.INVALID_REQUEST
+    # m2 renewing m1's records, m1 renewing records past its own: INVALID_RECORD_STATE
+    theirs = renew_fetch("m2", 1, [(0, 1, [4])])
+    assert theirs.responses[0].partitions[0].acknowledge_error_code == (
+        ErrorCode.INVALID_RECORD_STATE)
+    past = conn.call(ApiKey.ShareAcknowledge, 2, group_id=group, member_id="m1",
+                     share_session_epoch=3, is_renew_ack=True, topics=[SA.AcknowledgeTopic(
+                         topic_id=topic_id, partitions=[SA.AcknowledgeTopic.AcknowledgePartition(
+                             partition_index=0, acknowledgement_batches=[
+                                 SA.AcknowledgeTopic.AcknowledgePartition.AcknowledgementBatch(
+                                     first_offset=2, last_offset=9, acknowledge_types=[4])])])])
+    assert past.responses[0].partitions[0].error_code == ErrorCode.INVALID_RECORD_STATE
+    assert past.acquisition_lock_timeout_ms == 30000
+    assert {o: (r.state, r.delivery_count, r.member_id, r.deadline)
+            for o, r in sp.in_flight.items()} == before
+    # m1 renews two and accepts one in the same renewing ShareFetch: nothing acquired
+    ok = renew_fetch("m1", 4, [(0, 1, [4]), (2, 2, [1])])
+    assert ok.error_code == 0
+    [part] = ok.responses[0].partitions
+    assert (part.acknowledge_error_code, part.acquired_records, part.records) == (0, [], None)
+    assert {o: (r.state, r.delivery_count, r.member_id) for o, r in sp.in_flight.items()} == {
+        0: (RecordState.ACQUIRED, 1, "m1"), 1: (RecordState.ACQUIRED, 1, "m1"),
+        2: (RecordState.ACKNOWLEDGED, 1, ""), 3: (RecordState.ACQUIRED, 1, "m1")}
+    assert sp.in_flight[0].deadline > before[0][3]
+    assert sp.in_flight[3].deadline == before[3][3]

@@ -118,3 +118,33 @@ def test_acquisition_stops_at_the_in_flight_cap() -> None:
     sp.acknowledge("m", [(0, 4, [ACCEPT])])
     assert sp.acquire("m", log.read, max_records=100, max_bytes=1 << 20, now=0,
                       lock_s=30).record_count == 5
+
+
+def test_skipped_batches_are_archived_and_acquisition_reads_on() -> None:
+    """read_committed: batches the skip predicate names (aborted, control) are archived when
+    first reached, never acquired; an acquisition reads past them to the next records."""
+    log, sp = FakeLog(15), partition()
+    skipped = {0, 5}
+    got = sp.acquire("m", log.read, max_records=100, max_bytes=1, now=0, lock_s=30,
+                     skip=lambda h: h.base_offset in skipped)
+    assert [tuple(r) for r in got.ranges] == [(10, 14, 1)]
+    assert [h.base_offset for _, h in iter_batches(got.records)] == [10]
+    # 0-9 archived and forgotten: the start offset moved over them
+    assert (sp.start_offset, sp.end_offset, sorted(sp.in_flight)) == (10, 15, list(range(10, 15)))
+
+
+def test_released_records_under_read_committed() -> None:
+    """Records acquired before the group turned read_committed and released: past the last
+    stable offset they wait (not archived as if the log had lost them); in a batch that is
+    skipped now (its transaction aborted) they are archived, the others redelivered."""
+    log, sp = FakeLog(10), partition()
+    sp.acquire("m", log.read, max_records=100, max_bytes=1 << 20, now=0, lock_s=30)
+    assert sp.acknowledge("m", [(0, 9, [RELEASE])]) is None
+    waiting = sp.acquire("m", lambda o, b: b"", max_records=100, max_bytes=1 << 20, now=1,
+                         lock_s=30, skip=lambda h: False)
+    assert waiting.ranges == []
+    assert {r.state for r in sp.in_flight.values()} == {RecordState.AVAILABLE}
+    again = sp.acquire("m", log.read, max_records=100, max_bytes=1 << 20, now=2, lock_s=30,
+                       skip=lambda h: h.base_offset == 0)
+    assert [tuple(r) for r in again.ranges] == [(5, 9, 2)]
+    assert (sp.start_offset, sorted(sp.in_flight)) == (5, list(range(5, 10)))

@@ -3511,6 +3511,7 @@ class ShareFetchRequest(Message):
     max_records: int
     batch_size: int
     share_acquire_mode: int
+    is_renew_ack: bool
     topics: list[ShareFetchRequest.FetchTopic]
     forgotten_topics_data: list[ShareFetchRequest.ForgottenTopic]
     def __init__(
@@ -3525,6 +3526,7 @@ class ShareFetchRequest(Message):
         max_records: int = ...,
         batch_size: int = ...,
         share_acquire_mode: int = ...,
+        is_renew_ack: bool = ...,
         topics: list[ShareFetchRequest.FetchTopic] = ...,
         forgotten_topics_data: list[ShareFetchRequest.ForgottenTopic] = ...,
     ) -> None: ...

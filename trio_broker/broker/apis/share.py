@@ -19,6 +19,7 @@ from typing import Any
 import trio
 
 from ...protocol.api_keys import ApiKey
+from ...protocol.batch import BatchHeader
 from ...protocol.errors import ErrorCode
 from ...protocol.messages import response_type
 from ..coordinator.share import Acquisition, HeartbeatAnswer, ShareGroup
@@ -136,12 +137,14 @@ def _described(group: ShareGroup, names: dict[uuid.UUID, str],
 
 # --- acknowledgements (ShareFetch and ShareAcknowledge) ----------------------------------------
 def _acknowledge(ctx: HandlerContext, group_id: str, member_id: str, topics: list[Struct],
-                 denied: set[str]) -> dict[TP, int]:
-    """Apply every partition's acknowledgement batches; (topic id, partition) -> error code."""
+                 denied: set[str], renew: bool) -> dict[TP, int]:
+    """Apply every partition's acknowledgement batches; (topic id, partition) -> error code.
+    ``renew`` is the request's ``IsRenewAck``: only then is RENEW a valid type."""
     shares = ctx.broker.shares
     logs = ctx.broker.logs
     results: dict[TP, int] = {}
     now = trio.current_time()
+    lock_s = shares.record_lock_duration_ms(group_id) / 1000
     for t in topics:
         name = logs.topic_name(t.topic_id)
         for p in t.partitions:
@@ -162,7 +165,7 @@ def _acknowledge(ctx: HandlerContext, group_id: str, member_id: str, topics: lis
                 sp.expire_locks(now)
                 error = sp.acknowledge(member_id, [
                     (b.first_offset, b.last_offset, b.acknowledge_types)
-                    for b in p.acknowledgement_batches])
+                    for b in p.acknowledgement_batches], renew=renew, now=now, lock_s=lock_s)
                 results[key] = error or 0
                 if error is None:  # records freed or released: wake the group's waiting fetches
                     _count_acknowledgements(ctx, p.acknowledgement_batches)
@@ -173,7 +176,7 @@ def _acknowledge(ctx: HandlerContext, group_id: str, member_id: str, topics: lis
 
 #: Kafka's AcknowledgeType names, as its RecordAcknowledgementsPerSec ackType tag spells them
 #: (gaps are no record: not counted)
-_ACK_TAGS = {1: "Accept", 2: "Release", 3: "Reject"}
+_ACK_TAGS = {1: "Accept", 2: "Release", 3: "Reject", 4: "Renew"}
 
 
 def _count_acknowledgements(ctx: HandlerContext, batches: list[Struct]) -> None:
@@ -244,6 +247,13 @@ async def handle_share_fetch(ctx: HandlerContext, request: RequestBody) -> Handl
     refused = _group_refusal(ctx, group_id, member_id)
     if refused is not None:
         return top_level(*refused)
+    renew = bool(request.is_renew_ack)
+    if renew and (request.max_bytes or request.min_bytes or request.max_records
+                  or request.max_wait_ms):
+        # KIP-1222: a renewing ShareFetch fetches nothing (fetching could outlast the renewed
+        # locks), so it must not ask for records
+        return top_level(ErrorCode.INVALID_REQUEST, "MaxBytes, MinBytes, MaxRecords and "
+                         "MaxWaitMs must be 0 in a ShareFetch with IsRenewAck.")
     named = [(t.topic_id, p.partition_index) for t in request.topics for p in t.partitions]
     epoch = request.share_session_epoch
     if epoch == FINAL_SESSION_EPOCH and any(
@@ -255,9 +265,9 @@ async def handle_share_fetch(ctx: HandlerContext, request: RequestBody) -> Handl
     if error:
         return top_level(error)
     denied = _denied_topics(ctx, request.topics)
-    acks = _acknowledge(ctx, group_id, member_id, request.topics, denied)
+    acks = _acknowledge(ctx, group_id, member_id, request.topics, denied, renew)
     await _persist(ctx, group_id, acks)
-    wanted = set() if epoch == FINAL_SESSION_EPOCH else session
+    wanted = set() if epoch == FINAL_SESSION_EPOCH or renew else session
     fetched = _acquire(ctx, request, group_id, member_id, wanted, denied)
     if (any(a.record_count for a in fetched.values() if isinstance(a, Acquisition))
             or request.max_wait_ms <= 0 or not wanted):
@@ -288,6 +298,7 @@ def _acquire(ctx: HandlerContext, request: RequestBody, group_id: str, member_id
     lock_s = shares.record_lock_duration_ms(group_id) / 1000
     remaining = request.max_bytes if request.max_bytes > 0 else 0x7FFFFFFF
     max_records = request.max_records if request.max_records > 0 else 500
+    committed = shares.isolation_level(group_id) == "read_committed"
     out: dict[TP, Acquisition | int] = {}
     for topic_id, partition in sorted(wanted, key=str):
         name = logs.topic_name(topic_id)
@@ -305,14 +316,11 @@ def _acquire(ctx: HandlerContext, request: RequestBody, group_id: str, member_id
         if remaining <= 0 or max_records <= 0:
             continue
 
-        def read(offset: int, max_bytes: int, log: Any = log) -> bytes:
-            records = log.read(offset, max_bytes, min_one_batch=True).records
-            assert isinstance(records, bytes)  # no region asked for
-            return records
-
+        reader = _Reader(log, committed)
         try:
-            got = sp.acquire(member_id, read, max_records=max_records, max_bytes=remaining,
-                             now=now, lock_s=lock_s)
+            got = sp.acquire(member_id, reader.read, max_records=max_records,
+                             max_bytes=remaining, now=now, lock_s=lock_s,
+                             skip=reader.skip if committed else None)
         except StorageError as exc:
             out[(topic_id, partition)] = exc.error_code
             continue
@@ -320,6 +328,31 @@ def _acquire(ctx: HandlerContext, request: RequestBody, group_id: str, member_id
         remaining -= len(got.records)
         max_records -= got.record_count
     return out
+
+
+class _Reader:
+    """A share-partition's reads of its log. read_committed (the group's
+    ``share.isolation.level``) reads stop at the last stable offset, and the batches of the
+    transactions aborted there, and control batches, are skipped, as Kafka's share fetch
+    archives them: a share consumer never sees them."""
+
+    def __init__(self, log: Any, committed: bool) -> None:
+        self.log = log
+        self.committed = committed
+        self.aborted: list[Any] = []
+
+    def read(self, offset: int, max_bytes: int) -> bytes:
+        data = self.log.read(offset, max_bytes, min_one_batch=True, committed=self.committed)
+        assert isinstance(data.records, bytes)  # no region asked for
+        self.aborted = data.aborted_transactions or []
+        return data.records
+
+    def skip(self, header: BatchHeader) -> bool:
+        if header.is_control:
+            return True
+        return header.is_transactional and any(
+            a.producer_id == header.producer_id
+            and a.first_offset <= header.base_offset <= a.last_offset for a in self.aborted)
 
 
 def _leader(ctx: HandlerContext, cls: Any, topic_id: uuid.UUID, partition: int) -> Struct:
@@ -371,7 +404,7 @@ async def handle_share_acknowledge(ctx: HandlerContext, request: RequestBody) ->
     if error:
         return top_level(error)
     acks = _acknowledge(ctx, group_id, member_id, request.topics,
-                        _denied_topics(ctx, request.topics))
+                        _denied_topics(ctx, request.topics), bool(request.is_renew_ack))
     await _persist(ctx, group_id, acks)
     by_topic: dict[uuid.UUID, list[Struct]] = {}
     for (tid, p), code in sorted(acks.items(), key=str):

@@ -16,6 +16,7 @@ def describe(broker: BrokerState, group_id: str, keys: set[str] | None) -> list[
     shares = broker.shares
     effective = {
         "share.auto.offset.reset": shares.auto_offset_reset(group_id),
+        "share.isolation.level": shares.isolation_level(group_id),
         "share.record.lock.duration.ms": str(shares.record_lock_duration_ms(group_id)),
         "share.session.timeout.ms": str(shares.session_timeout_ms(group_id)),
         "share.heartbeat.interval.ms": str(shares.heartbeat_interval_ms(group_id)),

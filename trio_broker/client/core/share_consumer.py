@@ -21,6 +21,7 @@ from typing import Any, NamedTuple
 
 from ...protocol.api_keys import ApiKey, request_class
 from ...protocol.messages import make_request
+from .errors import UnsupportedVersionError
 from .structs import ConsumerRecord, TopicPartition
 
 _HB: Any = request_class(ApiKey.ShareGroupHeartbeat)
@@ -45,6 +46,8 @@ class AcknowledgeType(enum.IntEnum):
     ACCEPT = 1
     RELEASE = 2
     REJECT = 3
+    #: KIP-1222 (ShareAcknowledge v2): keep the record, its acquisition lock restarted
+    RENEW = 4
 
 
 class ShareConsumerRecord(NamedTuple):
@@ -118,7 +121,12 @@ def share_acknowledge_request(version: int, group_id: str, member_id: str, epoch
         by_topic.setdefault(tid, []).append(part_cls(partition_index=p, acknowledgement_batches=[
             part_cls.AcknowledgementBatch(first_offset=f, last_offset=la, acknowledge_types=t)
             for f, la, t in ack_batches(offsets)]))
-    fields: dict[str, Any] = {"is_renew_ack": False} if version >= 2 else {}
+    renew = any(kind == AcknowledgeType.RENEW for offsets in acks.values()
+                for kind in offsets.values())
+    if renew and version < 2:
+        raise UnsupportedVersionError("renewing acquisition locks needs ShareAcknowledge v2 "
+                                      "(Kafka 4.2)")
+    fields: dict[str, Any] = {"is_renew_ack": renew} if version >= 2 else {}
     return make_request(ApiKey.ShareAcknowledge, version, group_id=group_id,
                         member_id=member_id, share_session_epoch=epoch,
                         topics=[topic_cls(topic_id=tid, partitions=parts)
@@ -160,11 +168,13 @@ class Acknowledgements:
         self.pending.setdefault(tp, {}).update(dict.fromkeys(offsets, AcknowledgeType.GAP))
 
     def acknowledge(self, tp: TopicPartition, offset: int, kind: AcknowledgeType) -> bool:
-        """False when the record was not handed out or is already acknowledged."""
+        """False when the record was not handed out or is already acknowledged. A renewed
+        record stays handed out: it still needs its final acknowledgement."""
         held = self.delivered.get(tp)
         if held is None or offset not in held:
             return False
-        held.discard(offset)
+        if kind != AcknowledgeType.RENEW:
+            held.discard(offset)
         self.pending.setdefault(tp, {})[offset] = int(kind)
         return True
 

@@ -249,7 +249,9 @@ class ShareConsumer:
     async def acknowledge(self, record: ShareConsumerRecord,
                           kind: AcknowledgeType = AcknowledgeType.ACCEPT) -> None:
         """Explicit mode: accept, release (deliver again) or reject a record handed out; sent
-        with the next fetch, ``commit`` or leaving."""
+        with the next fetch, ``commit`` or leaving. ``RENEW`` (Kafka 4.2, KIP-1222) restarts
+        the record's acquisition lock when ``commit`` sends it; the record still needs its
+        final acknowledgement."""
         if self.acks.implicit:
             raise ConfigError("acknowledge needs share.acknowledgement.mode=explicit")
         if kind == AcknowledgeType.GAP or not self.acks.acknowledge(

@@ -66,6 +66,7 @@ ShareFetchRequest
   max_records int32
   batch_size int32
   share_acquire_mode int8 2+
+  is_renew_ack bool 2+
   topics []FetchTopic
     topic_id uuid
     partitions []FetchPartition

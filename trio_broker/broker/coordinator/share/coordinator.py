@@ -95,6 +95,9 @@ class ShareCoordinator:
     def auto_offset_reset(self, group_id: str) -> str:
         return self.group_configs.get(group_id, "share.auto.offset.reset") or "latest"
 
+    def isolation_level(self, group_id: str) -> str:
+        return self.group_configs.get(group_id, "share.isolation.level") or "read_uncommitted"
+
     # --- membership ---------------------------------------------------------------------------
     def heartbeat(self, group_id: str, *, member_id: str, member_epoch: int,
                   rack_id: str | None, subscribed: tuple[str, ...] | None, client_id: str,

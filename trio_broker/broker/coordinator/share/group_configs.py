@@ -22,6 +22,8 @@ __all__ = ["GROUP_CONFIGS_FILE", "GROUP_CONFIG_KEYS", "GroupConfigError", "Group
 
 GROUP_CONFIGS_FILE = "group-configs.json"
 AUTO_OFFSET_RESETS = ("latest", "earliest")
+#: Kafka's ``IsolationLevel`` names, as ``share.isolation.level`` takes them
+ISOLATION_LEVELS = ("read_committed", "read_uncommitted")
 
 
 class GroupConfigKey(NamedTuple):
@@ -30,12 +32,19 @@ class GroupConfigKey(NamedTuple):
     low: int = 0
     high: int = 0
     doc: str = ""
+    #: a STRING key's valid values
+    values: tuple[str, ...] = ()
 
 
 GROUP_CONFIG_KEYS: dict[str, GroupConfigKey] = {
     "share.auto.offset.reset": GroupConfigKey(
         7, doc="Where a share group starts reading a partition it has no state for: latest "
-               "or earliest."),
+               "or earliest.", values=AUTO_OFFSET_RESETS),
+    "share.isolation.level": GroupConfigKey(
+        7, doc="How the share group reads transactional records: read_committed delivers "
+               "only committed ones (up to the last stable offset; aborted ones and control "
+               "records are archived, never delivered), read_uncommitted every record.",
+        values=ISOLATION_LEVELS),
     "share.record.lock.duration.ms": GroupConfigKey(
         2, 15000, 60000, "The acquisition lock duration of the group's records."),
     "share.session.timeout.ms": GroupConfigKey(
@@ -64,9 +73,9 @@ def validate(key: str, value: str | None, bounds: Bounds | None = None) -> None:
     if value is None:
         return
     if spec.config_type == 7:
-        if value.strip().lower() not in AUTO_OFFSET_RESETS:
+        if value.strip().lower() not in spec.values:
             raise GroupConfigError(f"Invalid value {value} for configuration {key}: String "
-                                   f"must be one of: {', '.join(AUTO_OFFSET_RESETS)}")
+                                   f"must be one of: {', '.join(spec.values)}")
         return
     try:
         number = int(value.strip())
@@ -107,8 +116,8 @@ class GroupConfigs:
             if value is None:
                 current.pop(key, None)
             else:
-                current[key] = value.strip().lower() if key == "share.auto.offset.reset" else (
-                    value.strip())
+                current[key] = (value.strip().lower() if GROUP_CONFIG_KEYS[key].values
+                                else value.strip())
         if current:
             self.values[group_id] = current
         else:

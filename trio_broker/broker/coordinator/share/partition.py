@@ -24,11 +24,11 @@ from typing import NamedTuple
 
 import attrs
 
-from ....protocol.batch import iter_batches
+from ....protocol.batch import BatchHeader, iter_batches
 from ....protocol.errors import ErrorCode
 
 __all__ = ["AcknowledgeType", "AcquiredRange", "Acquisition", "RecordState", "SharePartition",
-           "validate_batches"]
+           "SkipFn", "validate_batches"]
 
 
 class RecordState(enum.IntEnum):
@@ -47,6 +47,9 @@ class AcknowledgeType(enum.IntEnum):
     ACCEPT = 1
     RELEASE = 2
     REJECT = 3
+    #: KIP-1222 (ShareFetch / ShareAcknowledge v2 with ``IsRenewAck``): the record stays
+    #: acquired by the member under a fresh lock, its delivery count unchanged
+    RENEW = 4
 
 
 class AcquiredRange(NamedTuple):
@@ -75,23 +78,34 @@ class InFlight:
     deadline: float = 0.0
 
 
-_ACK_TYPES = frozenset(int(t) for t in AcknowledgeType)
+_ACK_TYPES = frozenset(int(t) for t in AcknowledgeType if t is not AcknowledgeType.RENEW)
+_ACK_TYPES_RENEW = frozenset(int(t) for t in AcknowledgeType)
 #: (first_offset, last_offset, acknowledge_types) as a request carries them
 AckBatch = tuple[int, int, Sequence[int]]
 #: read(offset, max_bytes) -> whole batches from the one holding ``offset`` (b"": none)
 ReadFn = Callable[[int, int], bytes]
+#: skip(batch header) -> whether the batch's records are never delivered (read_committed:
+#: aborted transactional batches and control batches), archived when first reached
+SkipFn = Callable[[BatchHeader], bool]
+#: new-record reads one acquisition may make over batches it skips, before it answers
+#: with nothing and lets the next fetch go on
+_MAX_SKIPPING_READS = 16
 
 
-def validate_batches(batches: Iterable[AckBatch]) -> ErrorCode | None:
+def validate_batches(batches: Iterable[AckBatch], *,
+                     renew: bool = False) -> ErrorCode | None:
     """Kafka's checks of a partition's acknowledgement batches before any is applied:
-    first <= last, ascending and not overlapping, one type or one per offset, known types."""
+    first <= last, ascending and not overlapping, one type or one per offset, known types.
+    RENEW is a known type only in a request that says it carries renewals (``IsRenewAck``,
+    version 2+)."""
+    known = _ACK_TYPES_RENEW if renew else _ACK_TYPES
     previous_last = -1
     for first, last, types in batches:
         if first < 0 or last < first or first <= previous_last:
             return ErrorCode.INVALID_REQUEST
         if len(types) not in (1, last - first + 1):
             return ErrorCode.INVALID_REQUEST
-        if any(t not in _ACK_TYPES for t in types):
+        if any(t not in known for t in types):
             return ErrorCode.INVALID_REQUEST
         previous_last = last
     return None
@@ -109,12 +123,12 @@ class SharePartition:
 
     # --- acquisition --------------------------------------------------------------------------
     def acquire(self, member_id: str, read: ReadFn, *, max_records: int, max_bytes: int,
-                now: float, lock_s: float) -> Acquisition:
+                now: float, lock_s: float, skip: SkipFn | None = None) -> Acquisition:
         """Hand records to ``member_id``: released / expired ones first, then new ones from the
         end offset. Whole batches come back, but at most ``max_records`` offsets are acquired
         (a batch may be cut, as Kafka's record-limit acquire mode does): producers batch
         thousands of records together, and whole-batch acquisition would hand them all to
-        the first member that asks."""
+        the first member that asks. New batches ``skip`` names are archived, not sent."""
         self.expire_locks(now)
         deadline = now + lock_s
         available = sorted(o for o, r in self.in_flight.items()
@@ -122,37 +136,71 @@ class SharePartition:
         if available:
             data = read(available[0], max_bytes)
             last = _last_offset(data)
+            if last is None and skip is not None:
+                # read_committed, released records past the last stable offset (acquired
+                # under read_uncommitted): they wait for their transaction's end
+                return Acquisition(b"", [])
             if last is None:  # the log no longer holds them (retention): done
                 for offset in available:
                     self.in_flight[offset].state = RecordState.ARCHIVED
                 self._advance()
                 return Acquisition(b"", [])
+            if skip is not None:  # their transaction aborted since: never delivered again
+                for _, header in iter_batches(data):
+                    if skip(header):
+                        for offset in range(header.base_offset,
+                                            header.base_offset + header.last_offset_delta + 1):
+                            record = self.in_flight.get(offset)
+                            if record is not None and record.state is RecordState.AVAILABLE:
+                                record.state = RecordState.ARCHIVED
+                available = [o for o in available
+                             if self.in_flight[o].state is RecordState.AVAILABLE]
+                self._advance()
             chosen = [o for o in available if o <= last][:max(max_records, 1)]
             return Acquisition(data, self._lock(chosen, member_id, deadline))
-        room = self.max_record_locks - (self.end_offset - self.start_offset)
-        if room <= 0:
-            return Acquisition(b"", [])
-        data = read(self.end_offset, max_bytes)
-        if not data:
-            return Acquisition(b"", [])
+        for _ in range(_MAX_SKIPPING_READS):
+            room = self.max_record_locks - (self.end_offset - self.start_offset)
+            if room <= 0:
+                break
+            data = read(self.end_offset, max_bytes)
+            if not data:
+                break
+            kept, offsets, skipped = self._new_batches(data, min(max(max_records, 1), room),
+                                                       skip)
+            for offset in skipped:
+                self.in_flight[offset] = InFlight(RecordState.ARCHIVED)
+            for offset in offsets:
+                self.in_flight[offset] = InFlight(RecordState.AVAILABLE)
+            self.end_offset = max(offsets[-1:] + skipped[-1:], default=self.end_offset - 1) + 1
+            if offsets:
+                ranges = self._lock(offsets, member_id, deadline)
+                self._advance()
+                return Acquisition(kept, ranges)
+            if not skipped:
+                break
+            self._advance()
+        return Acquisition(b"", [])
+
+    def _new_batches(self, data: bytes, limit: int,
+                     skip: SkipFn | None) -> tuple[bytes, list[int], list[int]]:
+        """The batches from the end offset on: (batches to send, offsets to acquire (at most
+        ``limit``), offsets of the batches skipped up to there)."""
         kept = bytearray()
         offsets: list[int] = []
-        limit = min(max(max_records, 1), room)
+        skipped: list[int] = []
         for pos, header in iter_batches(data):
             last = header.base_offset + header.last_offset_delta
             if last < self.end_offset:
                 continue
-            kept += data[pos:pos + header.size]
             first = max(header.base_offset, self.end_offset)
+            if skip is not None and skip(header):
+                skipped.extend(range(first, last + 1))
+                continue
+            kept += data[pos:pos + header.size]
             offsets.extend(range(first, min(last, first + limit - len(offsets) - 1) + 1))
             if len(offsets) >= limit:
                 break
-        if not offsets:
-            return Acquisition(b"", [])
-        for offset in offsets:
-            self.in_flight[offset] = InFlight(RecordState.AVAILABLE)
-        self.end_offset = offsets[-1] + 1
-        return Acquisition(bytes(kept), self._lock(offsets, member_id, deadline))
+        return bytes(kept), offsets, skipped
 
     def _lock(self, offsets: list[int], member_id: str, deadline: float) -> list[AcquiredRange]:
         ranges: list[AcquiredRange] = []
@@ -197,10 +245,13 @@ class SharePartition:
         return len(held)
 
     # --- acknowledgement ----------------------------------------------------------------------
-    def acknowledge(self, member_id: str, batches: Sequence[AckBatch]) -> ErrorCode | None:
+    def acknowledge(self, member_id: str, batches: Sequence[AckBatch], *, renew: bool = False,
+                    now: float = 0.0, lock_s: float = 0.0) -> ErrorCode | None:
         """Apply a partition's acknowledgement batches, all or none: a record not acquired by
-        ``member_id`` (or whose lock expired) is INVALID_RECORD_STATE, the state unchanged."""
-        error = validate_batches(batches)
+        ``member_id`` (or whose lock expired) is INVALID_RECORD_STATE, the state unchanged.
+        With ``renew`` (the request's ``IsRenewAck``) a RENEW restarts the record's acquisition
+        lock at ``now`` for ``lock_s``."""
+        error = validate_batches(batches, renew=renew)
         if error is not None:
             return error
         for first, last, _ in batches:
@@ -215,6 +266,9 @@ class SharePartition:
                 record = self.in_flight[offset]
                 if kind == AcknowledgeType.ACCEPT:
                     record.state = RecordState.ACKNOWLEDGED
+                elif kind == AcknowledgeType.RENEW:
+                    record.deadline = now + lock_s
+                    continue
                 elif kind == AcknowledgeType.RELEASE:
                     self._release(record)
                 else:  # reject, gap
