@@ -2893,11 +2893,13 @@ class OffsetCommitRequest(Message):
                 committed_metadata: str | None = ...,
             ) -> None: ...
         name: str
+        topic_id: uuid.UUID | None
         partitions: list[OffsetCommitRequest.OffsetCommitRequestTopic.OffsetCommitRequestPartition]
         def __init__(
             self,
             *,
             name: str = ...,
+            topic_id: uuid.UUID | None = ...,
             partitions: list[OffsetCommitRequest.OffsetCommitRequestTopic.OffsetCommitRequestPartition] = ...,
         ) -> None: ...
     group_id: str
@@ -2929,11 +2931,13 @@ class OffsetCommitResponse(Message):
                 error_code: int = ...,
             ) -> None: ...
         name: str
+        topic_id: uuid.UUID | None
         partitions: list[OffsetCommitResponse.OffsetCommitResponseTopic.OffsetCommitResponsePartition]
         def __init__(
             self,
             *,
             name: str = ...,
+            topic_id: uuid.UUID | None = ...,
             partitions: list[OffsetCommitResponse.OffsetCommitResponseTopic.OffsetCommitResponsePartition] = ...,
         ) -> None: ...
     throttle_time_ms: int
@@ -3014,11 +3018,13 @@ class OffsetFetchRequest(Message):
     class OffsetFetchRequestGroup(Struct):
         class OffsetFetchRequestTopics(Struct):
             name: str
+            topic_id: uuid.UUID | None
             partition_indexes: list[int]
             def __init__(
                 self,
                 *,
                 name: str = ...,
+                topic_id: uuid.UUID | None = ...,
                 partition_indexes: list[int] = ...,
             ) -> None: ...
         group_id: str
@@ -3089,11 +3095,13 @@ class OffsetFetchResponse(Message):
                     error_code: int = ...,
                 ) -> None: ...
             name: str
+            topic_id: uuid.UUID | None
             partitions: list[OffsetFetchResponse.OffsetFetchResponseGroup.OffsetFetchResponseTopics.OffsetFetchResponsePartitions]
             def __init__(
                 self,
                 *,
                 name: str = ...,
+                topic_id: uuid.UUID | None = ...,
                 partitions: list[OffsetFetchResponse.OffsetFetchResponseGroup.OffsetFetchResponseTopics.OffsetFetchResponsePartitions] = ...,
             ) -> None: ...
         group_id: str

@@ -137,8 +137,8 @@ _KAFKA_TABLE: dict[int, tuple[tuple[int, int], tuple[int, int], int | None]] = {
     1: ((0, 17), (4, 18), 12),  # Fetch
     2: ((0, 9), (1, 11), 6),  # ListOffsets (v11 is Kafka 4.2's, the same layout as v10)
     3: ((0, 12), (0, 13), 9),  # Metadata
-    8: ((0, 9), (2, 9), 8),  # OffsetCommit
-    9: ((0, 9), (1, 9), 6),  # OffsetFetch
+    8: ((0, 9), (2, 10), 8),  # OffsetCommit (v10 is Kafka 4.2's: topics named by id)
+    9: ((0, 9), (1, 10), 6),  # OffsetFetch (v10 is Kafka 4.2's: topics named by id)
     10: ((0, 6), (0, 6), 3),  # FindCoordinator
     11: ((0, 9), (0, 9), 6),  # JoinGroup
     12: ((0, 4), (0, 4), 4),  # Heartbeat
