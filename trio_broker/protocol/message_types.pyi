@@ -1533,6 +1533,7 @@ class DescribeLogDirsResponse(Message):
         topics: list[DescribeLogDirsResponse.DescribeLogDirsResult.DescribeLogDirsTopic]
         total_bytes: int
         usable_bytes: int
+        is_cordoned: bool
         def __init__(
             self,
             *,
@@ -1541,6 +1542,7 @@ class DescribeLogDirsResponse(Message):
             topics: list[DescribeLogDirsResponse.DescribeLogDirsResult.DescribeLogDirsTopic] = ...,
             total_bytes: int = ...,
             usable_bytes: int = ...,
+            is_cordoned: bool = ...,
         ) -> None: ...
     throttle_time_ms: int
     error_code: int

@@ -164,7 +164,7 @@ _KAFKA_TABLE: dict[int, tuple[tuple[int, int], tuple[int, int], int | None]] = {
     32: ((0, 4), (1, 4), 4),  # DescribeConfigs
     33: ((0, 2), (0, 2), 2),  # AlterConfigs
     34: ((0, 2), (1, 2), 2),  # AlterReplicaLogDirs
-    35: ((0, 4), (1, 4), 2),  # DescribeLogDirs
+    35: ((0, 4), (1, 5), 2),  # DescribeLogDirs (v5 is Kafka 4.3's: a dir's cordoned flag)
     36: ((0, 2), (0, 2), 2),  # SaslAuthenticate
     37: ((0, 3), (0, 3), 2),  # CreatePartitions
     42: ((0, 2), (0, 2), 2),  # DeleteGroups
