@@ -104,3 +104,24 @@ async def test_v9_is_unchanged(trio_broker):
         assert await _fetch(client, 10, by_id) == (0, {(named, 0): (2, "m2", 0)})
     finally:
         await client.aclose()
+
+
+async def test_v10_all_topics_leaves_out_a_topic_without_an_id(trio_broker):
+    """Offsets can outlive their topic; v10 can only name a topic by its id, so (as Kafka's
+    KafkaApis does) a fetch of every topic leaves out one that no longer has an id."""
+    logs = trio_broker.state.logs
+    logs.create_topic("kept", 1, {})
+    logs.create_topic("gone", 1, {})
+    client = await RawClient.connect(trio_broker.host, trio_broker.port)
+    try:
+        assert await _commit(client, 9, _commit_topic({0: 1}, name="kept"),
+                             _commit_topic({0: 2}, name="gone")) == {("kept", 0): 0,
+                                                                     ("gone", 0): 0}
+        logs.delete_topic("gone")
+        error, by_name = await _fetch(client, 9, None)
+        kept = logs.topic_id("kept")
+        assert (await _fetch(client, 10, None)) == (0, {(kept, 0): (1, "m1", 0)})
+        # v9 still names the deleted topic's offsets
+        assert (error, set(by_name)) == (0, {("kept", 0), ("gone", 0)})
+    finally:
+        await client.aclose()
