@@ -4,7 +4,9 @@ Why here: the header codec needs the flexible boundary of every (key, version) b
 else, and the schemas cover exactly Kafka 3.9's minimum .. Kafka 4.1's maximum of each API, so
 both read this one table. Kafka 4.1's column is the range a 4.1 broker accepts: versions Kafka
 still marks unstable are left out, and Produce keeps 4.1's schema minimum (3) although 4.1
-advertises 0 to old clients.
+advertises 0 to old clients. Where a later release made a new version stable (ListOffsets v11,
+OffsetCommit and OffsetFetch v10 in 4.2, DescribeLogDirs v5 in 4.3) the column holds that
+release's maximum, noted on its row.
 """
 
 from __future__ import annotations
