@@ -4,6 +4,7 @@ may call them, their durability across a restart, and the authorize calls of oth
 from __future__ import annotations
 
 import logging
+import uuid
 
 import pytest
 import trio
@@ -304,6 +305,48 @@ async def test_group_apis_refuse_and_filter(acl_broker: ThreadedBroker):
     assert "gg" in [g.group_id for g in listed.groups]
     deleted = await alice.request(ApiKey.DeleteGroups, 2, groups_names=["gg"])
     assert deleted.results[0].error_code == ErrorCode.GROUP_AUTHORIZATION_FAILED  # READ only
+
+
+async def test_offsets_by_topic_id_check_the_group_then_the_id_then_the_topic(
+        acl_broker: ThreadedBroker):
+    """OffsetCommit / OffsetFetch v10: Kafka's KafkaApis authorizes the group first, then
+    resolves each id (UNKNOWN_TOPIC_ID has no name to authorize), then authorizes the topic."""
+    admin = await login(acl_broker, "admin")
+    topic = request_class(ApiKey.CreateTopics).CreatableTopic
+    for name in ("id-shown", "id-hidden"):
+        await admin.request(ApiKey.CreateTopics, 5, timeout_ms=5000, validate_only=False,
+                            topics=[topic(name=name, num_partitions=1, replication_factor=1,
+                                          assignments=[], configs=[])])
+    await admin.request(ApiKey.CreateAcls, 3, creations=[
+        creation(3, GROUP, "gid", "User:alice", READ),
+        creation(3, TOPIC, "id-shown", "User:alice", READ)])
+    logs = acl_broker.broker.state.logs
+    shown, hidden, stranger = logs.topic_id("id-shown"), logs.topic_id("id-hidden"), uuid.uuid4()
+    oc = request_class(ApiKey.OffsetCommit).OffsetCommitRequestTopic
+
+    def commit_body(*ids: uuid.UUID) -> dict[str, object]:
+        return {"group_id": "gid", "topics": [oc(topic_id=i, partitions=[
+            oc.OffsetCommitRequestPartition(partition_index=0, committed_offset=1,
+                                            committed_metadata=None)]) for i in ids]}
+
+    bob, alice = await login(acl_broker, "bob"), await login(acl_broker, "alice")
+    refused = await bob.request(ApiKey.OffsetCommit, 10, **commit_body(stranger, shown))
+    assert [(t.topic_id, t.partitions[0].error_code) for t in refused.topics] == [
+        (stranger, ErrorCode.GROUP_AUTHORIZATION_FAILED),
+        (shown, ErrorCode.GROUP_AUTHORIZATION_FAILED)]
+    mixed = await alice.request(ApiKey.OffsetCommit, 10, **commit_body(stranger, hidden, shown))
+    assert [(t.topic_id, t.partitions[0].error_code) for t in mixed.topics] == [
+        (stranger, ErrorCode.UNKNOWN_TOPIC_ID), (hidden, ErrorCode.TOPIC_AUTHORIZATION_FAILED),
+        (shown, 0)]
+    group = request_class(ApiKey.OffsetFetch).OffsetFetchRequestGroup
+    fetched = await alice.request(ApiKey.OffsetFetch, 10, require_stable=False, groups=[
+        group(group_id="gid", topics=[
+            group.OffsetFetchRequestTopics(topic_id=i, partition_indexes=[0])
+            for i in (stranger, hidden, shown)])])
+    assert [(t.topic_id, t.partitions[0].committed_offset, t.partitions[0].error_code)
+            for t in fetched.groups[0].topics] == [
+        (hidden, -1, ErrorCode.TOPIC_AUTHORIZATION_FAILED), (shown, 1, 0),
+        (stranger, -1, ErrorCode.UNKNOWN_TOPIC_ID)]
 
 
 # --- random ACL and quota requests from a principal that may change them -------------------

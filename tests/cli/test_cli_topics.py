@@ -154,7 +154,7 @@ def test_describe_shows_the_dirty_ratio_of_a_compacted_topic(kafka_broker, uniqu
 
     produce(60)
     assert ratios() == [1.0]
-    # Kafka's clients skip the tagged field: kafka-python (DescribeLogDirs v4) reads the rest
+    # Kafka's clients skip the tagged field: kafka-python (DescribeLogDirs v5) reads the rest
     import kafka.admin
 
     admin = kafka.admin.KafkaAdminClient(bootstrap_servers=kafka_broker.bootstrap_servers)

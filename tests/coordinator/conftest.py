@@ -9,6 +9,7 @@ every field the coordinator sets.
 from __future__ import annotations
 
 import itertools
+import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -31,6 +32,9 @@ COMMIT = request_class(ApiKey.OffsetCommit)
 FETCH = request_class(ApiKey.OffsetFetch)
 
 _connections = itertools.count()
+
+#: OffsetCommit and OffsetFetch v10 name topics by id
+TOPIC_ID_VERSION = 10
 
 
 class Pending:
@@ -70,6 +74,7 @@ class Client:
         self.host = host
         self._correlation = itertools.count(1)
         self.connection_id = f"test-{next(_connections)}"
+        self._names_by_id: dict[uuid.UUID, str] = {}
 
     async def send(self, api_key: int, version: int, **fields: Any) -> Pending:
         body = messages.make_request(api_key, version, **fields)
@@ -153,13 +158,27 @@ class Client:
             ApiKey.OffsetCommit, version, group_id=group,
             generation_id_or_member_epoch=generation, member_id=member_id,
             group_instance_id=instance_id, retention_time_ms=retention_ms,
-            topics=[COMMIT.OffsetCommitRequestTopic(name=t, partitions=p)
-                    for t, p in topics.items()])
+            topics=[COMMIT.OffsetCommitRequestTopic(
+                name=t, topic_id=self.topic_id(t) if version >= TOPIC_ID_VERSION else None,
+                partitions=p) for t, p in topics.items()])
+
+    def topic_id(self, topic: str) -> uuid.UUID:
+        """The topic's id; for a name no topic has, an id no topic has."""
+        topic_id = self.state.logs.topic_id(topic) or uuid.uuid5(uuid.NAMESPACE_URL, topic)
+        self._names_by_id[topic_id] = topic
+        return topic_id
+
+    def topic_name(self, body_topic: Any, version: int) -> str:
+        """The name of an answer's topic: v10 answers carry its id only."""
+        if version < TOPIC_ID_VERSION:
+            return str(body_topic.name)
+        return self._names_by_id[body_topic.topic_id]
 
     async def commit(self, group: str, offsets: dict[tuple[str, int], int],
                      **kwargs: Any) -> dict[tuple[str, int], int]:
         body = await (await self.send_commit(group, offsets, **kwargs)).wait()
-        return {(t.name, p.partition_index): int(p.error_code)
+        version = kwargs.get("version", 3)
+        return {(self.topic_name(t, version), p.partition_index): int(p.error_code)
                 for t in body.topics for p in t.partitions}
 
     async def fetch(self, group: str, partitions: list[tuple[str, int]] | None = None, *,

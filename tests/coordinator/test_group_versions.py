@@ -27,7 +27,7 @@ def versions(api_key: ApiKey) -> list[int]:
 
 
 def test_group_apis_advertise_kafkas_whole_range():
-    expected = {ApiKey.OffsetCommit: (0, 9), ApiKey.OffsetFetch: (0, 9),
+    expected = {ApiKey.OffsetCommit: (0, 10), ApiKey.OffsetFetch: (0, 10),
                 ApiKey.FindCoordinator: (0, 6), ApiKey.JoinGroup: (0, 9),
                 ApiKey.Heartbeat: (0, 4), ApiKey.LeaveGroup: (0, 5), ApiKey.SyncGroup: (0, 5),
                 ApiKey.DescribeGroups: (0, 6), ApiKey.ListGroups: (0, 5),
@@ -201,7 +201,9 @@ async def test_offset_commit_each_version(start_coordinator, mock_clock, version
     member = {} if version == 0 else {"generation": gen, "member_id": member_id}
     result = await client.commit(G, {("t", 0): 40 + version, ("nope", 0): 1}, version=version,
                                  leader_epoch=5, metadata="m", **member)
-    assert result == {("t", 0): 0, ("nope", 0): E.UNKNOWN_TOPIC_OR_PARTITION}
+    # v10 names topics by id: a topic that does not exist has no id (KafkaApis: UNKNOWN_TOPIC_ID)
+    assert result == {("t", 0): 0, ("nope", 0): E.UNKNOWN_TOPIC_ID if version >= 10
+                      else E.UNKNOWN_TOPIC_OR_PARTITION}
     stored = running.coordinator.groups[G].offsets[("t", 0)]
     assert (stored.offset, stored.metadata) == (40 + version, "m")
     assert stored.leader_epoch == (5 if version >= 6 else -1)
@@ -264,13 +266,14 @@ async def test_offset_fetch_each_version(start_coordinator, mock_clock, version)
         groups = request_class(ApiKey.OffsetFetch).OffsetFetchRequestGroup
         body = await client.call(ApiKey.OffsetFetch, version, require_stable=False, groups=[
             groups(group_id=G, topics=[groups.OffsetFetchRequestTopics(
-                name="t", partition_indexes=[0, 1])]),
+                name="t", topic_id=client.topic_id("t") if version >= 10 else None,
+                partition_indexes=[0, 1])]),
             groups(group_id=G, topics=None), groups(group_id="", topics=None)])
         first, everything, invalid = body.groups
         assert [(p.partition_index, p.committed_offset, p.committed_leader_epoch, p.metadata,
                  p.error_code) for p in first.topics[0].partitions] == [
             (0, 7, 3, "md", 0), (1, -1, -1, "", 0)]
-        assert [(t.name, [p.committed_offset for p in t.partitions])
+        assert [(client.topic_name(t, version), [p.committed_offset for p in t.partitions])
                 for t in everything.topics] == [("t", [7])]
         assert (invalid.group_id, invalid.error_code, invalid.topics) == (
             "", E.INVALID_GROUP_ID, [])

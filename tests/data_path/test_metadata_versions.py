@@ -172,6 +172,8 @@ async def test_describe_log_dirs_every_version(trio_broker, version):
         assert 0 <= result.usable_bytes <= result.total_bytes
     else:
         assert (result.total_bytes, result.usable_bytes) == (-1, -1)
+    # v5 (Kafka 4.3, KIP-1066): no dir is cordoned here, and none reads as cordoned below v5
+    assert result.is_cordoned is False
     only = await _request(trio_broker, ApiKey.DescribeLogDirs, version,
                           topics=[cls.DescribableLogDirTopic(topic="dirs", partitions=[1])])
     [result] = only.results

@@ -44,11 +44,13 @@ async def test_api_versions_v3_response_uses_header_v0(trio_broker):
     await client.aclose()
 
 
-async def test_unsupported_api_versions_version_gets_v0_error_reply(trio_broker):
+# 5: Kafka 4.4's ApiVersions (KIP-1242), not advertised here (docs/compatibility.md)
+@pytest.mark.parametrize("version", [5, 99])
+async def test_unsupported_api_versions_version_gets_v0_error_reply(trio_broker, version):
     client = await connect(trio_broker)
     _, data = client.encode(API_VERSIONS, 3, client_software_name="x",
                               client_software_version="1")
-    data = data[:6] + b"\x00\x63" + data[8:]  # version 99
+    data = data[:6] + version.to_bytes(2, "big") + data[8:]
     await client.send_raw(data)
     frame = await client.read_frame()
     assert frame[4:6] == b"\x00\x23"  # UNSUPPORTED_VERSION (35) in the v0 layout

@@ -1533,6 +1533,7 @@ class DescribeLogDirsResponse(Message):
         topics: list[DescribeLogDirsResponse.DescribeLogDirsResult.DescribeLogDirsTopic]
         total_bytes: int
         usable_bytes: int
+        is_cordoned: bool
         def __init__(
             self,
             *,
@@ -1541,6 +1542,7 @@ class DescribeLogDirsResponse(Message):
             topics: list[DescribeLogDirsResponse.DescribeLogDirsResult.DescribeLogDirsTopic] = ...,
             total_bytes: int = ...,
             usable_bytes: int = ...,
+            is_cordoned: bool = ...,
         ) -> None: ...
     throttle_time_ms: int
     error_code: int
@@ -2893,11 +2895,13 @@ class OffsetCommitRequest(Message):
                 committed_metadata: str | None = ...,
             ) -> None: ...
         name: str
+        topic_id: uuid.UUID | None
         partitions: list[OffsetCommitRequest.OffsetCommitRequestTopic.OffsetCommitRequestPartition]
         def __init__(
             self,
             *,
             name: str = ...,
+            topic_id: uuid.UUID | None = ...,
             partitions: list[OffsetCommitRequest.OffsetCommitRequestTopic.OffsetCommitRequestPartition] = ...,
         ) -> None: ...
     group_id: str
@@ -2929,11 +2933,13 @@ class OffsetCommitResponse(Message):
                 error_code: int = ...,
             ) -> None: ...
         name: str
+        topic_id: uuid.UUID | None
         partitions: list[OffsetCommitResponse.OffsetCommitResponseTopic.OffsetCommitResponsePartition]
         def __init__(
             self,
             *,
             name: str = ...,
+            topic_id: uuid.UUID | None = ...,
             partitions: list[OffsetCommitResponse.OffsetCommitResponseTopic.OffsetCommitResponsePartition] = ...,
         ) -> None: ...
     throttle_time_ms: int
@@ -3014,11 +3020,13 @@ class OffsetFetchRequest(Message):
     class OffsetFetchRequestGroup(Struct):
         class OffsetFetchRequestTopics(Struct):
             name: str
+            topic_id: uuid.UUID | None
             partition_indexes: list[int]
             def __init__(
                 self,
                 *,
                 name: str = ...,
+                topic_id: uuid.UUID | None = ...,
                 partition_indexes: list[int] = ...,
             ) -> None: ...
         group_id: str
@@ -3089,11 +3097,13 @@ class OffsetFetchResponse(Message):
                     error_code: int = ...,
                 ) -> None: ...
             name: str
+            topic_id: uuid.UUID | None
             partitions: list[OffsetFetchResponse.OffsetFetchResponseGroup.OffsetFetchResponseTopics.OffsetFetchResponsePartitions]
             def __init__(
                 self,
                 *,
                 name: str = ...,
+                topic_id: uuid.UUID | None = ...,
                 partitions: list[OffsetFetchResponse.OffsetFetchResponseGroup.OffsetFetchResponseTopics.OffsetFetchResponsePartitions] = ...,
             ) -> None: ...
         group_id: str

@@ -4,7 +4,9 @@ Why here: the header codec needs the flexible boundary of every (key, version) b
 else, and the schemas cover exactly Kafka 3.9's minimum .. Kafka 4.1's maximum of each API, so
 both read this one table. Kafka 4.1's column is the range a 4.1 broker accepts: versions Kafka
 still marks unstable are left out, and Produce keeps 4.1's schema minimum (3) although 4.1
-advertises 0 to old clients.
+advertises 0 to old clients. Where a later release made a new version stable (ListOffsets v11,
+OffsetCommit and OffsetFetch v10 in 4.2, DescribeLogDirs v5 in 4.3) the column holds that
+release's maximum, noted on its row.
 """
 
 from __future__ import annotations
@@ -137,8 +139,8 @@ _KAFKA_TABLE: dict[int, tuple[tuple[int, int], tuple[int, int], int | None]] = {
     1: ((0, 17), (4, 18), 12),  # Fetch
     2: ((0, 9), (1, 11), 6),  # ListOffsets (v11 is Kafka 4.2's, the same layout as v10)
     3: ((0, 12), (0, 13), 9),  # Metadata
-    8: ((0, 9), (2, 9), 8),  # OffsetCommit
-    9: ((0, 9), (1, 9), 6),  # OffsetFetch
+    8: ((0, 9), (2, 10), 8),  # OffsetCommit (v10 is Kafka 4.2's: topics named by id)
+    9: ((0, 9), (1, 10), 6),  # OffsetFetch (v10 is Kafka 4.2's: topics named by id)
     10: ((0, 6), (0, 6), 3),  # FindCoordinator
     11: ((0, 9), (0, 9), 6),  # JoinGroup
     12: ((0, 4), (0, 4), 4),  # Heartbeat
@@ -164,7 +166,7 @@ _KAFKA_TABLE: dict[int, tuple[tuple[int, int], tuple[int, int], int | None]] = {
     32: ((0, 4), (1, 4), 4),  # DescribeConfigs
     33: ((0, 2), (0, 2), 2),  # AlterConfigs
     34: ((0, 2), (1, 2), 2),  # AlterReplicaLogDirs
-    35: ((0, 4), (1, 4), 2),  # DescribeLogDirs
+    35: ((0, 4), (1, 5), 2),  # DescribeLogDirs (v5 is Kafka 4.3's: a dir's cordoned flag)
     36: ((0, 2), (0, 2), 2),  # SaslAuthenticate
     37: ((0, 3), (0, 3), 2),  # CreatePartitions
     42: ((0, 2), (0, 2), 2),  # DeleteGroups

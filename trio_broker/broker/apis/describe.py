@@ -1,4 +1,4 @@
-"""DescribeTopicPartitions v0, DescribeLogDirs v0-v4, DescribeProducers v0: what the admin tools
+"""DescribeTopicPartitions v0, DescribeLogDirs v0-v5, DescribeProducers v0: what the admin tools
 ask about partitions, their directories and their idempotent producers.
 
 DescribeTopicPartitions (KIP-966) pages through partitions: topics in name order from the
@@ -6,10 +6,10 @@ cursor's, at most ``response_partition_limit`` partitions (capped by Kafka's
 ``max.request.partition.size.limit``, 2000), and a ``next_cursor`` where it stopped. With one
 replica there are no eligible leader replicas beyond the leader (empty lists, as Kafka answers).
 DescribeLogDirs lists each log dir (absolute path), its partitions' sizes and, from v4, the
-file system's total and usable bytes; an offline dir answers KAFKA_STORAGE_ERROR. From v2 (the
-flexible versions) a compacted partition also carries its cleanable dirty ratio in a tagged
-field of the project's own (``dirty_ratio``, tag 9000): no Kafka request carries it, and Kafka's
-clients skip tags they do not know.
+file system's total and usable bytes, and from v5 whether the dir is cordoned (never here); an
+offline dir answers KAFKA_STORAGE_ERROR. From v2 (the flexible versions) a compacted partition
+also carries its cleanable dirty ratio in a tagged field of the project's own (``dirty_ratio``,
+tag 9000): no Kafka request carries it, and Kafka's clients skip tags they do not know.
 DescribeProducers lists a partition's producer ids with their epoch, last sequence and the
 timestamp of their last batch; there are no transactions, so no coordinator epoch and no open
 transaction (-1).
@@ -169,8 +169,11 @@ def _describe_log_dirs(logs: LogManager, wanted: set[tuple[str, int]] | None,
             continue
         topics = [_DirTopic(name=name, partitions=parts)
                   for name, parts in by_dir.get(path, {}).items()]
+        # v5 (KIP-1066): this broker has no cordoned log dirs (a single dir per broker takes
+        # every new partition), which Kafka answers as is_cordoned false
         results.append(_DirResult(error_code=0, log_dir=path, topics=topics,
-                                  total_bytes=usage.total, usable_bytes=usage.free))
+                                  total_bytes=usage.total, usable_bytes=usage.free,
+                                  is_cordoned=False))
     return results
 
 

@@ -12,7 +12,10 @@ v1 carries a commit timestamp per partition; v2-v4 a retention time; v6+ the lea
 the committed position, kept and returned by OffsetFetch v5+; v7+ the group instance id; v8+
 OffsetFetch asks for several groups; v9 OffsetCommit answers an unknown group with a generation
 GROUP_ID_NOT_FOUND (a classic group's member epoch is its generation); a member of a consumer
-group (KIP-848) commits and fetches (v9+) with its member epoch, STALE_MEMBER_EPOCH otherwise.
+group (KIP-848) commits and fetches (v9+) with its member epoch, STALE_MEMBER_EPOCH otherwise;
+v10 (Kafka 4.2) names topics by id in requests and answers: an id no topic has is answered
+UNKNOWN_TOPIC_ID per partition (only the group's authorization is checked before it), and an
+"all topics" fetch leaves out a topic that has no id any more.
 """
 
 from __future__ import annotations
@@ -37,6 +40,16 @@ from .groups import Reply
 
 #: OffsetCommit.retention_time_ms lives in v2-v4
 _RETENTION_VERSIONS = range(2, 5)
+#: OffsetCommit and OffsetFetch v10 (Kafka 4.2, KIP-848) name topics by id, not by name
+_TOPIC_ID_VERSION = 10
+
+
+def _names(ctx: HandlerContext, topics: Iterable[Struct], *, by_id: bool) -> list[str | None]:
+    """Each requested topic's name; by id (v10), None for an id no topic has (a zero id too)."""
+    if not by_id:
+        return [t.name for t in topics]
+    logs = ctx.broker.logs
+    return [None if t.topic_id is None else logs.topic_name(t.topic_id) for t in topics]
 
 
 def _unknown_partitions(ctx: HandlerContext, partitions: Iterable[TopicPartition],
@@ -51,20 +64,29 @@ async def offset_commit(ctx: HandlerContext, request: OffsetCommitRequest) -> Ha
     topic_cls = response_type(ApiKey.OffsetCommit).OffsetCommitResponseTopic
     part_cls = topic_cls.OffsetCommitResponsePartition
     v = ctx.version
+    names = _names(ctx, request.topics, by_id=v >= _TOPIC_ID_VERSION)
     # Kafka stores a null metadata string as "" (OffsetAndMetadata.NoMetadata).
-    entries = [OffsetCommitEntry(t.name, p.partition_index, p.committed_offset,
+    entries = [OffsetCommitEntry(name, p.partition_index, p.committed_offset,
                                  p.committed_metadata or "",
                                  leader_epoch=p.committed_leader_epoch if v >= 6 else -1,
                                  commit_timestamp_ms=p.commit_timestamp if v == 1 else -1)
-               for t in request.topics for p in t.partitions]
+               for t, name in zip(request.topics, names, strict=True) if name is not None
+               for p in t.partitions]
+    # v10: a topic id no topic has is UNKNOWN_TOPIC_ID, ahead of the topic's authorization
+    # (Kafka's KafkaApis has no name to authorize); only the group's authorization comes first.
+    unknown_id = (ErrorCode.GROUP_AUTHORIZATION_FAILED
+                  if None in names and not authz.group(ctx, authz.READ, request.group_id)
+                  else ErrorCode.UNKNOWN_TOPIC_ID)
 
     def build(results: dict[TopicPartition, ErrorCode]) -> ResponseBody:
         return ctx.response(throttle_time_ms=0, topics=[
-            topic_cls(name=t.name, partitions=[
-                part_cls(partition_index=p.partition_index,
-                         error_code=results.get((t.name, p.partition_index), ErrorCode.NONE))
-                for p in t.partitions])
-            for t in request.topics])
+            topic_cls(name=name or "", topic_id=t.topic_id if v >= _TOPIC_ID_VERSION else None,
+                      partitions=[
+                          part_cls(partition_index=p.partition_index,
+                                   error_code=unknown_id if name is None else
+                                   results.get((name, p.partition_index), ErrorCode.NONE))
+                          for p in t.partitions])
+            for t, name in zip(request.topics, names, strict=True)])
 
     asked = [(e.topic, e.partition) for e in entries]
     unknown = {**_unknown_partitions(ctx, asked),
@@ -101,10 +123,21 @@ _Wanted = tuple[str, list[TopicPartition] | None]
 async def offset_fetch(ctx: HandlerContext, request: OffsetFetchRequest) -> HandlerResult:
     v = ctx.version
     wanted: list[_Wanted]
+    by_id = v >= _TOPIC_ID_VERSION
+    #: per group: the topics named by an id no topic has (v10), answered UNKNOWN_TOPIC_ID
+    unknown_ids: list[list[Struct]] = []
     if v >= 8:
-        wanted = [(g.group_id, None if g.topics is None else
-                   [(t.name, p) for t in g.topics for p in t.partition_indexes])
-                  for g in request.groups]
+        wanted = []
+        for g in request.groups:
+            if g.topics is None:
+                wanted.append((g.group_id, None))
+                unknown_ids.append([])
+                continue
+            names = _names(ctx, g.topics, by_id=by_id)
+            wanted.append((g.group_id, [(name, p) for t, name in zip(g.topics, names, strict=True)
+                                        if name is not None for p in t.partition_indexes]))
+            unknown_ids.append([t for t, name in zip(g.topics, names, strict=True)
+                                if name is None])
     else:
         wanted = [(request.group_id, None if request.topics is None else
                    [(t.name, p) for t in request.topics for p in t.partition_indexes])]
@@ -118,7 +151,9 @@ async def offset_fetch(ctx: HandlerContext, request: OffsetFetchRequest) -> Hand
         if v >= 8:
             return ctx.response(throttle_time_ms=0, groups=[
                 _group_result(ctx, g, parts, *members.get(g, (None, -1)),
-                              unstable=_unstable(ctx, g, stable)) for g, parts in wanted])
+                              unstable=_unstable(ctx, g, stable), by_id=by_id,
+                              unknown_ids=unknown)
+                for (g, parts), unknown in zip(wanted, unknown_ids, strict=True)])
         return _single_group_result(ctx, *wanted[0], _unstable(ctx, wanted[0][0], stable))
 
     if not (v >= 7 and request.require_stable):
@@ -150,7 +185,8 @@ def _unstable(ctx: HandlerContext, group_id: str, require_stable: bool) -> set[T
 
 def _group_result(ctx: HandlerContext, group_id: str, partitions: list[TopicPartition] | None,
                   member_id: str | None, member_epoch: int, *,
-                  unstable: set[TopicPartition]) -> Struct:
+                  unstable: set[TopicPartition], by_id: bool,
+                  unknown_ids: list[Struct]) -> Struct:
     group_cls = _OF.OffsetFetchResponseGroup
     topic_cls = group_cls.OffsetFetchResponseTopics
     part_cls = topic_cls.OffsetFetchResponsePartitions
@@ -159,16 +195,26 @@ def _group_result(ctx: HandlerContext, group_id: str, partitions: list[TopicPart
                          error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED)
     error, found = ctx.broker.groups.fetch_offsets(group_id, partitions, member_id=member_id,
                                                    member_epoch=member_epoch)
+    if error:  # Kafka answers a group-level error alone
+        return group_cls(group_id=group_id, topics=[], error_code=error)
     found, denied = authz.visible_offsets(ctx, found, explicit=partitions is not None)
-    topics = [] if error else [
-        topic_cls(name=topic, partitions=[
+    logs = ctx.broker.logs
+    topics = []
+    for topic, parts in _by_topic(found).items():
+        topic_id = logs.topic_id(topic) if by_id else None
+        if by_id and topic_id is None:
+            continue  # v10 names a topic by its id: one without (deleted) cannot be answered
+        topics.append(topic_cls(name=topic, topic_id=topic_id, partitions=[
             _partition(part_cls, p, None, ErrorCode.TOPIC_AUTHORIZATION_FAILED)
             if (topic, p) in denied else
             _partition(part_cls, p, None, ErrorCode.UNSTABLE_OFFSET_COMMIT)
             if (topic, p) in unstable else _partition(part_cls, p, om, ErrorCode.NONE)
-            for p, om in parts])
-        for topic, parts in _by_topic(found).items()]
-    return group_cls(group_id=group_id, topics=topics, error_code=error)
+            for p, om in parts]))
+    # after the coordinator's answer, as Kafka's KafkaApis appends its error topics
+    topics += [topic_cls(name="", topic_id=t.topic_id, partitions=[
+        _partition(part_cls, p, None, ErrorCode.UNKNOWN_TOPIC_ID) for p in t.partition_indexes])
+        for t in unknown_ids]
+    return group_cls(group_id=group_id, topics=topics, error_code=ErrorCode.NONE)
 
 
 def _single_group_result(ctx: HandlerContext, group_id: str,

@@ -142,7 +142,8 @@ OffsetCommitRequest
   group_instance_id string 7+ null =null
   retention_time_ms int64 2-4 =-1
   topics []OffsetCommitRequestTopic
-    name string
+    name string 0-9
+    topic_id uuid 10+
     partitions []OffsetCommitRequestPartition
       partition_index int32
       committed_offset int64
@@ -153,7 +154,8 @@ OffsetCommitRequest
 OffsetCommitResponse
   throttle_time_ms int32 3+
   topics []OffsetCommitResponseTopic
-    name string
+    name string 0-9
+    topic_id uuid 10+
     partitions []OffsetCommitResponsePartition
       partition_index int32
       error_code int16
@@ -168,7 +170,8 @@ OffsetFetchRequest
     member_id string 9+ null =null
     member_epoch int32 9+ =-1
     topics []OffsetFetchRequestTopics 8+ null
-      name string 8+
+      name string 8-9
+      topic_id uuid 10+
       partition_indexes []int32 8+
   require_stable bool 7+
 
@@ -186,7 +189,8 @@ OffsetFetchResponse
   groups []OffsetFetchResponseGroup 8+
     group_id string 8+
     topics []OffsetFetchResponseTopics 8+
-      name string 8+
+      name string 8-9
+      topic_id uuid 10+
       partitions []OffsetFetchResponsePartitions 8+
         partition_index int32 8+
         committed_offset int64 8+

@@ -157,6 +157,7 @@ DescribeLogDirsResponse
         dirty_ratio float64 2+ tag=9000 =-1
     total_bytes int64 4+ =-1
     usable_bytes int64 4+ =-1
+    is_cordoned bool 5+
 
 DescribeProducersRequest
   topics []TopicRequest
