@@ -49,6 +49,7 @@ bench: $(VENV)/.dev-installed
 	$(PY) bench/bench_codec.py
 	$(PY) bench/bench_zero_copy.py
 	$(PY) bench/bench_schema_registry.py
+	$(PY) bench/bench_scale.py
 
 ## The Spark round trips at 1,000,000 rows (the suite runs 100,000): sink -> source, import -> export.
 roundtrip: $(VENV)/.dev-installed

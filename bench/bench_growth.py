@@ -466,7 +466,8 @@ def clients(limit: int, seconds: float) -> tuple[list[int], dict[str, list[float
 
 
 def plot(path: Path, title: str, xlabel: str, ylabel: str, steps: list[int],
-         series: dict[str, list[float]], scale: float = 1.0, logx: bool = False) -> None:
+         series: dict[str, list[float]], scale: float = 1.0, logx: bool = False,
+         logy: bool = False) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -475,6 +476,8 @@ def plot(path: Path, title: str, xlabel: str, ylabel: str, steps: list[int],
     fig, ax = plt.subplots(figsize=(6.4, 4.0))
     if logx:
         ax.set_xscale("log")
+    if logy:
+        ax.set_yscale("log")
     for name, values in series.items():
         ax.plot(steps, [v * scale for v in values], marker="o", label=name)
     ax.set_title(title)

@@ -32,6 +32,8 @@ BENCHES: dict[str, list[str]] = {
     "clients": ["bench/bench_clients.py", "--records", "50000", "--clients",
                 "trio-broker client,aiokafka"],
     "export": ["bench/bench_export.py", "--records", "500000", "--repeat", "1"],
+    "growth_clients": ["bench/bench_growth.py", "--only", "clients", "--clients", "1000",
+                       "--seconds", "5"],
 }
 
 

@@ -40,6 +40,7 @@ finish what is in flight within the grace period, then everything is cancelled a
 from __future__ import annotations
 
 import logging
+import os
 import socket
 import sys
 import time
@@ -95,6 +96,32 @@ async def _recv_into(sock: trio.socket.SocketType, view: memoryview) -> int:
         return await sock.recv_into(view)
     except OSError as exc:  # as send_file.py's writes do
         raise trio.BrokenResourceError(f"socket connection broken: {exc}") from exc
+
+
+async def _recv(sock: trio.socket.SocketType, size: int) -> bytes:
+    """``SocketStream.receive_some`` on a plain socket, a checkpoint as Trio's is (cancelled
+    before reading, a pass of the event loop whether it waits or not, so connections with
+    requests take turns), without the layers of calls and context managers Trio puts around
+    ``recv``: per small request they cost more than the read (docs/benchmarks.md, "Scale")."""
+    await trio.lowlevel.checkpoint_if_cancelled()
+    fd = sock.fileno()
+    try:
+        data = os.read(fd, size)
+    except BlockingIOError:
+        pass
+    except OSError as exc:
+        raise trio.BrokenResourceError(f"socket connection broken: {exc}") from exc
+    else:
+        await trio.lowlevel.cancel_shielded_checkpoint()
+        return data
+    while True:
+        await trio.lowlevel.wait_readable(sock)
+        try:
+            return os.read(fd, size)
+        except BlockingIOError:
+            pass
+        except OSError as exc:
+            raise trio.BrokenResourceError(f"socket connection broken: {exc}") from exc
 
 
 class Processor:
@@ -322,8 +349,11 @@ class Processor:
             self._metrics.bytes_in.inc(got)
             decoder.received_into(got)
             return got
-        data = await stream.receive_some(
-            min(max(_RECEIVE_SIZE, decoder.missing_bytes()), _RECEIVE_MAX))
+        size = min(max(_RECEIVE_SIZE, decoder.missing_bytes()), _RECEIVE_MAX)
+        if type(stream) is trio.SocketStream:
+            data = await _recv(stream.socket, size)
+        else:
+            data = await stream.receive_some(size)
         if data:
             self._metrics.bytes_in.inc(len(data))
             if not decoder.buffered:
