@@ -350,6 +350,7 @@ class Processor:
             decoder.received_into(got)
             return got
         size = min(max(_RECEIVE_SIZE, decoder.missing_bytes()), _RECEIVE_MAX)
+        data: bytes | bytearray
         if type(stream) is trio.SocketStream:
             data = await _recv(stream.socket, size)
         else:
