@@ -1,0 +1,132 @@
+"""The console's Schema Registry pages against a broker serving the registry: the subjects list,
+a subject's versions, config and mode, the diff of two versions, escaping of schemas and subject
+names, and no pages (and no link) on a broker without a registry."""
+
+from __future__ import annotations
+
+import html
+import json
+import re
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+from confluent_kafka.schema_registry import Schema, SchemaRegistryClient
+from playwright.sync_api import Page, expect
+
+from trio_broker.testing import ThreadedBroker
+
+from .conftest import console_broker, console_url, shoot
+
+USER_V1 = {"type": "record", "name": "User", "namespace": "acme",
+           "fields": [{"name": "name", "type": "string"}]}
+USER_V2 = {**USER_V1, "fields": [*USER_V1["fields"],
+                                 {"name": "age", "type": "int", "default": 0}]}
+XSS = "<script>alert(1)</script>"
+
+
+@pytest.fixture(scope="module")
+def registry_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ThreadedBroker]:
+    started = console_broker(tmp_path_factory.mktemp("schemas"),
+                             schema_registry_listener="http://127.0.0.1:0")
+    try:
+        yield started
+    finally:
+        started.stop()
+
+
+@pytest.fixture(scope="module")
+def client(registry_broker: ThreadedBroker) -> SchemaRegistryClient:
+    return SchemaRegistryClient({"url": registry_broker.schema_registry_url})
+
+
+def _row(page_html: str, subject: str) -> dict[str, str]:
+    row = page_html.split(f'data-subject="{html.escape(subject)}"', 1)[1].split("</tr>", 1)[0]
+    cells = dict(re.findall(r'<td class="(?:num )?([a-z]+)">([^<]*)<', row))
+    return {**cells, "deleted": str("soft-deleted" in row)}
+
+
+def test_subjects_subject_and_diff(registry_broker: ThreadedBroker,
+                                   client: SchemaRegistryClient) -> None:
+    client.register_schema("users-value", Schema(json.dumps(USER_V1), "AVRO"))
+    v2_id = client.register_schema("users-value", Schema(json.dumps(USER_V2), "AVRO"))
+    client.set_compatibility("users-value", "FULL")
+    client.register_schema(":.staging:events", Schema('{"type": "object"}', "JSON"))
+    client.register_schema("gone-value", Schema('"string"', "AVRO"))
+    client.delete_subject("gone-value")
+    with httpx.Client(base_url=console_url(registry_broker), timeout=15) as http:
+        listing = http.get("/schemas")
+        assert listing.status_code == 200
+        assert '<a href="/schemas"' in listing.text  # the navigation links to it
+        users = _row(listing.text, "users-value")
+        assert (users["context"], users["latest"], users["versions"], users["type"],
+                users["compatibility"], users["deleted"]) == (".", "2", "2", "AVRO", "FULL",
+                                                               "False")
+        events = _row(listing.text, ":.staging:events")
+        assert (events["context"], events["type"], events["compatibility"]) == (
+            ".staging", "JSON", "BACKWARD")
+        assert _row(listing.text, "gone-value")["deleted"] == "True"
+
+        subject = http.get("/schemas/subject", params={"subject": "users-value"})
+        assert subject.status_code == 200
+        assert re.search(r'data-version="2">.*?class="num id">' + str(v2_id), subject.text,
+                         re.S)
+        assert 'id="compatibility">FULL<' in subject.text
+        assert 'id="mode">READWRITE' in subject.text
+        # the schema pretty-printed, two-space indents
+        assert json.dumps(USER_V2, indent=2) in html.unescape(subject.text)
+
+        diff = http.get("/schemas/diff", params={"subject": "users-value", "from": "1",
+                                                 "to": "2"})
+        assert diff.status_code == 200
+        lines = html.unescape(re.sub(r"<[^>]+>", "", diff.text.split('id="diff"', 1)[1]
+                                     .split("</pre>", 1)[0].split(">", 1)[1])).splitlines()
+        assert "--- users-value version 1" in lines
+        assert "+++ users-value version 2" in lines
+        assert '+    {' in lines
+        assert '+      "name": "age",' in lines
+        assert not any(line.startswith("-  ") for line in lines)  # v2 only adds a field
+
+        assert http.get("/schemas/diff", params={"subject": "users-value", "from": "1",
+                                                 "to": "9"}).status_code == 400
+        assert http.get("/schemas/subject", params={"subject": "nope"}).status_code == 404
+
+
+def test_schemas_and_subject_names_are_escaped(registry_broker: ThreadedBroker,
+                                               client: SchemaRegistryClient) -> None:
+    subject = f"{XSS}-value"
+    schema = {"type": "record", "name": "X", "doc": XSS,
+              "fields": [{"name": "f", "type": "string", "doc": XSS}]}
+    client.register_schema(subject, Schema(json.dumps(schema), "AVRO"))
+    client.register_schema(subject, Schema(json.dumps({**schema, "doc": XSS + "2"}), "AVRO"))
+    with httpx.Client(base_url=console_url(registry_broker), timeout=15) as http:
+        for path, params in (("/schemas", {}), ("/schemas/subject", {"subject": subject}),
+                             ("/schemas/diff", {"subject": subject, "from": "1", "to": "2"})):
+            answer = http.get(path, params=params)
+            assert answer.status_code == 200, path
+            assert "<script>" not in answer.text, path
+            assert "&lt;script&gt;" in answer.text, path
+
+
+def test_the_subjects_page_in_a_browser(page: Page, registry_broker: ThreadedBroker,
+                                        client: SchemaRegistryClient) -> None:
+    client.register_schema("browser-value", Schema(json.dumps(USER_V1), "AVRO"))
+    page.goto(console_url(registry_broker) + "/schemas")
+    expect(page.locator("nav a.here")).to_have_text("Schemas")
+    row = page.locator("#subjects tr[data-subject='browser-value']")
+    expect(row.locator("td.type")).to_have_text("AVRO")
+    row.locator("a").click()
+    expect(page.locator("#subject")).to_have_text("browser-value")
+    shoot(page, "schemas")
+
+
+def test_no_registry_no_pages(tmp_path: Path) -> None:
+    broker = console_broker(tmp_path)
+    try:
+        with httpx.Client(base_url=console_url(broker), timeout=15) as http:
+            assert 'href="/schemas"' not in http.get("/").text
+            for path in ("/schemas", "/schemas/subject?subject=a", "/schemas/diff?subject=a"):
+                assert http.get(path).status_code == 404, path
+    finally:
+        broker.stop()
