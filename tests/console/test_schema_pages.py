@@ -12,7 +12,11 @@ from pathlib import Path
 
 import httpx
 import pytest
+from confluent_kafka import Producer
 from confluent_kafka.schema_registry import Schema, SchemaRegistryClient
+from confluent_kafka.schema_registry.avro import AvroSerializer
+from confluent_kafka.schema_registry.json_schema import JSONSerializer
+from confluent_kafka.serialization import MessageField, SerializationContext
 from playwright.sync_api import Page, expect
 
 from trio_broker.testing import ThreadedBroker
@@ -130,3 +134,60 @@ def test_no_registry_no_pages(tmp_path: Path) -> None:
                 assert http.get(path).status_code == 404, path
     finally:
         broker.stop()
+
+
+def _cells(page_html: str, offset: int) -> tuple[str, str]:
+    row = page_html.split(f'data-offset="{offset}"', 1)[1].split("</tr>", 1)[0]
+    key = row.split('class="key">', 1)[1].split("</td>", 1)[0]
+    value = row.split('class="value">', 1)[1].split("</td>", 1)[0]
+    return html.unescape(key), html.unescape(value)
+
+
+def test_the_message_browser_decodes_framed_records(registry_broker: ThreadedBroker,
+                                                    client: SchemaRegistryClient) -> None:
+    topic = registry_broker.create_topic("framed")
+    ctx = SerializationContext(topic, MessageField.VALUE)
+    key_ctx = SerializationContext(topic, MessageField.KEY)
+    avro = AvroSerializer(client, json.dumps(USER_V2))
+    avro_key = AvroSerializer(client, '"string"')
+    as_json = JSONSerializer(json.dumps({"type": "object", "properties": {
+        "n": {"type": "integer"}}}), client, conf={"auto.register.schemas": True})
+    avro_value = avro({"name": f"ann {XSS}", "age": 7}, ctx)
+    records = [
+        (avro_key("k1", key_ctx), avro_value),
+        # registered under another topic's subject, the subject holding the id is named
+        (None, as_json({"n": 5}, SerializationContext("events", MessageField.VALUE))),
+        (None, b"\x00\x00\x00\x03\xe7garbage"),  # an id the registry does not know
+        (None, avro_value[:5] + b"\xff"),  # a known id, bytes that do not fit its schema
+    ]
+    producer = Producer({"bootstrap.servers": registry_broker.bootstrap_servers})
+    for key, value in records:
+        producer.produce(topic, key=key, value=value, partition=0)
+    assert producer.flush(10) == 0
+    avro_id = int.from_bytes(avro_value[1:5], "big")
+    with httpx.Client(base_url=console_url(registry_broker), timeout=15) as http:
+        answer = http.get(f"/topics/{topic}/messages", params={
+            "partition": "0", "mode": "offset", "offset": "0"})
+        assert answer.status_code == 200
+        assert "<script>alert" not in answer.text
+        key, value = _cells(answer.text, 0)
+        assert f"AVRO schema {avro_id}, {topic}-value" in value
+        assert json.dumps({"name": f"ann {XSS}", "age": 7}, indent=2) in value
+        assert f", {topic}-key" in key
+        assert '"k1"' in key
+        _key, value = _cells(answer.text, 1)
+        assert "JSON schema" in value
+        assert "events-value" in value
+        assert '"n": 5' in value
+        _key, value = _cells(answer.text, 2)
+        assert "schema id 999 is not in the registry" in value
+        assert "garbage" in value or "67 61 72" in value  # shown raw
+        _key, value = _cells(answer.text, 3)
+        assert f"does not fit schema {avro_id}" in value
+        # another view than "auto" shows the bytes as they are
+        raw = http.get(f"/topics/{topic}/messages", params={
+            "partition": "0", "mode": "offset", "offset": "0", "format": "hex"})
+        _key, value = _cells(raw.text, 0)
+        assert "schema" not in value
+        assert value.split("<pre", 1)[1].split(">", 1)[1].startswith(
+            avro_value[:16].hex(" "))
