@@ -13,12 +13,24 @@ from pathlib import Path
 import httpx
 import pytest
 from confluent_kafka import Producer
+from confluent_kafka.admin import (
+    AclBinding,
+    AclOperation,
+    AclPermissionType,
+    AdminClient,
+    ResourcePatternType,
+)
+from confluent_kafka.admin import ResourceType as AclResource
 from confluent_kafka.schema_registry import Schema, SchemaRegistryClient
 from confluent_kafka.schema_registry.avro import AvroSerializer
 from confluent_kafka.schema_registry.json_schema import JSONSerializer
+from confluent_kafka.schema_registry.protobuf import ProtobufSerializer
 from confluent_kafka.serialization import MessageField, SerializationContext
 from playwright.sync_api import Page, expect
 
+from tests.schema_registry.test_basic_auth import AUTHORIZER
+from tests.schema_registry.test_clients import order_class
+from tests.security_files import password
 from trio_broker.testing import ThreadedBroker
 
 from .conftest import console_broker, console_url, shoot
@@ -153,12 +165,16 @@ def test_the_message_browser_decodes_framed_records(registry_broker: ThreadedBro
     as_json = JSONSerializer(json.dumps({"type": "object", "properties": {
         "n": {"type": "integer"}}}), client, conf={"auto.register.schemas": True})
     avro_value = avro({"name": f"ann {XSS}", "age": 7}, ctx)
+    order = order_class()
+    as_proto = ProtobufSerializer(order, client, {"use.deprecated.format": False})
     records = [
         (avro_key("k1", key_ctx), avro_value),
         # registered under another topic's subject, the subject holding the id is named
         (None, as_json({"n": 5}, SerializationContext("events", MessageField.VALUE))),
         (None, b"\x00\x00\x00\x03\xe7garbage"),  # an id the registry does not know
         (None, avro_value[:5] + b"\xff"),  # a known id, bytes that do not fit its schema
+        (None, as_proto(order(id="o-1", qty=3, tags=["a"]),
+                        SerializationContext("orders", MessageField.VALUE))),
     ]
     producer = Producer({"bootstrap.servers": registry_broker.bootstrap_servers})
     for key, value in records:
@@ -184,6 +200,10 @@ def test_the_message_browser_decodes_framed_records(registry_broker: ThreadedBro
         assert "garbage" in value or "67 61 72" in value  # shown raw
         _key, value = _cells(answer.text, 3)
         assert f"does not fit schema {avro_id}" in value
+        _key, value = _cells(answer.text, 4)
+        assert "PROTOBUF schema" in value
+        assert "orders-value" in value
+        assert json.dumps({"id": "o-1", "qty": 3, "tags": ["a"]}, indent=2) in value
         # another view than "auto" shows the bytes as they are
         raw = http.get(f"/topics/{topic}/messages", params={
             "partition": "0", "mode": "offset", "offset": "0", "format": "hex"})
@@ -191,3 +211,39 @@ def test_the_message_browser_decodes_framed_records(registry_broker: ThreadedBro
         assert "schema" not in value
         assert value.split("<pre", 1)[1].split(">", 1)[1].startswith(
             avro_value[:16].hex(" "))
+
+
+def test_a_user_sees_the_subjects_they_may_read(tmp_path: Path, users_file: Path) -> None:
+    broker = console_broker(tmp_path, listeners="SASL_PLAINTEXT://127.0.0.1:0",
+                            sasl_credentials_file=str(users_file),
+                            authorizer_class_name=AUTHORIZER, super_users="User:alice",
+                            connection_failed_authentication_delay_ms=0,
+                            schema_registry_listener="http://127.0.0.1:0")
+    try:
+        admin = AdminClient({"bootstrap.servers": broker.bootstrap_servers,
+                             "security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "PLAIN",
+                             "sasl.username": "alice", "sasl.password": password("alice")})
+        grant = AclBinding(AclResource.TOPIC, "visible", ResourcePatternType.LITERAL,
+                           "User:bob", "*", AclOperation.DESCRIBE, AclPermissionType.ALLOW)
+        for future in admin.create_acls([grant]).values():
+            future.result(30)
+        registry = SchemaRegistryClient({"url": broker.schema_registry_url})
+        for subject in ("visible-value", "hidden-value"):
+            registry.register_schema(subject, Schema('"string"', "AVRO"))
+        url = console_url(broker)
+        with httpx.Client(base_url=url, timeout=15) as bob:
+            token = re.search(r'id="login-form".*?name="csrf" value="([^"]+)"',
+                              bob.get("/login").text, re.S)
+            assert token is not None
+            bob.post("/login", data={"username": "bob", "password": password("bob"),
+                                     "mechanism": "PLAIN", "next": "/", "csrf": token[1]})
+            listing = bob.get("/schemas")
+            assert listing.status_code == 200
+            assert 'data-subject="visible-value"' in listing.text
+            assert "hidden-value" not in listing.text
+            assert bob.get("/schemas/subject", params={"subject": "hidden-value"}
+                           ).status_code == 403
+            assert bob.get("/schemas/subject", params={"subject": "visible-value"}
+                           ).status_code == 200
+    finally:
+        broker.stop()
