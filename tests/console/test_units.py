@@ -75,7 +75,8 @@ def test_values_are_shown_as_json_text_or_hex() -> None:
     assert show(b"\x00\x01\xff").fmt == "hex"
     assert show(b"\x00\x01\xff").text == "00 01 ff"
     assert show(b"a\x02b").fmt == "hex"  # control characters are not text
-    assert show(None) == ("null", "null", 0, False)
+    assert show(None)[:4] == ("null", "null", 0, False)
+    assert (show(None).schema, show(None).note) == ("", "")
     assert show(b"{not json").fmt == "text"
     assert show(b'{"a": 1}', "hex").text == "7b 22 61 22 3a 20 31 7d"
     assert show(b'{"a": 1}', "text").text == '{"a": 1}'

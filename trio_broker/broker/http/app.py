@@ -15,7 +15,7 @@ from typing import Any
 from starlette.applications import Starlette
 from starlette.routing import Route
 
-from . import client_pages, group_pages, overview, share_pages, topic_pages
+from . import client_pages, group_pages, overview, schema_pages, share_pages, topic_pages
 from .guard import HostCheck
 from .web import Console
 
@@ -58,6 +58,9 @@ def routes() -> list[Route]:
         Route("/api/group-lag", group_pages.group_lag),
         Route("/clients", client_pages.clients),
         Route("/share-groups", share_pages.share_groups),
+        Route("/schemas", schema_pages.subjects),
+        Route("/schemas/subject", schema_pages.subject),
+        Route("/schemas/diff", schema_pages.diff),
     ]
 
 

@@ -8,7 +8,9 @@ records. When a bound stops the scan early the page says so.
 
 Values are shown as pretty JSON, text or hex, chosen from the bytes (an object or array that
 parses is JSON, valid UTF-8 without control characters is text, anything else hex), with an
-override per view; a value longer than ``MAX_SHOWN_BYTES`` is cut, and the cut is shown.
+override per view; a value longer than ``MAX_SHOWN_BYTES`` is cut, and the cut is shown. A key
+or value in Confluent's wire format is shown decoded with its schema when the broker serves a
+Schema Registry that knows the id (``schema_values.py``), in the "auto" view.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from ...client.core.produce import parse_produce, produce_request
 from ...client.core.structs import ConsumerRecord, TopicPartition
 from ...protocol.api_keys import ApiKey
 from ...protocol.records import build_batch
+from . import schema_values
 from .reads import KafkaView, Offsets
 
 MAX_LIMIT = 500
@@ -61,6 +64,10 @@ class Shown(NamedTuple):
     text: str
     size: int
     cut: bool
+    #: the schema it was decoded with ("AVRO schema 3, orders-value"), or nothing
+    schema: str = ""
+    #: why a value in Confluent's wire format is shown raw, or nothing
+    note: str = ""
 
 
 class ShownRecord(NamedTuple):
@@ -132,11 +139,27 @@ def format_time(timestamp_ms: int) -> str:
     return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
-def _shown(record: ConsumerRecord, fmt: str) -> ShownRecord:
+async def _shown(record: ConsumerRecord, fmt: str, registry: Any) -> ShownRecord:
     return ShownRecord(record.partition, record.offset, record.timestamp,
-                       format_time(record.timestamp), show(record.key, fmt),
-                       show(record.value, fmt),
+                       format_time(record.timestamp),
+                       await _show_framed(record.key, record.topic, True, fmt, registry),
+                       await _show_framed(record.value, record.topic, False, fmt, registry),
                        [(name, show(value, fmt)) for name, value in record.headers])
+
+
+async def _show_framed(data: bytes | None, topic: str, is_key: bool, fmt: str,
+                       registry: Any) -> Shown:
+    """``data`` decoded with its schema when it is in Confluent's wire format and ``fmt`` is
+    "auto", else as ``show`` shows it (with a note when the schema could not decode it)."""
+    if registry is None or fmt != "auto" or not schema_values.is_framed(data):
+        return show(data, fmt)
+    assert data is not None
+    decoded = await schema_values.decode(registry, data, topic, is_key=is_key)
+    if isinstance(decoded, str):
+        return show(data, fmt)._replace(note=decoded)
+    cut = len(decoded.text) > MAX_SHOWN_BYTES
+    return Shown("json", decoded.text[:MAX_SHOWN_BYTES], len(data), cut,
+                 f"{decoded.schema_type} schema {decoded.schema_id}, {decoded.subject}")
 
 
 def _matches(record: ConsumerRecord, needle: bytes) -> bool:
@@ -144,8 +167,9 @@ def _matches(record: ConsumerRecord, needle: bytes) -> bool:
 
 
 async def browse(view: KafkaView, info: TopicInfo, offsets: dict[TopicPartition, Offsets],
-                 query: BrowseQuery) -> BrowseResult:
-    """The records ``query`` asks for, newest first for "newest", else oldest first."""
+                 query: BrowseQuery, registry: Any = None) -> BrowseResult:
+    """The records ``query`` asks for, newest first for "newest", else oldest first; keys and
+    values in Confluent's wire format decoded with ``registry``'s schemas when there is one."""
     numbers = sorted(info.partitions) if query.partition is None else [query.partition]
     limit = max(1, min(query.limit, MAX_LIMIT))
     needle = query.filter.lower().encode()
@@ -178,7 +202,7 @@ async def browse(view: KafkaView, info: TopicInfo, offsets: dict[TopicPartition,
                        reverse=query.mode == "newest")
     if len(collected) > limit:
         collected = collected[:limit]
-    result.records = [_shown(r, query.fmt) for r in collected]
+    result.records = [await _shown(r, query.fmt, registry) for r in collected]
     return result
 
 

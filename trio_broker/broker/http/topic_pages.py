@@ -21,7 +21,17 @@ from .reads import (
     topic_rows,
 )
 from .sessions import Session
-from .web import Write, error_page, int_or_none, kafka_call, page, render, view_of, write_page
+from .web import (
+    Write,
+    console_of,
+    error_page,
+    int_or_none,
+    kafka_call,
+    page,
+    render,
+    view_of,
+    write_page,
+)
 
 
 def _int(text: str | None, default: int) -> int:
@@ -95,7 +105,8 @@ async def browse(request: Request, session: Session) -> Response:
         if info is None:
             return error_page(request, session, f"topic {name!r} does not exist", 404)
         offsets = await view.start_end([info])
-        result = await messages.browse(view, info, offsets, query)
+        result = await messages.browse(view, info, offsets, query,
+                                       console_of(request).state.attached.schema_registry)
     return render(request, "messages.html", session, info=info, query=query, result=result,
                   params=request.query_params, formats=messages.FORMATS,
                   max_limit=messages.MAX_LIMIT)

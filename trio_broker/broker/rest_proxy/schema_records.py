@@ -91,26 +91,36 @@ class RecordSchemas:
         self.registry = registry
         #: (context, id) -> encoder: each schema context numbers its schemas apart
         self._encoders: dict[tuple[str, int], Encoder] = {}
-        self._decoders: dict[int, Decoder] = {}
+        self._decoders: dict[int, tuple[SchemaVersion, Decoder]] = {}
 
     async def deserialize(self, framed: bytes, fmt: str) -> Any:
         """A value in Confluent's wire format as v2's ``fmt`` consumer shows it: Avro's JSON
         encoding, Protobuf's JSON mapping, or the JSON value."""
+        return (await self.decode(framed, fmt))[1]
+
+    async def decode(self, framed: bytes, fmt: str | None = None) -> tuple[SchemaVersion, Any]:
+        """(the writer's schema, the value as ``deserialize`` shows it) of a value in
+        Confluent's wire format; ValueError when it is not framed, names no schema of the
+        registry, or one of another format than ``fmt``; the decoders' own errors when the
+        bytes do not fit the schema."""
         from ..schema_registry.errors import RegistryError
 
         if len(framed) < _HEADER.size or framed[0] != 0:
             raise ValueError("not in Confluent's wire format (magic byte 0 and a schema id)")
         schema_id = int.from_bytes(framed[1:_HEADER.size], "big")
-        decoder = self._decoders.get(schema_id)
-        if decoder is None:
+        found = self._decoders.get(schema_id)
+        if found is None:
             try:
                 schema = self.registry.by_id(schema_id)
             except RegistryError:
                 raise ValueError(f"schema {schema_id} is not in the registry") from None
-            if FORMAT_OF[schema.schema_type] != fmt.upper():
-                raise ValueError(f"schema {schema_id} is {schema.schema_type}, not {fmt}")
-            decoder = self._decoders[schema_id] = await self._decoder(schema)
-        return decoder(memoryview(framed)[_HEADER.size:])
+        else:
+            schema = found[0]
+        if fmt is not None and FORMAT_OF[schema.schema_type] != fmt.upper():
+            raise ValueError(f"schema {schema_id} is {schema.schema_type}, not {fmt}")
+        if found is None:
+            found = self._decoders[schema_id] = (schema, await self._decoder(schema))
+        return schema, found[1](memoryview(framed)[_HEADER.size:])
 
     def has_subject(self, subject: str) -> bool:
         return bool(self.registry.live(subject))

@@ -59,4 +59,9 @@ async def run_registry(config: BrokerConfig, state: BrokerState, *,
         LOGGER.info("schema registry on %s://%s/ (%d subjects read from %s%s)", scheme, rest,
                     len(store.state.subjects), "_schemas",
                     "; basic authentication as the broker's SASL users" if auth else "")
-        task_status.started((bound_host, int(bound_port), registry))
+        state.attached.schema_registry = registry
+        try:
+            task_status.started((bound_host, int(bound_port), registry))
+            await trio.sleep_forever()
+        finally:
+            state.attached.schema_registry = None

@@ -50,6 +50,16 @@ class TopicChange(NamedTuple):
     partitions: int
 
 
+@attrs.define
+class Attached:
+    """Services of the layers above the state, set while they run (typed ``Any``: their
+    types live above this layer)."""
+
+    #: the Schema Registry (``schema_registry.registry.SchemaRegistry``) while
+    #: ``schema.registry.listener`` serves it: the console's pages and message browser read it
+    schema_registry: Any = None
+
+
 @attrs.frozen(eq=False, kw_only=True)
 class BrokerState:
     config: BrokerConfig
@@ -96,6 +106,8 @@ class BrokerState:
     #: ASGI applications the console's listener serves under a path prefix (``/kafka``: the
     #: REST proxy with ``kafka.rest.enable``), added by the services as they start
     http_mounts: dict[str, Any] = attrs.field(factory=dict)
+    #: the parts of the layers above that other parts read in process, as they start
+    attached: Attached = attrs.field(factory=lambda: Attached())
     #: the cluster id, as stamped in the log dirs' meta.properties (``start_storage``)
     cluster_id: str = attrs.field(default=attrs.Factory(lambda self: self.config.cluster_id,
                                                         takes_self=True))
