@@ -38,6 +38,7 @@ from .network.request_handler import RequestHandlerPool
 from .network.socket_server import SocketServer
 from .offload import run_io
 from .rest_proxy import serve_rest_proxy
+from .schema_registry import MOUNT_PREFIX as REGISTRY_PREFIX
 from .schema_registry import registry_url, serve_schema_registry
 from .security.client_quotas import CONNECTION_CREATION_RATE
 from .server.purgatory import Purgatory
@@ -179,20 +180,24 @@ async def serve(config: ConfigInput = None, *,
                     with _names_key(cfg, "http.listener"):
                         http_addr = await nursery.start(serve_http, cfg, state, bound)
                 registry = None
-                if cfg.schema_registry_listener:
+                if cfg.schema_registry_listener or cfg.schema_registry_enable:
                     with _names_key(cfg, "schema.registry.listener"):
                         registry = await nursery.start(serve_schema_registry, cfg, state)
                 with _names_key(cfg, "rest.proxy.listener"):
                     rest_addr = await nursery.start(partial(
                         serve_rest_proxy, cfg, state,
-                        registry=None if registry is None else registry[2]))
+                        registry=state.attached.schema_registry))
                 if registry is not None:
                     state.services["Schema Registry"] = registry_url(cfg, registry) or ""
+                elif http_addr is not None and REGISTRY_PREFIX in state.http_mounts:
+                    scheme = parse_http_listener(cfg.http_listener)[0]
+                    state.services["Schema Registry"] = (http_url(scheme, *http_addr)
+                                                         + REGISTRY_PREFIX)
                 if rest_addr is not None:
                     scheme = parse_http_listener(cfg.rest_proxy_listener,
                                                  "rest.proxy.listener")[0]
                     state.services["REST Proxy"] = http_url(scheme, *rest_addr)
-                elif http_addr is not None and state.http_mounts:
+                elif http_addr is not None and "/kafka" in state.http_mounts:
                     scheme = parse_http_listener(cfg.http_listener)[0]
                     state.services["REST Proxy"] = http_url(scheme, *http_addr) + "/kafka"
                 cleaner = start_log_duties(state, nursery)

@@ -83,6 +83,7 @@ class BrokerConfig(FrozenFields):
     http_listener: str = _f("http.listener")
     schema_registry_listener: str = _f("schema.registry.listener")
     schema_registry_authentication_method: str = _f("schema.registry.authentication.method")
+    schema_registry_enable: bool = _f("schema.registry.enable")
     telemetry_max_bytes: int = _f("telemetry.max.bytes")
     telemetry_subscribe_all: bool = _f("telemetry.subscribe.all")
     telemetry_subscribe_all_interval_ms: int = _f("telemetry.subscribe.all.interval.ms")

@@ -154,6 +154,9 @@ _HONOURED: tuple[ConfigKey, ...] = (
        "credentials of the broker's SASL (SCRAM) users, and the broker's ACLs decide what each "
        "may do on each subject (docs/schema-registry.md).", own=True, type_=T.STRING,
        default="NONE", validator=OneOf(("NONE", "BASIC"), True)),
+    _h("schema.registry.enable", "Also serve the Schema Registry's API under /schema-registry "
+       "of the web console's listener (http.listener): its clients' URL is then "
+       "http://host:port/schema-registry.", own=True, type_=T.BOOLEAN, default=False),
     # --- web console (docs/console.md) ----------------------------------------------------------
     _h("http.listener", "http://host:port (or https://, with ssl.certfile) of the broker's web "
        "console (one broker; no host = loopback); empty = off.", own=True, type_=T.STRING,

@@ -11,13 +11,15 @@ compatibility (``compat``), the REST routes (``app``), the HTTP server (``server
 answers (``errors``) and the API other parts of the broker call (``serialize`` below).
 
 May import config, the storage, the server core (``BrokerState``) and the protocol; never the
-network or a handler. Its web stack is imported only when ``schema.registry.listener`` is set.
+network or a handler. Its web stack is imported only when the registry is served
+(``schema.registry.listener``, or ``schema.registry.enable`` under the console's listener).
 """
 
 from __future__ import annotations
 
 import io
 import json
+import logging
 import struct
 from typing import TYPE_CHECKING
 
@@ -33,20 +35,32 @@ if TYPE_CHECKING:
 
 #: Confluent's wire format: magic byte 0, then the schema id as a big-endian int32
 _HEADER = struct.Struct(">bI")
+#: where ``schema.registry.enable`` serves the API on the web console's listener
+MOUNT_PREFIX = "/schema-registry"
+
+LOGGER = logging.getLogger("trio_broker.broker.schema_registry")
 
 
 async def serve_schema_registry(config: BrokerConfig, state: BrokerState, *,
                                 task_status: trio.TaskStatus[tuple[str, int, SchemaRegistry]
                                                              | None]
                                 = trio.TASK_STATUS_IGNORED) -> None:
-    """Serve the registry on ``schema.registry.listener`` until cancelled; ``task_status``
-    reports (host, port, registry), or None when it is off."""
-    if not config.schema_registry_listener:
+    """Serve the registry on ``schema.registry.listener`` (and under ``/schema-registry`` of the
+    console's listener with ``schema.registry.enable``) until cancelled; ``task_status``
+    reports (host, port, registry), or None without a listener of its own (the registry, when
+    served, is ``state.attached.schema_registry``)."""
+    mounted = config.schema_registry_enable and bool(config.http_listener)
+    if config.schema_registry_enable and not config.http_listener:
+        LOGGER.warning("schema.registry.enable=true serves the Schema Registry under "
+                       "%s of the web console's listener, and http.listener is not set: "
+                       "nothing is served there", MOUNT_PREFIX)
+    if not config.schema_registry_listener and not mounted:
         task_status.started(None)
         return
     from .server import run_registry
 
-    await run_registry(config, state, task_status=task_status)
+    await run_registry(config, state, mount=MOUNT_PREFIX if mounted else None,
+                       task_status=task_status)
 
 
 def registry_url(config: BrokerConfig, bound: tuple[str, int, SchemaRegistry] | None,

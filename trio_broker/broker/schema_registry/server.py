@@ -31,37 +31,54 @@ LOGGER = logging.getLogger("trio_broker.broker.schema_registry")
 _SERVER_LOGGER = quiet_server_logger("trio_broker.broker.schema_registry.hypercorn")
 
 
-async def run_registry(config: BrokerConfig, state: BrokerState, *,
-                       task_status: trio.TaskStatus[tuple[str, int, SchemaRegistry]]
+async def run_registry(config: BrokerConfig, state: BrokerState, *, mount: str | None = None,
+                       task_status: trio.TaskStatus[tuple[str, int, SchemaRegistry] | None]
                        = trio.TASK_STATUS_IGNORED) -> None:
-    """Read ``_schemas``, then serve the REST API until cancelled; reports (host, port,
-    registry)."""
-    scheme, host, port = parse_http_listener(config.schema_registry_listener,
-                                             "schema.registry.listener")
-    server_config = hypercorn_config(host, port, _SERVER_LOGGER)
-    serve_tls(server_config, config, "schema.registry.listener", scheme)
+    """Read ``_schemas``, then serve the REST API until cancelled, on
+    ``schema.registry.listener`` and under the path ``mount`` of the console's listener, if
+    given; reports (host, port, registry), or None without a listener of its own."""
+    listener = None
+    if config.schema_registry_listener:
+        scheme, host, port = parse_http_listener(config.schema_registry_listener,
+                                                 "schema.registry.listener")
+        server_config = hypercorn_config(host, port, _SERVER_LOGGER)
+        serve_tls(server_config, config, "schema.registry.listener", scheme)
+        listener = scheme, host, server_config
     store = KafkaStore(state)
     await store.start()
     registry = SchemaRegistry(store)
-    hosts = HostCheck(host, [h for h in config.http_allowed_hosts.split(",") if h])
-    # an ASGI 3 callable; Hypercorn's types are narrower
+    allowed = [h for h in config.http_allowed_hosts.split(",") if h]
     metrics = HttpMetrics(SCHEMA_REGISTRY)
     state.metrics.add_collector(metrics.collect)
     auth = (RegistryAuth(config.scram_credentials_path, state)
             if config.schema_registry_authentication_method.upper() == "BASIC" else None)
-    app: Any = HostGuard(CountRequests(build_app(registry, auth), metrics), hosts)
+    routes = CountRequests(build_app(registry, auth), metrics)
+
+    def app_for(host: str) -> Any:  # an ASGI 3 callable; Hypercorn's types are narrower
+        return HostGuard(routes, HostCheck(host, allowed))
+
+    described = f"{len(store.state.subjects)} subjects read from _schemas" + (
+        "; basic authentication as the broker's SASL users" if auth else "")
     async with trio.open_nursery() as nursery:
-        binds: list[str] = await nursery.start(functools.partial(
-            serve, app, server_config, mode="asgi"))
-        rest = binds[0].split("://", 1)[1]
-        bound_host, _, bound_port = rest.rpartition(":")
-        bound_host = bound_host.strip("[]")
-        LOGGER.info("schema registry on %s://%s/ (%d subjects read from %s%s)", scheme, rest,
-                    len(store.state.subjects), "_schemas",
-                    "; basic authentication as the broker's SASL users" if auth else "")
+        bound = None
+        if listener is not None:
+            scheme, host, server_config = listener
+            binds: list[str] = await nursery.start(functools.partial(
+                serve, app_for(host), server_config, mode="asgi"))
+            rest = binds[0].split("://", 1)[1]
+            bound_host, _, bound_port = rest.rpartition(":")
+            bound = bound_host.strip("[]"), int(bound_port), registry
+            LOGGER.info("schema registry on %s://%s/ (%s)", scheme, rest, described)
+        if mount is not None:
+            console_host = parse_http_listener(config.http_listener)[1]
+            state.http_mounts[mount] = app_for(console_host)
+            LOGGER.info("schema registry under %s of the web console's listener (%s)", mount,
+                        described)
         state.attached.schema_registry = registry
         try:
-            task_status.started((bound_host, int(bound_port), registry))
+            task_status.started(bound)
             await trio.sleep_forever()
         finally:
             state.attached.schema_registry = None
+            if mount is not None:
+                state.http_mounts.pop(mount, None)

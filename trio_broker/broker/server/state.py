@@ -104,7 +104,8 @@ class BrokerState:
     #: links to them)
     services: dict[str, str] = attrs.field(factory=dict)
     #: ASGI applications the console's listener serves under a path prefix (``/kafka``: the
-    #: REST proxy with ``kafka.rest.enable``), added by the services as they start
+    #: REST proxy with ``kafka.rest.enable``; ``/schema-registry``: the Schema Registry with
+    #: ``schema.registry.enable``), added by the services as they start
     http_mounts: dict[str, Any] = attrs.field(factory=dict)
     #: the parts of the layers above that other parts read in process, as they start
     attached: Attached = attrs.field(factory=lambda: Attached())
