@@ -66,16 +66,19 @@ trio.run(main)
 """
 
 #: the ``clients`` step's floor: a Trio server that answers each size-prefixed frame with the
-#: frame itself, one task per connection, one request read and answered at a time
+#: frame itself (or, given a second argument, with a frame of that many bytes), one task per
+#: connection, one request read and answered at a time
 ECHO_FRAME_SERVER = r"""
 import sys, trio
+SIZE = int(sys.argv[2]) if len(sys.argv) > 2 else None
+ANSWER = None if SIZE is None else SIZE.to_bytes(4, "big") + bytes(SIZE)
 async def handle(stream):
     buf = bytearray()
     try:
         while data := await stream.receive_some(65536):
             buf += data
             while len(buf) >= 4 and len(buf) >= 4 + (size := int.from_bytes(buf[:4], "big")):
-                frame = bytes(buf[:4 + size])
+                frame = ANSWER or bytes(buf[:4 + size])
                 del buf[:4 + size]
                 await stream.send_all(frame)
     except trio.BrokenResourceError:

@@ -45,6 +45,7 @@ import time
 from pathlib import Path
 
 from bench_growth import (
+    ECHO_FRAME_SERVER,
     _cpu_s,
     _load,
     _produce_mb_s,
@@ -56,27 +57,8 @@ from growth_common import broker_argv, free_port
 
 IMG = Path(__file__).resolve().parent.parent / "docs" / "img"
 
-#: the floor: a Trio server answering each size-prefixed frame with a small frame (a Produce
-#: v7 answer's size), one task per connection, one frame read and answered at a time
-SMALL_ANSWER_SERVER = r"""
-import sys, trio
-ANSWER = (56).to_bytes(4, "big") + bytes(56)
-async def handle(stream):
-    buf = bytearray()
-    try:
-        while data := await stream.receive_some(65536):
-            buf += data
-            while len(buf) >= 4 and len(buf) >= 4 + (size := int.from_bytes(buf[:4], "big")):
-                del buf[:4 + size]
-                await stream.send_all(ANSWER)
-    except trio.BrokenResourceError:
-        pass
-async def main():
-    async with trio.open_nursery() as n:
-        await n.start(trio.serve_tcp, handle, int(sys.argv[1]))
-        print("listening on", flush=True)
-trio.run(main)
-"""
+#: a Produce v7 answer's size: the bare server's answer to each frame
+SMALL_ANSWER_BYTES = 56
 
 #: one load process: ``clients`` connections, each sending a Produce request and waiting for
 #: its answer, measured from ``start_at`` (wall clock) for ``seconds``; prints its request
@@ -202,7 +184,8 @@ def clients(limit: int, seconds: float, processes: int) -> None:
     data = tempfile.mkdtemp(prefix="bench-scale-")
     port, bare_port = free_port(), free_port()
     broker, _ = _start(broker_argv(port, data))
-    bare, _ = _start([sys.executable, "-c", SMALL_ANSWER_SERVER, str(bare_port)])
+    bare, _ = _start([sys.executable, "-c", ECHO_FRAME_SERVER, str(bare_port),
+                      str(SMALL_ANSWER_BYTES)])
     mock, mock_bootstrap = _mock()
     servers = {"trio-broker": (f"127.0.0.1:{port}", broker.pid),
                "bare Trio": (f"127.0.0.1:{bare_port}", bare.pid),

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Iterator
 from typing import Any
 from urllib.parse import quote
 
@@ -19,14 +18,7 @@ from confluent_kafka.serialization import MessageField, SerializationContext
 from trio_broker.broker.schema_registry.contexts import normalize, rewrite, split
 from trio_broker.testing import ThreadedBroker
 
-from .test_rest import CT, error, record
-
-
-@pytest.fixture
-def http(kafka_broker: ThreadedBroker) -> Iterator[httpx.Client]:
-    assert kafka_broker.schema_registry_url is not None
-    with httpx.Client(base_url=kafka_broker.schema_registry_url, headers=CT) as client:
-        yield client
+from .test_rest import error, record
 
 
 @pytest.fixture

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Iterator
 from typing import Any
 from urllib.parse import quote
 
@@ -28,17 +27,10 @@ from confluent_kafka.schema_registry import (
 from trio_broker.broker.schema_registry.contracts import merge_metadata, merge_rule_set
 from trio_broker.testing import ThreadedBroker
 
-from .test_rest import CT, error
+from .test_rest import error
 
 V = [json.dumps({"type": "record", "name": "Order", "fields": [
     {"name": f"f{i}", "type": "int", "default": 0} for i in range(n)]}) for n in range(1, 5)]
-
-
-@pytest.fixture
-def http(kafka_broker: ThreadedBroker) -> Iterator[httpx.Client]:
-    assert kafka_broker.schema_registry_url is not None
-    with httpx.Client(base_url=kafka_broker.schema_registry_url, headers=CT) as client:
-        yield client
 
 
 @pytest.fixture

@@ -4,23 +4,14 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Iterator
 from typing import Any
 
 import httpx
 import pytest
 
 from trio_broker.broker.schema_registry.app import MAX_BODY_BYTES
-from trio_broker.testing import ThreadedBroker
 
 CT = {"content-type": "application/vnd.schemaregistry.v1+json"}
-
-
-@pytest.fixture
-def http(kafka_broker: ThreadedBroker) -> Iterator[httpx.Client]:
-    assert kafka_broker.schema_registry_url is not None
-    with httpx.Client(base_url=kafka_broker.schema_registry_url, headers=CT) as client:
-        yield client
 
 
 @pytest.fixture
