@@ -94,3 +94,28 @@ def test_share_request_counters_per_topic(kafka_broker: ThreadedBroker,
     for name in series:
         assert value(samples, name, topic=topic) == expected[name], name
         assert value(samples, name) - value(before, name) == expected[name], name
+
+
+LOCK_TIMEOUTS = "kafka_server_sharepartitionmetrics_acquisitionlocktimeout_total"
+
+
+@pytest.mark.broker_config(metrics_listener="http://127.0.0.1:0",
+                           group_share_record_lock_duration_ms=1000)
+def test_acquisition_lock_timeouts_are_counted(kafka_broker: ThreadedBroker,
+                                               unique_topic: Callable[[str], str]) -> None:
+    """Records left unacknowledged past the acquisition lock: SharePartitionMetrics'
+    AcquisitionLockTimeoutPerSec counts each of them once, when they come back."""
+    group, topic = unique_topic("sg"), unique_topic("t")
+    with BrokerConnection(*parse_address(kafka_broker.bootstrap_servers)) as conn:
+        topic_id = raw.create_topic(conn, topic)
+        raw.heartbeat(conn, group, "m1", 0, [topic])
+        raw.produce(kafka_broker.bootstrap_servers, topic, 3)
+        assert raw.acquired(raw.share_fetch(conn, group, "m1", 0, topic_id)) == [(0, 2, 1)]
+        samples = scrape(kafka_broker)
+        assert value(samples, LOCK_TIMEOUTS, group=group, topic=topic, partition="0") == 0
+        # the waiting fetch wakes when the locks end and acquires the records again
+        again = raw.share_fetch(conn, group, "m1", 1, topic_id, max_wait_ms=10000)
+        assert raw.acquired(again) == [(0, 2, 2)]
+    samples = scrape(kafka_broker)
+    assert value(samples, LOCK_TIMEOUTS, group=group, topic=topic, partition="0") == 3
+    assert value(samples, IN_FLIGHT, group=group, topic=topic, partition="0") == 3
