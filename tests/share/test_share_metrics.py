@@ -15,6 +15,7 @@ from tests.metrics.test_metrics import scrape, value
 from tests.share import test_share_errors as raw
 from tests.share.test_share_consumer import create_topic, members, produce, share_consumer, wait_for
 from trio_broker.client.blocking import BrokerConnection, parse_address
+from trio_broker.protocol.api_keys import ApiKey
 from trio_broker.protocol.errors import ErrorCode
 from trio_broker.testing import ThreadedBroker
 
@@ -74,8 +75,9 @@ FAILED_ACKS = "kafka_server_brokertopicmetrics_failedshareacknowledgementrequest
 def test_share_request_counters_per_topic(kafka_broker: ThreadedBroker,
                                           unique_topic: Callable[[str], str]) -> None:
     """BrokerTopicMetrics' share request counters on the wire: a ShareFetch counted once for
-    its topic, an acknowledgement of records never acquired counted as failed, acknowledgements
-    piggybacked on a ShareFetch counted as acknowledgement requests too."""
+    its topic, an acknowledgement of records never acquired and a fetch from a partition the
+    topic does not have counted as failed, acknowledgements piggybacked on a ShareFetch counted
+    as acknowledgement requests too."""
     group, topic = unique_topic("sg"), unique_topic("t")
     series = (FETCHES, FAILED_FETCHES, ACK_REQUESTS, FAILED_ACKS)
     before = scrape(kafka_broker)  # the broker may serve other tests: all topics as deltas
@@ -89,8 +91,16 @@ def test_share_request_counters_per_topic(kafka_broker: ThreadedBroker,
         assert raw.share_ack(conn, group, "m1", 2, topic_id, [(0, 1, [1])]).error_code == 0
         # a second fetch carrying good acknowledgements: one more of each, nothing failed
         assert raw.share_fetch(conn, group, "m1", 3, topic_id, acks=[(2, 3, [1])]).error_code == 0
+        # a fetch from a partition the topic does not have fails for the topic
+        raw.heartbeat(conn, group, "m2", 0, [topic])
+        bad = conn.call(ApiKey.ShareFetch, 1, group_id=group, member_id="m2",
+                        share_session_epoch=0, max_wait_ms=0, min_bytes=1, max_bytes=1 << 20,
+                        max_records=500, batch_size=500, topics=[raw.SF.FetchTopic(
+                            topic_id=topic_id,
+                            partitions=[raw.SF.FetchTopic.FetchPartition(partition_index=5)])])
+        assert bad.responses[0].partitions[0].error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
     samples = scrape(kafka_broker)
-    expected = dict(zip(series, (2, 0, 3, 1), strict=True))
+    expected = dict(zip(series, (3, 1, 3, 1), strict=True))
     for name in series:
         assert value(samples, name, topic=topic) == expected[name], name
         assert value(samples, name) - value(before, name) == expected[name], name
