@@ -25,6 +25,7 @@ from ...protocol.messages import response_type
 from ..coordinator.share import Acquisition, HeartbeatAnswer, ShareGroup
 from ..coordinator.share.coordinator import FINAL_SESSION_EPOCH, INITIAL_SESSION_EPOCH
 from ..coordinator.share.group import Assignment
+from ..metrics import SHARE_ACKNOWLEDGEMENT, SHARE_FETCH
 from ..server import authz
 from ..server.bodies import RequestBody, ResponseBody, Struct
 from ..server.context import DEFERRED, HandlerContext, HandlerResult
@@ -145,6 +146,10 @@ def _acknowledge(ctx: HandlerContext, group_id: str, member_id: str, topics: lis
     results: dict[TP, int] = {}
     now = trio.current_time()
     lock_s = shares.record_lock_duration_ms(group_id) / 1000
+    # Kafka counts what reaches its SharePartitionManager: unknown and denied topics are
+    # answered before it
+    counted: list[str] = []
+    failed: list[str] = []
     for t in topics:
         name = logs.topic_name(t.topic_id)
         for p in t.partitions:
@@ -158,19 +163,25 @@ def _acknowledge(ctx: HandlerContext, group_id: str, member_id: str, topics: lis
             elif logs.get_log(name, p.partition_index) is None:
                 results[key] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
             else:
+                counted.append(name)
                 sp = shares.partitions.get((group_id, t.topic_id, p.partition_index))
                 if sp is None:
                     results[key] = ErrorCode.INVALID_RECORD_STATE
+                    failed.append(name)
                     continue
                 sp.expire_locks(now)
                 error = sp.acknowledge(member_id, [
                     (b.first_offset, b.last_offset, b.acknowledge_types)
                     for b in p.acknowledgement_batches], renew=renew, now=now, lock_s=lock_s)
                 results[key] = error or 0
+                if error is not None:
+                    failed.append(name)
                 if error is None:  # records freed or released: wake the group's waiting fetches
                     _count_acknowledgements(ctx, p.acknowledgement_batches)
                     ctx.broker.fetch_purgatory.notify(_share_key(group_id, name,
                                                                  p.partition_index), 1)
+    if counted:
+        ctx.broker.metrics.topics.share_requests(SHARE_ACKNOWLEDGEMENT, counted, failed)
     return results
 
 
@@ -269,10 +280,16 @@ async def handle_share_fetch(ctx: HandlerContext, request: RequestBody) -> Handl
     await _persist(ctx, group_id, acks)
     wanted = set() if epoch == FINAL_SESSION_EPOCH or renew else session
     fetched = _acquire(ctx, request, group_id, member_id, wanted, denied)
+    logs = ctx.broker.logs
+    # counted once per topic when the fetch starts, failed when it completes
+    # (``_fetch_response``), as Kafka's SharePartitionManager marks them
+    named_topics = {name for tid, _ in wanted if (name := logs.topic_name(tid)) is not None
+                    and name not in denied}
+    if named_topics:
+        ctx.broker.metrics.topics.share_requests(SHARE_FETCH, named_topics, ())
     if (any(a.record_count for a in fetched.values() if isinstance(a, Acquisition))
             or request.max_wait_ms <= 0 or not wanted):
         return _fetch_response(ctx, acks, fetched, lock_ms)
-    logs = ctx.broker.logs
     tps = [(name, p) for tid, p in wanted if (name := logs.topic_name(tid)) is not None]
     keys = [*tps, *(_share_key(group_id, name, p) for name, p in tps)]
     deadline = trio.current_time() + request.max_wait_ms / 1000
@@ -361,8 +378,17 @@ def _leader(ctx: HandlerContext, cls: Any, topic_id: uuid.UUID, partition: int) 
     return cls.LeaderIdAndEpoch(leader_id=leader, leader_epoch=epoch)
 
 
+#: partition errors answered before Kafka's SharePartitionManager sees the fetch: not failures
+#: it counts
+_NOT_FETCHED = frozenset({ErrorCode.UNKNOWN_TOPIC_ID, ErrorCode.TOPIC_AUTHORIZATION_FAILED})
+
+
 def _fetch_response(ctx: HandlerContext, acks: dict[TP, int],
                     fetched: dict[TP, Acquisition | int], lock_ms: int) -> ResponseBody:
+    failed = {name for (tid, _), got in fetched.items() if isinstance(got, int)
+              and got not in _NOT_FETCHED and (name := ctx.broker.logs.topic_name(tid))}
+    if failed:
+        ctx.broker.metrics.topics.share_requests(SHARE_FETCH, (), failed)
     by_topic: dict[uuid.UUID, list[Struct]] = {}
     for key in sorted(set(acks) | set(fetched), key=str):
         got = fetched.get(key)

@@ -38,11 +38,25 @@ STARTING, RUNNING, SHUTTING_DOWN = 1, 3, 7
 
 
 class TopicMetrics:
-    """Kafka's BrokerTopicMetrics per topic and for all topics: bytes in and out, messages in."""
+    """Kafka's BrokerTopicMetrics per topic and for all topics: bytes in and out, messages in,
+    and the share-group requests."""
 
     def __init__(self) -> None:
         #: topic -> [bytes in, bytes out, messages in]
         self._topics: dict[str, list[int]] = {}
+        #: topic -> [share fetch requests, failed, share acknowledgements, failed]
+        self._share: dict[str, list[int]] = {}
+
+    def share_requests(self, kind: int, topics: Iterable[str], failed: Iterable[str]) -> None:
+        """Count one share request (``kind``: SHARE_FETCH or SHARE_ACKNOWLEDGEMENT) once for
+        each topic it names, and once more as failed for each topic with a failed partition,
+        as Kafka's SharePartitionManager marks them."""
+        for i, names in ((kind, topics), (kind + 1, failed)):
+            for topic in set(names):
+                entry = self._share.get(topic)
+                if entry is None:
+                    entry = self._share[topic] = [0, 0, 0, 0]
+                entry[i] += 1
 
     def bytes_in(self, topic: str, size: int, messages: int) -> None:
         entry = self._topics.get(topic)
@@ -70,8 +84,9 @@ class TopicMetrics:
     def forget(self, keep: Iterable[str]) -> None:
         """Drop the counters of deleted topics, as Kafka removes their MBeans."""
         kept = set(keep)
-        for topic in [t for t in self._topics if t not in kept]:
-            del self._topics[topic]
+        for counters in (self._topics, self._share):
+            for topic in [t for t in counters if t not in kept]:
+                del counters[topic]
 
     def totals(self, topic: str) -> tuple[int, int, int]:
         entry = self._topics.get(topic, [0, 0, 0])
@@ -90,6 +105,27 @@ class TopicMetrics:
             for topic, values in sorted(self._topics.items()):
                 family.add_sample(f"{base}_total", {"topic": topic}, float(values[i]))
             yield family
+        for i, name, doc in _SHARE_SERIES:
+            base = f"kafka_server_brokertopicmetrics_{name}"
+            family = Metric(base, doc, "counter")
+            family.add_sample(f"{base}_total", {},
+                              float(sum(v[i] for v in self._share.values())))
+            for topic, values in sorted(self._share.items()):
+                family.add_sample(f"{base}_total", {"topic": topic}, float(values[i]))
+            yield family
+
+
+#: TopicMetrics.share_requests kinds: the first of each pair of counters (total, failed)
+SHARE_FETCH, SHARE_ACKNOWLEDGEMENT = 0, 2
+_SHARE_SERIES = (
+    (0, "totalsharefetchrequests", "ShareFetch requests, once per topic "
+     "(TotalShareFetchRequestsPerSec)."),
+    (1, "failedsharefetchrequests", "ShareFetch requests that failed a partition of the topic "
+     "(FailedShareFetchRequestsPerSec)."),
+    (2, "totalshareacknowledgementrequests", "Share acknowledgements (ShareAcknowledge, or "
+     "ShareFetch carrying them), once per topic (TotalShareAcknowledgementRequestsPerSec)."),
+    (3, "failedshareacknowledgementrequests", "Share acknowledgements that failed for a "
+     "partition of the topic (FailedShareAcknowledgementRequestsPerSec)."))
 
 
 class BrokerMetrics:

@@ -120,6 +120,9 @@ class SharePartition:
     max_record_locks: int
     #: offset -> state, for offsets in [start_offset, end_offset)
     in_flight: dict[int, InFlight] = attrs.field(factory=dict)
+    #: records whose acquisition lock ended before they were acknowledged, since the broker
+    #: loaded the share-partition (Kafka's SharePartitionMetrics AcquisitionLockTimeoutPerSec)
+    lock_timeouts: int = 0
 
     # --- acquisition --------------------------------------------------------------------------
     def acquire(self, member_id: str, read: ReadFn, *, max_records: int, max_bytes: int,
@@ -225,6 +228,7 @@ class SharePartition:
         for record in expired:
             self._release(record)
         if expired:
+            self.lock_timeouts += len(expired)
             self._advance()
         return len(expired)
 

@@ -9,7 +9,12 @@ of Kafka's:
 - ``kafka.server:type=SharePartitionMetrics,name=InFlightMessageCount,group=G,topic=T,
   partition=P`` -> ``kafka_server_sharepartitionmetrics_inflightmessagecount{group,topic,
   partition}``: records acquired or waiting to be acquired again between the share-partition's
-  start and end offsets.
+  start and end offsets;
+- ``...,name=AcquisitionLockTimeoutPerSec,group=G,topic=T,partition=P`` ->
+  ``kafka_server_sharepartitionmetrics_acquisitionlocktimeout_total{group,topic,partition}``:
+  records whose acquisition lock ended before they were acknowledged. Locks end lazily here, as
+  the share-partition is next fetched from or acknowledged (a waiting ShareFetch wakes at the
+  first lock's end), so a partition nobody touches counts its timeouts later than Kafka's timer.
 
 The acknowledgements themselves are counted as they happen (``BrokerMetrics``:
 ``kafka_server_sharegroupmetrics_recordacknowledgements_total{acktype}``).
@@ -32,7 +37,7 @@ _IN_FLIGHT = (RecordState.AVAILABLE, RecordState.ACQUIRED)
 
 def share_metrics(state: BrokerState) -> Iterator[Metric]:
     """Share groups by state, and each share-partition's records in flight."""
-    from prometheus_client.core import GaugeMetricFamily
+    from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 
     shares = state.shares
     by_state = dict.fromkeys(_STATES, 0)
@@ -52,14 +57,20 @@ def share_metrics(state: BrokerState) -> Iterator[Metric]:
         "kafka_server_sharepartitionmetrics_inflightmessagecount",
         "Records acquired or available again in the share-partition (InFlightMessageCount).",
         labels=["group", "topic", "partition"])
+    timeouts = CounterMetricFamily(
+        "kafka_server_sharepartitionmetrics_acquisitionlocktimeout",
+        "Records whose acquisition lock timed out (AcquisitionLockTimeoutPerSec).",
+        labels=["group", "topic", "partition"])
     for (group_id, topic_id, partition), sp in sorted(shares.partitions.items(), key=str):
         topic = state.logs.topic_name(topic_id)
         if topic is None:
             continue
-        in_flight.add_metric(
-            [group_id, topic, str(partition)],
-            sum(1 for r in sp.in_flight.values() if r.state in _IN_FLIGHT))
+        labels = [group_id, topic, str(partition)]
+        in_flight.add_metric(labels, sum(1 for r in sp.in_flight.values()
+                                         if r.state in _IN_FLIGHT))
+        timeouts.add_metric(labels, sp.lock_timeouts)
     yield in_flight
+    yield timeouts
 
 
 __all__ = ["share_metrics"]
