@@ -19,7 +19,7 @@ into it.
 from __future__ import annotations
 
 import platform
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import trio
@@ -93,26 +93,29 @@ class TopicMetrics:
         return entry[0], entry[1], entry[2]
 
     def collect(self) -> Iterator[Metric]:
-        from prometheus_client.core import Metric
+        yield from _topic_families(_TOPIC_SERIES, self._topics)
+        yield from _topic_families(_SHARE_SERIES, self._share)
 
-        for i, name, doc in ((0, "bytesin", "Bytes appended (BytesInPerSec)."),
-                             (1, "bytesout", "Bytes fetched (BytesOutPerSec)."),
-                             (2, "messagesin", "Records appended (MessagesInPerSec).")):
-            base = f"kafka_server_brokertopicmetrics_{name}"
-            family = Metric(base, doc, "counter")
-            family.add_sample(f"{base}_total", {},
-                              float(sum(v[i] for v in self._topics.values())))
-            for topic, values in sorted(self._topics.items()):
-                family.add_sample(f"{base}_total", {"topic": topic}, float(values[i]))
-            yield family
-        for i, name, doc in _SHARE_SERIES:
-            base = f"kafka_server_brokertopicmetrics_{name}"
-            family = Metric(base, doc, "counter")
-            family.add_sample(f"{base}_total", {},
-                              float(sum(v[i] for v in self._share.values())))
-            for topic, values in sorted(self._share.items()):
-                family.add_sample(f"{base}_total", {"topic": topic}, float(values[i]))
-            yield family
+
+def _topic_families(series: tuple[tuple[int, str, str], ...],
+                    counts: Mapping[str, Sequence[int]]) -> Iterator[Metric]:
+    """One counter family per ``series`` entry (index into each topic's counts, name, help),
+    all topics' sum unlabelled and each topic's under ``topic``, as the JMX exporter shows
+    Kafka's BrokerTopicMetrics."""
+    from prometheus_client.core import Metric
+
+    for i, name, doc in series:
+        base = f"kafka_server_brokertopicmetrics_{name}"
+        family = Metric(base, doc, "counter")
+        family.add_sample(f"{base}_total", {}, float(sum(v[i] for v in counts.values())))
+        for topic, values in sorted(counts.items()):
+            family.add_sample(f"{base}_total", {"topic": topic}, float(values[i]))
+        yield family
+
+
+_TOPIC_SERIES = ((0, "bytesin", "Bytes appended (BytesInPerSec)."),
+                 (1, "bytesout", "Bytes fetched (BytesOutPerSec)."),
+                 (2, "messagesin", "Records appended (MessagesInPerSec)."))
 
 
 #: TopicMetrics.share_requests kinds: the first of each pair of counters (total, failed)
