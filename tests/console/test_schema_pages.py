@@ -7,6 +7,7 @@ from __future__ import annotations
 import html
 import json
 import re
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -21,7 +22,11 @@ from confluent_kafka.admin import (
     ResourcePatternType,
 )
 from confluent_kafka.admin import ResourceType as AclResource
-from confluent_kafka.schema_registry import Schema, SchemaRegistryClient
+from confluent_kafka.schema_registry import (
+    Schema,
+    SchemaRegistryClient,
+    header_schema_id_serializer,
+)
 from confluent_kafka.schema_registry.avro import AvroSerializer
 from confluent_kafka.schema_registry.json_schema import JSONSerializer
 from confluent_kafka.schema_registry.protobuf import ProtobufSerializer
@@ -247,3 +252,47 @@ def test_a_user_sees_the_subjects_they_may_read(tmp_path: Path, users_file: Path
                            ).status_code == 200
     finally:
         broker.stop()
+
+
+def test_the_message_browser_decodes_records_with_a_schema_guid_header(
+        registry_broker: ThreadedBroker, client: SchemaRegistryClient) -> None:
+    """confluent-kafka's ``header_schema_id_serializer``: the value is bare, its schema's GUID
+    is in a ``__value_schema_id`` / ``__key_schema_id`` header (Protobuf's message indexes
+    after it)."""
+    topic = registry_broker.create_topic("guid-framed")
+    in_header = {"schema.id.serializer": header_schema_id_serializer}
+    avro = AvroSerializer(client, json.dumps(USER_V2), conf=in_header)
+    avro_key = AvroSerializer(client, '"string"', conf=in_header)
+    order = order_class()
+    as_proto = ProtobufSerializer(order, client, {"use.deprecated.format": False, **in_header})
+    rows = []
+    headers: list[tuple[str, bytes]] = []
+    key = avro_key("key-1", SerializationContext(topic, MessageField.KEY, headers))
+    value = avro({"name": "bo", "age": 8}, SerializationContext(topic, MessageField.VALUE,
+                                                                headers))
+    rows.append((key, value, headers))
+    headers = []
+    value = as_proto(order(id="o-2", qty=4, tags=["b"]),
+                     SerializationContext("orders", MessageField.VALUE, headers))
+    rows.append((None, value, headers))
+    unknown = str(uuid.UUID(int=7))
+    rows.append((None, b"bare bytes", [("__value_schema_id", b"\x01" + uuid.UUID(unknown).bytes)]))
+    producer = Producer({"bootstrap.servers": registry_broker.bootstrap_servers})
+    for key, value, headers in rows:
+        producer.produce(topic, key=key, value=value, headers=headers, partition=0)
+    assert producer.flush(10) == 0
+    with httpx.Client(base_url=console_url(registry_broker), timeout=15) as http:
+        answer = http.get(f"/topics/{topic}/messages", params={
+            "partition": "0", "mode": "offset", "offset": "0"})
+        assert answer.status_code == 200
+        key, value = _cells(answer.text, 0)
+        assert f", {topic}-value" in value
+        assert json.dumps({"name": "bo", "age": 8}, indent=2) in value
+        assert f", {topic}-key" in key
+        assert '"key-1"' in key
+        _key, value = _cells(answer.text, 1)
+        assert "PROTOBUF schema" in value
+        assert json.dumps({"id": "o-2", "qty": 4, "tags": ["b"]}, indent=2) in value
+        _key, value = _cells(answer.text, 2)
+        assert f"schema {unknown} is not in the registry" in value
+        assert "bare bytes" in value

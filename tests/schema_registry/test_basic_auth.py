@@ -95,4 +95,12 @@ def test_users_and_subject_permissions(secured: ThreadedBroker) -> None:
     assert sorted(admin.get_subjects()) == ["orders-value", "payments-value"]
     assert bob.get_schema(schema_id).schema_str == '"string"'
     assert [v.subject for v in bob.get_schema_versions(schema_id)] == ["orders-value"]
+    # so is a GUID; one only an unreadable subject holds is refused
+    shared = alice.register_schema_full_response("orders-value", Schema(STRING, "AVRO")).guid
+    assert shared is not None
+    assert bob.get_schema_by_guid(shared).schema_str == '"string"'
+    secret = admin.register_schema_full_response("payments-key", Schema('"long"', "AVRO")).guid
+    with pytest.raises(SchemaRegistryError) as by_guid:
+        bob.get_schema_by_guid(str(secret))
+    assert by_guid.value.error_code == 40301
     assert admin.delete_subject("orders-value") == [1]

@@ -4,7 +4,9 @@ documentation shows them."""
 
 from __future__ import annotations
 
+import hashlib
 import json
+import uuid
 from typing import Any
 
 import httpx
@@ -13,24 +15,26 @@ import pytest
 from trio_broker.testing import ThreadedBroker
 
 STRING = json.dumps({"schema": json.dumps({"type": "string"})})
+#: Schema Registry 8 answers also carry the schema's GUID: the MD5 of its text as a UUID
+GUID = str(uuid.UUID(bytes=hashlib.md5(b'"string"').digest()))
 #: (method, path, request body or None, expected status, expected body)
 EXAMPLES: list[tuple[str, str, str | None, int, Any]] = [
-    ("POST", "/subjects/Kafka-key/versions", STRING, 200, {"id": 1}),
-    ("POST", "/subjects/Kafka-value/versions", STRING, 200, {"id": 1}),
+    ("POST", "/subjects/Kafka-key/versions", STRING, 200, {"id": 1, "guid": GUID}),
+    ("POST", "/subjects/Kafka-value/versions", STRING, 200, {"id": 1, "guid": GUID}),
     ("GET", "/subjects", None, 200, ["Kafka-key", "Kafka-value"]),
     ("GET", "/subjects/Kafka-value/versions", None, 200, [1]),
-    ("GET", "/schemas/ids/1", None, 200, {"schema": '"string"'}),
+    ("GET", "/schemas/ids/1", None, 200, {"schema": '"string"', "guid": GUID}),
     ("GET", "/subjects/Kafka-value/versions/1", None, 200,
-     {"subject": "Kafka-value", "version": 1, "id": 1, "schema": '"string"'}),
+     {"subject": "Kafka-value", "version": 1, "id": 1, "schema": '"string"', "guid": GUID}),
     ("GET", "/subjects/Kafka-value/versions/latest", None, 200,
-     {"subject": "Kafka-value", "version": 1, "id": 1, "schema": '"string"'}),
+     {"subject": "Kafka-value", "version": 1, "id": 1, "schema": '"string"', "guid": GUID}),
     ("DELETE", "/subjects/Kafka-value/versions/1", None, 200, 1),
-    ("POST", "/subjects/Kafka-value/versions", STRING, 200, {"id": 1}),
+    ("POST", "/subjects/Kafka-value/versions", STRING, 200, {"id": 1, "guid": GUID}),
     ("DELETE", "/subjects/Kafka-value/versions/latest", None, 200, 2),
-    ("POST", "/subjects/Kafka-value/versions", STRING, 200, {"id": 1}),
+    ("POST", "/subjects/Kafka-value/versions", STRING, 200, {"id": 1, "guid": GUID}),
     ("DELETE", "/subjects/Kafka-value", None, 200, [3]),
     ("POST", "/subjects/Kafka-key", STRING, 200,
-     {"subject": "Kafka-key", "version": 1, "id": 1, "schema": '"string"'}),
+     {"subject": "Kafka-key", "version": 1, "id": 1, "schema": '"string"', "guid": GUID}),
     ("POST", "/compatibility/subjects/Kafka-key/versions/latest", STRING, 200,
      {"is_compatible": True}),
     ("GET", "/config", None, 200, {"compatibilityLevel": "BACKWARD"}),

@@ -38,15 +38,14 @@ def test_register_lookup_and_read_back(http: httpx.Client, subject: str) -> None
     v1 = record(("a", "int"))
     first = http.post(f"/subjects/{subject}/versions", json={"schema": v1}).json()["id"]
     # registering the same schema again answers the same id, without a new version
-    assert http.post(f"/subjects/{subject}/versions", json={"schema": v1}).json() == {
-        "id": first}
+    assert http.post(f"/subjects/{subject}/versions", json={"schema": v1}).json()["id"] == first
     v2 = record(("a", "int"), ("b", "string", "x"))
     second = http.post(f"/subjects/{subject}/versions", json={"schema": v2}).json()["id"]
     assert second != first
     assert http.get(f"/subjects/{subject}/versions").json() == [1, 2]
     assert subject in http.get("/subjects").json()
     latest = http.get(f"/subjects/{subject}/versions/latest").json()
-    assert latest == {"subject": subject, "version": 2, "id": second,
+    assert latest == {"subject": subject, "version": 2, "id": second, "guid": latest["guid"],
                       "schema": json.dumps(json.loads(v2), separators=(",", ":"))}
     assert json.loads(http.get(f"/subjects/{subject}/versions/1/schema").text) == json.loads(v1)
     found = http.post(f"/subjects/{subject}", json={"schema": v1}).json()
@@ -162,7 +161,7 @@ def test_import_mode_registers_given_ids(http: httpx.Client, subject: str) -> No
     assert http.put(f"/mode/{subject}", json={"mode": "IMPORT"}).json() == {"mode": "IMPORT"}
     assert http.get(f"/mode/{subject}").json() == {"mode": "IMPORT"}
     body = {"schema": record(("a", "int")), "id": 50000, "version": 3}
-    assert http.post(f"/subjects/{subject}/versions", json=body).json() == {"id": 50000}
+    assert http.post(f"/subjects/{subject}/versions", json=body).json()["id"] == 50000
     assert http.get(f"/subjects/{subject}/versions/3").json()["id"] == 50000
     # an id in use for another schema is refused
     error(http.post(f"/subjects/{subject}/versions",
@@ -192,7 +191,8 @@ def test_json_schema_and_protobuf_subjects(http: httpx.Client, subject: str) -> 
     proto = 'syntax = "proto3";\npackage t;\nmessage M {\n  string id = 1;\n}\n'
     pid = http.post(f"/subjects/{subject}-proto/versions",
                     json={"schema": proto, "schemaType": "PROTOBUF"}).json()["id"]
-    assert http.get(f"/schemas/ids/{pid}").json() == {"schemaType": "PROTOBUF", "schema": proto}
+    got = http.get(f"/schemas/ids/{pid}").json()
+    assert got == {"schemaType": "PROTOBUF", "schema": proto, "guid": got["guid"]}
     error(http.post(f"/subjects/{subject}-proto/versions", json={
         "schemaType": "PROTOBUF", "schema": proto.replace("string id", "int32 id")}), 409, 409)
 

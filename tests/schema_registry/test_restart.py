@@ -1,5 +1,5 @@
-"""Ids and versions come back from ``_schemas`` after a clean restart and after kill -9, each
-context's ids as its own."""
+"""Ids, versions and GUIDs come back from ``_schemas`` after a clean restart and after kill -9,
+each context's ids as its own."""
 
 from __future__ import annotations
 
@@ -27,8 +27,8 @@ def register_some(url: str) -> dict[str, object]:
         assert http.post("/subjects/b/versions", json=schema(2)).status_code == 200
         # another context numbers from 1 again
         for n in (5, 6):
-            assert http.post("/subjects/:.linked:a/versions", json=schema(n)).json() == {
-                "id": n - 4}
+            assert http.post("/subjects/:.linked:a/versions", json=schema(n)).json()["id"] == (
+                n - 4)
         http.delete("/subjects/a/versions/1")
         http.put("/config/b", json={"compatibility": "FULL",
                                     "defaultMetadata": {"properties": {"owner": "o"}}})
@@ -42,7 +42,18 @@ def snapshot(http: httpx.Client) -> dict[str, object]:
             "b-config": http.get("/config/b").json(),
             "a-live": http.get("/subjects/a/versions").json(),
             "linked": [http.get(f"/schemas/ids/{i}?subject=:.linked:a").json() for i in (1, 2)],
-            "contexts": http.get("/contexts").json()}
+            "contexts": http.get("/contexts").json(),
+            "guids": [(http.get(f"/schemas/guids/{guid}").json(),
+                       http.get(f"/schemas/guids/{guid}/ids").json())
+                      for guid in guids(http)]}
+
+
+def guids(http: httpx.Client) -> list[str]:
+    """The GUIDs of b's schema (also a's second) and of one only the linked context holds."""
+    found = [http.get("/subjects/b/versions/latest").json()["guid"],
+             http.get("/schemas/ids/2?subject=:.linked:a").json()["guid"]]
+    assert len(set(found)) == 2
+    return found
 
 
 def after_restart(url: str, before: dict[str, object]) -> None:
@@ -51,8 +62,8 @@ def after_restart(url: str, before: dict[str, object]) -> None:
         # a new schema gets the next id, never one already given
         new_id = http.post("/subjects/c/versions", json=schema(7)).json()["id"]
         assert new_id == 4
-        assert http.post("/contexts/.linked/subjects/c/versions", json=schema(7)).json() == {
-            "id": 3}
+        assert http.post("/contexts/.linked/subjects/c/versions", json=schema(7)).json()[
+            "id"] == 3
 
 
 def test_ids_survive_a_clean_restart(tmp_path: Path) -> None:

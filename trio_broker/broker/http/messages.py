@@ -142,19 +142,28 @@ def format_time(timestamp_ms: int) -> str:
 async def _shown(record: ConsumerRecord, fmt: str, registry: Any) -> ShownRecord:
     return ShownRecord(record.partition, record.offset, record.timestamp,
                        format_time(record.timestamp),
-                       await _show_framed(record.key, record.topic, True, fmt, registry),
-                       await _show_framed(record.value, record.topic, False, fmt, registry),
+                       await _show_framed(record.key, record.topic, True, fmt, registry,
+                                          record.headers),
+                       await _show_framed(record.value, record.topic, False, fmt, registry,
+                                          record.headers),
                        [(name, show(value, fmt)) for name, value in record.headers])
 
 
 async def _show_framed(data: bytes | None, topic: str, is_key: bool, fmt: str,
-                       registry: Any) -> Shown:
-    """``data`` decoded with its schema when it is in Confluent's wire format and ``fmt`` is
-    "auto", else as ``show`` shows it (with a note when the schema could not decode it)."""
-    if registry is None or fmt != "auto" or not schema_values.is_framed(data):
+                       registry: Any, headers: Sequence[tuple[str, bytes | None]]) -> Shown:
+    """``data`` decoded with its schema when it is in Confluent's wire format (or a header
+    names its schema by GUID) and ``fmt`` is "auto", else as ``show`` shows it (with a note
+    when the schema could not decode it)."""
+    if registry is None or fmt != "auto" or data is None:
         return show(data, fmt)
-    assert data is not None
-    decoded = await schema_values.decode(registry, data, topic, is_key=is_key)
+    header = schema_values.guid_header(headers, is_key=is_key)
+    if header is not None:
+        decoded = await schema_values.decode_by_header(registry, header, data, topic,
+                                                       is_key=is_key)
+    elif schema_values.is_framed(data):
+        decoded = await schema_values.decode(registry, data, topic, is_key=is_key)
+    else:
+        return show(data, fmt)
     if isinstance(decoded, str):
         return show(data, fmt)._replace(note=decoded)
     cut = len(decoded.text) > MAX_SHOWN_BYTES

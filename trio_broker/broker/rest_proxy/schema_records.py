@@ -25,6 +25,7 @@ from __future__ import annotations
 import io
 import json
 import struct
+import uuid
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -41,6 +42,8 @@ SCHEMA_TYPES = {"AVRO": "AVRO", "PROTOBUF": "PROTOBUF", "JSONSCHEMA": "JSON"}
 FORMAT_OF = {schema_type: fmt for fmt, schema_type in SCHEMA_TYPES.items()}
 STRATEGIES = ("TOPIC_NAME", "RECORD_NAME", "TOPIC_RECORD_NAME")
 _HEADER = struct.Struct(">bI")
+#: a ``__value_schema_id`` / ``__key_schema_id`` header: magic byte 1 and a GUID
+_GUID_HEADER_BYTES = 17
 
 Encoder = Callable[[Any], bytes]
 Decoder = Callable[[memoryview], Any]
@@ -92,6 +95,7 @@ class RecordSchemas:
         #: (context, id) -> encoder: each schema context numbers its schemas apart
         self._encoders: dict[tuple[str, int], Encoder] = {}
         self._decoders: dict[int, tuple[SchemaVersion, Decoder]] = {}
+        self._guid_decoders: dict[str, Decoder] = {}
 
     async def deserialize(self, framed: bytes, fmt: str) -> Any:
         """A value in Confluent's wire format as v2's ``fmt`` consumer shows it: Avro's JSON
@@ -121,6 +125,26 @@ class RecordSchemas:
         if found is None:
             found = self._decoders[schema_id] = (schema, await self._decoder(schema))
         return schema, found[1](memoryview(framed)[_HEADER.size:])
+
+    async def decode_guid(self, header: bytes, value: bytes) -> tuple[SchemaVersion, Any]:
+        """(the writer's schema, the value as ``decode`` shows it) of a value whose schema a
+        header names, as confluent-kafka's ``header_schema_id_serializer`` writes it: magic
+        byte 1, the schema's GUID (16 bytes), then Protobuf's message indexes; the value is
+        bare. ValueError when the header is not that or the GUID names no schema."""
+        from ..schema_registry.errors import RegistryError
+
+        if len(header) < _GUID_HEADER_BYTES or header[0] != 1:
+            raise ValueError("not a schema GUID header (magic byte 1 and 16 bytes)")
+        guid = str(uuid.UUID(bytes=header[1:_GUID_HEADER_BYTES]))
+        try:
+            schema = self.registry.by_guid(guid)
+        except RegistryError:
+            raise ValueError(f"schema {guid} is not in the registry") from None
+        decoder = self._guid_decoders.get(guid)
+        if decoder is None:
+            decoder = self._guid_decoders[guid] = await self._decoder(schema)
+        # the indexes read as they would after the prefix, followed by the message
+        return schema, decoder(memoryview(header[_GUID_HEADER_BYTES:] + value))
 
     def has_subject(self, subject: str) -> bool:
         return bool(self.registry.live(subject))

@@ -124,6 +124,11 @@ def _authorize(auth: RegistryAuth, registry: SchemaRegistry, request: Request, p
             _id(request), request.query_params.get("subject"), deleted=True)}
         if not any(readable(s) for s in subjects):
             auth.check(principal, host, "read", min(subjects))
+    elif level == "guid":
+        users = {s for found in registry.guid_ids(request.path_params["guid"])
+                 for s, _ in registry.state.ids[found]}
+        if users and not any(readable(s) for s in users):
+            auth.check(principal, host, "read", min(users))
     return readable
 
 
@@ -168,7 +173,7 @@ async def list_versions(r: SchemaRegistry, q: Request) -> Any:
 async def register(r: SchemaRegistry, q: Request) -> Any:
     body = await _body(q)
     sv = await r.register(q.path_params["subject"], body, normalize=_flag(q, "normalize"))
-    return {"id": sv.id}
+    return {"id": sv.id, "guid": sv.guid}
 
 
 async def lookup(r: SchemaRegistry, q: Request) -> Any:
@@ -225,6 +230,16 @@ async def schema_by_id(r: SchemaRegistry, q: Request) -> Any:
 async def schema_text_by_id(r: SchemaRegistry, q: Request) -> Any:
     return Response(r.by_id(_id(q), q.query_params.get("subject")).schema,
                     media_type=CONTENT_TYPE)
+
+
+async def schema_by_guid(r: SchemaRegistry, q: Request) -> Any:
+    """``GET /schemas/guids/{guid}``: as by id, neither subject nor version."""
+    return schema_json(r.by_guid(q.path_params["guid"]), with_subject=False)
+
+
+async def guid_ids(r: SchemaRegistry, q: Request) -> Any:
+    """``GET /schemas/guids/{guid}/ids``: the id in each context holding it (none: [])"""
+    return [{"context": c, "id": i} for c, i in r.guid_ids(q.path_params["guid"])]
 
 
 async def id_subjects(r: SchemaRegistry, q: Request) -> Any:
@@ -324,6 +339,8 @@ ROUTES: list[tuple[str, Handler, list[str], str]] = [
     ("/schemas/ids/{id}/schema", schema_text_by_id, ["GET"], "id"),
     ("/schemas/ids/{id}/subjects", id_subjects, ["GET"], "id"),
     ("/schemas/ids/{id}/versions", id_versions, ["GET"], "id"),
+    ("/schemas/guids/{guid}", schema_by_guid, ["GET"], "guid"),
+    ("/schemas/guids/{guid}/ids", guid_ids, ["GET"], "guid"),
     ("/compatibility/subjects/{subject:path}/versions/{version}", compatibility, ["POST"],
      "read"),
     ("/compatibility/subjects/{subject:path}/versions", compatibility, ["POST"], "read"),

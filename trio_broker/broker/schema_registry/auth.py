@@ -19,8 +19,8 @@ of its own, over Kafka's ACLs, documented in docs/schema-registry.md):
                         the subject's config and mode
     global read/write   DESCRIBE_CONFIGS / ALTER_CONFIGS on the cluster: the global config and
                         mode
-    schemas by id       read on one subject that holds the id; the subjects and versions of an
-                        id, and ``GET /subjects``, show only the readable ones
+    schemas by id       read on one subject that holds the id (or the GUID); the subjects and
+                        versions of an id, and ``GET /subjects``, show only the readable ones
 
 Without an authorizer (``authorizer.class.name``) every authenticated user may do everything.
 A refusal is Confluent's 403 with error code 40301.

@@ -22,6 +22,7 @@ from . import contexts as ctx
 from . import errors as e
 from .compat import LEVELS, check
 from .contracts import CONFIG_FIELDS, Contract, contract_of, updated_config, with_config
+from .guids import parse_guid
 from .schemas import SCHEMA_TYPES, ParsedSchema, parse_schema, unknown_type
 from .store import KafkaStore, RegistryState, SchemaVersion, context_record, setting_key
 
@@ -129,6 +130,24 @@ class SchemaRegistry:
         if not mine:
             raise e.schema_not_found(f"Schema {schema_id} not found")
         subject, version = mine[0]
+        return self.state.subjects[subject][version]
+
+    def guid_ids(self, text: str) -> list[tuple[str, int]]:
+        """The (context, id)s of the schema with GUID ``text``: the default context's first,
+        then the others by name, as Confluent's ``listIdsForGuid``."""
+        guid = parse_guid(text)
+        found = []
+        for context in [ctx.DEFAULT_CONTEXT, *sorted(self.state.contexts)]:
+            schema_id = self.state.guids.get(context, {}).get(guid or "")
+            if schema_id is not None and (context, schema_id) in self.state.ids:
+                found.append((context, schema_id))
+        return found
+
+    def by_guid(self, text: str) -> SchemaVersion:
+        found = self.guid_ids(text)
+        if not found:
+            raise e.schema_not_found(f"Schema {text} not found")
+        subject, version = min(self.state.ids[found[0]])
         return self.state.subjects[subject][version]
 
     def id_versions(self, schema_id: int, subject: str | None = None, *,
@@ -484,6 +503,7 @@ def schema_json(sv: SchemaVersion, *, with_subject: bool = True) -> dict[str, An
     ``references``)."""
     out: dict[str, Any] = {"subject": sv.subject, "version": sv.version, "id": sv.id} if (
         with_subject) else {}
+    out["guid"] = sv.guid
     if sv.schema_type != "AVRO":
         out["schemaType"] = sv.schema_type
     if sv.references:

@@ -38,6 +38,7 @@ from ..server.state import BrokerState, TopicChange
 from ..storage import Log, StorageError
 from .contexts import context_of
 from .errors import store_error
+from .guids import schema_guid
 
 LOGGER = logging.getLogger(__name__)
 
@@ -59,12 +60,20 @@ class SchemaVersion:
     #: ``{"migrationRules", "domainRules"}``, kept as given
     metadata: dict[str, Any] | None = None
     rule_set: dict[str, Any] | None = None
+    #: the content's digest when the record carries one (``guids.py``)
+    md5: str | None = None
+
+    @property
+    def guid(self) -> str:
+        return schema_guid(self.schema, self.references, self.metadata, self.rule_set, self.md5)
 
     def key(self) -> dict[str, Any]:
         return schema_key(self.subject, self.version)
 
     def value(self) -> dict[str, Any]:
         out: dict[str, Any] = {"subject": self.subject, "version": self.version, "id": self.id}
+        if self.md5 is not None:
+            out["md5"] = self.md5
         if self.schema_type != "AVRO":
             out["schemaType"] = self.schema_type
         out["references"] = self.references
@@ -111,6 +120,8 @@ class RegistryState:
     max_ids: dict[str, int] = attrs.field(factory=dict)
     #: the contexts other than the default one, from CONTEXT records
     contexts: set[str] = attrs.field(factory=set)
+    #: context -> GUID -> the id of the schema with that content
+    guids: dict[str, dict[str, int]] = attrs.field(factory=dict)
 
     def apply(self, key: dict[str, Any], value: dict[str, Any] | None) -> None:
         keytype = key.get("keytype")
@@ -154,6 +165,9 @@ class RegistryState:
             users.discard((subject, version))
             if not users:
                 self.ids.pop((context, old.id), None)
+                in_context = self.guids.get(context, {})
+                if in_context.get(old.guid) == old.id:
+                    del in_context[old.guid]
         if value is None:
             if not versions:
                 del self.subjects[subject]
@@ -161,9 +175,10 @@ class RegistryState:
         sv = SchemaVersion(subject, version, int(value["id"]), value.get("schemaType") or "AVRO",
                            list(value.get("references") or []), str(value["schema"]),
                            bool(value.get("deleted", False)), value.get("metadata"),
-                           value.get("ruleSet"))
+                           value.get("ruleSet"), value.get("md5"))
         versions[version] = sv
         self.ids.setdefault((context, sv.id), set()).add((subject, version))
+        self.guids.setdefault(context, {})[sv.guid] = sv.id
         self.max_ids[context] = max(self.max_ids.get(context, 0), sv.id)
 
 
