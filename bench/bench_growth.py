@@ -46,6 +46,8 @@ import time
 from pathlib import Path
 
 from growth_common import broker_argv as _broker_argv
+from growth_common import clients_load
+from growth_common import cpu_s as _cpu_s
 from growth_common import free_port as _free_port
 
 IMG = Path(__file__).resolve().parent.parent / "docs" / "img"
@@ -101,13 +103,6 @@ def _rss_kib(pid: int) -> int:
             if line.startswith("VmRSS:"):
                 return int(line.split()[1])
     raise RuntimeError("no VmRSS")
-
-
-def _cpu_s(pid: int) -> float:
-    """User + system CPU seconds of process ``pid`` so far."""
-    with open(f"/proc/{pid}/stat") as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def _start(argv: list[str]) -> tuple[subprocess.Popen[str], float]:
@@ -363,67 +358,6 @@ def partitions(limit: int, records: int,
     return steps, out, p99s
 
 
-CLIENTS_LOAD = r"""
-import json, sys, time, trio
-from trio_broker.client.core.produce import produce_request
-from trio_broker.protocol.api_keys import ApiKey
-from trio_broker.protocol.messages import encode_request
-from trio_broker.protocol.records import build_batch
-host, port, topic = sys.argv[1], int(sys.argv[2]), sys.argv[5]
-clients, seconds = int(sys.argv[3]), float(sys.argv[4])
-frame = encode_request(ApiKey.Produce, 7, 1, "growth", produce_request(
-    7, [(topic, 0, build_batch([(None, bytes(100))]))], acks=1, timeout_ms=30000))
-latencies = []
-async def client(end, connected):
-    stream = await trio.open_tcp_stream(host, port)
-    connected()
-    buf = bytearray()
-    while trio.current_time() < end:
-        t0 = time.perf_counter()
-        await stream.send_all(frame)
-        while len(buf) < 4 or len(buf) < 4 + int.from_bytes(buf[:4], "big"):
-            data = await stream.receive_some(65536)
-            if not data:
-                raise RuntimeError("the server closed the connection")
-            buf += data
-        del buf[:4 + int.from_bytes(buf[:4], "big")]
-        latencies.append(time.perf_counter() - t0)
-    await stream.aclose()
-async def main():
-    ready = trio.Event()
-    count = 0
-    def connected():
-        nonlocal count
-        count += 1
-        if count == clients:
-            ready.set()
-    async with trio.open_nursery() as nursery:
-        end = trio.current_time() + 60 + seconds
-        for _ in range(clients):
-            nursery.start_soon(client, end, connected)
-        await ready.wait()
-        latencies.clear()
-        started = time.perf_counter()
-        nursery.cancel_scope.deadline = trio.current_time() + seconds
-    return len(latencies) / (time.perf_counter() - started)
-rate = trio.run(main)
-latencies.sort()
-print(json.dumps([rate, latencies[int(0.99 * (len(latencies) - 1))] * 1000]))
-"""
-
-
-def _clients_load(bootstrap: str, topic: str, clients: int, seconds: float) -> tuple[float, float]:
-    """(produce requests/s, p99 ms) of ``clients`` connections, one 100 B record per request,
-    acks=1, one request in flight each, from a separate load process."""
-    import json
-
-    host, port = bootstrap.split(",")[0].rsplit(":", 1)
-    done = subprocess.run([sys.executable, "-c", CLIENTS_LOAD, host, port, str(clients),
-                           str(seconds), topic], capture_output=True, text=True, timeout=600)
-    if done.returncode:
-        raise RuntimeError(done.stderr[-2000:])
-    rate, p99 = json.loads(done.stdout)
-    return float(rate), float(p99)
 
 
 def clients(limit: int, seconds: float) -> tuple[list[int], dict[str, list[float]]]:
@@ -451,7 +385,7 @@ def clients(limit: int, seconds: float) -> tuple[list[int], dict[str, list[float
         for n in steps:
             for name, bootstrap in zip(names, (f"127.0.0.1:{port}", f"127.0.0.1:{echo_port}",
                                                mock_bootstrap), strict=True):
-                rate, p99 = _clients_load(bootstrap, "clients", n, seconds)
+                rate, p99, _ = clients_load(bootstrap, n, seconds, 1)
                 out[f"{name} req/s"].append(rate)
                 out[f"{name} p99 ms"].append(p99)
             figures = "; ".join(f"{name} {out[f'{name} req/s'][-1]:8,.0f} req/s, p99 "

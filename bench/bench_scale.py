@@ -33,7 +33,6 @@ Plots go to ``docs/img/scale-*.png``; figures to docs/benchmarks.md ("Scale").
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import os
 import resource
@@ -46,65 +45,19 @@ from pathlib import Path
 
 from bench_growth import (
     ECHO_FRAME_SERVER,
-    _cpu_s,
     _load,
     _produce_mb_s,
     _start,
     _stop,
     plot,
 )
-from growth_common import broker_argv, free_port
+from growth_common import broker_argv, clients_load, free_port, percentile
+from growth_common import cpu_s as _cpu_s
 
 IMG = Path(__file__).resolve().parent.parent / "docs" / "img"
 
 #: a Produce v7 answer's size: the bare server's answer to each frame
 SMALL_ANSWER_BYTES = 56
-
-#: one load process: ``clients`` connections, each sending a Produce request and waiting for
-#: its answer, measured from ``start_at`` (wall clock) for ``seconds``; prints its request
-#: count and every latency in ms
-CLIENTS_LOAD = r"""
-import json, sys, time, trio
-from trio_broker.client.core.produce import produce_request
-from trio_broker.protocol.api_keys import ApiKey
-from trio_broker.protocol.messages import encode_request
-from trio_broker.protocol.records import build_batch
-host, port, clients, start_at, seconds, topic = (sys.argv[1], int(sys.argv[2]),
-    int(sys.argv[3]), float(sys.argv[4]), float(sys.argv[5]), sys.argv[6])
-frame = encode_request(ApiKey.Produce, 7, 1, "scale", produce_request(
-    7, [(topic, 0, build_batch([(None, bytes(100))]))], acks=1, timeout_ms=30000))
-latencies = []
-measuring = False
-async def client():
-    stream = await trio.open_tcp_stream(host, port)
-    buf = bytearray()
-    while True:
-        t0 = time.perf_counter()
-        await stream.send_all(frame)
-        while len(buf) < 4 or len(buf) < 4 + int.from_bytes(buf[:4], "big"):
-            data = await stream.receive_some(65536)
-            if not data:
-                raise RuntimeError("the server closed the connection")
-            buf += data
-        del buf[:4 + int.from_bytes(buf[:4], "big")]
-        if measuring:
-            latencies.append((time.perf_counter() - t0) * 1000)
-async def main():
-    global measuring
-    async with trio.open_nursery() as nursery:
-        for _ in range(clients):
-            nursery.start_soon(client)
-        if time.time() > start_at:
-            raise RuntimeError("connecting took longer than the start delay")
-        await trio.sleep(start_at - time.time())
-        measuring = True
-        await trio.sleep(seconds)
-        measuring = False
-        nursery.cancel_scope.cancel()
-trio.run(main)
-print(json.dumps(latencies))
-"""
-
 
 def _raise_fd_limit() -> None:
     hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
@@ -141,37 +94,6 @@ def _stop_mock(proc: subprocess.Popen[str]) -> None:
     proc.wait(30)
 
 
-def _percentile(ordered: list[float], q: float) -> float:
-    return ordered[min(len(ordered) - 1, int(q * (len(ordered) - 1)))]
-
-
-def clients_load(bootstrap: str, clients: int, seconds: float, processes: int,
-                 server_pid: int) -> tuple[float, float, float]:
-    """(requests/s, p99 ms, the server's CPU µs per request) of ``clients`` connections spread
-    over ``processes`` load processes measuring the same ``seconds``."""
-    host, port = bootstrap.split(",")[0].rsplit(":", 1)
-    start_at = time.time() + 2 + clients / 400
-    shares = [clients // processes + (i < clients % processes) for i in range(processes)]
-    procs = [subprocess.Popen([sys.executable, "-c", CLIENTS_LOAD, host, port, str(n),
-                               repr(start_at), str(seconds), "clients"],
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-             for n in shares if n]
-    time.sleep(max(0.0, start_at - time.time()))
-    cpu_before = _cpu_s(server_pid)
-    time.sleep(seconds)
-    cpu = _cpu_s(server_pid) - cpu_before
-    latencies: list[float] = []
-    for proc in procs:
-        out, err = proc.communicate(timeout=600)
-        if proc.returncode:
-            raise RuntimeError(err[-2000:])
-        latencies += json.loads(out)
-    latencies.sort()
-    rate = len(latencies) / seconds
-    per_request = cpu / max(1, len(latencies)) * 1e6
-    return rate, _percentile(latencies, 0.99), per_request
-
-
 def clients(limit: int, seconds: float, processes: int) -> None:
     """Step 1: trio-broker, the bare Trio server and the mock at 1 ... ``limit`` connections."""
     import confluent_kafka
@@ -201,7 +123,7 @@ def clients(limit: int, seconds: float, processes: int) -> None:
                 rate, p99, cpu_us = clients_load(bootstrap, n, seconds, processes, pid)
                 rates[name].append(rate)
                 p99s[name].append(p99)
-                cost = f", {cpu_us:.0f} µs CPU/req"
+                cost = "" if cpu_us is None else f", {cpu_us:.0f} µs CPU/req"
                 line.append(f"{name} {rate:8,.0f} req/s p99 {p99:8.2f} ms{cost}")
             ratio = rates["trio-broker"][-1] / rates["bare Trio"][-1]
             tail = p99s["trio-broker"][-1] / p99s["librdkafka mock"][-1]
@@ -415,13 +337,13 @@ def latency(rates: list[int], producers: int, seconds: float, processes: int, ru
                     used = _cpu_s(pid) - cpu
                     lost = (f" ({sent - received:,d} lost to the mock's retention: its consumer "
                             "fell behind)" if received < sent else "")
-                    p99 = _percentile(ms, 0.99)
+                    p99 = percentile(ms, 0.99)
                     if not lost:  # a run that lost records has no latency to plot
                         best[name] = min(best.get(name, p99), p99)
                     print(f"{rate:,d} msg/s run {run + 1} {name}: {producers} producers "
                           f"(linger.ms={linger_ms:g}), {received:,d} of {sent:,d} received"
-                          f"{lost}: p50 {_percentile(ms, 0.5):.2f} ms, p99 {p99:.2f} ms, "
-                          f"p99.9 {_percentile(ms, 0.999):.2f} ms; server CPU {used:.1f} s, "
+                          f"{lost}: p50 {percentile(ms, 0.5):.2f} ms, p99 {p99:.2f} ms, "
+                          f"p99.9 {percentile(ms, 0.999):.2f} ms; server CPU {used:.1f} s, "
                           f"load processes' CPU {load_cpu:.1f} s   (load {_load()})", flush=True)
             for name, values in p99s.items():
                 values.append(best.get(name, math.nan))
