@@ -18,7 +18,7 @@ from starlette.responses import Response
 
 from ..security.acl import CLUSTER_NAME, Operation, ResourceType
 from .sessions import Session
-from .web import console_of, error_page, page, render
+from .web import console_of, error_page, page, render, session_may
 
 #: metrics shown per client (the page stays readable; /metrics has them all)
 MAX_SHOWN_SERIES = 500
@@ -60,13 +60,8 @@ def _rows(request: Request) -> list[ClientRow]:
 
 
 def _may_see(request: Request, session: Session) -> bool:
-    authorizer = console_of(request).state.authorizer
-    if authorizer is None:
-        return True
-    principal = None if session.user is None else f"User:{session.user}"
-    host = session.client
-    return authorizer.authorize(principal, host, Operation.DESCRIBE_CONFIGS,
-                                ResourceType.CLUSTER, CLUSTER_NAME)
+    return session_may(request, session, Operation.DESCRIBE_CONFIGS, ResourceType.CLUSTER,
+                       CLUSTER_NAME)
 
 
 @page

@@ -24,7 +24,7 @@ from ..schema_registry.auth import topic_of
 from ..schema_registry.store import SchemaVersion
 from ..security.acl import Operation, ResourceType
 from .sessions import Session
-from .web import console_of, error_page, page, render
+from .web import console_of, error_page, page, render, session_may
 
 
 class SubjectRow(NamedTuple):
@@ -54,12 +54,8 @@ def _registry(request: Request) -> Any:
 
 
 def _may_read(request: Request, session: Session, subject: str) -> bool:
-    authorizer = console_of(request).state.authorizer
-    if authorizer is None:
-        return True
-    principal = None if session.user is None else f"User:{session.user}"
-    return authorizer.authorize(principal, session.client, Operation.DESCRIBE,
-                                ResourceType.TOPIC, topic_of(subject))
+    return session_may(request, session, Operation.DESCRIBE, ResourceType.TOPIC,
+                       topic_of(subject))
 
 
 def pretty(sv: SchemaVersion) -> str:

@@ -18,7 +18,7 @@ from starlette.responses import Response
 from ..coordinator.share import RecordState
 from ..security.acl import Operation, ResourceType
 from .sessions import Session
-from .web import console_of, page, render
+from .web import console_of, page, render, session_may
 
 
 class ShareMemberRow(NamedTuple):
@@ -47,12 +47,7 @@ class ShareGroupRow(NamedTuple):
 
 
 def _may_describe(request: Request, session: Session, group_id: str) -> bool:
-    authorizer = console_of(request).state.authorizer
-    if authorizer is None:
-        return True
-    principal = None if session.user is None else f"User:{session.user}"
-    return authorizer.authorize(principal, session.client, Operation.DESCRIBE,
-                                ResourceType.GROUP, group_id)
+    return session_may(request, session, Operation.DESCRIBE, ResourceType.GROUP, group_id)
 
 
 def share_group_rows(request: Request, session: Session) -> list[ShareGroupRow]:

@@ -26,6 +26,7 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 
 from ...client.core.errors import KafkaError
+from ..security.acl import Operation, ResourceType
 from ..server.state import BrokerState
 from .guard import origin_matches
 from .live import LiveSampler
@@ -78,6 +79,18 @@ class Console:
 def console_of(request: Request) -> Console:
     console: Console = request.app.state.console
     return console
+
+
+def session_may(request: Request, session: Session, operation: Operation,
+                resource_type: ResourceType, name: str) -> bool:
+    """Whether the console's user (the logged-in user from the address that logged in, or
+    anonymous) may do ``operation`` on the resource by the broker's ACLs; always, without an
+    authorizer."""
+    authorizer = console_of(request).state.authorizer
+    if authorizer is None:
+        return True
+    principal = None if session.user is None else f"User:{session.user}"
+    return authorizer.authorize(principal, session.client, operation, resource_type, name)
 
 
 def human_bytes(value: int | None) -> str:
