@@ -208,3 +208,13 @@ def test_the_global_context_config_applies_to_every_context(http: httpx.Client) 
     http.put("/config", json={"compatibility": "FULL"})
     error(http.post("/subjects/s/versions", json={"schema": record(("c", "long"))}), 409, 409)
     register(http, ":.one:s", record(("c", "long")))
+
+
+@pytest.mark.parametrize("subject", [":.__GLOBAL:orders", "__GLOBAL", ":.c:__EMPTY", "a\x01b"])
+def test_a_subject_confluent_refuses_is_refused(http: httpx.Client, subject: str) -> None:
+    """Confluent's ``isValidSubject``: the global context holds config and mode only, two
+    names are reserved, and no control character; nothing is registered."""
+    answer = http.post(f"/subjects/{quote(subject, safe='')}/versions",
+                       json={"schema": json.dumps({"type": "string"})})
+    assert "is not a valid" in error(answer, 422, 42208)
+    assert http.get(f"/subjects/{quote(subject, safe='')}/versions").status_code == 404

@@ -38,6 +38,18 @@ def split(subject: str) -> tuple[str, str]:
     return DEFAULT_CONTEXT, subject
 
 
+def is_valid_subject(subject: str, *, config_or_mode: bool = False) -> bool:
+    """Confluent's ``QualifiedSubject.isValidSubject``: no control character, not the reserved
+    names ``__GLOBAL`` and ``__EMPTY``, and outside the global context except for config and
+    mode (an empty name stays valid, as Confluent keeps it for compatibility)."""
+    if any(ord(c) < 0x20 or 0x7F <= ord(c) <= 0x9F for c in subject):
+        return False
+    context, name = split(subject)
+    if name in ("__GLOBAL", "__EMPTY"):
+        return False
+    return config_or_mode or context != GLOBAL_CONTEXT
+
+
 def delimited(context: str) -> str:
     """A context as a subject prefix: ``:.ctx:``, and nothing for the default context."""
     return "" if context == DEFAULT_CONTEXT else f":{context}:"

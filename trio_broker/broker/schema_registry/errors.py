@@ -14,6 +14,10 @@ class RegistryError(ConfluentError):
     """One of Confluent's REST errors."""
 
 
+def invalid_subject(subject: str) -> RegistryError:
+    return RegistryError(422, 42208, f"The specified subject '{subject}' is not a valid.")
+
+
 def subject_not_found(subject: str) -> RegistryError:
     return RegistryError(404, 40401, f"Subject '{subject}' not found.")
 

@@ -259,6 +259,8 @@ class SchemaRegistry:
 
     async def register(self, subject: str, body: dict[str, Any], *,
                        normalize: bool = False) -> SchemaVersion:
+        if not ctx.is_valid_subject(subject):
+            raise e.invalid_subject(subject)
         async with self._lock:
             mode = self.mode(subject)
             if mode in ("READONLY", "READONLY_OVERRIDE"):
