@@ -1,6 +1,6 @@
 """One client connection's state, and the settings a processor applies to every connection.
 
-Why apart from ``socket_server.py``: the connection is what a processor's task and the queued
+Why apart from ``processor.py``: the connection is what a processor's task and the queued
 requests' responses meet at (the response slot), and it is all a connection task needs to know
 about itself.
 """
