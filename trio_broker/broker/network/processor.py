@@ -5,13 +5,15 @@ is handled: the small APIs (``request_handler.INLINE_APIS``) by a plain call in 
 which returns the response; the others through the request channel's queue to a handler task,
 the response coming back through this processor. It reads nothing more until the response is
 written, so responses keep request order and later frames wait in its buffer (Kafka's staged
-receives). The loop's steps are named as Kafka's ``Processor``'s are: configure a new
-connection, read, dispatch, write, unmute, disconnect. Each connection lives in a cancel scope
-whose deadline moves on every request and response (``connections.max.idle.ms``); expiry closes
-that connection only. Bytes trickling in do not keep a connection alive forever: the deadline
-moves when a frame *starts*, so one frame must arrive within the idle time (slowloris).
-Anything a peer does wrong closes that peer's connection with one log line and a counted
-reason.
+receives). An idle plain connection is *parked* with its processor's ``Selector``
+(``selector.py``, Kafka's ``Selector``): one task polls all of them and answers their small
+requests itself, waking a connection's task for the rest. The loop's steps are named as
+Kafka's ``Processor``'s are: configure a new connection, read, dispatch, write, unmute,
+disconnect. Each connection lives in a cancel scope whose deadline moves on every request and
+response (``connections.max.idle.ms``); expiry closes that connection only. Bytes trickling in
+do not keep a connection alive forever: the deadline moves when a frame *starts*, so one frame
+must arrive within the idle time (slowloris). Anything a peer does wrong closes that peer's
+connection with one log line and a counted reason.
 
 Security (docs/security.md): an ``SSL``/``SASL_SSL`` listener wraps each accepted stream in a
 ``trio.SSLStream`` and handshakes inside the idle scope; a ``SASL_*`` listener gives each
@@ -33,7 +35,8 @@ import os
 import socket
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
+from functools import partial
 from typing import TYPE_CHECKING
 
 import trio
@@ -54,6 +57,8 @@ from .request_channel import (
     SendFileResponse,
     SendResponse,
 )
+from .selector import AVAILABLE as SELECTOR_AVAILABLE
+from .selector import RECEIVE_SIZE, Handover, Selector
 from .send_file import send_bytes, send_parts
 
 if TYPE_CHECKING:
@@ -63,7 +68,6 @@ if TYPE_CHECKING:
 
 LOGGER = logging.getLogger(__name__)
 
-_RECEIVE_SIZE = 65536
 #: the rest of a big frame is read in reads of up to this size (fewer loop passes per MB)
 _RECEIVE_MAX = 1 << 20
 #: how long closing may take (a TLS close_notify to a peer that does not read)
@@ -86,7 +90,9 @@ async def _recv_into(sock: trio.socket.SocketType, view: memoryview) -> int:
         raise trio.BrokenResourceError(f"socket connection broken: {exc}") from exc
 
 
-async def _recv(sock: trio.socket.SocketType, size: int) -> bytes:
+async def _recv(sock: trio.socket.SocketType, size: int,
+                park: Callable[[], Awaitable[int | Handover]] | None = None
+                ) -> bytes | int | Handover:
     """``SocketStream.receive_some`` on a plain socket, a checkpoint as Trio's is (cancelled
     before reading, a pass of the event loop whether it waits or not, so connections with
     requests take turns), without the layers of calls and context managers Trio puts around
@@ -102,6 +108,8 @@ async def _recv(sock: trio.socket.SocketType, size: int) -> bytes:
     else:
         await trio.lowlevel.cancel_shielded_checkpoint()
         return data
+    if park is not None:  # the processor's selector waits for it (``selector.py``)
+        return await park()
     while True:
         await trio.lowlevel.wait_readable(sock)
         try:
@@ -138,22 +146,34 @@ class Processor:
         #: set by ``stop_reading``: read no new request, finish the ones in flight
         self.draining = False
         self._drained: trio.Event | None = None
+        #: the idle plain connections' selector, while ``run`` runs (``selector.py``)
+        self._selector: Selector | None = None
 
     async def accept(self, stream: trio.SocketStream, listener: Listener) -> None:
         await self._new_send.send((stream, listener))
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        try:
+            await self._run(task_status)
+        finally:
+            if self._selector is not None:  # every task that used it has ended
+                self._selector.close()
+                self._selector = None
+
+    async def _run(self, task_status: trio.TaskStatus[None]) -> None:
         async with trio.open_nursery() as nursery:
             nursery.start_soon(self._process_new_responses)
             self._channel.set_deliver(self.index, self._deliver_response)
             task_status.started()
             async for stream, listener in self._new_recv:
-                nursery.start_soon(self._serve_connection, stream, listener)
+                nursery.start_soon(self._serve_connection, stream, listener, nursery)
 
     # -- shutdown ----------------------------------------------------------------------------
     def stop_reading(self) -> None:
         """Read no new request on any connection; in-flight ones still get their answers."""
         self.draining = True
+        if self._selector is not None:
+            self._selector.stop_reading()
 
     def in_flight(self) -> int:
         return sum(1 for c in self.connections.values() if c.in_flight or c.unsent)
@@ -191,13 +211,14 @@ class Processor:
             self._deliver_response(response, time.monotonic_ns())
 
     # -- one task per connection -------------------------------------------------------------
-    async def _serve_connection(self, stream: trio.SocketStream, listener: Listener) -> None:
+    async def _serve_connection(self, stream: trio.SocketStream, listener: Listener,
+                                nursery: trio.Nursery) -> None:
         """Serve one accepted connection until it closes; its quota slot was taken by the
         acceptor. Whatever goes wrong closes this connection only."""
         conn = self._configure_new_connection(stream, listener)
         reason = "client_closed"
         try:
-            reason = await self._process_connection(conn)
+            reason = await self._process_connection(conn, nursery)
         except RemoteProtocolError as exc:
             reason = exc.reason
             LOGGER.info("closing connection %s: %s", conn.id, exc)
@@ -241,6 +262,8 @@ class Processor:
         any response it will never send, count the reason, tell the ``disconnected`` callables
         (what the broker state keeps per connection), close the stream."""
         del self.connections[conn.id]
+        if self._selector is not None and conn.fd >= 0:
+            self._selector.forget(conn)
         conn.drop_response()
         if self.draining:
             self._request_finished()
@@ -252,7 +275,20 @@ class Processor:
         with trio.CancelScope(shield=True, deadline=trio.current_time() + _CLOSE_TIMEOUT_S):
             await conn.stream.aclose()
 
-    async def _process_connection(self, conn: Connection) -> str:
+    def _selector_for(self, conn: Connection, nursery: trio.Nursery) -> Selector | None:
+        """The selector where ``conn`` waits for its requests (started with the first plain
+        connection, its leader in ``nursery``); None for a connection that reads on its own
+        (TLS, SASL, a test cluster's node, a platform without edge-triggered epoll)."""
+        if (not SELECTOR_AVAILABLE or conn.fd < 0 or conn.sasl is not None
+                or not self._channel.batched_keys):
+            return None
+        if self._selector is None:
+            self._selector = Selector(request_channel=self._channel, metrics=self._metrics,
+                                      parse=self._parse, unmute=self._move_idle_deadline)
+            self._selector.start(nursery)
+        return self._selector
+
+    async def _process_connection(self, conn: Connection, nursery: trio.Nursery) -> str:
         """Read frames and answer them one at a time, in order, until the connection closes
         (the reason it closed), all within its idle scope."""
         decoder = conn.decoder
@@ -263,6 +299,9 @@ class Processor:
             if isinstance(conn.stream, trio.SSLStream) and not await self._handshake(conn):
                 return "ssl_handshake_failed"
             sasl = conn.sasl
+            # a plain connection waits for its next request in the processor's selector
+            selector = self._selector_for(conn, nursery)
+            park = None if selector is None else partial(selector.park, conn)
             while True:
                 frame = decoder.next_frame_in_place()
                 if frame is NEED_DATA:
@@ -271,7 +310,14 @@ class Processor:
                         await self._send_unsent(conn)
                     if eof or self.draining:
                         return "client_closed" if eof else "shutdown"
-                    eof = not await self._receive(conn)
+                    # alone in its processor, a connection waits on its own socket: one
+                    # wait either way, and the selector's poll would add a system call
+                    got = await self._receive(conn, park if len(self.connections) > 1 else None)
+                    if type(got) is Handover:  # a request the selector started
+                        if (reason := await self._finish_handover(conn, got)) is not None:
+                            return reason
+                        continue
+                    eof = not got
                     continue
                 if self.draining:
                     if conn.unsent:
@@ -325,22 +371,30 @@ class Processor:
                      conn.stream.version(), conn.principal)
         return True
 
-    async def _receive(self, conn: Connection) -> int:
+    async def _receive(self, conn: Connection,
+                       park: Callable[[], Awaitable[int | Handover]] | None = None
+                       ) -> int | Handover:
         """Read what the peer sent into the connection's frame buffer: the bytes read, 0 when
-        the peer closed its side (whole frames already buffered are still answered)."""
+        the peer closed its side (whole frames already buffered are still answered). With
+        ``park``, a socket found empty waits in the selector, which reads it and may answer
+        requests itself: then what the selector woke the task with (bytes it read, a
+        ``Handover``, ``GO_ON``)."""
         decoder = conn.decoder
         stream = conn.stream
         if type(stream) is trio.SocketStream and (
-                view := decoder.frame_view(_RECEIVE_SIZE)) is not None:
+                view := decoder.frame_view(RECEIVE_SIZE)) is not None:
             # the rest of a big frame, read from a plain socket into its own buffer
-            got = await _recv_into(stream.socket, view[:_RECEIVE_MAX])
-            self._metrics.bytes_in.inc(got)
-            decoder.received_into(got)
-            return got
-        size = min(max(_RECEIVE_SIZE, decoder.missing_bytes()), _RECEIVE_MAX)
+            n = await _recv_into(stream.socket, view[:_RECEIVE_MAX])
+            self._metrics.bytes_in.inc(n)
+            decoder.received_into(n)
+            return n
+        size = min(max(RECEIVE_SIZE, decoder.missing_bytes()), _RECEIVE_MAX)
         data: bytes | bytearray
         if type(stream) is trio.SocketStream:
-            data = await _recv(stream.socket, size)
+            got = await _recv(stream.socket, size, park)
+            if not isinstance(got, bytes):  # what the selector woke the task with
+                return got
+            data = got
         else:
             data = await stream.receive_some(size)
         if data:
@@ -350,6 +404,22 @@ class Processor:
                 self._move_idle_deadline(conn)
             decoder.receive_data(data)
         return len(data)
+
+    async def _finish_handover(self, conn: Connection, handover: Handover) -> str | None:
+        """Write the answer to a request the selector started (waiting for it first when it
+        was queued or parked), as ``_dispatch`` and ``_write`` would; the reason to close."""
+        request, response = handover.request, handover.response
+        if response is None:
+            response = await conn.wait_response()
+        conn.in_flight = None
+        if self.draining:
+            self._request_finished()
+        if (reason := await self._write(conn, request, response, False)) is not None:
+            return reason
+        if request.throttle_ms:
+            await trio.sleep(request.throttle_ms / 1000)
+        self._unmute(conn)
+        return None
 
     async def _dispatch(self, conn: Connection, request: Request, batch: bool) -> Response:
         """Hand ``request`` to the handlers and return its response; the connection is muted

@@ -2,8 +2,8 @@
 
 Threading model, Trio edition. One nursery owns, per listener, an ``Acceptor`` task
 (``acceptor.py``); N ``Processor``s (``processor.py``), each owning a nursery of connection
-tasks, a new-connection channel and a response channel; one bounded ``RequestChannel``; and a
-pool of M request handler tasks (``request_handler.py``).
+tasks, a selector for its idle connections, a new-connection channel and a response channel;
+one bounded ``RequestChannel``; and a pool of M request handler tasks (``request_handler.py``).
 
 Collaborators are passed in, as Kafka's are: a ``Processor`` gets the request channel, the
 metrics, the connection quotas, its settings and the TLS and SASL settings; an ``Acceptor`` gets
