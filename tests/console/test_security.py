@@ -232,7 +232,7 @@ def test_a_tls_console_presents_only_its_own_certificate(tls_files: TlsFiles, tm
             "http_console_enabled": True}
     caplog.set_level(logging.INFO, logger="trio_broker.broker.http")
     # last: caplog's handler takes the level of the latest call
-    caplog.set_level(logging.DEBUG, logger="trio_broker.broker.network.socket_server")
+    caplog.set_level(logging.DEBUG, logger="trio_broker.broker.network.processor")
     broker = console_broker(tmp_path / "bare", **keys)
     try:
         broker.create_topic("shown", 1)

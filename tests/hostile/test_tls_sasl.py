@@ -96,7 +96,7 @@ async def test_ssl_listener_and_client_auth_modes(tmp_path, tls_files, caplog):
         assert 'reason="ssl_handshake_failed"' in closed_reasons(broker)
     async with open_broker(listeners="SSL://127.0.0.1:0", ssl_client_auth="requested",
                            **base) as broker:
-        with caplog.at_level(logging.DEBUG, logger="trio_broker.broker.network.socket_server"):
+        with caplog.at_level(logging.DEBUG, logger="trio_broker.broker.network.processor"):
             for with_cert in (False, True):
                 client = await connect(broker, tls_files, with_cert=with_cert)
                 assert (await client.request(API_VERSIONS, 0)).error_code == 0

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from tests.wire import RawClient
-from trio_broker.broker.network import socket_server
+from trio_broker.broker.network import processor
 from trio_broker.client.core.metadata import metadata_request
 from trio_broker.protocol import messages
 from trio_broker.protocol.api_keys import ApiKey
@@ -28,13 +28,13 @@ from trio_broker.testing import open_cluster
 def counting_writes(monkeypatch) -> list[int]:
     """The sizes of the writes of whole answers the connection tasks make (the real writes)."""
     sizes: list[int] = []
-    send_bytes = socket_server.send_bytes
+    send_bytes = processor.send_bytes
 
     async def counted(stream, data):
         sizes.append(len(data))
         await send_bytes(stream, data)
 
-    monkeypatch.setattr(socket_server, "send_bytes", counted)
+    monkeypatch.setattr(processor, "send_bytes", counted)
     return sizes
 
 

@@ -125,6 +125,34 @@ def test_frame_size_checked_before_buffering(size):
         dec.next_frame()
 
 
+def test_peek_api_key_and_partial_frame_tell_what_the_buffer_holds():
+    """What a processor's selector asks before it takes a frame: the next whole frame's API
+    key (None while it is partial or its size is out of bounds), and whether the buffer holds
+    only the start of a frame it may wait for."""
+    dec = FrameDecoder(max_frame_bytes=100)
+    assert dec.peek_api_key() is None
+    assert dec.partial_frame(10)
+    request = frame(struct.pack(">hhi", 3, 1, 7) + b"\x00\x00")
+    dec.receive_data(request[:6])
+    assert dec.peek_api_key() is None
+    assert dec.partial_frame(10)
+    assert not dec.partial_frame(2)  # it misses more than that
+    dec.receive_data(request[6:])
+    assert dec.peek_api_key() == 3
+    assert not dec.partial_frame(10)
+    assert dec.peek_api_key() == 3  # not taken
+    assert dec.next_frame() == request[4:]
+    for prefix in (struct.pack(">i", 101), struct.pack(">i", -1)):  # refused by next_frame
+        out_of_bounds = FrameDecoder(max_frame_bytes=100)
+        out_of_bounds.receive_data(prefix + b"\x00\x03")
+        assert out_of_bounds.peek_api_key() is None
+        assert not out_of_bounds.partial_frame(1000)
+    short = FrameDecoder()
+    short.receive_data(frame(b"\x01"))  # whole, but too short for an API key
+    assert short.peek_api_key() is None
+    assert not short.partial_frame(10)
+
+
 def test_big_frame_read_into_its_own_buffer():
     """A big frame's rest is read into one buffer of its size (``frame_view``), only once the
     peer sent 1/16 of it; pipelined frames around it and ``receive_data`` while it fills keep

@@ -14,6 +14,7 @@ import struct
 from .errors import RemoteProtocolError
 
 _SIZE = struct.Struct(">i")
+_API_KEY = struct.Struct(">h")
 
 #: Kafka's default ``socket.request.max.bytes``
 DEFAULT_MAX_FRAME_BYTES = 104_857_600
@@ -133,6 +134,32 @@ class FrameDecoder:
             buf.clear()
             self._pos = 0
         return frame
+
+    def peek_api_key(self) -> int | None:
+        """The API key of the next frame if that frame is whole in the buffer and its size is
+        in bounds, without taking it; None otherwise (a big frame read in place included)."""
+        if self._big is not None:
+            return None
+        buf, pos = self._buf, self._pos
+        if len(buf) - pos < 6:
+            return None
+        (size,) = _SIZE.unpack_from(buf, pos)
+        if size < 2 or size > self.max_frame_bytes or len(buf) - pos - 4 < size:
+            return None
+        key: int = _API_KEY.unpack_from(buf, pos + 4)[0]
+        return key
+
+    def partial_frame(self, max_missing: int) -> bool:
+        """Whether the buffer holds no whole frame, only the start of one whose size (when
+        there) is in bounds and that misses at most ``max_missing`` bytes."""
+        if self._big is not None:
+            return False
+        buf, pos = self._buf, self._pos
+        avail = len(buf) - pos
+        if avail < 4:
+            return True
+        size: int = _SIZE.unpack_from(buf, pos)[0]
+        return 0 <= size <= self.max_frame_bytes and 0 < 4 + size - avail <= max_missing
 
     def next_frame_in_place(self) -> bytes | bytearray | _Sentinel:
         """``next_frame``, except that a big frame read in place (``frame_view``) comes back as

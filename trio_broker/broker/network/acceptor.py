@@ -1,6 +1,6 @@
 """Kafka's ``Acceptor``: accepts connections on one listener, deals them to the processors.
 
-Why apart from ``socket_server.py``: it needs nothing of a processor but ``accept``, and the
+Why apart from ``processor.py``: it needs nothing of a processor but ``accept``, and the
 connection quotas are checked here, before a processor sees the connection (Kafka's order).
 """
 

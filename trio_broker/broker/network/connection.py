@@ -1,6 +1,6 @@
 """One client connection's state, and the settings a processor applies to every connection.
 
-Why apart from ``socket_server.py``: the connection is what a processor's task and the queued
+Why apart from ``processor.py``: the connection is what a processor's task and the queued
 requests' responses meet at (the response slot), and it is all a connection task needs to know
 about itself.
 """
@@ -69,6 +69,12 @@ class UnsentResponses:
         self.size += len(data)
         return self.size >= UNSENT_MAX_BYTES
 
+    def hold(self, requests: list[Request], data: bytes) -> None:
+        """Hold the unwritten rest ``data`` of the answers to ``requests`` (written in part)."""
+        self.requests.extend(requests)
+        self.data.append(data)
+        self.size += len(data)
+
     def take(self) -> tuple[list[Request], bytes]:
         """The requests answered and their answers as one run of bytes; empties the holder."""
         requests, data = self.requests, self.data
@@ -80,7 +86,7 @@ class Connection:
     """One client connection: its stream, frame buffer, idle scope and the slot for the response
     to a queued (or parked) request; an inline request's response is its handler's return value."""
 
-    __slots__ = ("_response", "_waiter", "client_host", "client_port", "decoder", "id",
+    __slots__ = ("_response", "_waiter", "client_host", "client_port", "decoder", "fd", "id",
                  "idle_scope", "in_flight", "listener_name", "principal", "sasl",
                  "security_protocol", "stream", "unsent")
 
@@ -93,6 +99,8 @@ class Connection:
         self.client_host = client_host
         self.client_port = client_port
         self.decoder = FrameDecoder(max_frame_bytes)
+        #: the socket's descriptor on a plain socket (-1 on any other stream)
+        self.fd = stream.socket.fileno() if type(stream) is trio.SocketStream else -1
         self.idle_scope: trio.CancelScope | None = None
         self.in_flight: Request | None = None
         #: the SASL session of a SASL listener's connection (None elsewhere)

@@ -21,7 +21,8 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Awaitable, Callable, Collection
+from collections.abc import Callable, Collection, Coroutine
+from typing import Any
 
 import trio
 
@@ -126,9 +127,9 @@ class RequestChannel:
         #: ``await answer_inline(request)``, for a request of ``inline_keys``: answer it in the
         #: caller's task and return the response; ``None`` if it was parked (its response then
         #: comes through ``send_response``, as a queued request's)
-        self.answer_inline: Callable[[Request], Awaitable[Response | None]] = _no_inline
+        self.answer_inline: Callable[[Request], Coroutine[Any, Any, Response | None]] = _no_inline
 
-    def set_inline(self, answer: Callable[[Request], Awaitable[Response | None]] | None,
+    def set_inline(self, answer: Callable[[Request], Coroutine[Any, Any, Response | None]] | None,
                    api_keys: Collection[int] = (), batched: Collection[int] = ()) -> None:
         """Have requests of ``api_keys`` answered by ``await answer(request)`` in the task that
         reads them (``answer_inline``), instead of queueing them for a handler task (``None``:
