@@ -12,7 +12,7 @@ import pytest
 import trio
 import trio.testing
 
-from tests.wire import RawClient, create_topic, high_watermark, produce_request
+from tests.wire import RawClient, create_topic, high_watermark, produce_request, size_prefix
 from trio_broker.broker.apis import registry
 from trio_broker.protocol.api_keys import ApiKey
 from trio_broker.protocol.records import build_batch
@@ -136,3 +136,24 @@ async def test_acks_0_produce_on_a_parked_connection_gets_no_answer(trio_broker)
             7, [("quiet", 0, build_batch([(None, b"%d" % i)]))], acks=0, timeout_ms=10_000))
     with trio.fail_after(10):
         assert await high_watermark(client, "quiet") == 5
+
+
+@pytest.mark.broker_config(num_network_threads=1, socket_request_max_bytes=1000)
+@pytest.mark.parametrize(("bad", "reason"), [
+    (size_prefix(1001) + b"x" * 100, "frame_size"),  # over socket.request.max.bytes
+    (size_prefix(-1), "frame_size"),
+    # Metadata v99: a header the selector cannot parse
+    (size_prefix(10) + bytes.fromhex("0003006300000001ffff"), "unsupported_version"),
+    # Metadata v1 claiming 2**31-1 topics with no bytes behind them: refused by its handler
+    (size_prefix(14) + bytes.fromhex("0003000100000007ffff7fffffff"), "malformed"),
+], ids=["too-big", "negative-size", "unknown-version", "malformed-body"])
+async def test_a_bad_frame_on_a_parked_connection_closes_only_it(trio_broker, bad, reason):
+    """A bad frame read by the selector closes its connection with the reason the
+    connection's own reads give it; the processor's other connections are served on."""
+    client, other = await _parked_clients(trio_broker, 2)
+    await client.send_raw(bad)
+    with trio.fail_after(10):
+        assert await client.is_closed_by_peer()
+    assert (await other.request(API_VERSIONS, 0)).error_code == 0
+    metrics = trio_broker.state.metrics.expose().decode()
+    assert f'kafka_server_connections_closed_total{{reason="{reason}"}} 1.0' in metrics

@@ -78,8 +78,9 @@ _CLOSE_TIMEOUT_S = 1.0
 #: prevented).
 _NOTSENT_LOWAT = 1 << 20
 _TCP_NOTSENT_LOWAT = getattr(socket, "TCP_NOTSENT_LOWAT", 25 if sys.platform == "linux" else None)
-_TLS_PROTOCOLS = frozenset({"SSL", "SASL_SSL"})
-_SASL_PROTOCOLS = frozenset({"SASL_PLAINTEXT", "SASL_SSL"})
+#: the security protocols whose connections get TLS, and SASL
+TLS_PROTOCOLS = frozenset({"SSL", "SASL_SSL"})
+SASL_PROTOCOLS = frozenset({"SASL_PLAINTEXT", "SASL_SSL"})
 
 
 async def _recv_into(sock: trio.socket.SocketType, view: memoryview) -> int:
@@ -241,12 +242,12 @@ class Processor:
                 pass
         transport: trio.abc.Stream = stream
         protocol = listener.security_protocol
-        if protocol in _TLS_PROTOCOLS:
+        if protocol in TLS_PROTOCOLS:
             assert self._ssl_context is not None
             transport = trio.SSLStream(stream, self._ssl_context, server_side=True)
         conn = Connection(transport, listener, host, port,
                           self._settings.socket_request_max_bytes)
-        if protocol in _SASL_PROTOCOLS:
+        if protocol in SASL_PROTOCOLS:
             assert self._sasl_settings is not None
             from .sasl_session import SaslSession  # only on SASL listeners
 

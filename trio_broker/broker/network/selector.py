@@ -187,18 +187,17 @@ class Selector:
         """The selector's work on a parked connection whose socket reported ``events``: read
         it, answer the whole requests of the APIs answered without waiting (``batched_keys``,
         with one write), and wake the connection's task for anything else."""
-        selector = self
         fd = conn.fd
         try:
             data = os.read(fd, RECEIVE_SIZE)
         except BlockingIOError:
             return  # an edge whose bytes were read before
         except OSError as exc:
-            selector.wake(conn, outcome.Error(
+            self.wake(conn, outcome.Error(
                 trio.BrokenResourceError(f"socket connection broken: {exc}")))
             return
         if not data:
-            selector.wake(conn, 0)
+            self.wake(conn, 0)
             return
         self._metrics.bytes_in.inc(len(data))
         decoder = conn.decoder
@@ -206,7 +205,7 @@ class Selector:
             self._unmute(conn)
         decoder.receive_data(data)
         if len(data) == RECEIVE_SIZE or self._stopped:  # more to read: the task's reads
-            selector.wake(conn, len(data))
+            self.wake(conn, len(data))
             return
         answered: list[Request] = []
         out: list[bytes] = []
@@ -225,12 +224,12 @@ class Selector:
                     if answered:  # written now: the connection may close while it waits
                         self._write(conn, answered, out)
                         answered = []
-                    selector.hand_over(conn)
+                    self.hand_over(conn)
                     try:
                         response = await finish_in_this_task(coro, trap)
                     except BaseException as exc:
                         if not isinstance(exc, Exception):  # cancelled: its task goes on,
-                            selector.wake(conn, GO_ON)  # to meet the same cancellation
+                            self.wake(conn, GO_ON)  # to meet the same cancellation
                         raise
                     # its task writes the answer, if the connection is still there
                     wake = Handover(request, response)
@@ -251,7 +250,7 @@ class Selector:
                              and not decoder.partial_frame(RECEIVE_SIZE))):
             wake = GO_ON  # the end of the stream, or a frame the task answers, reads or refuses
         if wake is not None:
-            selector.wake(conn, wake)
+            self.wake(conn, wake)
 
     def _write(self, conn: Connection, requests: list[Request], answers: list[bytes]) -> bool:
         """Write the selector's answers with one ``write``; False when the socket did not

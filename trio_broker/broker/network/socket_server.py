@@ -26,7 +26,7 @@ from ..config import BrokerConfig, ConfigError
 from ..metrics import BrokerMetrics
 from .acceptor import Acceptor
 from .connection import Connection, ProcessorSettings
-from .processor import Processor
+from .processor import SASL_PROTOCOLS, TLS_PROTOCOLS, Processor
 from .quotas import ConnectionQuotas
 from .request_channel import RequestChannel
 
@@ -36,8 +36,6 @@ if TYPE_CHECKING:
     from ..security.sasl import SaslSettings
 
 LOGGER = logging.getLogger(__name__)
-_TLS_PROTOCOLS = frozenset({"SSL", "SASL_SSL"})
-_SASL_PROTOCOLS = frozenset({"SASL_PLAINTEXT", "SASL_SSL"})
 
 
 class SocketServer:
@@ -54,14 +52,14 @@ class SocketServer:
         ssl_context: ssl.SSLContext | None = None
         sasl_settings: SaslSettings | None = None
         # TLS and SASL are imported by the listeners that use them, not by every broker.
-        if protocols & _TLS_PROTOCOLS:
+        if protocols & TLS_PROTOCOLS:
             from ..security.tls import TLSConfigError, server_ssl_context
 
             try:
                 ssl_context = server_ssl_context(config)
             except TLSConfigError as exc:
                 raise ConfigError(str(exc)) from None
-        if protocols & _SASL_PROTOCOLS:
+        if protocols & SASL_PROTOCOLS:
             from ..security.credentials import CredentialsError, CredentialStore
             from ..security.sasl import SaslSettings, oauth_settings
 
