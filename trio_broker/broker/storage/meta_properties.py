@@ -19,7 +19,6 @@ import uuid
 from pathlib import Path
 
 import attrs
-import javaproperties
 
 from .files import atomic_write
 
@@ -63,9 +62,14 @@ def read_meta_properties(log_dir: Path) -> MetaProperties | None:
     """The dir's stamp; None when it has no meta.properties (a new or empty dir)."""
     path = log_dir / META_PROPERTIES_NAME
     try:
-        props: dict[str, str] = javaproperties.loads(path.read_text(encoding="latin-1"))
+        text = path.read_text(encoding="latin-1")
     except FileNotFoundError:
         return None
+    # imported when a stamped dir is read: a first start on new dirs does not pay for it (its
+    # XML half imports urllib.request, http.client and email)
+    import javaproperties
+
+    props: dict[str, str] = javaproperties.loads(text)
     version = props.get("version", "0")
     if version != "1":
         # version 0 is a ZooKeeper-mode broker's: its data needs a migration, not a start
