@@ -4,6 +4,7 @@ for their first use (docs/benchmarks.md, start-up), and every deferred handler s
 from __future__ import annotations
 
 import inspect
+import signal
 import subprocess
 import sys
 import textwrap
@@ -13,7 +14,7 @@ from pathlib import Path
 
 import confluent_kafka
 
-from tests.broker_process import BrokerProcess
+from tests.broker_process import BrokerProcess, free_port
 from trio_broker.broker.apis import registry
 
 #: imported by the first request, scrape or setting that needs them, not by a start
@@ -35,7 +36,15 @@ DEFERRED = (*(_APIS + m for m in ("admin", "configs", "describe", "acls", "quota
             *(_COORDINATOR + m for m in ("consumer_groups", "consumer_rebalance",
                                          "reconciliation", "assignors")),
             # codecs (the first batch compressed or decompressed), the parallel log opener
-            "cramjam", "concurrent.futures")
+            "cramjam", "concurrent.futures",
+            # the Java properties parser (a properties file given, a stamped log dir read) and
+            # what its XML half pulls in; importlib.abc (the old-path finder does without)
+            "javaproperties", "xml.sax", "urllib.request", "http.client", "email",
+            "importlib.abc", "importlib.resources",
+            # the web stacks: the console's, the Schema Registry's, the REST proxy's listeners
+            "starlette", "hypercorn", "jinja2", "trio_broker.broker.http.server",
+            "trio_broker.broker.schema_registry.registry",
+            "trio_broker.broker.schema_registry.server", "trio_broker.broker.rest_proxy.server")
 
 _START = textwrap.dedent("""
     import sys, tempfile
@@ -56,6 +65,38 @@ def test_a_start_imports_none_of_the_deferred_parts() -> None:
                           text=True, timeout=60, check=False)
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == []
+
+
+#: ``trio-broker serve`` in a process of its own; the deferred modules it loaded, once stopped
+_SERVE = textwrap.dedent("""
+    import atexit, sys
+    from trio_broker.cli import main
+
+    deferred = set(sys.argv[3:])
+    atexit.register(lambda: print("loaded:", *sorted(m for m in sys.modules if m in deferred)))
+    sys.exit(main(["serve", "--override", f"listeners=PLAINTEXT://127.0.0.1:{sys.argv[1]}",
+                   "--override", f"log.dirs={sys.argv[2]}"]))
+""")
+
+
+def test_a_served_broker_process_imports_none_of_the_deferred_parts(tmp_path: Path) -> None:
+    """The CLI's path (argument parsing, the config loader, ``serve``) on a new log dir, to
+    "listening on" and a graceful stop."""
+    proc = subprocess.Popen([sys.executable, "-c", _SERVE, str(free_port()), str(tmp_path),
+                             *DEFERRED], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+    try:
+        assert proc.stdout is not None
+        first = proc.stdout.readline()
+        assert "trio-broker listening on PLAINTEXT://127.0.0.1:" in first, first
+        proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=20)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(10)
+    assert proc.returncode == 0, err
+    assert out.splitlines()[-1] == "loaded:", out
 
 
 def test_every_deferred_handler_loads_and_is_its_apis() -> None:
