@@ -41,10 +41,10 @@ DEFERRED = (*(_APIS + m for m in ("admin", "configs", "describe", "acls", "quota
             # what its XML half pulls in; importlib.abc (the old-path finder does without)
             "javaproperties", "xml.sax", "urllib.request", "http.client", "email",
             "importlib.abc", "importlib.resources",
-            # the web stacks: the console's, the Schema Registry's, the REST proxy's listeners
-            "starlette", "hypercorn", "jinja2", "trio_broker.broker.http.server",
-            "trio_broker.broker.schema_registry.registry",
-            "trio_broker.broker.schema_registry.server", "trio_broker.broker.rest_proxy.server")
+            # the web console, the Schema Registry and the REST proxy (their own keys), and the
+            # web stack they serve with
+            "trio_broker.broker.http", "trio_broker.broker.schema_registry",
+            "trio_broker.broker.rest_proxy", "starlette", "hypercorn", "jinja2")
 
 _START = textwrap.dedent("""
     import sys, tempfile
