@@ -16,6 +16,8 @@ import confluent_kafka
 
 from tests.broker_process import BrokerProcess, free_port
 from trio_broker.broker.apis import registry
+from trio_broker.broker.config import BrokerConfig
+from trio_broker.broker.storage.meta_properties import ensure_meta_properties
 
 #: imported by the first request, scrape or setting that needs them, not by a start
 _APIS = "trio_broker.broker.apis."
@@ -37,8 +39,8 @@ DEFERRED = (*(_APIS + m for m in ("admin", "configs", "describe", "acls", "quota
                                          "reconciliation", "assignors")),
             # codecs (the first batch compressed or decompressed), the parallel log opener
             "cramjam", "concurrent.futures",
-            # the Java properties parser (a properties file given, a stamped log dir read) and
-            # what its XML half pulls in; importlib.abc (the old-path finder does without)
+            # the Java properties parser (a server.properties given) and what its XML half
+            # pulls in; importlib.abc (the old-path finder does without)
             "javaproperties", "xml.sax", "urllib.request", "http.client", "email",
             "importlib.abc", "importlib.resources",
             # the web console, the Schema Registry and the REST proxy (their own keys), and the
@@ -80,8 +82,9 @@ _SERVE = textwrap.dedent("""
 
 
 def test_a_served_broker_process_imports_none_of_the_deferred_parts(tmp_path: Path) -> None:
-    """The CLI's path (argument parsing, the config loader, ``serve``) on a new log dir, to
-    "listening on" and a graceful stop."""
+    """The CLI's path (argument parsing, the config loader, ``serve``) on a stamped log dir (a
+    restart: its meta.properties read), to "listening on" and a graceful stop."""
+    ensure_meta_properties([tmp_path], BrokerConfig().node_id)
     proc = subprocess.Popen([sys.executable, "-c", _SERVE, str(free_port()), str(tmp_path),
                              *DEFERRED], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True)
