@@ -44,6 +44,7 @@ MOVED: dict[str, str] = {
     "log.log_duties": "broker.storage.dir_checkpoints",
     "log.offload": "broker.offload",
     "coordinator": "broker.coordinator",
+    "broker.coordinator.share.group_configs": "broker.coordinator.group_configs",
     "apis": "broker.apis",
     "apis.state": "broker.server.state",
     "apis.replicas": "broker.server.cluster_model",

@@ -37,6 +37,8 @@ DEFERRED = (*(_APIS + m for m in ("admin", "configs", "describe", "acls", "quota
             "trio_broker.testing.faults", "trio_broker.testing.fault_responses",
             *(_COORDINATOR + m for m in ("consumer_groups", "consumer_rebalance",
                                          "reconciliation", "assignors")),
+            # share groups (KIP-932): their coordinator is made at its first use
+            _COORDINATOR + "share",
             # codecs (the first batch compressed or decompressed), the parallel log opener
             "cramjam", "concurrent.futures",
             # the Java properties parser (a server.properties given) and what its XML half
