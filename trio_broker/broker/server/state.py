@@ -62,15 +62,18 @@ class Attached:
     schema_registry: Any = None
 
 
-@attrs.define(eq=False)
 class ShareCoordinatorHolder:
     """The share coordinator, made at its first use (a share request, ListGroups or
     DeleteGroups, a scrape, the console's page): ``coordinator.share`` is imported then, so a
     start does not pay for it. A test cluster's nodes share their base state's holder (as
-    ``attrs.evolve`` shares every part), so they share one coordinator."""
+    ``attrs.evolve`` shares every part), so they share one coordinator. A plain class: attrs'
+    generated methods would cost every start more than the class does."""
 
-    make: Callable[[], ShareCoordinator]
-    _coordinator: ShareCoordinator | None = None
+    __slots__ = ("_coordinator", "make")
+
+    def __init__(self, make: Callable[[], ShareCoordinator]) -> None:
+        self.make = make
+        self._coordinator: ShareCoordinator | None = None
 
     def get(self) -> ShareCoordinator:
         if self._coordinator is None:
