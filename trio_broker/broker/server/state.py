@@ -4,7 +4,8 @@ Why one object, built once: handlers need the config, the logs, the group coordi
 producer id allocator, the transaction coordinator, the fetch purgatory and the advertised
 address. ``serve`` builds this state after storage is loaded, the coordinators run and the
 listeners are bound, so every part is present and typed for the broker's whole life: a handler
-never checks for a missing part, and mypy follows a request from its handler into the log.
+never checks for a missing part, and mypy follows a request from its handler into the log (the
+share coordinator, behind ``shares``, is made at its first use).
 ``standalone_state`` builds one over real storage without sockets, for driving handlers directly
 (tests, tools).
 """
