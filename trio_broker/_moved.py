@@ -9,13 +9,16 @@ name too, and warns once with ``DeprecationWarning`` naming the new path.
 from __future__ import annotations
 
 import importlib
-import importlib.abc
 import importlib.machinery
 import importlib.util
 import sys
 import types
 import warnings
 from collections.abc import Sequence
+from typing import TYPE_CHECKING, cast
+
+if TYPE_CHECKING:
+    from importlib.abc import Loader
 
 #: old dotted path under ``trio_broker.`` -> its new one; to be removed in the next release
 MOVED: dict[str, str] = {
@@ -41,6 +44,7 @@ MOVED: dict[str, str] = {
     "log.log_duties": "broker.storage.dir_checkpoints",
     "log.offload": "broker.offload",
     "coordinator": "broker.coordinator",
+    "broker.coordinator.share.group_configs": "broker.coordinator.group_configs",
     "apis": "broker.apis",
     "apis.state": "broker.server.state",
     "apis.replicas": "broker.server.cluster_model",
@@ -79,7 +83,7 @@ def new_name(old: str) -> str | None:
     return None
 
 
-class _Alias(importlib.abc.Loader):
+class _Alias:
     """Loads an old path as the module at its new one."""
 
     def __init__(self, new: str) -> None:
@@ -103,8 +107,13 @@ class _Alias(importlib.abc.Loader):
                        "alter_sys=True)\n", f"<{fullname}, moved to {self.new}>", "exec")
 
 
-class MovedModuleFinder(importlib.abc.MetaPathFinder):
-    """Answers an old path with the module now at its new one."""
+class MovedModuleFinder:
+    """Answers an old path with the module now at its new one.
+
+    Why no ``importlib.abc`` base classes: the import system calls finders and loaders by their
+    methods (``find_spec``; ``create_module``, ``exec_module``), and ``importlib.abc`` pulls in
+    ``importlib.resources``, which every ``import trio_broker`` would pay for.
+    """
 
     def find_spec(self, fullname: str, path: Sequence[str] | None,
                   target: types.ModuleType | None = None) -> importlib.machinery.ModuleSpec | None:
@@ -116,8 +125,11 @@ class MovedModuleFinder(importlib.abc.MetaPathFinder):
             return None
         warnings.warn(f"{fullname} moved to {new}; the old path goes away in the next release",
                       DeprecationWarning, stacklevel=_caller_level())
+        # typed as importlib.abc.Loader, whose only extra is the legacy load_module: never called
+        # on a loader that has exec_module
+        loader = cast("Loader", _Alias(new))
         return importlib.machinery.ModuleSpec(
-            fullname, _Alias(new), is_package=real.submodule_search_locations is not None)
+            fullname, loader, is_package=real.submodule_search_locations is not None)
 
 
 def _caller_level() -> int:

@@ -33,6 +33,8 @@ OLD_PATHS = [
      "ThreadedCluster"),
     ("import trio_broker.http.control as m", "trio_broker.testing.control", "serve_control"),
     ("import trio_broker.security as m", "trio_broker.broker.security", "__doc__"),
+    ("import trio_broker.broker.coordinator.share.group_configs as m",
+     "trio_broker.broker.coordinator.group_configs", "GroupConfigs"),
     ("import trio_broker.spark._classes as m", "trio_broker.spark._class_archive",
      "ClassArchive"),
 ]

@@ -4,6 +4,7 @@ for their first use (docs/benchmarks.md, start-up), and every deferred handler s
 from __future__ import annotations
 
 import inspect
+import signal
 import subprocess
 import sys
 import textwrap
@@ -13,8 +14,10 @@ from pathlib import Path
 
 import confluent_kafka
 
-from tests.broker_process import BrokerProcess
+from tests.broker_process import BrokerProcess, free_port
 from trio_broker.broker.apis import registry
+from trio_broker.broker.config import BrokerConfig
+from trio_broker.broker.storage.meta_properties import ensure_meta_properties
 
 #: imported by the first request, scrape or setting that needs them, not by a start
 _APIS = "trio_broker.broker.apis."
@@ -34,8 +37,18 @@ DEFERRED = (*(_APIS + m for m in ("admin", "configs", "describe", "acls", "quota
             "trio_broker.testing.faults", "trio_broker.testing.fault_responses",
             *(_COORDINATOR + m for m in ("consumer_groups", "consumer_rebalance",
                                          "reconciliation", "assignors")),
+            # share groups (KIP-932): their coordinator is made at its first use
+            _COORDINATOR + "share",
             # codecs (the first batch compressed or decompressed), the parallel log opener
-            "cramjam", "concurrent.futures")
+            "cramjam", "concurrent.futures",
+            # the Java properties parser (a server.properties given) and what its XML half
+            # pulls in; importlib.abc (the old-path finder does without)
+            "javaproperties", "xml.sax", "urllib.request", "http.client", "email",
+            "importlib.abc", "importlib.resources",
+            # the web console, the Schema Registry and the REST proxy (their own keys), and the
+            # web stack they serve with
+            "trio_broker.broker.http", "trio_broker.broker.schema_registry",
+            "trio_broker.broker.rest_proxy", "starlette", "hypercorn", "jinja2")
 
 _START = textwrap.dedent("""
     import sys, tempfile
@@ -56,6 +69,39 @@ def test_a_start_imports_none_of_the_deferred_parts() -> None:
                           text=True, timeout=60, check=False)
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == []
+
+
+#: ``trio-broker serve`` in a process of its own; the deferred modules it loaded, once stopped
+_SERVE = textwrap.dedent("""
+    import atexit, sys
+    from trio_broker.cli import main
+
+    deferred = set(sys.argv[3:])
+    atexit.register(lambda: print("loaded:", *sorted(m for m in sys.modules if m in deferred)))
+    sys.exit(main(["serve", "--override", f"listeners=PLAINTEXT://127.0.0.1:{sys.argv[1]}",
+                   "--override", f"log.dirs={sys.argv[2]}"]))
+""")
+
+
+def test_a_served_broker_process_imports_none_of_the_deferred_parts(tmp_path: Path) -> None:
+    """The CLI's path (argument parsing, the config loader, ``serve``) on a stamped log dir (a
+    restart: its meta.properties read), to "listening on" and a graceful stop."""
+    ensure_meta_properties([tmp_path], BrokerConfig().node_id)
+    proc = subprocess.Popen([sys.executable, "-c", _SERVE, str(free_port()), str(tmp_path),
+                             *DEFERRED], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+    try:
+        assert proc.stdout is not None
+        first = proc.stdout.readline()
+        assert "trio-broker listening on PLAINTEXT://127.0.0.1:" in first, first
+        proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=20)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(10)
+    assert proc.returncode == 0, err
+    assert out.splitlines()[-1] == "loaded:", out
 
 
 def test_every_deferred_handler_loads_and_is_its_apis() -> None:

@@ -30,16 +30,12 @@ from .config.keys import NO_EFFECT, no_effect_broker_keys
 from .config.listeners import http_url
 from .coordinator import GroupCoordinator
 from .coordinator.transactions import TransactionCoordinator
-from .http import serve_http
 from .metrics import RUNNING, SHUTTING_DOWN, BrokerMetrics
 from .metrics.collectors.cleaner import cleaner_metrics
 from .metrics.collectors.state import register as register_state_metrics
 from .network.request_handler import RequestHandlerPool
 from .network.socket_server import SocketServer
 from .offload import run_io
-from .rest_proxy import serve_rest_proxy
-from .schema_registry import MOUNT_PREFIX as REGISTRY_PREFIX
-from .schema_registry import registry_url, serve_schema_registry
 from .security.client_quotas import CONNECTION_CREATION_RATE
 from .server.purgatory import Purgatory
 from .server.state import BrokerState
@@ -87,6 +83,10 @@ class Broker:
     @property
     def schema_registry_url(self) -> str | None:
         """``http(s)://host:port`` of the Schema Registry, or None when it is off."""
+        if self.schema_registry is None:
+            return None
+        from .schema_registry import registry_url  # the registry is served: already imported
+
         return registry_url(self.config, self.schema_registry)
 
     @property
@@ -175,31 +175,8 @@ async def serve(config: ConfigInput = None, *,
                             serve_metrics, cfg.metrics_listener, metrics,
                             allowed_hosts=tuple(h for h in cfg.http_allowed_hosts.split(",")
                                                 if h)))
-                http_addr = None
-                if cfg.http_listener:
-                    with _names_key(cfg, "http.listener"):
-                        http_addr = await nursery.start(serve_http, cfg, state, bound)
-                registry = None
-                if cfg.schema_registry_listener or cfg.schema_registry_enable:
-                    with _names_key(cfg, "schema.registry.listener"):
-                        registry = await nursery.start(serve_schema_registry, cfg, state)
-                with _names_key(cfg, "rest.proxy.listener"):
-                    rest_addr = await nursery.start(partial(
-                        serve_rest_proxy, cfg, state,
-                        registry=state.attached.schema_registry))
-                if registry is not None:
-                    state.services["Schema Registry"] = registry_url(cfg, registry) or ""
-                elif http_addr is not None and REGISTRY_PREFIX in state.http_mounts:
-                    scheme = parse_http_listener(cfg.http_listener)[0]
-                    state.services["Schema Registry"] = (http_url(scheme, *http_addr)
-                                                         + REGISTRY_PREFIX)
-                if rest_addr is not None:
-                    scheme = parse_http_listener(cfg.rest_proxy_listener,
-                                                 "rest.proxy.listener")[0]
-                    state.services["REST Proxy"] = http_url(scheme, *rest_addr)
-                elif http_addr is not None and "/kafka" in state.http_mounts:
-                    scheme = parse_http_listener(cfg.http_listener)[0]
-                    state.services["REST Proxy"] = http_url(scheme, *http_addr) + "/kafka"
+                http_addr, registry, rest_addr = await _start_http_faces(cfg, state, bound,
+                                                                         nursery)
                 cleaner = start_log_duties(state, nursery)
                 metrics.add_collector(lambda: cleaner_metrics(cleaner))
                 task_status.started(Broker(cfg, state, bound, metrics_addr, http_addr,
@@ -233,6 +210,48 @@ async def serve(config: ConfigInput = None, *,
                 parts_scope.cancel()
     finally:
         trio.lowlevel.remove_instrument(instrument)
+
+
+async def _start_http_faces(cfg: BrokerConfig, state: BrokerState,
+                            bound: list[tuple[str, str, int]], nursery: trio.Nursery,
+                            ) -> tuple[tuple[str, int] | None, tuple[str, int, SchemaRegistry]
+                                       | None, tuple[str, int] | None]:
+    """Start the web console, the Schema Registry and the REST proxy that are configured;
+    their bound (host, port) (the registry's with the registry), None for each one off.
+
+    Each face's module is imported when a key of its own is set: the plain start does not
+    pay for them (nor for their web stack, which each imports when it serves)."""
+    http_addr: tuple[str, int] | None = None
+    registry: tuple[str, int, SchemaRegistry] | None = None
+    rest_addr: tuple[str, int] | None = None
+    if cfg.http_listener:
+        from .http import serve_http
+
+        with _names_key(cfg, "http.listener"):
+            http_addr = await nursery.start(serve_http, cfg, state, bound)
+    if cfg.schema_registry_listener or cfg.schema_registry_enable:
+        from .schema_registry import MOUNT_PREFIX, registry_url, serve_schema_registry
+
+        with _names_key(cfg, "schema.registry.listener"):
+            registry = await nursery.start(serve_schema_registry, cfg, state)
+        if registry is not None:
+            state.services["Schema Registry"] = registry_url(cfg, registry) or ""
+        elif http_addr is not None and MOUNT_PREFIX in state.http_mounts:
+            scheme = parse_http_listener(cfg.http_listener)[0]
+            state.services["Schema Registry"] = http_url(scheme, *http_addr) + MOUNT_PREFIX
+    if cfg.rest_proxy_listener or cfg.kafka_rest_enable:
+        from .rest_proxy import serve_rest_proxy
+
+        with _names_key(cfg, "rest.proxy.listener"):
+            rest_addr = await nursery.start(partial(
+                serve_rest_proxy, cfg, state, registry=state.attached.schema_registry))
+        if rest_addr is not None:
+            scheme = parse_http_listener(cfg.rest_proxy_listener, "rest.proxy.listener")[0]
+            state.services["REST Proxy"] = http_url(scheme, *rest_addr)
+        elif http_addr is not None and "/kafka" in state.http_mounts:
+            scheme = parse_http_listener(cfg.http_listener)[0]
+            state.services["REST Proxy"] = http_url(scheme, *http_addr) + "/kafka"
+    return http_addr, registry, rest_addr
 
 
 def _apply_connection_quotas(server: SocketServer, state: BrokerState) -> None:

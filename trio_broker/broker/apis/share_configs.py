@@ -1,12 +1,12 @@
 """The GROUP config resource (type 32) for DescribeConfigs and IncrementalAlterConfigs: a
-group's share and consumer-group settings (``coordinator.share.group_configs``), apart from
+group's share and consumer-group settings (``coordinator.group_configs``), apart from
 ``configs.py`` so the broker and topic paths stay as they are."""
 
 from __future__ import annotations
 
 from ...protocol.errors import ErrorCode
 from ..config.describe import ConfigSource, Entry
-from ..coordinator.share.group_configs import GROUP_CONFIG_KEYS, GroupConfigError
+from ..coordinator.group_configs import GROUP_CONFIG_KEYS, GroupConfigError
 from ..server.state import BrokerState
 
 SET, DELETE = 0, 1

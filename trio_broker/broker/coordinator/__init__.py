@@ -9,7 +9,9 @@ own files (``group_store``, ``group_log``, ``offset_log``, ``record_file``); and
 ``TransactionCoordinator`` (``transactions.py``) over the transactional ids' state
 (``txn_metadata``), the transaction log (``txn_log``) and the markers written into partitions
 (``txn_markers``). Both append Kafka's records of every durable change to the internal topics
-``__consumer_offsets`` and ``__transaction_state`` (``internal_topics``). The handlers in
+``__consumer_offsets`` and ``__transaction_state`` (``internal_topics``). Each group's own
+configs (the GROUP config resource, consumer and share groups alike) are ``group_configs``;
+share groups (KIP-932) are the ``share`` package, imported at their first use. The handlers in
 ``trio_broker.broker.apis`` (``groups``, ``offsets``, ``consumer_groups``, ``transactions``,
 ``init_producer_id``) translate requests into calls on them. See docs/consumer-groups.md and
 docs/transactions.md.

@@ -1,7 +1,7 @@
 """The Host check of the Schema Registry and the REST proxy, as ASGI middleware.
 
-Why apart from ``confluent_error``: that module is imported by a broker's start (the services'
-error classes), this one only when one of the services is served, with Starlette.
+Why apart from ``confluent_error``: that module (the services' error classes) imports no web
+stack, this one Starlette, and only when one of the services is served.
 """
 
 from __future__ import annotations

@@ -4,7 +4,8 @@ Why one object, built once: handlers need the config, the logs, the group coordi
 producer id allocator, the transaction coordinator, the fetch purgatory and the advertised
 address. ``serve`` builds this state after storage is loaded, the coordinators run and the
 listeners are bound, so every part is present and typed for the broker's whole life: a handler
-never checks for a missing part, and mypy follows a request from its handler into the log.
+never checks for a missing part, and mypy follows a request from its handler into the log (the
+share coordinator, behind ``shares``, is made at its first use).
 ``standalone_state`` builds one over real storage without sockets, for driving handlers directly
 (tests, tools).
 """
@@ -14,7 +15,8 @@ from __future__ import annotations
 import time
 import uuid
 from collections.abc import Callable, Iterable
-from typing import Any, NamedTuple
+from functools import partial
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import attrs
 import trio
@@ -22,10 +24,8 @@ import trio
 from ..config import BrokerConfig
 from ..config.dynamic import DynamicBrokerConfigs
 from ..coordinator import GroupCoordinator
+from ..coordinator.group_configs import GROUP_CONFIGS_FILE, GroupConfigs
 from ..coordinator.internal_topics import InternalTopics
-from ..coordinator.share import ShareConfig, ShareCoordinator
-from ..coordinator.share.group_configs import GROUP_CONFIGS_FILE, GroupConfigs
-from ..coordinator.share.store import SHARE_STATE_DIR_NAME, ShareStateStore
 from ..coordinator.transactions import TransactionCoordinator
 from ..metrics import BrokerMetrics
 from ..offload import mock_clock
@@ -38,6 +38,9 @@ from .client_metrics import CLIENT_METRICS_FILE, ClientMetricsStore
 from .cluster_model import ClusterModel, Node
 from .purgatory import Purgatory
 from .telemetry_state import TelemetryState
+
+if TYPE_CHECKING:
+    from ..coordinator.share import ShareCoordinator
 
 
 class TopicChange(NamedTuple):
@@ -58,6 +61,25 @@ class Attached:
     #: the Schema Registry (``schema_registry.registry.SchemaRegistry``) while
     #: ``schema.registry.listener`` serves it: the console's pages and message browser read it
     schema_registry: Any = None
+
+
+class ShareCoordinatorHolder:
+    """The share coordinator, made at its first use (a share request, ListGroups or
+    DeleteGroups, a scrape, the console's page): ``coordinator.share`` is imported then, so a
+    start does not pay for it. A test cluster's nodes share their base state's holder (as
+    ``attrs.evolve`` shares every part), so they share one coordinator. A plain class: attrs'
+    generated methods would cost every start more than the class does."""
+
+    __slots__ = ("_coordinator", "make")
+
+    def __init__(self, make: Callable[[], ShareCoordinator]) -> None:
+        self.make = make
+        self._coordinator: ShareCoordinator | None = None
+
+    def get(self) -> ShareCoordinator:
+        if self._coordinator is None:
+            self._coordinator = self.make()
+        return self._coordinator
 
 
 @attrs.frozen(eq=False, kw_only=True)
@@ -125,9 +147,13 @@ class BrokerState:
                                   samples=self.config.quota_window_num,
                                   window_s=self.config.quota_window_size_seconds),
         takes_self=True))
-    #: share groups (KIP-932), their share-partitions and share sessions
-    shares: ShareCoordinator = attrs.field(default=attrs.Factory(
-        lambda self: _share_coordinator(self.config, self.logs), takes_self=True))
+    #: each group's own configs (the GROUP config resource), persisted in the first log dir
+    group_configs: GroupConfigs = attrs.field(default=attrs.Factory(
+        lambda self: _group_configs(self.config), takes_self=True))
+    #: share groups (KIP-932), their share-partitions and share sessions: ``shares``
+    share_coordinator: ShareCoordinatorHolder = attrs.field(default=attrs.Factory(
+        lambda self: ShareCoordinatorHolder(partial(_share_coordinator, self.config, self.logs,
+                                                    self.group_configs)), takes_self=True))
     #: parts below the handlers that take a new effective config at once (AlterConfigs on a
     #: broker): the connection quotas
     reconfigurables: list[Callable[[BrokerConfig], None]] = attrs.field(factory=list)
@@ -147,7 +173,7 @@ class BrokerState:
             return {name: (ids[name], n) for name, n in logs.topics().items() if name in ids}
 
         self.groups.attach_topics(topics)
-        self.groups.attach_group_configs(self.shares.group_configs.get)
+        self.groups.attach_group_configs(self.group_configs.get)
         # what the coordinators make durable, Kafka's records of it in the internal topics
         self.groups.attach_internal_topics(self.internal_topics)
         self.transactions.internal_topics = self.internal_topics
@@ -165,6 +191,11 @@ class BrokerState:
     @property
     def node_id(self) -> int:
         return self.config.node_id
+
+    @property
+    def shares(self) -> ShareCoordinator:
+        """The share coordinator (made at the first call)."""
+        return self.share_coordinator.get()
 
     def advertised(self, listener: str) -> tuple[str, int]:
         """(host, port) this broker is named by to a client connected to ``listener``."""
@@ -190,7 +221,20 @@ class BrokerState:
         self.cluster.topic_changed(change.topic, change.partitions)
 
 
-def _share_coordinator(config: BrokerConfig, logs: LogManager) -> ShareCoordinator:
+def _group_configs(config: BrokerConfig) -> GroupConfigs:
+    return GroupConfigs(config.log_dir_list[0] / GROUP_CONFIGS_FILE, bounds={
+        "consumer.session.timeout.ms": (config.group_consumer_min_session_timeout_ms,
+                                        config.group_consumer_max_session_timeout_ms),
+        "consumer.heartbeat.interval.ms": (config.group_consumer_min_heartbeat_interval_ms,
+                                           config.group_consumer_max_heartbeat_interval_ms)})
+
+
+def _share_coordinator(config: BrokerConfig, logs: LogManager, group_configs: GroupConfigs,
+                       ) -> ShareCoordinator:
+    # imported at the first use of share groups: the start does not pay for them
+    from ..coordinator.share import ShareConfig, ShareCoordinator
+    from ..coordinator.share.store import SHARE_STATE_DIR_NAME, ShareStateStore
+
     def topics() -> dict[str, tuple[uuid.UUID, int]]:
         ids = logs.topic_ids()
         return {name: (ids[name], n) for name, n in logs.topics().items() if name in ids}
@@ -208,11 +252,7 @@ def _share_coordinator(config: BrokerConfig, logs: LogManager) -> ShareCoordinat
         max_size=config.group_share_max_size,
         partition_max_record_locks=config.group_share_partition_max_record_locks),
         store=ShareStateStore(config.log_dir_list[0] / SHARE_STATE_DIR_NAME),
-        group_configs=GroupConfigs(config.log_dir_list[0] / GROUP_CONFIGS_FILE, bounds={
-            "consumer.session.timeout.ms": (config.group_consumer_min_session_timeout_ms,
-                                            config.group_consumer_max_session_timeout_ms),
-            "consumer.heartbeat.interval.ms": (config.group_consumer_min_heartbeat_interval_ms,
-                                               config.group_consumer_max_heartbeat_interval_ms)}))
+        group_configs=group_configs)
 
 
 def _virtual_ms() -> int:

@@ -23,8 +23,8 @@ import trio
 
 from ....protocol.errors import ErrorCode
 from ...offload import run_io
+from ..group_configs import GroupConfigs
 from .group import HeartbeatAnswer, ShareGroup, TopicsFn
-from .group_configs import GroupConfigs
 from .partition import SharePartition
 from .store import ShareStateStore, snapshot
 

@@ -25,20 +25,22 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
-from ...coordinator.share import RecordState
 from ...server.state import BrokerState
 
 if TYPE_CHECKING:  # prometheus-client is imported by the first scrape
     from prometheus_client.core import Metric
 
 _STATES = ("empty", "stable", "dead")
-_IN_FLIGHT = (RecordState.AVAILABLE, RecordState.ACQUIRED)
 
 
 def share_metrics(state: BrokerState) -> Iterator[Metric]:
     """Share groups by state, and each share-partition's records in flight."""
     from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 
+    # the share coordinator is made at its first use, and this scrape is one
+    from ...coordinator.share import RecordState
+
+    in_flight_states = (RecordState.AVAILABLE, RecordState.ACQUIRED)
     shares = state.shares
     by_state = dict.fromkeys(_STATES, 0)
     for group in shares.groups.values():
@@ -67,7 +69,7 @@ def share_metrics(state: BrokerState) -> Iterator[Metric]:
             continue
         labels = [group_id, topic, str(partition)]
         in_flight.add_metric(labels, sum(1 for r in sp.in_flight.values()
-                                         if r.state in _IN_FLIGHT))
+                                         if r.state in in_flight_states))
         timeouts.add_metric(labels, sp.lock_timeouts)
     yield in_flight
     yield timeouts

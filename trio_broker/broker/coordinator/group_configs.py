@@ -16,7 +16,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import NamedTuple
 
-from ...storage.files import atomic_write
+from ..storage.files import atomic_write
 
 __all__ = ["GROUP_CONFIGS_FILE", "GROUP_CONFIG_KEYS", "GroupConfigError", "GroupConfigs"]
 
