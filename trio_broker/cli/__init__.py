@@ -20,6 +20,7 @@ and the Spark stage (``export``, ``import``).
 from __future__ import annotations
 
 import argparse
+import gc
 import os
 import sys
 from collections.abc import Callable, Sequence
@@ -179,7 +180,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     command = args_list[at] if at < len(args_list) else None
     # a known command after no option but its own: its subparser is the only one needed
     only = command in COMMANDS and at == 0
-    args = build_parser(command, only=only).parse_args(args_list)
+    # the command's modules load here, and every one of them lives as long as the process: the
+    # cyclic collector would only walk them again and again (docs/benchmarks.md, start-up)
+    gc.disable()
+    try:
+        args = build_parser(command, only=only).parse_args(args_list)
+    finally:
+        gc.enable()
     return run(args.command, args)
 
 
