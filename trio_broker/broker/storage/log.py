@@ -301,15 +301,16 @@ class Log:
             max_timestamp = header.max_timestamp
         try:
             segment = self._maybe_roll(size, last, now_ms)
-            entries = len(segment.txn_index)
-            if aborted is not None:
-                segment.txn_index.append(aborted)
-            try:
+            if aborted is None:
                 segment.append(data, first, last + 1, max_timestamp, now_ms)
-            except OSError:
-                if aborted is not None:
+            else:
+                entries = len(segment.txn_index)
+                segment.txn_index.append(aborted)
+                try:
+                    segment.append(data, first, last + 1, max_timestamp, now_ms)
+                except OSError:
                     segment.txn_index.truncate_entries(entries)
-                raise
+                    raise
         except OSError as exc:
             raise KafkaStorageError(f"appending {size} bytes to {self.name} failed: {exc}") \
                 from exc
