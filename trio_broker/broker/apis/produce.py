@@ -65,9 +65,9 @@ _RecordError = _PartResp.BatchIndexAndErrorMessage
 def _part(index: int, error: int, base_offset: int = -1, append_time: int = -1,
           log_start: int = -1, message: str | None = None,
           record_errors: list[Struct] | None = None) -> Struct:
-    return _PartResp(index=index, error_code=error, base_offset=base_offset,
-                     log_append_time_ms=append_time, log_start_offset=log_start,
-                     error_message=message, record_errors=record_errors or [])
+    # by position (the schema's order), as every produced partition's answer is built
+    return _PartResp(index, error, base_offset, append_time, log_start, record_errors or [],
+                     message)
 
 
 async def handle_produce(ctx: HandlerContext, request: ProduceRequest) -> HandlerResult:
@@ -140,9 +140,9 @@ async def handle_produce(ctx: HandlerContext, request: ProduceRequest) -> Handle
             # connection, and the retry must not be acknowledged before the original would be.
             if log.needs_flush():
                 to_flush.append((log, parts, len(parts) - 1))
-        results.append(_TopicResp(name=topic.name if not by_id else "",
-                                  topic_id=topic.topic_id if by_id else None,
-                                  partition_responses=parts))
+        # name, topic id, partitions (by position: one per topic of every request)
+        results.append(_TopicResp(topic.name if not by_id else "",
+                                  topic.topic_id if by_id else None, parts))
     for log, parts, i in to_flush:
         try:
             await run_io(logs.flush, log)
