@@ -56,6 +56,9 @@ from .topics import validate_topic_name
 
 LOGGER = logging.getLogger(__name__)
 
+#: read from the enum once (on Python 3.11 reading a member through its class costs several
+#: times the comparison made with it for every batch)
+_ZSTD = Compression.ZSTD
 _R = response_type(ApiKey.Produce)
 _TopicResp = _R.TopicProduceResponse
 _PartResp = _TopicResp.PartitionProduceResponse
@@ -194,7 +197,7 @@ def _append(ctx: HandlerContext, log: Log, tp: tuple[str, int], records: bytes |
                 return _part(index, 0)
             records = converted
         header = validate_batch(records, max_message_bytes=config.max_message_bytes)
-        if header.compression == Compression.ZSTD and 3 <= ctx.version < 7:
+        if header.compression == _ZSTD and 3 <= ctx.version < 7:
             return _part(index, ErrorCode.UNSUPPORTED_COMPRESSION_TYPE)
         if header.is_transactional and (
                 ctx.version >= 12 or ctx.broker.config.transaction_partition_verification_enable):

@@ -59,6 +59,9 @@ LOGGER = logging.getLogger(__name__)
 INLINE_APIS: frozenset[int] = frozenset({
     ApiKey.ApiVersions, ApiKey.Metadata, ApiKey.Produce, ApiKey.ListOffsets,
     ApiKey.OffsetCommit, ApiKey.FindCoordinator, ApiKey.Heartbeat})
+#: API keys compared for every request, read from their enum once: on Python 3.11 reading a
+#: member through its class costs several times the comparison
+_API_VERSIONS, _METADATA, _FETCH = ApiKey.ApiVersions, ApiKey.Metadata, ApiKey.Fetch
 #: inline APIs whose answers to a client's pipelined requests are written together: none of
 #: them waits for anything but a topic's creation (Metadata) or a ``flush.messages`` fsync
 #: (Produce); one answered later (an OffsetCommit waiting for its group's write) has the
@@ -135,8 +138,8 @@ class RequestHandlerPool:
         # handler of this table now: not a test cluster's, which checks and injects faults, nor
         # one put in its place) would, without decoding it, building a handler context or
         # walking the answer
-        if (header.api_key == ApiKey.Metadata
-                and self.handlers.get(ApiKey.Metadata) is handle_metadata
+        if (header.api_key == _METADATA
+                and self.handlers.get(_METADATA) is handle_metadata
                 and (answer := refresh_answer(self.broker, header.api_version,
                                               bytes(request.frame[header.body_offset:]),
                                               request.context.listener_name)) is not None):
@@ -167,7 +170,7 @@ class RequestHandlerPool:
         ``hold``, for the caller to write) when its handler answered before returning. Else
         ``None``: the answer went (or, parked, will go) through the request channel."""
         header = request.header
-        if header.api_key == ApiKey.ApiVersions and header.api_version > 4:
+        if header.api_key == _API_VERSIONS and header.api_version > 4:
             return api_versions_unsupported(request)
         try:
             body = decode_request_body(header, request.frame)
@@ -235,7 +238,7 @@ class RequestHandlerPool:
             return NoOpResponse(request)
         header = request.header
         try:
-            if header.api_key == ApiKey.Fetch:  # its records may be file regions
+            if header.api_key == _FETCH:  # its records may be file regions
                 parts = encode_response_parts(header, body)
                 data = parts[0] if len(parts) == 1 else None
             else:
