@@ -278,10 +278,10 @@ class Log:
         max timestamp). ``aborted`` goes to the receiving segment's transaction index first.
         Caller holds the lock."""
         size = len(batch)
-        config = self.config
+        log_append_time = self.config.log_append_time  # a property: read once
         first = self._next_offset
         last = first + header.last_offset_delta
-        if config.log_append_time and not isinstance(batch, bytearray):
+        if log_append_time and not isinstance(batch, bytearray):
             batch = bytearray(batch)  # the new timestamp changes the CRC of it all
         data: bytearray | tuple[bytearray, memoryview]
         if isinstance(batch, bytearray):
@@ -293,7 +293,7 @@ class Log:
             data = (head, memoryview(batch)[BATCH_HEADER_SIZE:])
         set_base_offset(head, 0, first)
         set_partition_leader_epoch(head, 0, leader_epoch)
-        if config.log_append_time:
+        if log_append_time:
             set_log_append_time(head, 0, now_ms)
             append_time = max_timestamp = now_ms
         else:
