@@ -77,14 +77,15 @@ async def handle_produce(ctx: HandlerContext, request: ProduceRequest) -> Handle
     broker = ctx.broker
     acks = request.acks
     logs = broker.logs
-    by_id = ctx.version >= 13
+    version = ctx.version
+    by_id = version >= 13
     results = []
     to_flush: list[tuple[Log, list[Struct], int]] = []
     now_ms = broker.now_ms()
     cluster = broker.cluster
     hint_nodes = False
     registered: dict[tuple[str, int], int] = {}
-    if request.transactional_id is not None and ctx.version >= 12:
+    if request.transactional_id is not None and version >= 12:
         registered = await _register_partitions(ctx, request, request.transactional_id)
     for topic in request.topic_data:
         name = logs.topic_name(topic.topic_id) if by_id else topic.name
@@ -116,7 +117,7 @@ async def handle_produce(ctx: HandlerContext, request: ProduceRequest) -> Handle
             if cluster.intercepting:
                 error = cluster.leader_error(broker.node_id, name, pd.index)
                 if error:
-                    parts.append(not_leader_part(cluster, name, pd.index, ctx.version))
+                    parts.append(not_leader_part(cluster, name, pd.index, version))
                     hint_nodes = True
                     continue
             min_isr = log.config.min_insync_replicas
@@ -157,10 +158,10 @@ async def handle_produce(ctx: HandlerContext, request: ProduceRequest) -> Handle
             return CloseConnection("acks=0 produce failed")
         return None
     if len(results) == 1 and not hint_nodes and not broker.quotas.enabled:
-        answer = _one_partition_answer(ctx.version, results[0])
+        answer = _one_partition_answer(version, results[0])
         if answer is not None:
             return answer
-    if hint_nodes and ctx.version >= 10:
+    if hint_nodes and version >= 10:
         return ctx.response(responses=results, throttle_time_ms=0,
                             node_endpoints=leader_endpoints(cluster, _R.NodeEndpoint, results,
                                                             ctx.listener))

@@ -239,7 +239,8 @@ class Log:
                         self._log_start_offset, 0, duplicate=True)
             first, last, append_time, max_timestamp = self._write(batch, header, now_ms,
                                                                   leader_epoch)
-            self._producer_state.update(header, first, last, max_timestamp, now_ms)
+            if header.producer_id >= 0:  # no state to keep for a producer without an id
+                self._producer_state.update(header, first, last, max_timestamp, now_ms)
             return LogAppendInfo(first, last, append_time, self._log_start_offset, size)
 
     def append_marker(self, producer_id: int, producer_epoch: int, *, committed: bool,
