@@ -184,6 +184,9 @@ def verify_crc(buf: Buffer, pos: int, header: BatchHeader) -> None:
 #: the smallest record: length, attributes, timestamp delta, offset delta, key length (-1),
 #: value length (-1) and header count, one byte each
 _MIN_RECORD_SIZE = 7
+#: read from the enum once (on Python 3.11 reading a member through its class costs several
+#: times the comparison made with it for every batch)
+_NONE = Compression.NONE
 
 
 def validate_batch(buf: Buffer, *, max_message_bytes: int) -> BatchHeader:
@@ -217,7 +220,7 @@ def validate_batch(buf: Buffer, *, max_message_bytes: int) -> BatchHeader:
     if header.attributes & CONTROL_BIT:
         raise InvalidRecordError("clients may not produce control batches")
     payload = size - BATCH_HEADER_SIZE
-    if compression is Compression.NONE and header.records_count * _MIN_RECORD_SIZE > payload:
+    if compression is _NONE and header.records_count * _MIN_RECORD_SIZE > payload:
         # Records are never decoded here, but an uncompressed batch cannot hold more records
         # than its payload has room for: this catches a header that claims, say, 2**31 - 1
         # records (which would move the log end offset that far) at no per-record cost.

@@ -37,6 +37,9 @@ _I32 = struct.Struct(">i")
 _I16 = struct.Struct(">h")
 #: a response frame's size and correlation id
 _SIZE_ID = struct.Struct(">ii")
+#: compared for every response: read from the enum once (on Python 3.11 reading a member
+#: through its class costs several times the comparison)
+_API_VERSIONS = ApiKey.ApiVersions
 
 
 class RequestHeader:
@@ -274,10 +277,10 @@ def encode_response(header: RequestHeader, body: Message, *,
     if type(body) is Encoded and version is None:  # an answer encoded once: one pack, one join
         assert isinstance(body, Encoded)
         data = body.at(header.api_version)
-        if header.flexible and header.api_key != ApiKey.ApiVersions:
+        if header.flexible and header.api_key != _API_VERSIONS:
             return _SIZE_ID.pack(len(data) + 5, header.correlation_id) + b"\x00" + data
         return _SIZE_ID.pack(len(data) + 4, header.correlation_id) + data
-    if header.flexible and header.api_key != ApiKey.ApiVersions:
+    if header.flexible and header.api_key != _API_VERSIONS:
         head = _I32.pack(header.correlation_id) + b"\x00"
     else:
         head = _I32.pack(header.correlation_id)

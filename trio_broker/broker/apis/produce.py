@@ -56,6 +56,9 @@ from .topics import validate_topic_name
 
 LOGGER = logging.getLogger(__name__)
 
+#: read from the enum once (on Python 3.11 reading a member through its class costs several
+#: times the comparison made with it for every batch)
+_ZSTD = Compression.ZSTD
 _R = response_type(ApiKey.Produce)
 _TopicResp = _R.TopicProduceResponse
 _PartResp = _TopicResp.PartitionProduceResponse
@@ -65,23 +68,24 @@ _RecordError = _PartResp.BatchIndexAndErrorMessage
 def _part(index: int, error: int, base_offset: int = -1, append_time: int = -1,
           log_start: int = -1, message: str | None = None,
           record_errors: list[Struct] | None = None) -> Struct:
-    return _PartResp(index=index, error_code=error, base_offset=base_offset,
-                     log_append_time_ms=append_time, log_start_offset=log_start,
-                     error_message=message, record_errors=record_errors or [])
+    # by position (the schema's order), as every produced partition's answer is built
+    return _PartResp(index, error, base_offset, append_time, log_start, record_errors or [],
+                     message)
 
 
 async def handle_produce(ctx: HandlerContext, request: ProduceRequest) -> HandlerResult:
     broker = ctx.broker
     acks = request.acks
     logs = broker.logs
-    by_id = ctx.version >= 13
+    version = ctx.version
+    by_id = version >= 13
     results = []
     to_flush: list[tuple[Log, list[Struct], int]] = []
     now_ms = broker.now_ms()
     cluster = broker.cluster
     hint_nodes = False
     registered: dict[tuple[str, int], int] = {}
-    if request.transactional_id is not None and ctx.version >= 12:
+    if request.transactional_id is not None and version >= 12:
         registered = await _register_partitions(ctx, request, request.transactional_id)
     for topic in request.topic_data:
         name = logs.topic_name(topic.topic_id) if by_id else topic.name
@@ -113,7 +117,7 @@ async def handle_produce(ctx: HandlerContext, request: ProduceRequest) -> Handle
             if cluster.intercepting:
                 error = cluster.leader_error(broker.node_id, name, pd.index)
                 if error:
-                    parts.append(not_leader_part(cluster, name, pd.index, ctx.version))
+                    parts.append(not_leader_part(cluster, name, pd.index, version))
                     hint_nodes = True
                     continue
             min_isr = log.config.min_insync_replicas
@@ -140,9 +144,9 @@ async def handle_produce(ctx: HandlerContext, request: ProduceRequest) -> Handle
             # connection, and the retry must not be acknowledged before the original would be.
             if log.needs_flush():
                 to_flush.append((log, parts, len(parts) - 1))
-        results.append(_TopicResp(name=topic.name if not by_id else "",
-                                  topic_id=topic.topic_id if by_id else None,
-                                  partition_responses=parts))
+        # name, topic id, partitions (by position: one per topic of every request)
+        results.append(_TopicResp(topic.name if not by_id else "",
+                                  topic.topic_id if by_id else None, parts))
     for log, parts, i in to_flush:
         try:
             await run_io(logs.flush, log)
@@ -154,10 +158,10 @@ async def handle_produce(ctx: HandlerContext, request: ProduceRequest) -> Handle
             return CloseConnection("acks=0 produce failed")
         return None
     if len(results) == 1 and not hint_nodes and not broker.quotas.enabled:
-        answer = _one_partition_answer(ctx.version, results[0])
+        answer = _one_partition_answer(version, results[0])
         if answer is not None:
             return answer
-    if hint_nodes and ctx.version >= 10:
+    if hint_nodes and version >= 10:
         return ctx.response(responses=results, throttle_time_ms=0,
                             node_endpoints=leader_endpoints(cluster, _R.NodeEndpoint, results,
                                                             ctx.listener))
@@ -194,7 +198,7 @@ def _append(ctx: HandlerContext, log: Log, tp: tuple[str, int], records: bytes |
                 return _part(index, 0)
             records = converted
         header = validate_batch(records, max_message_bytes=config.max_message_bytes)
-        if header.compression == Compression.ZSTD and 3 <= ctx.version < 7:
+        if header.compression == _ZSTD and 3 <= ctx.version < 7:
             return _part(index, ErrorCode.UNSUPPORTED_COMPRESSION_TYPE)
         if header.is_transactional and (
                 ctx.version >= 12 or ctx.broker.config.transaction_partition_verification_enable):

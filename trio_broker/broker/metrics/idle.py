@@ -55,6 +55,12 @@ class IdleMeter:
 
     def _add(self, start_ns: int, end_ns: int, sign: int) -> None:
         first, last = start_ns // SLOT_NS, (end_ns - 1) // SLOT_NS
+        if first == last:  # within one slot: every request but one a second
+            i = first % SLOTS
+            if self._ids[i] != first:
+                self._ids[i], self._slots[i] = first, 0
+            self._slots[i] += sign * (end_ns - start_ns)
+            return
         if last - first >= SLOTS:  # older than the window: only its last minute matters
             first = last - SLOTS + 1
             start_ns = first * SLOT_NS

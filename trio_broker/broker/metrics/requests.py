@@ -108,23 +108,11 @@ class RequestMetrics:
         #: (api key, error code) -> responses (or partitions) answered with it
         self._errors: dict[tuple[int, int], int] = {}
 
-    def _counted(self, api_key: int, window: int, version: int) -> _ApiTimes:
-        """``api_key``'s entry for ``window`` (rotated to it), with one request of ``version``
-        counted."""
-        entry = self._times.get(api_key)
-        if entry is None:
-            entry = self._times[api_key] = _ApiTimes(window)
-        elif entry.window != window:
-            entry.rotate(window)
-        versions = entry.versions
-        versions[version] = versions.get(version, 0) + 1
-        return entry
-
     def record(self, api_key: int, times_ms: tuple[float, ...], *, version: int = -1,
                now_ns: int | None = None) -> None:
         """``times_ms`` in the order of ``TIMINGS``."""
         window = (time.monotonic_ns() if now_ns is None else now_ns) // WINDOW_NS
-        self._observe(self._counted(api_key, window, version), *times_ms)
+        self._observe(api_key, window, version, *times_ms)
 
     def record_timings(self, api_key: int, times: RequestTimes, send_done_ns: int) -> None:
         """Kafka's six request times, in ms, from ``times`` and the end of the send.
@@ -137,7 +125,7 @@ class RequestMetrics:
         local = times.api_local_done_ns or dequeued
         remote = times.api_remote_done_ns or local
         response_dequeued = times.response_dequeued_ns or remote
-        self._observe(self._counted(api_key, send_done_ns // WINDOW_NS, times.api_version),
+        self._observe(api_key, send_done_ns // WINDOW_NS, times.api_version,
                       (dequeued - received) / 1e6,  # RequestQueueTimeMs
                       (local - dequeued) / 1e6,  # LocalTimeMs
                       (remote - local) / 1e6,  # RemoteTimeMs
@@ -145,11 +133,19 @@ class RequestMetrics:
                       (send_done_ns - response_dequeued) / 1e6,  # ResponseSendTimeMs
                       (send_done_ns - received) / 1e6)  # TotalTimeMs
 
-    def _observe(self, entry: _ApiTimes, queue: float, local: float, remote: float,
-                 response_queue: float, send: float, total: float) -> None:
-        """Count the six times of one request (``TIMINGS``' order) into ``entry``; written
-        out rather than looped: every request passes here, and a loop's own steps cost about as
-        much as the counting (docs/benchmarks.md, "Per-request cost")."""
+    def _observe(self, api_key: int, window: int, version: int, queue: float, local: float,
+                 remote: float, response_queue: float, send: float, total: float) -> None:
+        """Count one request of ``version`` and its six times (``TIMINGS``' order) in
+        ``api_key``'s entry, rotated to ``window`` first; one function, written out rather
+        than looped: every request passes here, and a loop's own steps (or a call) cost about
+        as much as the counting (docs/benchmarks.md, "Per-request cost")."""
+        entry = self._times.get(api_key)
+        if entry is None:
+            entry = self._times[api_key] = _ApiTimes(window)
+        elif entry.window != window:
+            entry.rotate(window)
+        versions = entry.versions
+        versions[version] = versions.get(version, 0) + 1
         bounds = self.BOUNDS
         (c_queue, c_local, c_remote, c_response_queue, c_send, c_total), sums = (
             entry.counts, entry.sums)

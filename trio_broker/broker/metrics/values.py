@@ -71,7 +71,8 @@ class Family:
         return self._value
 
     def inc(self, amount: float = 1) -> None:
-        self._unlabelled().value += amount
+        # no call for a label-less family: the socket server counts every read and write here
+        (self._unlabelled() if self.labelnames else self._value).value += amount
 
     def dec(self, amount: float = 1) -> None:
         self._unlabelled().value -= amount

@@ -523,12 +523,10 @@ class Processor:
         sasl = conn.sasl
         if sasl is not None:
             sasl.check_allowed(header)
-        context = RequestContext(header, conn.id, client_host=conn.client_host,
-                                 client_port=conn.client_port, listener_name=conn.listener_name,
-                                 security_protocol=conn.security_protocol,
-                                 principal=conn.principal,
-                                 sasl=None if sasl is None else sasl.authenticator,
-                                 sendfile=type(conn.stream) is trio.SocketStream)
+        context = RequestContext(header, conn.id, conn.client_host, conn.client_port,
+                                 conn.listener_name, conn.security_protocol, conn.principal,
+                                 None if sasl is None else sasl.authenticator,
+                                 type(conn.stream) is trio.SocketStream)
         return Request(self.index, context, frame)
 
 

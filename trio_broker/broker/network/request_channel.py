@@ -40,7 +40,8 @@ class Request(RequestTimes):
     connections, and a connection that closed meanwhile simply is not found there.
     """
 
-    __slots__ = ("context", "frame", "header", "processor", "throttle_ms")
+    __slots__ = ("answered", "context", "frame", "header", "held", "hold", "processor", "size",
+                 "throttle_ms")
 
     def __init__(self, processor: int, context: RequestContext,
                  frame: bytes | bytearray) -> None:
@@ -55,6 +56,13 @@ class Request(RequestTimes):
         self.frame = frame
         #: client quota throttle: the connection stays muted this long after the response
         self.throttle_ms = 0
+        #: set by the handler pool as it dispatches: the frame's size; whether the handler
+        #: answered; whether that answer is ``held`` for the caller to write (an inline
+        #: request's) rather than sent through the channel
+        self.size = len(frame)
+        self.answered = False
+        self.hold = False
+        self.held: Response | None = None
 
 
 class Response:
@@ -72,7 +80,7 @@ class SendResponse(Response):
     __slots__ = ("data",)
 
     def __init__(self, request: Request, data: bytes) -> None:
-        super().__init__(request)
+        self.request = request  # not through ``super()``: one per answer, the call costs more
         self.data = data
 
 

@@ -23,6 +23,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Mapping
+from functools import partial
 
 import trio
 
@@ -58,6 +59,9 @@ LOGGER = logging.getLogger(__name__)
 INLINE_APIS: frozenset[int] = frozenset({
     ApiKey.ApiVersions, ApiKey.Metadata, ApiKey.Produce, ApiKey.ListOffsets,
     ApiKey.OffsetCommit, ApiKey.FindCoordinator, ApiKey.Heartbeat})
+#: API keys compared for every request, read from their enum once: on Python 3.11 reading a
+#: member through its class costs several times the comparison
+_API_VERSIONS, _METADATA, _FETCH = ApiKey.ApiVersions, ApiKey.Metadata, ApiKey.Fetch
 #: inline APIs whose answers to a client's pipelined requests are written together: none of
 #: them waits for anything but a topic's creation (Metadata) or a ``flush.messages`` fsync
 #: (Produce); one answered later (an OffsetCommit waiting for its group's write) has the
@@ -134,8 +138,8 @@ class RequestHandlerPool:
         # handler of this table now: not a test cluster's, which checks and injects faults, nor
         # one put in its place) would, without decoding it, building a handler context or
         # walking the answer
-        if (header.api_key == ApiKey.Metadata
-                and self.handlers.get(ApiKey.Metadata) is handle_metadata
+        if (header.api_key == _METADATA
+                and self.handlers.get(_METADATA) is handle_metadata
                 and (answer := refresh_answer(self.broker, header.api_version,
                                               bytes(request.frame[header.body_offset:]),
                                               request.context.listener_name)) is not None):
@@ -166,79 +170,85 @@ class RequestHandlerPool:
         ``hold``, for the caller to write) when its handler answered before returning. Else
         ``None``: the answer went (or, parked, will go) through the request channel."""
         header = request.header
-        answered = False
-        answer: Response | None = None
-        count_errors = self.metrics.request_metrics.count_errors
-
-        def respond(body: ResponseBody | None) -> None:
-            nonlocal answered, answer
-            if answered:
-                LOGGER.error("%r answered twice; second answer dropped", header)
-                return
-            answered = True
-            now = time.monotonic_ns()
-            if request.api_local_done_ns:
-                request.api_remote_done_ns = now
-            else:
-                request.api_local_done_ns = now
-            request.throttle_ms = throttle_ms(self.broker, request.context, body, request_bytes,
-                                              request.api_local_done_ns - request.dequeued_ns)
-            response: Response
-            if body is None:
-                response = NoOpResponse(request)
-            else:
-                try:
-                    if header.api_key == ApiKey.Fetch:  # its records may be file regions
-                        parts = encode_response_parts(header, body)
-                        data = parts[0] if len(parts) == 1 else None
-                    else:
-                        data = encode_response(header, body)
-                except Exception:
-                    LOGGER.exception("failed to encode the response to %r", header)
-                    response = CloseConnectionResponse(request, "encode_error")
-                else:
-                    count_errors(header.api_key, error_codes(body, 3))
-                    response = (SendResponse(request, data) if data is not None
-                                else SendFileResponse(request, parts))
-            if hold:
-                answer = response
-            else:  # back through the processor owning the connection
-                self.channel.send_response(response)
-
-        if header.api_key == ApiKey.ApiVersions and header.api_version > 4:
+        if header.api_key == _API_VERSIONS and header.api_version > 4:
             return api_versions_unsupported(request)
         try:
             body = decode_request_body(header, request.frame)
         except RemoteProtocolError as exc:
             LOGGER.info("closing connection %s: %s", request.context.connection_id, exc)
             return CloseConnectionResponse(request, exc.reason)
-        request_bytes = len(request.frame)
         request.frame = b""  # the body is decoded; do not keep the bytes alive while parked
         handler = self.handlers.get(header.api_key)
         if handler is None:
             return CloseConnectionResponse(request, "unsupported_version")
-        connection_id = request.context.connection_id
-        ctx = HandlerContext(request.context, self.broker, respond)
+        request.hold = hold
+        # the answer's state lives in the request: a handler that returns its answer (most do)
+        # costs no closure, only this partial for one that answers later
+        ctx = HandlerContext(request.context, self.broker, partial(self._respond, request))
         try:
             result = await handler(ctx, body)
         except Exception:
             LOGGER.exception("handler for %r failed; closing connection %s", header,
-                             connection_id)
-            hold = False
-            if answered:
-                return answer
-            answered = True
+                             request.context.connection_id)
+            request.hold = False
+            if request.answered:
+                return request.held
+            request.answered = True
             return CloseConnectionResponse(request, "handler_error")
         if isinstance(result, Deferred):
-            hold = False  # its answer, given later, goes through the request channel
+            request.hold = False  # its answer, given later, goes through the request channel
             request.api_local_done_ns = time.monotonic_ns()
-            return answer
+            return request.held
         if isinstance(result, CloseConnection):
-            LOGGER.info("closing connection %s: %s", connection_id, result.reason)
+            LOGGER.info("closing connection %s: %s", request.context.connection_id,
+                        result.reason)
             request.api_local_done_ns = time.monotonic_ns()
             return CloseConnectionResponse(request, result.reason)
-        respond(result)
-        return answer
+        if request.answered:
+            LOGGER.error("%r answered twice; second answer dropped", header)
+            return request.held
+        request.answered = True
+        return self._response(request, result)
+
+    def _respond(self, request: Request, body: ResponseBody | None) -> None:
+        """``HandlerContext.respond``: the answer given by the handler before it returned
+        (held for the caller with ``hold``) or later (a parked request's), sent back through
+        the processor owning the connection."""
+        if request.answered:
+            LOGGER.error("%r answered twice; second answer dropped", request.header)
+            return
+        request.answered = True
+        response = self._response(request, body)
+        if request.hold:
+            request.held = response
+        else:
+            self.channel.send_response(response)
+
+    def _response(self, request: Request, body: ResponseBody | None) -> Response:
+        """The response to ``request`` answered with ``body``: its handling time stamped, its
+        quotas recorded, its error codes counted."""
+        now = time.monotonic_ns()
+        if request.api_local_done_ns:
+            request.api_remote_done_ns = now
+        else:
+            request.api_local_done_ns = now
+        request.throttle_ms = throttle_ms(self.broker, request.context, body, request.size,
+                                          request.api_local_done_ns - request.dequeued_ns)
+        if body is None:
+            return NoOpResponse(request)
+        header = request.header
+        try:
+            if header.api_key == _FETCH:  # its records may be file regions
+                parts = encode_response_parts(header, body)
+                data = parts[0] if len(parts) == 1 else None
+            else:
+                data = encode_response(header, body)
+        except Exception:
+            LOGGER.exception("failed to encode the response to %r", header)
+            return CloseConnectionResponse(request, "encode_error")
+        self.metrics.request_metrics.count_errors(header.api_key, error_codes(body, 3))
+        return (SendResponse(request, data) if data is not None
+                else SendFileResponse(request, parts))
 
 
 def api_versions_unsupported(request: Request) -> SendResponse:

@@ -201,7 +201,11 @@ class Selector:
             return
         self._metrics.bytes_in.inc(len(data))
         decoder = conn.decoder
-        if not decoder.buffered:  # a frame starts: within the idle time (slowloris)
+        # the idle deadline moves once a pass: when a frame starts (within the idle time:
+        # slowloris), else with the first answer; the pass's other moves would be to the same
+        # moment
+        moved = not decoder.buffered
+        if moved:
             self._unmute(conn)
         decoder.receive_data(data)
         if len(data) == RECEIVE_SIZE or self._stopped:  # more to read: the task's reads
@@ -241,7 +245,9 @@ class Selector:
                 answered.append(request)
                 # acks=0: no answer, the request's timings all the same
                 out.append(response.data if isinstance(response, SendResponse) else b"")
-                self._unmute(conn)
+                if not moved:
+                    self._unmute(conn)
+                    moved = True
         except Exception as exc:  # raised in the connection's task, as there
             wake = outcome.Error(exc)
         if answered and not self._write(conn, answered, out) and wake is None:

@@ -68,7 +68,9 @@ class RequestContext:
     __slots__ = ("client_host", "client_port", "connection_id", "header", "listener_name",
                  "principal", "sasl", "security_protocol", "sendfile")
 
-    def __init__(self, header: RequestHeader, connection_id: str, *, client_host: str,
+    # positional or keyword: the network layer builds one per request, and a call by keywords
+    # costs more than the assignments
+    def __init__(self, header: RequestHeader, connection_id: str, client_host: str,
                  client_port: int = 0, listener_name: str = "PLAINTEXT",
                  security_protocol: str = "PLAINTEXT", principal: str | None = None,
                  sasl: SaslAuthenticator | None = None, sendfile: bool = False) -> None:

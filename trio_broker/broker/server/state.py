@@ -206,7 +206,9 @@ class BrokerState:
         """Wall-clock milliseconds, for record timestamps and retention; under a test's
         ``trio.testing.MockClock`` ahead by that clock's time, so retention by time follows the
         test's virtual time as the broker's timers do."""
-        return time.time_ns() // 1_000_000 + _virtual_ms()
+        clock = mock_clock()
+        return time.time_ns() // 1_000_000 + (0 if clock is None
+                                              else int(clock.current_time() * 1000))
 
     def topics_changed(self, change: TopicChange) -> None:
         """React to a topic change made by an admin API or by auto-creation.
@@ -253,12 +255,6 @@ def _share_coordinator(config: BrokerConfig, logs: LogManager, group_configs: Gr
         partition_max_record_locks=config.group_share_partition_max_record_locks),
         store=ShareStateStore(config.log_dir_list[0] / SHARE_STATE_DIR_NAME),
         group_configs=group_configs)
-
-
-def _virtual_ms() -> int:
-    """The time a ``MockClock`` has run (0 under Trio's real clock or outside Trio)."""
-    clock = mock_clock()
-    return 0 if clock is None else int(clock.current_time() * 1000)
 
 
 def standalone_state(config: BrokerConfig, *, groups: GroupCoordinator, nursery: trio.Nursery,

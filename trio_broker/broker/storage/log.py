@@ -239,7 +239,8 @@ class Log:
                         self._log_start_offset, 0, duplicate=True)
             first, last, append_time, max_timestamp = self._write(batch, header, now_ms,
                                                                   leader_epoch)
-            self._producer_state.update(header, first, last, max_timestamp, now_ms)
+            if header.producer_id >= 0:  # no state to keep for a producer without an id
+                self._producer_state.update(header, first, last, max_timestamp, now_ms)
             return LogAppendInfo(first, last, append_time, self._log_start_offset, size)
 
     def append_marker(self, producer_id: int, producer_epoch: int, *, committed: bool,
@@ -278,10 +279,10 @@ class Log:
         max timestamp). ``aborted`` goes to the receiving segment's transaction index first.
         Caller holds the lock."""
         size = len(batch)
-        config = self.config
+        log_append_time = self.config.log_append_time  # a property: read once
         first = self._next_offset
         last = first + header.last_offset_delta
-        if config.log_append_time and not isinstance(batch, bytearray):
+        if log_append_time and not isinstance(batch, bytearray):
             batch = bytearray(batch)  # the new timestamp changes the CRC of it all
         data: bytearray | tuple[bytearray, memoryview]
         if isinstance(batch, bytearray):
@@ -293,7 +294,7 @@ class Log:
             data = (head, memoryview(batch)[BATCH_HEADER_SIZE:])
         set_base_offset(head, 0, first)
         set_partition_leader_epoch(head, 0, leader_epoch)
-        if config.log_append_time:
+        if log_append_time:
             set_log_append_time(head, 0, now_ms)
             append_time = max_timestamp = now_ms
         else:
@@ -301,15 +302,16 @@ class Log:
             max_timestamp = header.max_timestamp
         try:
             segment = self._maybe_roll(size, last, now_ms)
-            entries = len(segment.txn_index)
-            if aborted is not None:
-                segment.txn_index.append(aborted)
-            try:
+            if aborted is None:
                 segment.append(data, first, last + 1, max_timestamp, now_ms)
-            except OSError:
-                if aborted is not None:
+            else:
+                entries = len(segment.txn_index)
+                segment.txn_index.append(aborted)
+                try:
+                    segment.append(data, first, last + 1, max_timestamp, now_ms)
+                except OSError:
                     segment.txn_index.truncate_entries(entries)
-                raise
+                    raise
         except OSError as exc:
             raise KafkaStorageError(f"appending {size} bytes to {self.name} failed: {exc}") \
                 from exc

@@ -114,18 +114,14 @@ class LogSegment:
         """
         position = self.size
         size = sum(map(len, batch)) if isinstance(batch, tuple) else len(batch)
-        offset_entries = len(self.offset_index)
-        time_entries = len(self.time_index)
-        saved = self.max_timestamp, self.offset_of_max_timestamp
-        saved_bytes_since_entry = self.bytes_since_last_index_entry
         try:
             write_all(self.fd, batch, position)
-            self._index_batch(position, base_offset, max_timestamp, size)
         except OSError:
-            self.max_timestamp, self.offset_of_max_timestamp = saved
-            self.bytes_since_last_index_entry = saved_bytes_since_entry
-            self._undo_append(position, offset_entries, time_entries)
+            self._undo_append(position)
             raise
+        # the indexes and the largest timestamp change in memory, and only once the batch is
+        # written: a failed write leaves them as they were, nothing to save and restore
+        self._index_batch(position, base_offset, max_timestamp, size)
         self.size = position + size
         self.next_offset = next_offset
         self._hint(base_offset, position)
@@ -138,14 +134,10 @@ class LogSegment:
             del hints[next(iter(hints))]
         hints[base_offset] = position
 
-    def _undo_append(self, position: int, offset_entries: int, time_entries: int) -> None:
+    def _undo_append(self, position: int) -> None:
         self._position_hints.clear()
         try:
             os.ftruncate(self.fd, position)
-            if len(self.offset_index) > offset_entries:
-                self.offset_index.truncate_entries(offset_entries)
-            if len(self.time_index) > time_entries:
-                self.time_index.truncate_entries(time_entries)
         except OSError:
             LOGGER.exception(
                 "Could not truncate %s back to %d bytes after a failed write",
