@@ -25,7 +25,9 @@ the test suite; ``make bench`` runs it. Four steps:
    its send time; one consumer reads them back with ``poll()`` (fetch.queue.backoff.ms=1; on
    the mock fetch.wait.max.ms=1 too, as new data does not wake its waiting fetches): p50 / p99
    / p99.9 of receive minus send, on trio-broker and on the mock, ``--runs`` runs each,
-   alternating; the servers' and the load processes' CPU seconds beside them.
+   alternating; the servers' and the load processes' CPU seconds beside them, and (counted by
+   the broker's metrics endpoint) the Produce requests a record and each side's CPU a record:
+   what the rate asks of this machine's two cores.
 
 Plots go to ``docs/img/scale-*.png``; figures to docs/benchmarks.md ("Scale").
 """
@@ -35,12 +37,14 @@ from __future__ import annotations
 import argparse
 import math
 import os
+import re
 import resource
 import shutil
 import subprocess
 import sys
 import tempfile
 import time
+import urllib.request
 from pathlib import Path
 
 from bench_growth import (
@@ -308,6 +312,14 @@ def _latency_run(bootstrap: str, rate: int, producers: int, seconds: float, proc
     return total, received, load_cpu, latencies
 
 
+def _produce_requests(metrics_port: int) -> float:
+    """Produce requests the broker has counted (``RequestsPerSec``, every version)."""
+    with urllib.request.urlopen(f"http://127.0.0.1:{metrics_port}/metrics", timeout=10) as r:
+        text = r.read().decode()
+    return sum(float(m[1]) for m in re.finditer(
+        r'kafka_network_requestmetrics_requests_total\{request="Produce"[^}]*\} (\S+)', text))
+
+
 def latency(rates: list[int], producers: int, seconds: float, processes: int, runs: int,
             linger_ms: float) -> None:
     """Step 4: end-to-end latency under each of ``rates`` msg/s from ``producers``
@@ -315,8 +327,9 @@ def latency(rates: list[int], producers: int, seconds: float, processes: int, ru
     import confluent_kafka
 
     data = tempfile.mkdtemp(prefix="bench-scale-")
-    port = free_port()
-    broker, _ = _start(broker_argv(port, data))
+    port, metrics_port = free_port(), free_port()
+    broker, _ = _start([*broker_argv(port, data),
+                        "--override", f"metrics.listener=http://127.0.0.1:{metrics_port}"])
     mock, mock_bootstrap = _mock()
     p99s: dict[str, list[float]] = {"trio-broker": [], "librdkafka mock": []}
     try:
@@ -331,10 +344,16 @@ def latency(rates: list[int], producers: int, seconds: float, processes: int, ru
                 for name, bootstrap in order if run % 2 == 0 else order[::-1]:
                     pid = broker.pid if name == "trio-broker" else mock.pid
                     cpu = _cpu_s(pid)
+                    requests = _produce_requests(metrics_port)
                     sent, received, load_cpu, ms = _latency_run(
                         bootstrap, rate, producers, seconds, processes, linger_ms,
                         mock=name != "trio-broker")
                     used = _cpu_s(pid) - cpu
+                    per_record = (
+                        f"; {(_produce_requests(metrics_port) - requests) / sent:.2f} Produce "
+                        f"requests, {used / sent * 1e6:.0f} µs of broker CPU and "
+                        f"{load_cpu / sent * 1e6:.0f} µs of load CPU a record"
+                        if name == "trio-broker" else "")
                     lost = (f" ({sent - received:,d} lost to the mock's retention: its consumer "
                             "fell behind)" if received < sent else "")
                     p99 = percentile(ms, 0.99)
@@ -344,7 +363,8 @@ def latency(rates: list[int], producers: int, seconds: float, processes: int, ru
                           f"(linger.ms={linger_ms:g}), {received:,d} of {sent:,d} received"
                           f"{lost}: p50 {percentile(ms, 0.5):.2f} ms, p99 {p99:.2f} ms, "
                           f"p99.9 {percentile(ms, 0.999):.2f} ms; server CPU {used:.1f} s, "
-                          f"load processes' CPU {load_cpu:.1f} s   (load {_load()})", flush=True)
+                          f"load processes' CPU {load_cpu:.1f} s{per_record}   (load {_load()})",
+                          flush=True)
             for name, values in p99s.items():
                 values.append(best.get(name, math.nan))
     finally:
