@@ -7,7 +7,8 @@ broker's or the security modules' imports just by naming the package.
 The package's rule for deferring an import: a module imports what it uses at its top, unless a
 measured cost says otherwise: a broker's start (the modules ``tests/api/test_startup_imports.py``
 lists as deferred), a face that must stay light (this package's ``__init__``, the pytest plugin
-pytest loads in every run), or an optional dependency that must fail politely (pyspark). Then:
+pytest loads in every run, ``trio_broker.client``, which every command-line tool imports as
+the blocking client's parent), or an optional dependency that must fail politely (pyspark). Then:
 
 - a package's or a face's public names are deferred here, with ``lazy_names``;
 - a module that only one path needs is imported in the function that first needs it (the

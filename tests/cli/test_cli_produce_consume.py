@@ -255,15 +255,23 @@ def test_consume_reconnects_across_a_broker_restart(tmp_path):
             [sys.executable, "-m", "trio_broker", "consume", "restart", "--group", "survivor",
              "--from-beginning", "--max-messages", "4", "--bootstrap-server", bootstrap],
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        time.sleep(2)
+        assert consumer.stdout is not None
+        assert consumer.stderr is not None
+        # the records before the restart are printed (flushed after each fetch) ...
+        shown = [consumer.stdout.readline() for _ in range(2)]
         assert broker.stop() == 0
-        time.sleep(1)
+        # ... and the consumer has lost the broker before it comes back
+        said: list[str] = []
+        while not said or "reconnecting" not in said[-1]:
+            said.append(consumer.stderr.readline())
+            assert said[-1], "".join(said)
         broker.start()
         producer = confluent_kafka.Producer(producer_config)
         producer.produce("restart", value=b"after-1")
         producer.produce("restart", value=b"after-2")
         assert producer.flush(10) == 0
         out, err = consumer.communicate(timeout=60)
+        out, err = "".join(shown) + out, "".join(said) + err
     finally:
         broker.kill()
     assert consumer.returncode == 0, err

@@ -44,6 +44,27 @@ def test_help_and_serve_import_no_client_tool_and_no_spark(argv: list[str]) -> N
     assert set(done.stdout.split()) == expected
 
 
+def test_a_client_tool_imports_the_blocking_client_and_not_the_trio_one() -> None:
+    """Every command pays for its imports at each start: the blocking client's parent package
+    must not load the Trio client behind its public names."""
+    code = ("import contextlib, io, sys\n"
+            "from trio_broker.cli import main\n"
+            "with contextlib.redirect_stdout(io.StringIO()), contextlib.suppress(SystemExit):\n"
+            "    main(['topics', 'list', '--help'])\n"
+            "print(' '.join(sorted(m for m in sys.modules if m.startswith(\n"
+            "    ('trio_broker.client.trio.', 'trio_broker.client.blocking')))))\n"
+            "from trio_broker.client import Producer, open_consumer\n"
+            "print(Producer.__module__, open_consumer.__module__)\n")
+    done = _run_python(code)
+    assert done.returncode == 0, done.stderr
+    loaded, names = done.stdout.splitlines()
+    assert "trio_broker.client.blocking" in loaded.split()
+    assert not [m for m in loaded.split() if m.startswith("trio_broker.client.trio.")
+                and m != "trio_broker.client.trio.errors"]
+    assert names.split() == ["trio_broker.client.trio.producer.producer",
+                             "trio_broker.client.trio.consumer.consumer"]
+
+
 def test_unknown_option_is_argparse_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as exited:
         build_parser("topics").parse_args(["topics", "list", "--no-such-option"])

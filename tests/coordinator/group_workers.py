@@ -133,6 +133,7 @@ class AiokafkaWorker(Worker):
         super().__init__(*args)
         self.loop: asyncio.AbstractEventLoop | None = None
         self.ready = threading.Event()
+        self.thawed = threading.Event()
 
     def consume(self) -> None:
         asyncio.run(self._consume())
@@ -165,10 +166,16 @@ class AiokafkaWorker(Worker):
             await c.stop()
 
     def freeze(self, seconds: float) -> None:
-        """Block this consumer's event loop: no heartbeats, as if the process hung."""
+        """Block this consumer's event loop: no heartbeats, as if the process hung, for
+        ``seconds`` or until it is stopped."""
         assert self.ready.wait(10)
         assert self.loop is not None
-        self.loop.call_soon_threadsafe(time.sleep, seconds)
+        self.loop.call_soon_threadsafe(self.thawed.wait, seconds)
+
+    def stop(self, timeout_s: float = 30) -> None:
+        self.stopping.set()
+        self.thawed.set()  # a hung member being stopped has been shown hanging long enough
+        super().stop(timeout_s)
 
 
 WORKERS: dict[str, Callable[..., Worker]] = {

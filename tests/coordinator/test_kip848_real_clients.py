@@ -131,13 +131,19 @@ def cover(events: Events, names: set[str]) -> bool:
     return set(owned) == names and len(parts) == len(set(parts)) and set(parts) == ALL
 
 
-def produce(bootstrap: str, topic: str, count: int, rate_per_s: float, first: int = 0) -> None:
-    """Values ``first`` .. ``first + count - 1``, round robin, at most ``rate_per_s``."""
+def produce(bootstrap: str, topic: str, count: int, rate_per_s: float, first: int = 0,
+            unthrottled: threading.Event | None = None) -> None:
+    """Values ``first`` .. ``first + count - 1``, round robin, at most ``rate_per_s`` until
+    ``unthrottled`` is set, then as fast as they go."""
     p = confluent_kafka.Producer({"bootstrap.servers": bootstrap, "linger.ms": 5})
     start = time.monotonic()
     for i in range(first, first + count):
         if i % 1000 == 0:
-            time.sleep(max((i - first) / rate_per_s - (time.monotonic() - start), 0))
+            ahead_s = max((i - first) / rate_per_s - (time.monotonic() - start), 0)
+            if unthrottled is None:
+                time.sleep(ahead_s)
+            else:
+                unthrottled.wait(ahead_s)
         while True:
             try:
                 p.produce(topic, value=b"%d" % i, partition=i % PARTITIONS)
@@ -184,8 +190,11 @@ def test_churn_with_a_killed_member_never_owns_a_partition_twice(broker):
     create_topic(bootstrap, topic, PARTITIONS)
     events = Events()
     workers = {n: Worker(n, bootstrap, group, topic, events) for n in ("w1", "w2", "w3")}
+    # records flow at 4000/s through every rebalance below; once the last one is done the
+    # rest go as fast as they can
+    churned = threading.Event()
     producer = threading.Thread(target=produce, args=(bootstrap, topic, RECORDS, 4000),
-                                daemon=True)
+                                kwargs={"unthrottled": churned}, daemon=True)
     try:
         wait_for(lambda: cover(events, {"w1", "w2", "w3"}), 60, "three members' exact cover")
         producer.start()
@@ -198,6 +207,7 @@ def test_churn_with_a_killed_member_never_owns_a_partition_twice(broker):
         workers.pop("w3").kill()  # no leave: fenced once its session (6 s) expires
         wait_for(lambda: cover(events, {"w1", "w4"}), 60, "two after a kill")
         taken_over_s = time.monotonic() - killed_at
+        churned.set()
         assert taken_over_s >= 5, taken_over_s  # not before the session timeout
         producer.join(120)
         assert not producer.is_alive()

@@ -76,8 +76,10 @@ def test_rolling_upgrade_to_the_consumer_protocol_and_back(tmp_path):
         workers.pop(old).stop()
         wait_for(lambda: cover(events, set(workers)), 60, f"{sorted(workers)}' exact cover")
 
+    # records flow at this rate through every step of the rolling restart, then at full speed
+    restarted = threading.Event()
     producer = threading.Thread(target=produce, args=(bootstrap, topic, RECORDS, 2000),
-                                daemon=True)
+                                kwargs={"unthrottled": restarted}, daemon=True)
     try:
         start("c1", "classic")
         start("c2", "classic")
@@ -91,6 +93,7 @@ def test_rolling_upgrade_to_the_consumer_protocol_and_back(tmp_path):
         assert group_type(bootstrap, group) == "consumer"
         replace("n2", "c4", "classic")  # the last consumer-protocol member leaves: downgrade
         assert group_type(bootstrap, group) == "classic"
+        restarted.set()
         producer.join(120)
         assert not producer.is_alive()
         wait_for(lambda: len(events.values) == RECORDS, 120, "every record consumed",

@@ -52,13 +52,15 @@ def create_topic(bootstrap: str, topic: str, partitions: int = PARTITIONS) -> No
 
 
 def produce(bootstrap: str, topic: str, values: range, *, rate_per_s: float = 0,
-            stop: threading.Event | None = None) -> None:
-    """Produce ``values`` round robin over the partitions, at most ``rate_per_s`` if given."""
+            stop: threading.Event | None = None,
+            unthrottled: threading.Event | None = None) -> None:
+    """Produce ``values`` round robin over the partitions, at most ``rate_per_s`` if given
+    until ``unthrottled`` is set; ``stop`` ends it early."""
     p = confluent_kafka.Producer({"bootstrap.servers": bootstrap, "linger.ms": 5,
                                   "acks": "all"})
     start = time.monotonic()
     for n, i in enumerate(values):
-        if rate_per_s and n % 500 == 0:
+        if rate_per_s and n % 500 == 0 and not (unthrottled and unthrottled.is_set()):
             ahead_s = n / rate_per_s - (time.monotonic() - start)
             if stop is not None and stop.wait(max(ahead_s, 0)):
                 break
@@ -153,11 +155,11 @@ def test_three_client_libraries_share_a_group(kafka_broker, unique_topic):
     kp = KafkaPythonWorker("kafka-python-1", bootstrap, group, topic, book)
     aio = AiokafkaWorker("aiokafka-1", bootstrap, group, topic, book)
     rd2 = ConfluentWorker("confluent-2", bootstrap, group, topic, book)
-    # Records flow the whole time the membership changes (about 15 s at this rate).
-    stop_producing = threading.Event()
+    # Records flow at this rate the whole time the membership changes, then as fast as they go.
+    stop_producing, changed = threading.Event(), threading.Event()
     producer = threading.Thread(target=produce, args=(bootstrap, topic, range(RECORDS)),
-                                kwargs={"rate_per_s": 4000, "stop": stop_producing},
-                                daemon=True)
+                                kwargs={"rate_per_s": 4000, "stop": stop_producing,
+                                        "unthrottled": changed}, daemon=True)
     workers = [rd, kp, aio]
     for w in workers:
         w.start()
@@ -189,6 +191,7 @@ def test_three_client_libraries_share_a_group(kafka_broker, unique_topic):
         assert SESSION_MS / 1000 - 1 <= evicted_after <= SESSION_MS / 1000 + 5
         wait_for(lambda: monitor.stable_with({rd.name, rd2.name})
                  and clients_agree([rd, rd2]), 20, "the survivors to take over")
+        changed.set()
 
         # Every record consumed at least once, committed offsets reach the log end.
         producer.join(60)

@@ -11,6 +11,11 @@ as a separate JVM with its own Python workers), then runs on it, one after the o
 2. ``trio-broker import`` of ``WORKDIR/import-input`` into topic ``cluster-imported``;
 3. a streaming query from ``cluster-in`` to topic ``cluster-streamed`` (``availableNow``).
 
+Its three jobs are short: the driver JVM starts as a short job's (the class archive, the quick
+compiler only, the serial collector) and the executors' JVMs with the same Java options, so
+three fresh JVMs do not compete for the cores compiling Spark's hot paths for records they
+never see again.
+
 It prints one JSON line: each step's exit status or error, the driver's pid, the pids of the
 executors' Python workers (from a plain job) and the tasks each executor ran (Spark's status
 store), so the tests can check that tasks ran in executor processes, not in the driver. The
@@ -33,13 +38,17 @@ def main(bootstrap: str, workdir: Path) -> dict[str, Any]:
 
     from trio_broker.cli import main as cli_main
     from trio_broker.spark import register
-    from trio_broker.spark._session import build_session
+    from trio_broker.spark._session import SHORT_JOB_JAVA_OPTIONS, build_session
 
     started = time.monotonic()
     seconds: dict[str, float] = {}
+    log_dir = workdir / "spark-log"
     spark, _log = build_session(master=MASTER, app_name="trio-broker cluster tests",
-                                log_dir=str(workdir / "spark-log"),
+                                log_dir=str(log_dir), short_job=True,
                                 conf={"spark.executor.memory": "512m",
+                                      "spark.executor.extraJavaOptions":
+                                          f"-Dlog4j2.configurationFile=file:{log_dir}/"
+                                          f"log4j2.properties {SHORT_JOB_JAVA_OPTIONS}",
                                       "spark.driver.host": "127.0.0.1",
                                       "spark.driver.bindAddress": "127.0.0.1",
                                       "spark.sql.shuffle.partitions": "2"})

@@ -1,7 +1,9 @@
 """One SparkSession for the whole Spark suite, and producing through real Kafka clients.
 
 Starting a local[2] session costs seconds, so every Spark test shares this one (UI off, two
-shuffle partitions, Spark's output in a log file rather than the test output).
+shuffle partitions, Spark's output in a log file rather than the test output). Its jobs are all
+small, so its driver JVM starts as a short job's (``_session.SHORT_JOB_JAVA_OPTIONS`` and the
+class archive): compiling Spark's hot paths with C2 would cost more than it saves.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     from trio_broker.spark._session import build_session
 
     session, _log = build_session(
-        master="local[2]", app_name="trio-broker tests",
+        master="local[2]", app_name="trio-broker tests", short_job=True,
         log_dir=str(tmp_path_factory.mktemp("spark-log")),
         conf={
             "spark.sql.shuffle.partitions": "2",

@@ -33,3 +33,23 @@ def test_only_a_local_session_turns_the_web_ui_off(tmp_path: Path) -> None:
         "spark.ui.enabled"] == "false"
     assert "spark.ui.enabled" not in session_settings(
         master="spark://127.0.0.1:7077", app_name="t", log4j=log4j)
+
+
+def test_a_small_parquet_import_is_a_short_job(tmp_path: Path) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from trio_broker.spark.importer import ImportJob, ImportSettings
+
+    (tmp_path / "in").mkdir()
+    pq.write_table(pa.table({"value": [b"a", b"b", b"c"]}), tmp_path / "in" / "part.parquet")
+    (tmp_path / "in.csv").write_text("value\na\n")
+    small = ImportJob(ImportSettings(bootstrap_servers="127.0.0.1:9", source=str(tmp_path / "in"),
+                                     topic="t"))
+    assert small.planned_rows() == 3
+    assert small.short_job(small.planned_rows())
+    assert not small.short_job(SHORT_EXPORT_RECORDS + 1)
+    csv = ImportJob(ImportSettings(bootstrap_servers="127.0.0.1:9",
+                                   source=str(tmp_path / "in.csv"), topic="t", format="csv"))
+    assert csv.planned_rows() is None  # its size is not known before Spark reads it
+    assert not csv.short_job(csv.planned_rows())

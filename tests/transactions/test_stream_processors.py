@@ -49,9 +49,11 @@ def venv_python(name: str, pin: str) -> Path:
     python = home / "bin" / "python"
     marker = home / f".installed-{pin}"
     if not marker.exists():
-        venv.create(home, with_pip=True, clear=True)
-        subprocess.run([str(python), "-m", "pip", "install", "-q", pin], check=True,
-                       timeout=600)
+        # the dev venv's pip installs into it (--python): a pip of the virtualenv's own would
+        # first have to be installed itself, and then installs more slowly
+        venv.create(home, with_pip=False, clear=True)
+        subprocess.run([sys.executable, "-m", "pip", "--python", str(python), "install", "-q",
+                        "--disable-pip-version-check", pin], check=True, timeout=600)
         marker.touch()
     return python
 

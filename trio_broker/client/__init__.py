@@ -10,6 +10,9 @@ What it owns: the client stack's public names, re-exported here from the Trio dr
 ``client/blocking``. It may import those two; nothing of the broker.
 """
 
+from typing import TYPE_CHECKING
+
+from ..lazy_names import lazy_names
 from .core.errors import KafkaError as KafkaError
 from .core.partitioner import murmur2 as murmur2
 from .core.partitioner import partition_for_key as partition_for_key
@@ -18,19 +21,39 @@ from .core.structs import OffsetAndMetadata as OffsetAndMetadata
 from .core.structs import OffsetAndTimestamp as OffsetAndTimestamp
 from .core.structs import TopicPartition as TopicPartition
 from .trio import errors as errors
-from .trio.admin import Admin as Admin
-from .trio.admin import NewTopic as NewTopic
-from .trio.admin import open_admin as open_admin
-from .trio.consumer import Consumer as Consumer
-from .trio.consumer import ConsumerRebalanceListener as ConsumerRebalanceListener
-from .trio.consumer import open_consumer as open_consumer
-from .trio.producer import Producer as Producer
-from .trio.producer import RecordFuture as RecordFuture
-from .trio.producer import RecordMetadata as RecordMetadata
-from .trio.producer import open_producer as open_producer
-from .trio.share_consumer import AcknowledgeType as AcknowledgeType
-from .trio.share_consumer import ShareConsumer as ShareConsumer
-from .trio.share_consumer import ShareConsumerRecord as ShareConsumerRecord
+
+#: the Trio driver's names, imported on first use: the blocking client and the command line,
+#: which import this package as the blocking client's parent, never load Trio's client
+_LAZY = {
+    "Admin": "trio.admin",
+    "NewTopic": "trio.admin",
+    "open_admin": "trio.admin",
+    "Consumer": "trio.consumer",
+    "ConsumerRebalanceListener": "trio.consumer",
+    "open_consumer": "trio.consumer",
+    "Producer": "trio.producer",
+    "RecordFuture": "trio.producer",
+    "RecordMetadata": "trio.producer",
+    "open_producer": "trio.producer",
+    "AcknowledgeType": "trio.share_consumer",
+    "ShareConsumer": "trio.share_consumer",
+    "ShareConsumerRecord": "trio.share_consumer",
+}
+
+if TYPE_CHECKING:
+    from .trio.admin import Admin as Admin
+    from .trio.admin import NewTopic as NewTopic
+    from .trio.admin import open_admin as open_admin
+    from .trio.consumer import Consumer as Consumer
+    from .trio.consumer import ConsumerRebalanceListener as ConsumerRebalanceListener
+    from .trio.consumer import open_consumer as open_consumer
+    from .trio.producer import Producer as Producer
+    from .trio.producer import RecordFuture as RecordFuture
+    from .trio.producer import RecordMetadata as RecordMetadata
+    from .trio.producer import open_producer as open_producer
+    from .trio.share_consumer import AcknowledgeType as AcknowledgeType
+    from .trio.share_consumer import ShareConsumer as ShareConsumer
+    from .trio.share_consumer import ShareConsumerRecord as ShareConsumerRecord
 
 __all__ = [
     "AcknowledgeType",
@@ -55,3 +78,5 @@ __all__ = [
     "open_producer",
     "partition_for_key",
 ]
+
+__getattr__, __dir__ = lazy_names(__name__, _LAZY)

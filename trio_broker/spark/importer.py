@@ -13,6 +13,8 @@ Why it runs the way it does:
 - Order: with ``order_by`` (default: ``offset`` when the input has that column, as an export's
   output does) every target partition is written by one task in that order, so an exported
   topic comes back in its own order; otherwise each task keeps its input's order.
+- An import of a Parquet input of at most ``SHORT_EXPORT_RECORDS`` rows (counted from its
+  footers) starts Spark's JVM for a short job, as a small export does (``_session``).
 - Delivery is at least once (the sink's): an import that fails part way leaves what it wrote
   in the topics, and running it again writes those records again.
 
@@ -35,6 +37,7 @@ from ..client.blocking import LATEST, TopicPartition
 from ._formats import formatted_spark_type, parse_format_options
 from ._options import PROGRESS_OPTION, offsets_json
 from ._progress import ProgressListener, show_import_summary, show_progress
+from .job import SHORT_EXPORT_RECORDS
 from .sink import SUMMARY_OPTION, SinkError, parse_sink_options
 
 if TYPE_CHECKING:
@@ -104,10 +107,11 @@ class ImportJob:
             else:
                 client.metadata([])
         started = time.monotonic()
-        spark, log_path, created = self._session()
+        planned = self.planned_rows()
+        spark, log_path, created = self._session(short_job=self.short_job(planned))
         try:
             frame = self.frame(spark)
-            summary = self._write(frame, console, interactive)
+            summary = self._write(frame, console, interactive, planned)
         except KeyboardInterrupt:
             spark.sparkContext.cancelAllJobs()
             raise
@@ -200,9 +204,9 @@ class ImportJob:
 
     # --- the write ------------------------------------------------------------------------
 
-    def _write(self, frame: Any, console: Console, interactive: bool) -> dict[str, Any]:
+    def _write(self, frame: Any, console: Console, interactive: bool,
+               planned: int | None) -> dict[str, Any]:
         outcome: dict[str, Any] = {}
-        planned = self._planned_rows()
         with ProgressListener() as listener, tempfile.TemporaryDirectory(
                 prefix="trio-broker-import-") as work:
             summary_path = Path(work) / "summary.json"
@@ -234,7 +238,13 @@ class ImportJob:
             summary: dict[str, Any] = json.loads(summary_path.read_text())
         return summary
 
-    def _planned_rows(self) -> int | None:
+    @staticmethod
+    def short_job(planned: int | None) -> bool:
+        """A Parquet input of at most ``SHORT_EXPORT_RECORDS`` rows is a short job for Spark's
+        JVM, as an export of as many records is; an input of unknown size is not."""
+        return planned is not None and planned <= SHORT_EXPORT_RECORDS
+
+    def planned_rows(self) -> int | None:
         """Rows of a local Parquet input, from its footers (other inputs: not known)."""
         if self.settings.format != "parquet" or not Path(self.settings.source).exists():
             return None
@@ -268,7 +278,7 @@ class ImportJob:
 
     # --- helpers --------------------------------------------------------------------------
 
-    def _session(self) -> tuple[Any, Path | None, bool]:
+    def _session(self, short_job: bool = False) -> tuple[Any, Path | None, bool]:
         from pyspark import SparkContext
 
         from ._session import build_session
@@ -276,7 +286,7 @@ class ImportJob:
 
         created = SparkContext._active_spark_context is None  # type: ignore[attr-defined]
         spark, log_path = build_session(master=self.settings.master,
-                                        app_name="trio-broker import")
+                                        app_name="trio-broker import", short_job=short_job)
         register(spark)
         return spark, log_path, created
 
