@@ -1,6 +1,6 @@
 """Run one fuzz target under atheris (libFuzzer): ``python fuzz/run.py TARGET [libFuzzer args]``.
 
-The project's modules (and ``javaproperties``/``tomllib``, which parse config files for it) are
+The project's modules (and ``tomllib``, which parses TOML config files for it) are
 imported under atheris' instrumentation; the request decoders the codec compiles from the
 schemas are generated functions, not imported ones, so they are compiled for every
 (API key, version) up front and instrumented one by one. Every other argument goes to libFuzzer
@@ -19,7 +19,7 @@ import atheris
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-with atheris.instrument_imports(include=["trio_broker", "javaproperties", "tomllib"]):
+with atheris.instrument_imports(include=["trio_broker", "tomllib"]):
     import targets
 
 

@@ -41,8 +41,8 @@ DEFERRED = (*(_APIS + m for m in ("admin", "configs", "describe", "acls", "quota
             _COORDINATOR + "share",
             # codecs (the first batch compressed or decompressed), the parallel log opener
             "cramjam", "concurrent.futures",
-            # the Java properties parser (a server.properties given) and what its XML half
-            # pulls in; importlib.abc (the old-path finder does without)
+            # the javaproperties package (the tests' reference for the broker's own reader) and
+            # what its XML half pulls in; importlib.abc (the old-path finder does without)
             "javaproperties", "xml.sax", "urllib.request", "http.client", "email",
             "importlib.abc", "importlib.resources",
             # the web console, the Schema Registry and the REST proxy (their own keys), and the

@@ -3,20 +3,20 @@
 Why one place: every value passes through the same parse (Kafka's types and validators) and
 every error says, in one line, which key, which value and where it was set
 (``server.properties:12``, ``--override``, ``environment TRIO_BROKER_NUM_PARTITIONS``). Kafka's
-``server.properties`` is read with ``javaproperties``, which implements Java's
-``Properties.load`` (line continuations, ``=``/``:``/whitespace separators, escapes, ``#`` and
-``!`` comments); a name ending in ``.toml`` is read as TOML instead.
+``server.properties`` is read as Java's ``Properties.load`` reads it (``java_properties``: line
+continuations, ``=``/``:``/whitespace separators, escapes, ``#`` and ``!`` comments); a name
+ending in ``.toml`` is read as TOML instead.
 """
 
 from __future__ import annotations
 
-import io
 import os
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
 from .broker import BrokerConfig, ConfigError, build_config, normalise
+from .java_properties import PropertiesError, parse_properties
 from .keys import ALIASES, BROKER_KEYS, HONOURED_KEYS
 
 __all__ = ["ENV_PREFIX", "build_config", "describe_keys", "load_config", "normalise",
@@ -32,18 +32,10 @@ COMMON_KEYS = ("node.id", "listeners", "advertised.listeners", "metrics.listener
 
 def read_properties(text: str, source: str) -> list[tuple[str, str, str]]:
     """Java properties text -> [(key, value, "source:line")], in order (later keys win)."""
-    import javaproperties  # imported when a file is read: embedders never pay for it
-
-    out: list[tuple[str, str, str]] = []
-    line = 1
     try:
-        for element in javaproperties.parse(io.StringIO(text)):
-            if isinstance(element, javaproperties.KeyValue):
-                out.append((element.key, element.value, f"{source}:{line}"))
-            line += element.source.count("\n")
-    except ValueError as exc:
-        raise ConfigError(f"{source}:{line}: cannot read Java properties: {exc}") from None
-    return out
+        return [(key, value, f"{source}:{line}") for key, value, line in parse_properties(text)]
+    except PropertiesError as exc:
+        raise ConfigError(f"{source}:{exc.line}: cannot read Java properties: {exc}") from None
 
 
 def _flatten_toml(data: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:

@@ -6,10 +6,8 @@ id, and refuses to start over a dir stamped by another node or another cluster. 
 the same format (a Java properties file, ``version=1``) lets an operator read it, and lets
 ``kafka-storage.sh info`` read ours.
 
-Why a reader of its own for the file: the ``javaproperties`` package imports its XML half
-(``xml.sax.saxutils``, which pulls ``urllib.request``, ``http.client`` and ``email``) whatever is
-read, and every restart reads the stamps; ``load_properties`` is Java's ``Properties.load``
-(its ``LineReader`` and key/value split), for a file Java or an operator may have written.
+The file is read as Java's ``Properties.load`` reads it (``config.java_properties``, the reader
+of ``server.properties`` too), for a file Java or an operator may have written.
 
 Ids are Kafka ``Uuid`` strings: the 16 bytes of a random UUID in URL-safe base64, unpadded (22
 characters), never starting with ``-`` (Kafka rejects those: they read as command-line flags).
@@ -19,14 +17,13 @@ from __future__ import annotations
 
 import base64
 import logging
-import re
 import time
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 
 import attrs
 
+from ..config.java_properties import load_properties
 from .files import atomic_write
 
 LOGGER = logging.getLogger(__name__)
@@ -91,83 +88,6 @@ def read_meta_properties(log_dir: Path) -> MetaProperties | None:
     except ValueError:
         raise MetaPropertiesError(f"Invalid node.id {node_id!r} in {path}") from None
     return MetaProperties(props["cluster.id"], node, props.get("directory.id"))
-
-
-_NEWLINE = re.compile(r"\r\n|\r|\n")
-_BLANKS = " \t\f"
-_ESCAPE = re.compile(r"\\(u[0-9A-Fa-f]{4}|u|.|\Z)", re.DOTALL)
-_ESCAPED = {"t": "\t", "n": "\n", "r": "\r", "f": "\f"}
-
-
-def load_properties(text: str) -> dict[str, str]:
-    """Java properties text -> {key: value}, as ``java.util.Properties.load`` reads it (a later
-    key wins); a malformed ``\\uxxxx`` escape raises ValueError, as Java's
-    IllegalArgumentException."""
-    return dict(_split(line) for line in _logical_lines(text))
-
-
-def _logical_lines(text: str) -> Iterator[str]:
-    """Java's ``LineReader``: each natural line's leading blanks dropped, blank and comment
-    (``#``, ``!``) lines skipped, a line ending in an odd number of backslashes continued by
-    the next (whose ``#`` is text, and which, empty, ends it)."""
-    line: str | None = None
-    for natural in _NEWLINE.split(text):
-        part = natural.lstrip(_BLANKS)
-        if line is None:
-            if not part or part[0] in "#!":
-                continue
-            line = part
-        elif not part:
-            if line:  # a line of only a continuation is none
-                yield line
-            line = None
-            continue
-        else:
-            line += part
-        if (len(line) - len(line.rstrip("\\"))) % 2:
-            line = line[:-1]
-        else:
-            yield line
-            line = None
-    if line:
-        yield line
-
-
-def _split(line: str) -> tuple[str, str]:
-    """A logical line's key and value: the key ends at the first unescaped ``=``, ``:`` or
-    blank; blanks and then one ``=`` or ``:`` (and blanks) separate it from the value."""
-    end, escaped = 0, False
-    while end < len(line):
-        c = line[end]
-        if not escaped and (c in "=:" or c in _BLANKS):
-            break
-        escaped = c == "\\" and not escaped
-        end += 1
-    start, separated = end, False
-    while start < len(line):
-        c = line[start]
-        if c in _BLANKS or (c in "=:" and not separated):
-            separated = separated or c in "=:"
-            start += 1
-        else:
-            break
-    return _unescape(line[:end]), _unescape(line[start:])
-
-
-def _unescape(text: str) -> str:
-    def one(m: re.Match[str]) -> str:
-        escape = m.group(1)
-        if escape.startswith("u"):
-            if len(escape) != 5:
-                raise ValueError("Malformed \\uxxxx encoding.")
-            return chr(int(escape[1:], 16))
-        return _ESCAPED.get(escape, escape)
-
-    if "\\" not in text:
-        return text
-    # \\uXXXX escapes are UTF-16 code units: a surrogate pair is one character, as in Java
-    return _ESCAPE.sub(one, text).encode("utf-16-le", "surrogatepass").decode("utf-16-le",
-                                                                            "surrogatepass")
 
 
 def write_meta_properties(log_dir: Path, meta: MetaProperties) -> None:
