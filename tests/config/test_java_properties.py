@@ -1,6 +1,7 @@
-"""meta.properties is read as Java's ``Properties.load`` reads it: checked against
-``javaproperties`` (an implementation of the same algorithm) on Java's documented examples and on
-generated text, and a malformed file refuses the start as Kafka's does."""
+"""Java properties (server.properties, meta.properties) are read as Java's ``Properties.load``
+reads them: checked against ``javaproperties`` (an implementation of the same algorithm) on
+Java's documented examples and on generated text; an entry and an error name their line, and a
+malformed stamp refuses the start as Kafka's does."""
 
 from __future__ import annotations
 
@@ -10,11 +11,10 @@ from pathlib import Path
 import javaproperties
 import pytest
 
-from trio_broker.broker.storage.meta_properties import (
-    MetaPropertiesError,
-    load_properties,
-    read_meta_properties,
-)
+from trio_broker.broker.config import ConfigError
+from trio_broker.broker.config.java_properties import load_properties
+from trio_broker.broker.config.loader import read_config_entries
+from trio_broker.broker.storage.meta_properties import MetaPropertiesError, read_meta_properties
 
 #: Properties.load's Javadoc examples, Properties.store's escapes, and the corners of the format
 EXAMPLES = [
@@ -73,3 +73,16 @@ def test_a_malformed_escape_refuses_the_stamp(tmp_path: Path) -> None:
                                               encoding="latin-1")
     with pytest.raises(MetaPropertiesError, match=r"Cannot read .*: Malformed \\uxxxx encoding"):
         read_meta_properties(tmp_path)
+
+
+def test_a_server_properties_entry_and_error_name_their_line(tmp_path: Path) -> None:
+    path = tmp_path / "server.properties"
+    text = "# a comment\n\nnum.partitions=3\nlog.dirs=/a,\\\n  /b\r\nnode.id 2\n"
+    path.write_text(text)
+    assert read_config_entries(path) == [("num.partitions", "3", f"{path}:3"),
+                                         ("log.dirs", "/a,/b", f"{path}:4"),
+                                         ("node.id", "2", f"{path}:6")]
+    path.write_text(text + "! another comment\nbad=\\u12zz\n")
+    with pytest.raises(ConfigError, match=r"server\.properties:8: cannot read Java properties: "
+                                          r"Malformed \\uxxxx encoding"):
+        read_config_entries(path)

@@ -166,9 +166,10 @@ class RequestHandlerPool:
     async def _dispatch(self, request: Request, *, hold: bool) -> Response | None:
         """Dispatch one request; every failure is confined to this request's connection.
 
-        Returns the response when the request is refused or closes its connection, and (with
-        ``hold``, for the caller to write) when its handler answered before returning. Else
-        ``None``: the answer went (or, parked, will go) through the request channel."""
+        Returns the response when the request is refused or closes its connection, when its
+        handler returned its answer, and (with ``hold``) when the handler gave it through
+        ``respond`` before returning: the caller writes or sends it. Else ``None``: the answer
+        went (or, deferred, will go) through the request channel."""
         header = request.header
         if header.api_key == _API_VERSIONS and header.api_version > 4:
             return api_versions_unsupported(request)
@@ -204,11 +205,9 @@ class RequestHandlerPool:
                         result.reason)
             request.api_local_done_ns = time.monotonic_ns()
             return CloseConnectionResponse(request, result.reason)
-        if request.answered:
-            LOGGER.error("%r answered twice; second answer dropped", header)
-            return request.held
-        request.answered = True
-        return self._response(request, result)
+        request.hold = True  # returned: the caller writes it (or sends it, for a queued one)
+        self._respond(request, result)
+        return request.held
 
     def _respond(self, request: Request, body: ResponseBody | None) -> None:
         """``HandlerContext.respond``: the answer given by the handler before it returned
