@@ -53,3 +53,8 @@ def test_a_small_parquet_import_is_a_short_job(tmp_path: Path) -> None:
                                    source=str(tmp_path / "in.csv"), topic="t", format="csv"))
     assert csv.planned_rows() is None  # its size is not known before Spark reads it
     assert not csv.short_job(csv.planned_rows())
+    (tmp_path / "bad").mkdir()
+    (tmp_path / "bad" / "part.parquet").write_bytes(b"PAR1 not a footer")
+    damaged = ImportJob(ImportSettings(bootstrap_servers="127.0.0.1:9",
+                                       source=str(tmp_path / "bad"), topic="t"))
+    assert damaged.planned_rows() is None  # Spark's own read names what is wrong with it

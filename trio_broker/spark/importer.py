@@ -248,12 +248,14 @@ class ImportJob:
         """Rows of a local Parquet input, from its footers (other inputs: not known)."""
         if self.settings.format != "parquet" or not Path(self.settings.source).exists():
             return None
-        try:
-            import pyarrow.dataset as ds
+        import pyarrow as pa
+        import pyarrow.dataset as ds
 
+        try:
             return int(ds.dataset(self.settings.source, format="parquet",
                                   partitioning="hive").count_rows())
-        except (OSError, ValueError):
+        except (OSError, ValueError, pa.ArrowException):
+            # not Parquet, or not Parquet pyarrow reads: Spark's read reports it in its words
             return None
 
     def read_back(self, summary: Mapping[str, Any]) -> str | None:
