@@ -264,16 +264,13 @@ class Selector:
         data = answers[0] if len(answers) == 1 else b"".join(answers)
         try:
             sent = os.write(conn.fd, data) if data else 0
-        except BlockingIOError:
-            sent = 0
-        except OSError:  # the peer is gone: its task finds out on its next read
+        except OSError:  # full (BlockingIOError), or the peer is gone: its task finds out
             sent = 0
         metrics = self._metrics
+        metrics.bytes_out.inc(sent)
         if sent < len(data):
-            metrics.bytes_out.inc(sent)
             conn.unsent.hold(requests, data[sent:])
             return False
-        metrics.bytes_out.inc(sent)
         now = time.monotonic_ns()
         record = metrics.request_metrics.record_timings
         for request in requests:
