@@ -29,25 +29,30 @@ def test_the_collector_runs_again_once_the_broker_listens(
         tmp_path: Path, collector_restored: None, capsys: pytest.CaptureFixture[str]) -> None:
     seen: list[bool] = []
     port = free_port()
+    served = threading.Event()  # set once ``main`` returned: no signal may reach pytest then
 
     def stop_once_collecting() -> None:
         deadline = time.monotonic() + 20
-        while time.monotonic() < deadline:  # the listener is bound: the start is nearly over
+        while time.monotonic() < deadline and not served.is_set():  # bound: nearly started
             try:
                 socket.create_connection(("127.0.0.1", port), timeout=1).close()
                 break
             except OSError:
                 time.sleep(0.01)
-        while not gc.isenabled() and time.monotonic() < deadline:
+        while not gc.isenabled() and time.monotonic() < deadline and not served.is_set():
             time.sleep(0.01)
         seen.append(gc.isenabled())
-        os.kill(os.getpid(), signal.SIGINT)
+        if not served.is_set():
+            os.kill(os.getpid(), signal.SIGINT)
 
     watcher = threading.Thread(target=stop_once_collecting)
     watcher.start()
-    status = main(["serve", "--override", f"listeners=PLAINTEXT://127.0.0.1:{port}",
-                   "--override", f"log.dirs={tmp_path}", "--override", "log.level=WARNING"])
-    watcher.join()
+    try:
+        status = main(["serve", "--override", f"listeners=PLAINTEXT://127.0.0.1:{port}",
+                       "--override", f"log.dirs={tmp_path}", "--override", "log.level=WARNING"])
+    finally:
+        served.set()
+        watcher.join()
     assert "listening on PLAINTEXT://127.0.0.1:" in capsys.readouterr().out
     assert seen == [True]
     assert status == 0
