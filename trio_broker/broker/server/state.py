@@ -165,14 +165,7 @@ class BrokerState:
     def __attrs_post_init__(self) -> None:
         # Consumer groups (KIP-848) assign partitions by topic id and resolve regexes over
         # the topic names: they read both from the logs.
-        logs = self.logs
-
-        def topics() -> dict[str, tuple[uuid.UUID, int]]:
-            ids = logs.topic_ids()
-
-            return {name: (ids[name], n) for name, n in logs.topics().items() if name in ids}
-
-        self.groups.attach_topics(topics)
+        self.groups.attach_topics(partial(topics_by_id, self.logs))
         self.groups.attach_group_configs(self.group_configs.get)
         # what the coordinators make durable, Kafka's records of it in the internal topics
         self.groups.attach_internal_topics(self.internal_topics)
@@ -223,6 +216,13 @@ class BrokerState:
         self.cluster.topic_changed(change.topic, change.partitions)
 
 
+def topics_by_id(logs: LogManager) -> dict[str, tuple[uuid.UUID, int]]:
+    """{topic: (its id, its partition count)} of the topics that have an id: what consumer and
+    share groups assign by."""
+    ids = logs.topic_ids()
+    return {name: (ids[name], n) for name, n in logs.topics().items() if name in ids}
+
+
 def _group_configs(config: BrokerConfig) -> GroupConfigs:
     return GroupConfigs(config.log_dir_list[0] / GROUP_CONFIGS_FILE, bounds={
         "consumer.session.timeout.ms": (config.group_consumer_min_session_timeout_ms,
@@ -237,16 +237,12 @@ def _share_coordinator(config: BrokerConfig, logs: LogManager, group_configs: Gr
     from ..coordinator.share import ShareConfig, ShareCoordinator
     from ..coordinator.share.store import SHARE_STATE_DIR_NAME, ShareStateStore
 
-    def topics() -> dict[str, tuple[uuid.UUID, int]]:
-        ids = logs.topic_ids()
-        return {name: (ids[name], n) for name, n in logs.topics().items() if name in ids}
-
     def offsets(topic_id: uuid.UUID, partition: int) -> tuple[int, int] | None:
         name = logs.topic_name(topic_id)
         log = None if name is None else logs.get_log(name, partition)
         return None if log is None else (log.log_start_offset, log.high_watermark)
 
-    return ShareCoordinator(topics, offsets, ShareConfig(
+    return ShareCoordinator(partial(topics_by_id, logs), offsets, ShareConfig(
         record_lock_duration_ms=config.group_share_record_lock_duration_ms,
         delivery_count_limit=config.group_share_delivery_count_limit,
         session_timeout_ms=config.group_share_session_timeout_ms,
