@@ -311,3 +311,22 @@ def test_storage_does_not_import_the_compactor() -> None:
             if _internal(target) in _COMPACTOR:
                 found.append(f"{MODULES[module].relative_to(PACKAGE.parent)}:{line} {target}")
     assert not found, "storage modules importing the compactor:\n" + "\n".join(found)
+
+
+#: ``random``'s own classes; everything else it exports draws from the application's generator
+_RANDOM_CLASSES = frozenset({"Random", "SystemRandom"})
+
+
+def test_no_module_draws_from_the_global_random() -> None:
+    """The global ``random`` state is the application's: test_application_random.py."""
+    found = []
+    for path in MODULES.values():
+        tree = ast.parse(path.read_text(), str(path))
+        for node in ast.walk(tree):
+            global_draw = (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)
+                           and node.value.id == "random" and node.attr not in _RANDOM_CLASSES)
+            imported_draw = (isinstance(node, ast.ImportFrom) and node.module == "random"
+                             and any(a.name not in _RANDOM_CLASSES for a in node.names))
+            if global_draw or imported_draw:
+                found.append(f"{path.relative_to(PACKAGE.parent)}:{getattr(node, 'lineno', 0)}")
+    assert not found, "the global random drawn from at " + ", ".join(found)

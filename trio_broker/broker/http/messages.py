@@ -18,7 +18,6 @@ from __future__ import annotations
 import datetime
 import functools
 import json
-import random
 from collections.abc import Sequence
 from typing import Any, NamedTuple
 
@@ -27,7 +26,7 @@ import attrs
 from ...client.core.errors import describe_code, error_for
 from ...client.core.fetch import decode_fetched, fetch_entry, fetch_request, parse_fetch
 from ...client.core.metadata import TopicInfo
-from ...client.core.partitioner import partition_for_key
+from ...client.core.partitioner import any_partition, partition_for_key
 from ...client.core.produce import parse_produce, produce_request
 from ...client.core.structs import ConsumerRecord, TopicPartition
 from ...protocol.api_keys import ApiKey
@@ -305,7 +304,7 @@ def choose_partition(info: TopicInfo, partition: int | None, key: bytes | None) 
         return partition
     if key is not None:
         return partition_for_key(key, info.num_partitions)
-    return random.choice(info.available or sorted(info.partitions))
+    return any_partition(info.available, info.partitions)
 
 
 async def produce(view: KafkaView, info: TopicInfo, partition: int, key: bytes | None,

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import functools
 import json
-import random
 import time
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
@@ -28,7 +27,7 @@ import trio
 
 from ...client.core.errors import KafkaError, describe_code
 from ...client.core.metadata import TopicInfo
-from ...client.core.partitioner import partition_for_key
+from ...client.core.partitioner import any_partition, partition_for_key
 from ...client.core.produce import parse_produce, produce_request
 from ...protocol.api_keys import ApiKey
 from ...protocol.errors import ErrorCode
@@ -88,7 +87,7 @@ class Producer:
         if record.key.data is not None:
             return partition_for_key(record.key.data, self.info.num_partitions)
         if self._sticky is None:
-            self._sticky = random.choice(self.info.available or sorted(self.info.partitions))
+            self._sticky = any_partition(self.info.available, self.info.partitions)
         return self._sticky
 
     async def produce(self, items: list[Any]) -> list[Report]:

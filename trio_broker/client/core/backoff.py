@@ -12,6 +12,10 @@ from __future__ import annotations
 import math
 import random
 
+#: the jitter's own generator: the application's ``random`` state is the application's
+#: (a seeded simulation, a Hypothesis run), and a reconnect in the background must not move it
+_RANDOM = random.Random()
+
 
 class ExponentialBackoff:
     """``backoff_ms(attempts)``: the wait before attempt ``attempts + 1`` (0 = first failure)."""
@@ -35,6 +39,6 @@ class ExponentialBackoff:
         else:
             term = self.initial_ms * self.multiplier ** min(float(attempts), self._exp_max)
         if self.jitter:
-            rand = (rng or random).random()
+            rand = (rng or _RANDOM).random()
             term *= (1 - self.jitter) + rand * 2 * self.jitter
         return term

@@ -13,10 +13,14 @@ from __future__ import annotations
 
 import random
 import struct
+from collections.abc import Iterable, Sequence
 
 _M = 0x5BD1E995
 _SEED = 0x9747B28C
 _MASK = 0xFFFFFFFF
+#: the partitioner's own generator: the application's ``random`` state is the application's
+#: (a seeded simulation, a Hypothesis run) and a client's background work must not move it
+_RANDOM = random.Random()
 
 
 def murmur2(data: bytes) -> int:
@@ -55,6 +59,11 @@ def partition_for_key(key: bytes, num_partitions: int) -> int:
     return to_positive(murmur2(key)) % num_partitions
 
 
+def any_partition(available: Sequence[int], partitions: Iterable[int]) -> int:
+    """A keyless record's partition: any one with a leader, else any one of the topic's."""
+    return _RANDOM.choice(available or sorted(partitions))
+
+
 class StickyPartitioner:
     """Keyless records stick to one partition per topic until that partition's batch is sent."""
 
@@ -76,6 +85,6 @@ class StickyPartitioner:
         choices = available or list(range(num_partitions))
         if len(choices) > 1 and previous is not None:
             choices = [p for p in choices if p != previous]
-        part = random.choice(choices)
+        part = _RANDOM.choice(choices)
         self.sticky[topic] = part
         return part

@@ -52,6 +52,8 @@ from .connection import BodySpec, BrokerConnection
 LOGGER = logging.getLogger(__name__)
 
 COORDINATOR_ID_BASE = 2**31 - 1
+#: bootstrap order's own generator: the application's ``random`` state is the application's
+_RANDOM = random.Random()
 
 
 class Wakeup:
@@ -284,7 +286,7 @@ class NetworkClient:
     def least_loaded_node(self) -> int:
         """The known node with the fewest in-flight requests, preferring open connections."""
         candidates = list(self.metadata.brokers) or list(self._bootstrap)
-        random.shuffle(candidates)
+        _RANDOM.shuffle(candidates)
         best, best_load = None, math.inf
         connecting = idle = None
         soonest, soonest_at = candidates[0], math.inf
