@@ -43,7 +43,7 @@ serve: $(VENV)/.base-installed $(VENV)/.native-built
 
 ## Run the whole test suite, after installing the system packages it needs.
 test: system-packages $(VENV)/.dev-installed $(VENV)/.native-built
-	TRIO_BROKER_EXPECT_NATIVE=1 $(PY) -m pytest -q -p no:cacheprovider $(PYTEST_ARGS)
+	EXPECT_NATIVE_BUILD=1 $(PY) -m pytest -q -p no:cacheprovider $(PYTEST_ARGS)
 
 lint: $(VENV)/.dev-installed
 	$(VENV)/bin/ruff check trio_broker tests bench
