@@ -4,8 +4,10 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 PIP := $(VENV)/bin/pip
 PYTEST_ARGS ?=
+#: the modules `make native` compiles (tools/native-modules): a change to one rebuilds them
+NATIVE_MODULES := $(shell grep -v '^\#' tools/native-modules)
 
-.PHONY: system-packages serve test lint typecheck bench compare soak roundtrip class-archive txn-soak cleaner-soak quota-soak schema-registry fuzz fuzz-seed clean
+.PHONY: system-packages native serve test lint typecheck bench compare soak roundtrip class-archive txn-soak cleaner-soak quota-soak schema-registry fuzz fuzz-seed clean
 
 $(VENV)/.base-installed: pyproject.toml
 	test -x $(PY) || tools/ensure-system-packages python3-venv
@@ -21,17 +23,27 @@ $(VENV)/.dev-installed: pyproject.toml
 	$(PIP) install -q -e '.[dev]'
 	touch $(VENV)/.base-installed $@
 
+## Compile the request path with mypyc (tools/build_native.py): `serve`, `test` and `bench` run
+## compiled; the package itself stays plain Python and runs interpreted where this has not run.
+native: $(VENV)/.native-built
+
+$(VENV)/.native-built: $(VENV)/.base-installed tools/native-modules tools/build_native.py $(NATIVE_MODULES)
+	tools/ensure-system-packages gcc python3-dev
+	$(PIP) install -q 'mypy>=1.10' 'setuptools>=68'
+	$(PY) tools/build_native.py
+	touch $@
+
 ## What the tests need that pip cannot install (Java, kcat, Chromium, a font): apt-get, as root.
 system-packages:
 	tools/ensure-system-packages
 
 ## Run the broker on 127.0.0.1:9092 with data under ./data (Ctrl-C stops it cleanly).
-serve: $(VENV)/.base-installed
+serve: $(VENV)/.base-installed $(VENV)/.native-built
 	$(VENV)/bin/trio-broker serve --override listeners=PLAINTEXT://127.0.0.1:9092 --override log.dirs=./data
 
 ## Run the whole test suite, after installing the system packages it needs.
-test: system-packages $(VENV)/.dev-installed
-	$(PY) -m pytest -q -p no:cacheprovider $(PYTEST_ARGS)
+test: system-packages $(VENV)/.dev-installed $(VENV)/.native-built
+	EXPECT_NATIVE_BUILD=1 $(PY) -m pytest -q -p no:cacheprovider $(PYTEST_ARGS)
 
 lint: $(VENV)/.dev-installed
 	$(VENV)/bin/ruff check trio_broker tests bench
@@ -40,7 +52,7 @@ typecheck: $(VENV)/.dev-installed
 	$(VENV)/bin/mypy trio_broker
 
 ## Benchmarks (not part of `make test`); figures go to docs/benchmarks.md.
-bench: $(VENV)/.dev-installed
+bench: $(VENV)/.dev-installed $(VENV)/.native-built
 	$(PY) bench/bench_pipeline.py
 	$(PY) bench/bench_stalls.py
 	$(PY) bench/bench_growth.py
@@ -114,4 +126,5 @@ compare: $(VENV)/.dev-installed
 	$(PY) bench/compare_revisions.py --base $(BASE)
 
 clean:
+	test ! -x $(PY) || $(PY) tools/build_native.py --clean
 	rm -rf $(VENV) build *.egg-info .pytest_cache

@@ -12,6 +12,7 @@ import pytest
 from hypothesis import settings
 
 from tests.mock_cluster import MockCluster
+from tests.native_build import stale
 from tests.security_files import TlsFiles, make_tls_files, make_users_file
 
 # Property tests draw the same examples on every run (a failure replays exactly, and its
@@ -19,6 +20,15 @@ from tests.security_files import TlsFiles, make_tls_files, make_users_file
 settings.register_profile("replayable", derandomize=True, print_blob=True, database=None)
 settings.register_profile("explore", print_blob=True, database=None)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "replayable"))
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """A compiled module older than its source would be tested in place of the source."""
+    changed = stale()
+    if changed:
+        names = ", ".join(path.name for path in changed)
+        pytest.exit(f"changed since `make native` compiled them: {names}; run `make native` "
+                    "(or `make test`)", returncode=4)
 
 
 @pytest.fixture

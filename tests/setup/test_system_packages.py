@@ -10,8 +10,8 @@ import subprocess
 from pathlib import Path
 
 SCRIPT = Path(__file__).parents[2] / "tools" / "ensure-system-packages"
-ALL = ["python3-venv", "openjdk-17-jre-headless", "kcat", "chromium", "fonts-liberation", "curl",
-       "jq"]
+ALL = ["python3-venv", "gcc", "python3-dev", "openjdk-17-jre-headless", "kcat", "chromium",
+       "fonts-liberation", "curl", "jq"]
 BASH = shutil.which("bash") or "/bin/bash"
 
 

@@ -27,7 +27,7 @@ import struct
 
 from ...protocol.api_keys import ApiKey
 from ...protocol.batch import BATCH_HEADER_SIZE, BatchHeader, read_batch_header, validate_batch
-from ...protocol.compression import Compression
+from ...protocol.compression import Buffer, Compression
 from ...protocol.conversion import (
     TOPIC_CODECS,
     RecordValidationError,
@@ -177,7 +177,7 @@ def not_leader_part(cluster: ClusterModel, topic: str, index: int, version: int)
     return part
 
 
-def _append(ctx: HandlerContext, log: Log, tp: tuple[str, int], records: bytes | None,
+def _append(ctx: HandlerContext, log: Log, tp: tuple[str, int], records: Buffer | None,
             now_ms: int, transactional_id: str | None) -> LogAppendInfo | Struct:
     """The append's result, or the partition's response when it is an error (or, for a v0-v2
     message set without one whole message, no append at all: no error and no offset, as Kafka
@@ -280,7 +280,7 @@ async def _register_partitions(ctx: HandlerContext, request: ProduceRequest,
     return refused
 
 
-def _recompressed(batch: bytes, codec: Compression,
+def _recompressed(batch: Buffer, codec: Compression,
                   max_message_bytes: int) -> tuple[bytes, BatchHeader]:
     """The batch rebuilt with the topic's codec, checked again (its size may have grown)."""
     rebuilt = recompress_batch(batch, codec)

@@ -21,7 +21,7 @@ from __future__ import annotations
 import time
 from bisect import bisect_left
 from collections.abc import Iterator
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, ClassVar
 
 from ...protocol.api_keys import ApiKey
 from ...protocol.errors import ErrorCode
@@ -99,9 +99,9 @@ class _ApiTimes:
 class RequestMetrics:
     """Kafka's RequestMetrics and ErrorsPerSec, cheap to record, expanded when scraped."""
 
-    BOUNDS = tuple(float(b) for b in _MS_BUCKETS)
+    BOUNDS: ClassVar[tuple[float, ...]] = tuple(float(b) for b in _MS_BUCKETS)
     #: the bucket upper bounds, in ms (readers that compute their own rates and percentiles)
-    BOUNDS_MS = BOUNDS
+    BOUNDS_MS: ClassVar[tuple[float, ...]] = BOUNDS
 
     def __init__(self) -> None:
         self._times: dict[int, _ApiTimes] = {}

@@ -81,6 +81,8 @@ _TCP_NOTSENT_LOWAT = getattr(socket, "TCP_NOTSENT_LOWAT", 25 if sys.platform == 
 #: the security protocols whose connections get TLS, and SASL
 TLS_PROTOCOLS = frozenset({"SSL", "SASL_SSL"})
 SASL_PROTOCOLS = frozenset({"SASL_PLAINTEXT", "SASL_SSL"})
+#: each connection's task (Trio's task tree, its instruments): the name the interpreter gives it
+CONNECTION_TASK_NAME = f"{__name__}.Processor._serve_connection"
 
 
 async def _recv_into(sock: trio.socket.SocketType, view: memoryview) -> int:
@@ -167,7 +169,9 @@ class Processor:
             self._channel.set_deliver(self.index, self._deliver_response)
             task_status.started()
             async for stream, listener in self._new_recv:
-                nursery.start_soon(self._serve_connection, stream, listener, nursery)
+                # named, as the interpreter names it: a compiled method has no qualname
+                nursery.start_soon(self._serve_connection, stream, listener, nursery,
+                                   name=CONNECTION_TASK_NAME)
 
     # -- shutdown ----------------------------------------------------------------------------
     def stop_reading(self) -> None:

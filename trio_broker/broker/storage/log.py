@@ -43,6 +43,7 @@ from ...protocol.batch import (
     set_log_append_time,
     set_partition_leader_epoch,
 )
+from ...protocol.compression import Buffer
 from ...protocol.control import build_marker_batch
 from ...protocol.errors import CorruptRecordError
 from .config import LogConfig
@@ -212,7 +213,7 @@ class Log:
 
     # --- append -------------------------------------------------------------------------
 
-    def append(self, batch: bytearray | bytes, header: BatchHeader, *, now_ms: int,
+    def append(self, batch: Buffer, header: BatchHeader, *, now_ms: int,
                leader_epoch: int | None = None) -> LogAppendInfo:
         """Append one validated batch, assigning its offsets in place.
 
@@ -272,7 +273,7 @@ class Log:
                                committed=committed)
             return LogAppendInfo(first, first, append_time, self._log_start_offset, len(batch))
 
-    def _write(self, batch: bytearray | bytes, header: BatchHeader, now_ms: int,
+    def _write(self, batch: Buffer, header: BatchHeader, now_ms: int,
                leader_epoch: int, *, aborted: AbortedTxn | None = None,
                ) -> tuple[int, int, int, int]:
         """Write one batch at the log end: (first offset, last offset, log-append time or -1,
