@@ -12,9 +12,7 @@ from __future__ import annotations
 import math
 import random
 
-#: the jitter's own generator: the application's ``random`` state is the application's
-#: (a seeded simulation, a Hypothesis run), and a reconnect in the background must not move it
-_RANDOM = random.Random()
+from .rng import CLIENT_RANDOM
 
 
 class ExponentialBackoff:
@@ -39,6 +37,6 @@ class ExponentialBackoff:
         else:
             term = self.initial_ms * self.multiplier ** min(float(attempts), self._exp_max)
         if self.jitter:
-            rand = (rng or _RANDOM).random()
+            rand = (rng or CLIENT_RANDOM).random()
             term *= (1 - self.jitter) + rand * 2 * self.jitter
         return term

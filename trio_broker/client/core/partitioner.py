@@ -11,16 +11,14 @@ batches; sticking to one partition until its batch is sent makes few full ones.
 
 from __future__ import annotations
 
-import random
 import struct
 from collections.abc import Iterable, Sequence
+
+from .rng import CLIENT_RANDOM
 
 _M = 0x5BD1E995
 _SEED = 0x9747B28C
 _MASK = 0xFFFFFFFF
-#: the partitioner's own generator: the application's ``random`` state is the application's
-#: (a seeded simulation, a Hypothesis run) and a client's background work must not move it
-_RANDOM = random.Random()
 
 
 def murmur2(data: bytes) -> int:
@@ -61,7 +59,7 @@ def partition_for_key(key: bytes, num_partitions: int) -> int:
 
 def any_partition(available: Sequence[int], partitions: Iterable[int]) -> int:
     """A keyless record's partition: any one with a leader, else any one of the topic's."""
-    return _RANDOM.choice(available or sorted(partitions))
+    return CLIENT_RANDOM.choice(available or sorted(partitions))
 
 
 class StickyPartitioner:
@@ -85,6 +83,6 @@ class StickyPartitioner:
         choices = available or list(range(num_partitions))
         if len(choices) > 1 and previous is not None:
             choices = [p for p in choices if p != previous]
-        part = _RANDOM.choice(choices)
+        part = CLIENT_RANDOM.choice(choices)
         self.sticky[topic] = part
         return part

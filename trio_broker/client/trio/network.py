@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import logging
 import math
-import random
 import ssl
 from collections.abc import Callable, Iterable
 from typing import Any
@@ -46,14 +45,13 @@ from ..core.errors import (
     error_for,
 )
 from ..core.metadata import ClusterMetadata, TopicInfo, metadata_request
+from ..core.rng import CLIENT_RANDOM
 from ..core.security import resolve_security
 from .connection import BodySpec, BrokerConnection
 
 LOGGER = logging.getLogger(__name__)
 
 COORDINATOR_ID_BASE = 2**31 - 1
-#: bootstrap order's own generator: the application's ``random`` state is the application's
-_RANDOM = random.Random()
 
 
 class Wakeup:
@@ -286,7 +284,7 @@ class NetworkClient:
     def least_loaded_node(self) -> int:
         """The known node with the fewest in-flight requests, preferring open connections."""
         candidates = list(self.metadata.brokers) or list(self._bootstrap)
-        _RANDOM.shuffle(candidates)
+        CLIENT_RANDOM.shuffle(candidates)
         best, best_load = None, math.inf
         connecting = idle = None
         soonest, soonest_at = candidates[0], math.inf
