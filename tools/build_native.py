@@ -10,6 +10,7 @@ Usage: tools/build_native.py [--clean]   (--clean removes the compiled modules)
 
 from __future__ import annotations
 
+import os
 import shutil
 import sys
 import sysconfig
@@ -25,10 +26,14 @@ def modules() -> list[str]:
     return [line.strip() for line in lines if line.strip() and not line.startswith("#")]
 
 
+def shared_libraries() -> list[Path]:
+    """The group's shared library (all the compiled code; each module's own file is a shim)."""
+    return sorted((ROOT / "trio_broker").glob(f"_native__mypyc*{SUFFIX}"))
+
+
 def built_files() -> list[Path]:
     """Every compiled file this step makes (or made) in the tree."""
-    found = [ROOT / Path(m).with_suffix(SUFFIX) for m in modules()]
-    return found + sorted((ROOT / "trio_broker").glob(f"_native__mypyc*{SUFFIX}"))
+    return [ROOT / Path(m).with_suffix(SUFFIX) for m in modules()] + shared_libraries()
 
 
 def clean() -> None:
@@ -54,8 +59,6 @@ def build() -> None:
 
 
 def main(argv: list[str]) -> int:
-    import os
-
     os.chdir(ROOT)  # mypyc names the modules by their paths from here
     if argv == ["--clean"]:
         clean()
